@@ -1,0 +1,1 @@
+"""Device drivers and simulators: protocol codecs, transports and simulated devices."""

@@ -1,0 +1,57 @@
+"""``tablectl``: the one command-line entry point.
+
+Subcommands live in small modules that each expose ``register(subparsers)``; this
+file only assembles them, so each area of the tree owns its own commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+
+#: Modules contributing subcommands, in the order ``tablectl --help`` lists them.
+COMMAND_MODULES = (
+    "firmware_host.commands.rules",  # check-config, settle, math, score
+    "firmware_host.commands.daemon",  # run, demo
+    "firmware_host.commands.ops",  # console, audit
+    "drivers.cli",  # sim, decode
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tablectl",
+        description="Casino table controller: rules core, devices, daemon.",
+    )
+    parser.add_argument("--version", action="version", version=f"tablectl {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:
+                continue  # that area is not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        rc = args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return int(rc or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Rules-core commands: ``check-config``, ``settle``, ``math``, ``score``.
+
+These are the supervisor's tools: "is this table file valid", "what should this
+round have paid", "what is the house edge of every bet under this pay table".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..config import ConfigInvalid, TableConfig, default_config, load_config
+from ..games import GAME_IDS, get_game
+from ..games.errors import RulesError
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "check-config",
+        help="validate a table configuration file",
+        description="Validate a table file; print every error with its path; exit 1 if any.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    p.set_defaults(func=cmd_check_config)
+
+    p = sub.add_parser(
+        "settle",
+        help="settle a round from its outcome and bets (prints JSON)",
+        description="Settle every bet of one round exactly as the daemon would. JSON "
+        "arguments may be given inline or as @FILE.",
+    )
+    p.add_argument("game", choices=GAME_IDS)
+    p.add_argument("--outcome", required=True, help="outcome JSON (or @FILE)")
+    p.add_argument("--bets", required=True, help="JSON list of bets (or @FILE)")
+    p.add_argument("--config", help="table configuration (pay table, options, money)")
+    p.set_defaults(func=cmd_settle)
+
+    p = sub.add_parser(
+        "math",
+        help="exact house edge of every bet type under the configured pay table",
+    )
+    p.add_argument("game", choices=GAME_IDS)
+    p.add_argument("--config", help="table configuration")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--decks", type=int, help="number of decks (card games)")
+    p.add_argument("--rounds", type=int, help="rounds to simulate (simulated games)")
+    p.add_argument("--seed", type=int, help="seed of a simulation (simulated games)")
+    p.set_defaults(func=cmd_math)
+
+    p = sub.add_parser(
+        "score",
+        help="score a declared hand (mah-jong) for a floor inspector",
+    )
+    p.add_argument("game", choices=GAME_IDS)
+    p.add_argument("--hand", required=True, help="declared hand JSON (or @FILE)")
+    p.add_argument("--config", help="table configuration")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_score)
+
+
+def read_json_arg(value: str, what: str) -> Any:
+    """Parse a JSON argument given inline or as ``@FILE`` (``@-`` is standard input)."""
+    text = value
+    if value.startswith("@"):
+        name = value[1:]
+        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RulesError(f"{what} is not valid JSON: {exc}", code="JSON_INVALID") from exc
+
+
+def _config_for(game_id: str, path: str | None) -> TableConfig:
+    if path is None:
+        return default_config(game_id)
+    cfg = load_config(path)
+    if cfg.game_id != game_id:
+        raise RulesError(
+            f"{path} configures {cfg.game_id!r}, not {game_id!r}", code="CONFIG_GAME_MISMATCH"
+        )
+    return cfg
+
+
+def _fail(exc: Exception) -> int:
+    if isinstance(exc, ConfigInvalid):
+        for e in exc.errors:
+            print(f"{exc.source}: {e}", file=sys.stderr)
+        return 2
+    if isinstance(exc, RulesError):
+        print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
+        return 2
+    raise exc
+
+
+def cmd_check_config(args: argparse.Namespace) -> int:
+    rc = 0
+    for f in args.files:
+        try:
+            cfg = load_config(f)
+        except ConfigInvalid as exc:
+            for e in exc.errors:
+                print(f"{f}: {e}")
+            print(f"{f}: {len(exc.errors)} error(s)")
+            rc = 1
+            continue
+        if not args.quiet:
+            print(f"{f}: ok (table {cfg.table_id}, game {cfg.game_id}, version {cfg.version})")
+    return rc
+
+
+def cmd_settle(args: argparse.Namespace) -> int:
+    try:
+        cfg = _config_for(args.game, args.config)
+        game = cfg.game
+        outcome = game.parse_outcome(cfg.rules, read_json_arg(args.outcome, "--outcome"))
+        raw_bets = read_json_arg(args.bets, "--bets")
+        if not isinstance(raw_bets, list):
+            raise RulesError("--bets must be a JSON list of bets", code="BET_MALFORMED")
+        bets = game.parse_bets(cfg.rules, raw_bets, cfg.limits)
+        settlement = game.settle(cfg.rules, outcome, bets, cfg.money)
+    except (RulesError, ConfigInvalid, OSError) as exc:
+        if isinstance(exc, OSError):
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return _fail(exc)
+    out = settlement.to_json()
+    out["rules"] = game.rules_json(cfg.rules)
+    out["currency"] = cfg.money.currency
+    print(json.dumps(out, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_math(args: argparse.Namespace) -> int:
+    options = {k: getattr(args, k) for k in ("decks", "rounds", "seed") if getattr(args, k) is not None}
+    try:
+        cfg = _config_for(args.game, args.config)
+        report = cfg.game.math(cfg.rules, **options)
+    except (RulesError, ConfigInvalid) as exc:
+        return _fail(exc)
+    data = report.to_json()
+    if args.json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{cfg.game.title} ({cfg.game.regulation}), {report.method}")
+    for key, value in report.details.items():
+        print(f"  {key}: {json.dumps(value, ensure_ascii=False)}")
+    width = max((len(ln.bet) for ln in report.lines), default=3)
+    print(f"{'bet':<{width}}  {'selection':<22} {'house edge':>12}  exact")
+    for ln in report.lines:
+        sel = json.dumps(ln.selection, ensure_ascii=False)
+        pct = f"{100 * ln.house_edge.numerator / ln.house_edge.denominator:.4f}%"
+        exact = data["bets"][report.lines.index(ln)]["house_edge_exact"]
+        note = f"  ({ln.note})" if ln.note else ""
+        print(f"{ln.bet:<{width}}  {sel:<22} {pct:>12}  {exact}{note}")
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    try:
+        cfg = _config_for(args.game, args.config)
+        game = cfg.game
+        scorer = getattr(game, "score_report", None)
+        if scorer is None:
+            raise RulesError(f"{args.game} has no hand scoring; use settle", code="NOT_SUPPORTED")
+        data, text = scorer(cfg.rules, read_json_arg(args.hand, "--hand"))
+    except (RulesError, ConfigInvalid) as exc:
+        return _fail(exc)
+    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else text)
+    return 0

@@ -1,0 +1,294 @@
+"""Table configuration: one TOML file per table, validated as a whole.
+
+Every problem is reported at once, each with its dotted path and, for rule options,
+the article that authorises the range (``pay_table.sicbo.total_5: 31 is outside the
+authorised range 18..30 (57/2004 art. 6 6) (2))``). Unknown keys are errors: a
+misspelt option must never silently fall back to its default.
+
+Sections:
+
+- ``version``: configuration format version (see :data:`MIGRATIONS`).
+- ``[table]``: id, game, money settings.
+- ``[limits]``: stake limits, per bet type overrides in ``[limits.bet_types.<type>]``.
+- ``[pay_table.<game>]`` and ``[rules.<game>]``: the game's pay table and house
+  options, declared by the game module (``firmware_host/games``).
+- Other sections (``devices``, ``mqtt``, ``journal``, ``console``, ``jackpot``...)
+  are declared by the modules that read them, through :func:`register_section`.
+
+The reference of every key is ``docs/configuration.md``.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .games import GAME_IDS, get_game
+from .games.base import Game, Limits
+from .games.errors import UnknownGame
+from .games.money import MoneyRules, Rounding
+from .games.options import _coerce, check_value
+
+CURRENT_VERSION = 1
+
+_TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+class ConfigInvalid(ValueError):
+    """Raised by :func:`load_config` with every problem found."""
+
+    def __init__(self, source: str, errors: list[str]) -> None:
+        self.source = source
+        self.errors = errors
+        super().__init__(f"{source}: {len(errors)} error(s)\n" + "\n".join(errors))
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One key of a non-game section."""
+
+    kind: str  # int, bool, str, fraction, int_list, str_list, table
+    default: Any = None
+    required: bool = False
+    doc: str = ""
+    range: tuple[int, int] | None = None
+    choices: tuple[Any, ...] | None = None
+    check: Callable[[Any], str | None] | None = None
+    cite: str = ""
+
+    def meta(self) -> dict[str, Any]:
+        return {"range": self.range, "choices": self.choices, "check": self.check, "cite": self.cite}
+
+
+#: A section validator: (data, path, errors) -> parsed value (or None on errors).
+SectionValidator = Callable[[Any, str, list[str]], Any]
+
+_SECTIONS: dict[str, SectionValidator] = {}
+
+
+def register_section(name: str, validator: SectionValidator) -> None:
+    """Let a module (devices, mqtt, journal...) validate its own top-level section."""
+    _SECTIONS[name] = validator
+
+
+def validate_fields(
+    specs: Mapping[str, FieldSpec], data: Any, path: str, errors: list[str]
+) -> dict[str, Any]:
+    """Validate a flat table against ``specs``: unknown keys, types, ranges, required."""
+    out: dict[str, Any] = {}
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        errors.append(f"{path}: expected a table, got {data!r}")
+        return out
+    for key, value in data.items():
+        spec = specs.get(key)
+        p = f"{path}.{key}"
+        if spec is None:
+            errors.append(f"{p}: unknown key; known keys: {', '.join(sorted(specs)) or 'none'}")
+            continue
+        if spec.kind == "table":
+            if not isinstance(value, Mapping):
+                errors.append(f"{p}: expected a table, got {value!r}")
+                continue
+            out[key] = dict(value)
+            continue
+        v, err = _coerce(spec.kind, value, p, spec.meta())
+        if err is None:
+            err = check_value(v, p, spec.meta())
+        if err:
+            errors.append(err)
+            continue
+        out[key] = v
+    for key, spec in specs.items():
+        if key not in out and key not in data:
+            if spec.required:
+                errors.append(f"{path}.{key}: required key is missing ({spec.doc})")
+            else:
+                out[key] = spec.default
+    return out
+
+
+TABLE_SPECS: dict[str, FieldSpec] = {
+    "id": FieldSpec(
+        "str",
+        required=True,
+        doc="table id used in MQTT topics and round ids",
+        check=lambda v: None
+        if _TABLE_ID.match(v)
+        else "must be 1-64 characters of letters, digits, '_', '.', '-' (no MQTT wildcards or '/')",
+    ),
+    "game": FieldSpec("str", required=True, doc="game id", choices=GAME_IDS),
+    "currency": FieldSpec("str", "MOP", doc="ISO 4217 code of the table's currency",
+                          check=lambda v: None if re.fullmatch(r"[A-Z]{3}", v) else "must be a 3-letter ISO 4217 code"),
+    "minor_digits": FieldSpec("int", 2, doc="digits of the minor unit (MOP, HKD: 2)", range=(0, 4)),
+    "payable_unit": FieldSpec("int", 1, doc="smallest amount the table pays, in minor units", range=(1, 10**9)),
+    "rounding": FieldSpec("str", "floor", doc="rounding rule of payouts", choices=tuple(r.value for r in Rounding)),
+    "name": FieldSpec("str", "", doc="human-readable name of the table"),
+}
+
+LIMIT_SPECS: dict[str, FieldSpec] = {
+    "min_stake": FieldSpec("int", 1, doc="table minimum stake, minor units", range=(1, 10**12)),
+    "max_stake": FieldSpec("int", 10**12, doc="table maximum stake, minor units", range=(1, 10**12)),
+    "bet_types": FieldSpec("table", {}, doc="per bet type limits: [limits.bet_types.<type>] min, max"),
+}
+
+BET_LIMIT_SPECS: dict[str, FieldSpec] = {
+    "min": FieldSpec("int", None, doc="minimum stake for this bet type", range=(1, 10**12)),
+    "max": FieldSpec("int", None, doc="maximum stake for this bet type", range=(1, 10**12)),
+}
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """A validated table configuration."""
+
+    version: int
+    table_id: str
+    game_id: str
+    name: str
+    money: MoneyRules
+    limits: Limits
+    rules: Any
+    sections: Mapping[str, Any] = field(default_factory=dict)
+    source: str = "<defaults>"
+
+    @property
+    def game(self) -> Game[Any, Any]:
+        return get_game(self.game_id)
+
+    def section(self, name: str) -> Any:
+        return self.sections.get(name)
+
+
+#: Migrations from older ``version`` values: each takes and returns the raw document.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def migrate(doc: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+    version = doc.get("version", CURRENT_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int):
+        errors.append(f"version: expected an integer, got {version!r}")
+        return doc
+    if version > CURRENT_VERSION:
+        errors.append(
+            f"version: {version} is newer than this software understands (up to {CURRENT_VERSION})"
+        )
+        return doc
+    if version < 1:
+        errors.append(f"version: {version} is not a configuration format version (1..{CURRENT_VERSION})")
+        return doc
+    while version < CURRENT_VERSION:
+        doc = MIGRATIONS[version](doc)
+        version += 1
+        doc["version"] = version
+    return doc
+
+
+def validate_document(doc: Mapping[str, Any], source: str = "<document>") -> TableConfig:
+    """Validate a parsed TOML document; raise :class:`ConfigInvalid` with every error."""
+    errors: list[str] = []
+    doc = migrate(dict(doc), errors)
+    known_top = {"version", "table", "limits", "pay_table", "rules", *_SECTIONS}
+    for key in doc:
+        if key not in known_top:
+            errors.append(f"{key}: unknown section; known sections: {', '.join(sorted(known_top))}")
+
+    table = validate_fields(TABLE_SPECS, doc.get("table"), "table", errors)
+    if "table" not in doc:
+        errors.append("table: required section is missing (id, game)")
+    game_id = table.get("game")
+    game: Game[Any, Any] | None = None
+    if isinstance(game_id, str) and game_id in GAME_IDS:
+        try:
+            game = get_game(game_id)
+        except UnknownGame as exc:
+            errors.append(f"table.game: {exc.message}")
+
+    money = None
+    try:
+        money = MoneyRules(
+            currency=table.get("currency", "MOP"),
+            minor_digits=table.get("minor_digits", 2),
+            payable_unit=table.get("payable_unit", 1),
+            rounding=Rounding(table.get("rounding", "floor")),
+        )
+    except (ValueError, TypeError):
+        pass  # the field errors are already listed
+
+    rules = None
+    for section in ("pay_table", "rules"):
+        sec = doc.get(section, {})
+        if not isinstance(sec, Mapping):
+            errors.append(f"{section}: expected a table of games, got {sec!r}")
+            continue
+        for gid in sec:
+            if gid not in GAME_IDS:
+                errors.append(f"{section}.{gid}: unknown game; known games: {', '.join(GAME_IDS)}")
+            elif gid != game_id:
+                errors.append(f"{section}.{gid}: this table plays {game_id!r}; remove this section")
+    if game is not None:
+        rules = game.rules_from_config(
+            {s: (doc.get(s) or {}).get(game.game_id) for s in ("pay_table", "rules")}, errors
+        )
+
+    limits_raw = validate_fields(LIMIT_SPECS, doc.get("limits"), "limits", errors)
+    per_type: dict[str, tuple[int, int | None]] = {}
+    names: set[str] = set()
+    if game is not None and rules is not None:
+        names = {bt.name for bt in game.bet_types(rules)}
+    lo_t, hi_t = limits_raw.get("min_stake", 1), limits_raw.get("max_stake")
+    if isinstance(lo_t, int) and isinstance(hi_t, int) and lo_t > hi_t:
+        errors.append(f"limits: min_stake {lo_t} is above max_stake {hi_t}")
+    for bt, spec in (limits_raw.get("bet_types") or {}).items():
+        path = f"limits.bet_types.{bt}"
+        if names and bt not in names:
+            errors.append(f"{path}: {game_id} has no bet type {bt!r}; known: {', '.join(sorted(names))}")
+            continue
+        vals = validate_fields(BET_LIMIT_SPECS, spec, path, errors)
+        lo = vals.get("min") or lo_t
+        hi = vals.get("max") or hi_t
+        if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
+            errors.append(f"{path}: min {lo} is above max {hi}")
+        per_type[bt] = (lo, hi)
+
+    parsed_sections: dict[str, Any] = {}
+    for name, validator in _SECTIONS.items():
+        parsed_sections[name] = validator(doc.get(name), name, errors)
+
+    if errors or money is None or game is None or rules is None:
+        raise ConfigInvalid(source, errors or ["configuration is incomplete"])
+    return TableConfig(
+        version=doc.get("version", CURRENT_VERSION),
+        table_id=table["id"],
+        game_id=game.game_id,
+        name=table.get("name", ""),
+        money=money,
+        limits=Limits(lo_t, hi_t, per_type),
+        rules=rules,
+        sections=parsed_sections,
+        source=source,
+    )
+
+
+def load_config(path: str | Path) -> TableConfig:
+    """Read and validate a table file; raise :class:`ConfigInvalid` listing every error."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigInvalid(str(p), [f"cannot read the file: {exc.strerror or exc}"]) from exc
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigInvalid(str(p), [f"not valid TOML: {exc}"]) from exc
+    return validate_document(doc, str(p))
+
+
+def default_config(game_id: str, table_id: str = "demo-1") -> TableConfig:
+    """A configuration with every default, for ``tablectl settle``/``math`` without ``--config``."""
+    return validate_document({"version": CURRENT_VERSION, "table": {"id": table_id, "game": game_id}})

@@ -1,0 +1,81 @@
+"""The rules core: pure implementations of the Macau regulations.
+
+No I/O, no asyncio, no clock, no randomness: every function here takes its inputs
+(outcome, bets, rules, money settings) and returns frozen records. The daemon, the
+CLI and the benchmarks all use it through :func:`get_game`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .base import Bet, BetResult, DiscreteGame, Game, Limits, MathReport, Settlement, Totals
+from .errors import UnknownGame
+from .money import MoneyRules, Rounding, Verdict
+
+#: Game ids, the same in the CLI, the configuration and MQTT -> module implementing them.
+GAME_MODULES: dict[str, str] = {
+    "roulette": "roulette",
+    "sicbo": "sicbo",
+    "fish-prawn-crab": "fish_prawn_crab",
+    "fantan": "fantan",
+    "baccarat": "baccarat",
+    "blackjack": "blackjack",
+    "stud-poker": "stud_poker",
+    "super-pan-9": "super_pan_9",
+    "paikao": "paikao",
+    "mahjong": "mahjong",
+}
+
+GAME_IDS = tuple(GAME_MODULES)
+
+_cache: dict[str, Game[Any, Any]] = {}
+
+
+def get_game(game_id: str) -> Game[Any, Any]:
+    """The game object for ``game_id`` (one of :data:`GAME_IDS`)."""
+    game = _cache.get(game_id)
+    if game is not None:
+        return game
+    module_name = GAME_MODULES.get(game_id)
+    if module_name is None:
+        raise UnknownGame(f"unknown game {game_id!r}; known games: {', '.join(GAME_IDS)}")
+    try:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"{__name__}.{module_name}":
+            raise UnknownGame(f"game {game_id!r} is not implemented in this build") from exc
+        raise
+    game = module.GAME
+    _cache[game_id] = game
+    return game
+
+
+def available_games() -> list[str]:
+    """Game ids whose implementation is present."""
+    out = []
+    for gid in GAME_IDS:
+        try:
+            get_game(gid)
+        except UnknownGame:
+            continue
+        out.append(gid)
+    return out
+
+
+__all__ = [
+    "GAME_IDS",
+    "Bet",
+    "BetResult",
+    "DiscreteGame",
+    "Game",
+    "Limits",
+    "MathReport",
+    "MoneyRules",
+    "Rounding",
+    "Settlement",
+    "Totals",
+    "Verdict",
+    "get_game",
+]

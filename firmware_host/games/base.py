@@ -1,0 +1,347 @@
+"""The shapes every game shares: bets, settled bets, settlements, limits, and the
+game interface the daemon, the CLI and ``tablectl math`` use.
+
+A game module defines a frozen ``Rules`` dataclass (its pay table and house options,
+declared with :func:`options.option`) and a :class:`Game` subclass. Games whose round
+is one physical outcome and whose bets are independent (roulette, dice, fantan,
+baccarat) subclass :class:`DiscreteGame` and only say, for one bet and one outcome,
+what the :class:`~money.Verdict` is; settlement and exact house edges follow.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar, Generic, TypeVar
+
+from .errors import BetError, InvalidSelection, StakeOutOfLimits, UnknownBetType
+from .money import Amounts, MoneyRules, Verdict, check_stake, fraction_str, settle_amounts
+from .options import build_rules, rules_json
+
+JSON = Any
+R = TypeVar("R")  # a game's Rules dataclass
+O = TypeVar("O")  # a game's Outcome type
+
+#: Keys a bet may carry on the wire (MQTT ``bets/request`` and ``tablectl settle --bets``).
+BET_KEYS = frozenset({"bet_id", "seat", "bet_type", "selection", "stake"})
+
+
+@dataclass(frozen=True, slots=True)
+class Bet:
+    """One validated bet. ``selection`` is in the game's canonical JSON form."""
+
+    bet_id: str
+    seat: int
+    bet_type: str
+    selection: JSON
+    stake: int
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "bet_id": self.bet_id,
+            "seat": self.seat,
+            "bet_type": self.bet_type,
+            "selection": self.selection,
+            "stake": self.stake,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BetResult:
+    bet: Bet
+    amounts: Amounts
+    reason: str = ""
+
+    def to_json(self) -> dict[str, JSON]:
+        a = self.amounts
+        out = self.bet.to_json()
+        out.update(
+            result=a.result,
+            payout=a.payout,
+            commission=a.commission,
+            net=a.net,
+            breakage=fraction_str(a.breakage),
+        )
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    stakes: int
+    payout: int
+    commission: int
+    #: Sum of players' net results; the house's result is ``-net``.
+    net: int
+    breakage: Fraction
+
+    @staticmethod
+    def of(results: Iterable[BetResult]) -> Totals:
+        rs = list(results)
+        return Totals(
+            stakes=sum(r.bet.stake for r in rs),
+            payout=sum(r.amounts.payout for r in rs),
+            commission=sum(r.amounts.commission for r in rs),
+            net=sum(r.amounts.net for r in rs),
+            breakage=sum((r.amounts.breakage for r in rs), Fraction(0)),
+        )
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "stakes": self.stakes,
+            "payout": self.payout,
+            "commission": self.commission,
+            "net": self.net,
+            "house_net": -self.net,
+            "breakage": fraction_str(self.breakage),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    game: str
+    outcome: JSON
+    results: tuple[BetResult, ...]
+    totals: Totals
+    #: Game-specific extras (jackpot contributions and hits, banker capital use...).
+    extras: Mapping[str, JSON] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, JSON]:
+        out: dict[str, JSON] = {
+            "game": self.game,
+            "outcome": self.outcome,
+            "bets": [r.to_json() for r in self.results],
+            "totals": self.totals.to_json(),
+        }
+        if self.extras:
+            out.update(self.extras)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Stake limits of a table, in minor units; per bet type overrides the table's."""
+
+    min_stake: int = 1
+    max_stake: int | None = None
+    per_bet_type: Mapping[str, tuple[int, int | None]] = field(default_factory=dict)
+
+    def check(self, bet_type: str, stake: int) -> None:
+        lo, hi = self.per_bet_type.get(bet_type, (self.min_stake, self.max_stake))
+        if stake < lo:
+            raise StakeOutOfLimits(f"stake {stake} for {bet_type} is below the table minimum {lo}")
+        if hi is not None and stake > hi:
+            raise StakeOutOfLimits(f"stake {stake} for {bet_type} is above the table maximum {hi}")
+
+
+@dataclass(frozen=True, slots=True)
+class BetType:
+    """A bet type as the rules core knows it: API name, what it pays, where the law says so."""
+
+    name: str
+    title: str
+    article: str
+    pays: str
+
+
+@dataclass(frozen=True, slots=True)
+class MathLine:
+    bet: str
+    selection: JSON
+    house_edge: Fraction
+    outcomes: tuple[tuple[Fraction, Fraction], ...]  # (net per unit, probability)
+    note: str = ""
+
+    def to_json(self) -> dict[str, JSON]:
+        out = {
+            "bet": self.bet,
+            "selection": self.selection,
+            "house_edge": float(self.house_edge),  # display only; exact below
+            "house_edge_exact": fraction_str(self.house_edge),
+            "outcomes": [
+                {"net": fraction_str(n), "probability": fraction_str(p)} for n, p in self.outcomes
+            ],
+        }
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class MathReport:
+    game: str
+    rules: JSON
+    method: str  # "exact" or "simulation"
+    lines: tuple[MathLine, ...]
+    details: Mapping[str, JSON] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, JSON]:
+        out = {
+            "game": self.game,
+            "rules": self.rules,
+            "method": self.method,
+            "bets": [ln.to_json() for ln in self.lines],
+        }
+        out.update(self.details)
+        return out
+
+
+def parse_bet_envelope(raw: object) -> tuple[str, int, str, JSON, int]:
+    """Check the game-independent part of a bet's JSON; returns its fields."""
+    if not isinstance(raw, Mapping):
+        raise BetError(f"a bet must be a JSON object, got {type(raw).__name__}", code="BET_MALFORMED")
+    unknown = set(raw) - BET_KEYS
+    if unknown:
+        raise BetError(
+            f"unknown field(s) in bet: {', '.join(sorted(map(str, unknown)))}",
+            code="BET_UNKNOWN_FIELD",
+        )
+    missing = {"bet_type", "stake"} - set(raw)
+    if missing:
+        raise BetError(f"bet is missing {', '.join(sorted(missing))}", code="BET_MISSING_FIELD")
+    bet_id = raw.get("bet_id", "")
+    if not isinstance(bet_id, str) or len(bet_id) > 64:
+        raise BetError(f"bet_id must be a string of at most 64 characters, got {bet_id!r}", code="BET_MALFORMED")
+    seat = raw.get("seat", 0)
+    if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat <= 99:
+        raise BetError(f"seat must be an integer 0..99, got {seat!r}", code="BET_INVALID_SEAT")
+    bet_type = raw["bet_type"]
+    if not isinstance(bet_type, str):
+        raise UnknownBetType(f"bet_type must be a string, got {bet_type!r}")
+    stake = check_stake(raw["stake"])
+    return bet_id, seat, bet_type, raw.get("selection"), stake
+
+
+class Game(abc.ABC, Generic[R, O]):
+    """Interface of one game of the rules core."""
+
+    game_id: ClassVar[str]
+    title: ClassVar[str]
+    regulation: ClassVar[str]
+    rules_type: ClassVar[type[Any]]
+
+    # -- rules -----------------------------------------------------------------
+    def default_rules(self) -> R:
+        return self.rules_type()  # type: ignore[no-any-return]
+
+    def rules_from_config(
+        self, sections: Mapping[str, Mapping[str, Any] | None], errors: list[str]
+    ) -> R | None:
+        return build_rules(self.rules_type, sections, self.game_id, errors)
+
+    def rules_json(self, rules: R) -> dict[str, JSON]:
+        return {"regulation": self.regulation, **rules_json(rules)}
+
+    # -- bets ------------------------------------------------------------------
+    @abc.abstractmethod
+    def bet_types(self, rules: R) -> Sequence[BetType]:
+        """Every bet type this table offers under ``rules``."""
+
+    @abc.abstractmethod
+    def canonical_selection(self, rules: R, bet_type: str, selection: JSON) -> JSON:
+        """Validate a selection for ``bet_type``; return its canonical JSON form.
+
+        Raises :class:`UnknownBetType` or :class:`InvalidSelection`.
+        """
+
+    def parse_bet(self, rules: R, raw: object, limits: Limits | None = None) -> Bet:
+        bet_id, seat, bet_type, selection, stake = parse_bet_envelope(raw)
+        names = {bt.name for bt in self.bet_types(rules)}
+        if bet_type not in names:
+            raise UnknownBetType(
+                f"{self.game_id} has no bet type {bet_type!r}; known: {', '.join(sorted(names))}"
+            )
+        canonical = self.canonical_selection(rules, bet_type, selection)
+        if limits is not None:
+            limits.check(bet_type, stake)
+        return Bet(bet_id, seat, bet_type, canonical, stake)
+
+    def parse_bets(self, rules: R, raws: Iterable[object], limits: Limits | None = None) -> list[Bet]:
+        bets = []
+        for i, raw in enumerate(raws):
+            try:
+                bet = self.parse_bet(rules, raw, limits)
+            except BetError as exc:
+                raise type(exc)(f"bet #{i}: {exc.message}", code=exc.code) from exc
+            if not bet.bet_id:
+                bet = Bet(f"b{i + 1}", bet.seat, bet.bet_type, bet.selection, bet.stake)
+            bets.append(bet)
+        return bets
+
+    # -- outcomes and settlement ---------------------------------------------
+    @abc.abstractmethod
+    def parse_outcome(self, rules: R, raw: JSON) -> O:
+        """Validate a round's outcome as read from the hardware (raises OutcomeError)."""
+
+    @abc.abstractmethod
+    def outcome_json(self, outcome: O) -> JSON:
+        """The outcome in the JSON form published and accepted by ``parse_outcome``."""
+
+    @abc.abstractmethod
+    def settle(self, rules: R, outcome: O, bets: Sequence[Bet], money: MoneyRules) -> Settlement:
+        """Settle every bet of a round."""
+
+    # -- math ------------------------------------------------------------------
+    @abc.abstractmethod
+    def math(self, rules: R, **options: Any) -> MathReport:
+        """House edge of every bet type under ``rules``."""
+
+
+class DiscreteGame(Game[R, O]):
+    """A game decided by one outcome from a finite, enumerable set, bets independent."""
+
+    @abc.abstractmethod
+    def verdict(self, rules: R, outcome: O, bet: Bet) -> Verdict:
+        """What the regulation says of ``bet`` when ``outcome`` comes."""
+
+    @abc.abstractmethod
+    def outcome_space(self, rules: R) -> Sequence[tuple[O, Fraction]]:
+        """Every outcome with its exact probability (summing to 1)."""
+
+    @abc.abstractmethod
+    def math_bets(self, rules: R) -> Sequence[tuple[str, JSON]]:
+        """Representative (bet_type, selection) pairs for the house-edge table."""
+
+    def settle(self, rules: R, outcome: O, bets: Sequence[Bet], money: MoneyRules) -> Settlement:
+        results = []
+        for bet in bets:
+            v = self.verdict(rules, outcome, bet)
+            results.append(BetResult(bet, settle_amounts(bet.stake, v, money), v.reason))
+        return Settlement(self.game_id, self.outcome_json(outcome), tuple(results), Totals.of(results))
+
+    def math(self, rules: R, **options: Any) -> MathReport:
+        space = self.outcome_space(rules)
+        assert sum(p for _, p in space) == 1, "outcome probabilities must sum to 1"
+        lines = []
+        for bet_type, selection in self.math_bets(rules):
+            canonical = self.canonical_selection(rules, bet_type, selection)
+            bet = Bet("math", 0, bet_type, canonical, 1)
+            dist: dict[Fraction, Fraction] = {}
+            for outcome, p in space:
+                n = self.verdict(rules, outcome, bet).net_per_unit()
+                dist[n] = dist.get(n, Fraction(0)) + p
+            edge = -sum(n * p for n, p in dist.items())
+            lines.append(
+                MathLine(bet_type, canonical, edge, tuple(sorted(dist.items(), reverse=True)))
+            )
+        return MathReport(self.game_id, self.rules_json(rules), "exact", tuple(lines))
+
+
+def require(cond: bool, message: str) -> None:
+    """Raise InvalidSelection(message) unless ``cond``."""
+    if not cond:
+        raise InvalidSelection(message)
+
+
+def as_int_list(selection: JSON, what: str) -> list[int]:
+    """A selection that must be a list of integers (or a single integer)."""
+    if isinstance(selection, int) and not isinstance(selection, bool):
+        return [selection]
+    if not isinstance(selection, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in selection
+    ):
+        raise InvalidSelection(f"{what}: selection must be a list of integers, got {selection!r}")
+    return list(selection)

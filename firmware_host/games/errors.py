@@ -1,0 +1,76 @@
+"""Error tree of the rules core.
+
+Every rejection carries a stable ``code`` (what floor systems and tests match on)
+and a message naming the problem. The classes also inherit the built-in exception
+they resemble (``ValueError``), as gpiozero does, so generic callers still work.
+"""
+
+from __future__ import annotations
+
+
+class RulesError(ValueError):
+    """Base of every error the rules core raises on bad input."""
+
+    code = "RULES_ERROR"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.message = message
+
+    def to_json(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class BetError(RulesError):
+    """A bet that cannot be accepted (unknown type, impossible selection, stake)."""
+
+    code = "BET_INVALID"
+
+
+class UnknownBetType(BetError):
+    code = "BET_UNKNOWN_TYPE"
+
+
+class InvalidSelection(BetError):
+    code = "BET_INVALID_SELECTION"
+
+
+class InvalidStake(BetError):
+    code = "BET_INVALID_STAKE"
+
+
+class StakeOutOfLimits(BetError):
+    code = "BET_STAKE_OUT_OF_LIMITS"
+
+
+class BetNotOffered(BetError):
+    """The bet type exists in the regulation but this table's layout does not offer it."""
+
+    code = "BET_NOT_OFFERED"
+
+
+class OutcomeError(RulesError):
+    """A round outcome that is impossible or malformed (a die face 7, number 37)."""
+
+    code = "OUTCOME_INVALID"
+
+
+class ConfigError(RulesError):
+    """A pay table or rule option outside what the regulation authorises."""
+
+    code = "CONFIG_INVALID"
+
+
+class UnknownGame(RulesError):
+    code = "GAME_UNKNOWN"
+
+
+class RoundStateError(RulesError):
+    """An operation that is not legal in the current state of a hand or round."""
+
+    code = "ROUND_STATE"
