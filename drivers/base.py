@@ -1,0 +1,124 @@
+"""What every driver shares: typed events, a health record, the raw-frame log.
+
+A driver turns bytes (serial, USB) or pin changes (GPIO) into typed events and
+commands. The daemon never sees bytes: it reads :class:`DeviceEvent` objects from a
+driver's ``events()`` async iterator (or a callback), reads ``health`` and calls
+``get_status()`` for snapshots (console, MQTT ``devices/<name>``).
+
+Layers of each device package (``drivers/<device>/``), after bellows/zigpy:
+
+- ``codec.py``: sans-I/O. Bytes in (any chunking), typed frames/events out, and the
+  reverse. Raises only :class:`CodecError` subclasses on bad input.
+- ``driver.py``: the async driver over a :mod:`drivers.transport` link, with health,
+  watchdog and reconnect.
+- ``sim.py``: a simulated device speaking the same wire protocol.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class DriverError(Exception):
+    """Base of the drivers' error tree."""
+
+    code = "DRIVER_ERROR"
+
+
+class CodecError(DriverError, ValueError):
+    """A frame that cannot be decoded (bad checksum, bad length, garbage)."""
+
+    code = "CODEC_ERROR"
+
+
+class LinkError(DriverError, ConnectionError):
+    """The link to the device is down (port gone, write failed)."""
+
+    code = "LINK_DOWN"
+
+
+class DeviceTimeout(DriverError, TimeoutError):
+    """The device did not answer in time."""
+
+    code = "DEVICE_TIMEOUT"
+
+
+class HealthState(enum.Enum):
+    ONLINE = "online"
+    OFFLINE = "offline"
+    FAULT = "fault"
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """A device's health as published on ``devices/<name>``."""
+
+    state: HealthState = HealthState.OFFLINE
+    code: str = ""
+    message: str = ""
+    since: float = 0.0  # time.time() of the last change, for display
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state.value, "code": self.code, "message": self.message, "since": self.since}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceEvent:
+    """Base of every typed event a driver emits.
+
+    ``device`` is the configured device name (``wheel``, ``shoe``...); ``raw`` is the
+    frame(s) the event was decoded from, kept for game recall.
+    """
+
+    device: str = ""
+    raw: bytes = b""
+    monotonic: float = field(default_factory=time.monotonic)
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("monotonic", None)
+        d["raw"] = self.raw.decode("latin-1")
+        d["kind"] = self.kind
+        return d
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HealthChanged(DeviceEvent):
+    """Emitted by every driver when its health changes."""
+
+    health: Health = field(default_factory=Health)
+
+
+class FrameLog:
+    """The last N raw frames sent and received on a link, dumped on a fault (Klipper)."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._frames: collections.deque[tuple[float, str, bytes]] = collections.deque(maxlen=size)
+
+    def rx(self, frame: bytes) -> None:
+        self._frames.append((time.time(), "RX", bytes(frame)))
+
+    def tx(self, frame: bytes) -> None:
+        self._frames.append((time.time(), "TX", bytes(frame)))
+
+    def __iter__(self) -> Iterable[tuple[float, str, bytes]]:  # type: ignore[override]
+        return iter(list(self._frames))
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def dump(self) -> list[str]:
+        """Lines in the fixture format ``time<TAB>RX|TX<TAB>frame`` (non-printables escaped)."""
+        return [
+            f"{t:.3f}\t{d}\t{f.decode('latin-1').encode('unicode_escape').decode('ascii')}"
+            for t, d, f in self._frames
+        ]
