@@ -239,8 +239,8 @@ def validate_document(doc: Mapping[str, Any], source: str = "<document>") -> Tab
     limits_raw = validate_fields(LIMIT_SPECS, doc.get("limits"), "limits", errors)
     per_type: dict[str, tuple[int, int | None]] = {}
     names: set[str] = set()
-    if game is not None and rules is not None:
-        names = {bt.name for bt in game.bet_types(rules)}
+    if game is not None:
+        names = {bt.name for bt in game.bet_types(rules if rules is not None else game.default_rules())}
     lo_t, hi_t = limits_raw.get("min_stake", 1), limits_raw.get("max_stake")
     if isinstance(lo_t, int) and isinstance(hi_t, int) and lo_t > hi_t:
         errors.append(f"limits: min_stake {lo_t} is above max_stake {hi_t}")

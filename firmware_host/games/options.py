@@ -188,11 +188,13 @@ def check_value(value: Any, path: str, meta: Mapping[str, Any]) -> str | None:
         items = value if isinstance(value, tuple) else (value,)
         for v in items:
             if not lo <= v <= hi:
-                return f"{path}: {v} is outside the authorised range {lo}..{hi}{_cite(meta)}"
+                word = "authorised" if meta.get("cite") else "allowed"
+                return f"{path}: {v} is outside the {word} range {lo}..{hi}{_cite(meta)}"
     choices = meta.get("choices")
     if choices is not None and value not in choices:
         allowed = ", ".join(repr(c) for c in choices)
-        return f"{path}: {value!r} is not one of the authorised choices {allowed}{_cite(meta)}"
+        word = "authorised" if meta.get("cite") else "allowed"
+        return f"{path}: {value!r} is not one of the {word} choices {allowed}{_cite(meta)}"
     check = meta.get("check")
     if check is not None:
         problem = check(value)

@@ -1,0 +1,97 @@
+"""Table configuration: every error at once with its path, unknown keys refused,
+every example in config/ valid."""
+
+from pathlib import Path
+
+import pytest
+
+from firmware_host.cli import main
+from firmware_host.config import ConfigInvalid, load_config, validate_document
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((ROOT / "config").glob("*.toml"))
+
+BROKEN = """\
+version = 1
+[table]
+id = "bad/table#"
+game = "sicbo"
+currency = "mop"
+payable_unit = 0
+colour = "red"
+
+[limits]
+min_stake = 500
+max_stake = 100
+
+[limits.bet_types.straight]
+max = 5
+
+[pay_table.sicbo]
+total_5 = 31
+total_6 = "16"
+total_7 = 12
+
+[rules.roulette]
+zero_combinations = true
+
+[mqtt_typo]
+host = "x"
+"""
+
+
+def test_examples_exist_for_each_game_here() -> None:
+    names = {p.stem for p in EXAMPLES}
+    assert {"roulette", "sicbo", "fish-prawn-crab", "fantan"} <= names
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_is_valid(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check-config", str(path)]) == 0
+    assert "ok" in capsys.readouterr().out
+
+
+def test_broken_file_lists_every_error_with_its_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "broken.toml"
+    f.write_text(BROKEN)
+    assert main(["check-config", str(f)]) == 1
+    out = capsys.readouterr().out
+    expected = [
+        "table.id: must be 1-64 characters",
+        "table.currency: must be a 3-letter ISO 4217 code",
+        "table.payable_unit: 0 is outside the allowed range 1..1000000000",
+        "table.colour: unknown key",
+        "limits: min_stake 500 is above max_stake 100",
+        "limits.bet_types.straight: sicbo has no bet type 'straight'",
+        "pay_table.sicbo.total_5: 31 is outside the authorised range 18..30 (57/2004 art. 6 6) (2))",
+        "pay_table.sicbo.total_6: expected an integer, got '16'",
+        "pay_table.sicbo.total_7: unknown key",
+        "rules.roulette: this table plays 'sicbo'; remove this section",
+        "mqtt_typo: unknown section",
+    ]
+    for e in expected:
+        assert f"{f}: {e}" in out, e
+    assert f"{len(expected)} error(s)" in out
+
+
+def test_missing_file_and_bad_toml(tmp_path: Path) -> None:
+    with pytest.raises(ConfigInvalid, match="cannot read"):
+        load_config(tmp_path / "nope.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[table\nid=")
+    with pytest.raises(ConfigInvalid, match="not valid TOML"):
+        load_config(bad)
+
+
+def test_floats_refused_for_money_and_versions_checked() -> None:
+    with pytest.raises(ConfigInvalid) as exc:
+        validate_document({"version": 99, "table": {"id": "t", "game": "roulette"}, "limits": {"min_stake": 25.0}})
+    text = "\n".join(exc.value.errors)
+    assert "version: 99 is newer" in text
+    assert "limits.min_stake: expected an integer, got 25.0" in text
+
+
+def test_defaults_fill_in() -> None:
+    cfg = validate_document({"table": {"id": "t1", "game": "fantan"}})
+    assert cfg.money.payable_unit == 1 and cfg.money.currency == "MOP"
+    assert cfg.limits.min_stake == 1
