@@ -1,0 +1,33 @@
+"""Keep docs/ true: every bet type of every game and every configuration key is documented."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from firmware_host.config import LIMIT_SPECS, TABLE_SPECS
+from firmware_host.games import available_games, get_game
+from firmware_host.games.options import describe
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("game_id", available_games())
+def test_every_bet_type_is_in_the_game_doc(game_id: str) -> None:
+    doc = ROOT / "docs" / "rules" / f"{game_id}.md"
+    assert doc.exists(), f"{doc} is missing"
+    text = doc.read_text()
+    game = get_game(game_id)
+    for bt in game.bet_types(game.default_rules()):
+        assert f"`{bt.name}`" in text, f"{game_id}: bet type {bt.name} is not documented"
+    for opt in describe(game.rules_type):
+        key = opt["key"].split(".", 1)[1]
+        assert key in text, f"{game_id}: option {opt['key']} is not documented"
+
+
+def test_config_keys_are_documented() -> None:
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    for section, specs in (("table", TABLE_SPECS), ("limits", LIMIT_SPECS)):
+        block = text.split(f"## `[{section}]`", 1)[1]
+        for key in specs:
+            assert re.search(rf"`{key}`", block), f"[{section}] {key} is not in docs/configuration.md"
