@@ -20,6 +20,7 @@ The reference of every key is ``docs/configuration.md``.
 
 from __future__ import annotations
 
+import importlib
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -73,6 +74,32 @@ _SECTIONS: dict[str, SectionValidator] = {}
 def register_section(name: str, validator: SectionValidator) -> None:
     """Let a module (devices, mqtt, journal...) validate its own top-level section."""
     _SECTIONS[name] = validator
+
+
+#: Modules that declare top-level sections; imported on first validation so that
+#: ``tablectl check-config`` knows every section the daemon reads.
+SECTION_MODULES = (
+    "firmware_host.journal",
+    "firmware_host.mqtt",
+    "firmware_host.daemon",
+    "firmware_host.console",
+    "firmware_host.jackpot",
+    "drivers.registry",
+)
+_sections_loaded = False
+
+
+def _load_section_modules() -> None:
+    global _sections_loaded
+    if _sections_loaded:
+        return
+    _sections_loaded = True
+    for name in SECTION_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
 
 
 def validate_fields(
@@ -191,6 +218,7 @@ def migrate(doc: dict[str, Any], errors: list[str]) -> dict[str, Any]:
 
 def validate_document(doc: Mapping[str, Any], source: str = "<document>") -> TableConfig:
     """Validate a parsed TOML document; raise :class:`ConfigInvalid` with every error."""
+    _load_section_modules()
     errors: list[str] = []
     doc = migrate(dict(doc), errors)
     known_top = {"version", "table", "limits", "pay_table", "rules", *_SECTIONS}

@@ -1,0 +1,410 @@
+"""The round engine: one table's rounds from betting open to settled or void.
+
+Phases (``Phase``): ``open`` (betting open) -> ``closed`` (no more bets) ->
+``result`` (the outcome is read and journaled) -> ``settled``; or ``void`` from any
+unfinished phase, every bet refunded. A result that arrives in the wrong phase is
+refused with :class:`RoundFault` and never settled.
+
+The engine is synchronous and is called from the daemon's event loop by the game's
+*procedure* (``firmware_host/procedures.py``), which turns device events and dealer
+inputs into engine calls following the regulation's own procedure. Every change is
+one journal transaction that also queues the MQTT messages announcing it, so a
+lifecycle event is published if and only if the change is committed, and a settled
+round is committed before anything is published.
+
+After a restart, :meth:`RoundEngine.resume` settles an in-flight round whose outcome
+was journaled, and voids (refunding every bet, reason recorded) one whose result was
+never read. Nothing is settled twice: the journal refuses it.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import secrets
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from . import __version__
+from .config import TableConfig
+from .games.base import Bet, Settlement
+from .games.errors import BetError, OutcomeError, RulesError
+from .journal import (
+    BetConflict,
+    BetNotFound,
+    Journal,
+    OutboxMessage,
+    PhaseNotAllowed,
+    RoundFinished,
+    RoundRecord,
+    iso_utc,
+    utc_now,
+)
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+JSON = Any
+
+
+class Phase(enum.StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
+    RESULT = "result"
+    SETTLED = "settled"
+    VOID = "void"
+    IDLE = "idle"  # no round in flight
+
+
+class RoundFault(RulesError):
+    """An input that does not fit the round's state (a result while betting is open,
+    a bet after close). Raised to the caller, published as a fault event, never settled."""
+
+    code = "ROUND_FAULT"
+
+
+#: Extra settlement data a game's procedure attaches (jackpot contributions and hits).
+SettlementHook = Callable[[RoundRecord, Settlement], Mapping[str, JSON]]
+
+
+@dataclass(frozen=True, slots=True)
+class BetAnswer:
+    """What ``bets/response`` says about one request."""
+
+    accepted: bool
+    bet_id: str
+    code: str = ""
+    message: str = ""
+    round_id: str | None = None
+    bet: JSON = None
+
+    def to_json(self) -> dict[str, JSON]:
+        out: dict[str, JSON] = {"status": "accepted" if self.accepted else "rejected", "bet_id": self.bet_id}
+        if self.round_id is not None:
+            out["round_id"] = self.round_id
+        if self.accepted:
+            out["bet"] = self.bet
+        else:
+            out["code"] = self.code
+            out["message"] = self.message
+        return out
+
+
+class RoundEngine:
+    """Rounds of one table, journaled. Not thread-safe: call it from the event loop."""
+
+    def __init__(
+        self,
+        cfg: TableConfig,
+        journal: Journal,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.cfg = cfg
+        self.game = cfg.game
+        self.rules = cfg.rules
+        self.journal = journal
+        self._clock = clock
+        self._current: RoundRecord | None = None
+        self.settlement_hooks: list[SettlementHook] = []
+        #: Whether a result may be entered by a dealer/inspector command (fantan keypad,
+        #: mah-jong and P'ai Kao declarations) rather than only read from a device.
+        self.manual_results = True
+        #: Called with (round payload) after every committed settle/void (display, board).
+        self.on_finished: list[Callable[[Mapping[str, JSON]], None]] = []
+        #: Called with (phase, round) after each phase change (retained state, board).
+        self.on_phase: list[Callable[[Phase, RoundRecord | None], None]] = []
+        in_flight = journal.in_flight_rounds(cfg.table_id)
+        self._current = in_flight[-1] if in_flight else None
+
+    # -- state -----------------------------------------------------------------
+    @property
+    def current(self) -> RoundRecord | None:
+        return self._current
+
+    @property
+    def phase(self) -> Phase:
+        return Phase(self._current.phase) if self._current else Phase.IDLE
+
+    def rules_json(self) -> JSON:
+        return self.game.rules_json(self.rules)
+
+    def get_status(self) -> dict[str, JSON]:
+        cur = self._current
+        return {
+            "table_id": self.cfg.table_id,
+            "game": self.cfg.game_id,
+            "phase": self.phase.value,
+            "round_id": cur.round_id if cur else None,
+            "seq": cur.seq if cur else None,
+            "version": __version__,
+        }
+
+    def _event(self, kind: str, data: Mapping[str, JSON] | None = None, round_id: str | None = None) -> OutboxMessage:
+        payload: dict[str, JSON] = {
+            "schema_version": SCHEMA_VERSION,
+            "table_id": self.cfg.table_id,
+            "event": kind,
+            "at": iso_utc(self._clock()),
+        }
+        rid = round_id if round_id is not None else (self._current.round_id if self._current else None)
+        if rid is not None:
+            payload["round_id"] = rid
+        if data:
+            payload["data"] = dict(data)
+        return OutboxMessage("events", payload, qos=1, retain=False, round_id=rid)
+
+    def _notify_phase(self) -> None:
+        for cb in self.on_phase:
+            try:
+                cb(self.phase, self._current)
+            except Exception:  # a display must never stop the table
+                log.exception("phase listener failed")
+
+    def _require(self, phases: Iterable[Phase], what: str) -> RoundRecord:
+        allowed = set(phases)
+        if self.phase not in allowed:
+            raise RoundFault(
+                f"cannot {what} in phase {self.phase.value!r} "
+                f"(allowed: {', '.join(sorted(p.value for p in allowed))})",
+                code="WRONG_PHASE",
+            )
+        assert self._current is not None or Phase.IDLE in allowed
+        return self._current  # type: ignore[return-value]
+
+    # -- dealer / procedure operations -------------------------------------------
+    def open_betting(self, *, source: str = "dealer") -> RoundRecord:
+        """Start a new round with betting open (art. 3 of each regulation: after the
+        previous round has been settled)."""
+        self._require([Phase.IDLE], "open betting")
+        at = self._clock()
+        seq = self.journal.next_seq(self.cfg.table_id)
+        round_id = f"{self.cfg.table_id}-{seq:06d}-{_token()}"
+        msg = self._event("betting_open", {"source": source, "seq": seq}, round_id)
+        self._current = self.journal.open_round(
+            self.cfg.table_id,
+            self.cfg.game_id,
+            self.rules_json(),
+            round_id=round_id,
+            seq=seq,
+            phase=Phase.OPEN.value,
+            at=at,
+            outbox=[msg],
+        )
+        self._notify_phase()
+        return self._current
+
+    def close_betting(self, *, source: str = "dealer") -> RoundRecord:
+        """No more bets (the bell, the wheel's state 4, a dealer command)."""
+        rnd = self._require([Phase.OPEN], "close betting")
+        self._current = self.journal.set_phase(
+            rnd.round_id,
+            Phase.CLOSED.value,
+            at=self._clock(),
+            outbox=[self._event("betting_closed", {"source": source})],
+        )
+        self._notify_phase()
+        return self._current
+
+    def reopen_betting(self, reason: str, *, source: str = "dealer") -> RoundRecord:
+        """A voided throw (dice stacked or tilted, 57/2004 art. 3 3)-4)): the round goes
+        back to betting open; bets stay and new bets may be added."""
+        rnd = self._require([Phase.CLOSED, Phase.OPEN], "void the throw")
+        self._current = self.journal.set_phase(
+            rnd.round_id,
+            Phase.OPEN.value,
+            at=self._clock(),
+            outbox=[self._event("throw_void", {"reason": reason, "source": source})],
+        )
+        self._notify_phase()
+        return self._current
+
+    def record_frames(self, device: str, frames: Sequence[tuple[str, bytes]]) -> None:
+        """Keep raw device frames against the current round (game recall)."""
+        rid = self._current.round_id if self._current else None
+        if frames:
+            self.journal.add_raw_frames([(rid, device, d, f) for d, f in frames])  # type: ignore[misc]
+
+    def place_bet(self, raw: object) -> BetAnswer:
+        """Validate and journal a bet. Never raises for bad input: answers rejected."""
+        bet_id = raw.get("bet_id", "") if isinstance(raw, Mapping) else ""
+        bet_id = bet_id if isinstance(bet_id, str) else ""
+        if self.phase is not Phase.OPEN:
+            code = "BETTING_CLOSED" if self._current else "NO_ROUND"
+            return BetAnswer(False, bet_id, code, f"betting is not open (phase {self.phase.value})",
+                             self._current.round_id if self._current else None)
+        assert self._current is not None
+        rid = self._current.round_id
+        try:
+            bet = self.game.parse_bet(self.rules, raw, self.cfg.limits)
+        except BetError as exc:
+            return BetAnswer(False, bet_id, exc.code, exc.message, rid)
+        if not bet.bet_id:
+            return BetAnswer(False, "", "BET_MISSING_FIELD", "bet_id is required on the floor interface", rid)
+        try:
+            record, _created = self.journal.place_bet(rid, bet, phases=[Phase.OPEN.value])
+        except BetConflict as exc:
+            return BetAnswer(False, bet.bet_id, "BET_ID_CONFLICT", str(exc.args[0]) if exc.args else str(exc), rid)
+        except (PhaseNotAllowed, RoundFinished) as exc:
+            return BetAnswer(False, bet.bet_id, "BETTING_CLOSED", str(exc.args[0]) if exc.args else str(exc), rid)
+        return BetAnswer(True, bet.bet_id, round_id=rid, bet=bet.to_json())
+
+    def cancel_bet(self, bet_id: object) -> BetAnswer:
+        if not isinstance(bet_id, str) or not bet_id:
+            return BetAnswer(False, "", "BET_MALFORMED", "cancel needs a bet_id string")
+        if self.phase is not Phase.OPEN:
+            return BetAnswer(False, bet_id, "BETTING_CLOSED", f"bets cannot be cancelled in phase {self.phase.value}",
+                             self._current.round_id if self._current else None)
+        assert self._current is not None
+        rid = self._current.round_id
+        try:
+            self.journal.cancel_bet(rid, bet_id, phases=[Phase.OPEN.value])
+        except BetNotFound:
+            return BetAnswer(False, bet_id, "BET_NOT_FOUND", f"no bet {bet_id!r} in round {rid}", rid)
+        except (PhaseNotAllowed, RoundFinished) as exc:
+            return BetAnswer(False, bet_id, "BETTING_CLOSED", str(exc), rid)
+        return BetAnswer(True, bet_id, round_id=rid)
+
+    def bets(self) -> list[Bet]:
+        if self._current is None:
+            return []
+        return [b.to_bet() for b in self.journal.bets(self._current.round_id, include_cancelled=False)]
+
+    def submit_result(self, raw_outcome: JSON, *, source: str = "device") -> Mapping[str, JSON]:
+        """The round's outcome as read from the hardware: journal it, then settle.
+
+        Refused (:class:`RoundFault`, nothing settled) unless betting is closed; an
+        impossible outcome raises :class:`~firmware_host.games.errors.OutcomeError`.
+        """
+        rnd = self._require([Phase.CLOSED, Phase.RESULT], "take a result")
+        if rnd.phase == Phase.RESULT.value and rnd.outcome is not None:
+            raise RoundFault(f"round {rnd.round_id} already has its result", code="RESULT_TWICE")
+        outcome = self.game.parse_outcome(self.rules, raw_outcome)
+        canonical = self.game.outcome_json(outcome)
+        self._current = self.journal.set_phase(
+            rnd.round_id,
+            Phase.RESULT.value,
+            outcome=canonical,
+            at=self._clock(),
+            outbox=[self._event("result", {"outcome": canonical, "source": source})],
+        )
+        return self._settle(self._current)
+
+    def _settle(self, rnd: RoundRecord) -> Mapping[str, JSON]:
+        outcome = self.game.parse_outcome(self.rules, rnd.outcome)
+        bets = [b.to_bet() for b in self.journal.bets(rnd.round_id, include_cancelled=False)]
+        settlement = self.game.settle(self.rules, outcome, bets, self.cfg.money)
+        extras: dict[str, JSON] = {}
+        for hook in self.settlement_hooks:
+            extras.update(hook(rnd, settlement))
+        at = self._clock()
+        payload = self._payload(rnd, "settled", settlement.to_json(), at, extras=extras)
+        self.journal.settle_round(rnd.round_id, rnd.outcome, payload, at=at)
+        self._finished(payload)
+        return payload
+
+    def void_round(self, reason: str, *, source: str = "dealer") -> Mapping[str, JSON]:
+        """Void the round in flight: every bet refunded, the reason recorded and published."""
+        rnd = self._require([Phase.OPEN, Phase.CLOSED, Phase.RESULT], "void a round")
+        if not reason:
+            raise RoundFault("a void needs a reason", code="VOID_NEEDS_REASON")
+        return self._void(rnd, reason, source)
+
+    def _void(self, rnd: RoundRecord, reason: str, source: str) -> Mapping[str, JSON]:
+        bets = self.journal.bets(rnd.round_id, include_cancelled=False)
+        refunded = [
+            dict(b.to_bet().to_json(), result="refund", payout=0, commission=0, net=0, breakage="0")
+            for b in bets
+        ]
+        stakes = sum(b.stake for b in bets)
+        body = {
+            "game": self.cfg.game_id,
+            "outcome": rnd.outcome,
+            "bets": refunded,
+            "totals": {"stakes": stakes, "payout": 0, "commission": 0, "net": 0, "house_net": 0, "breakage": "0"},
+        }
+        at = self._clock()
+        payload = self._payload(rnd, "void", body, at, void_reason=reason)
+        self.journal.void_round(rnd.round_id, reason, payload, at=at,
+                                events=[("round_void_source", {"round_id": rnd.round_id, "source": source})])
+        self._finished(payload)
+        return payload
+
+    def _finished(self, payload: Mapping[str, JSON]) -> None:
+        self._current = None
+        for cb in self.on_finished:
+            try:
+                cb(payload)
+            except Exception:
+                log.exception("round listener failed")
+        self._notify_phase()
+
+    def _payload(
+        self,
+        rnd: RoundRecord,
+        status: str,
+        body: Mapping[str, JSON],
+        at: datetime,
+        *,
+        void_reason: str | None = None,
+        extras: Mapping[str, JSON] | None = None,
+    ) -> dict[str, JSON]:
+        stamps = dict(rnd.timestamps)
+        timestamps = {
+            "opened": stamps.get("open", rnd.opened_at),
+            "closed": stamps.get("closed"),
+            "result": stamps.get("result"),
+            status: iso_utc(at),
+        }
+        payload: dict[str, JSON] = {
+            "schema_version": SCHEMA_VERSION,
+            "table_id": self.cfg.table_id,
+            "round_id": rnd.round_id,
+            "seq": rnd.seq,
+            "game": self.cfg.game_id,
+            "rules": rnd.rules,
+            "currency": self.cfg.money.currency,
+            "minor_digits": self.cfg.money.minor_digits,
+            "status": status,
+            "void_reason": void_reason,
+            "outcome": body.get("outcome"),
+            "bets": body["bets"],
+            "totals": body["totals"],
+            "jackpot": {"contributions": [], "hits": []},
+            "timestamps": timestamps,
+        }
+        for key, value in body.items():
+            if key not in payload and key != "game":
+                payload[key] = value
+        if extras:
+            payload.update(extras)
+        return payload
+
+    # -- restart -----------------------------------------------------------------
+    def resume(self) -> list[Mapping[str, JSON]]:
+        """Resolve rounds left in flight by a crash or power loss.
+
+        A round whose outcome was journaled is settled exactly as it would have been;
+        any other is voided with its bets refunded and the reason recorded.
+        """
+        done = []
+        for rnd in self.journal.in_flight_rounds(self.cfg.table_id):
+            self._current = rnd
+            if rnd.phase == Phase.RESULT.value and rnd.outcome is not None:
+                try:
+                    done.append(self._settle(rnd))
+                    continue
+                except (OutcomeError, RulesError) as exc:
+                    reason = f"journaled outcome could not be settled after restart: {exc}"
+            else:
+                reason = f"controller restarted in phase {rnd.phase!r} before the result was read"
+            done.append(self._void(rnd, reason, "restart"))
+        self._current = None
+        return done
+
+
+def _token() -> str:
+    """Random tail of a round id: ids stay unique on the floor even if a journal is lost."""
+    return secrets.token_hex(4)
