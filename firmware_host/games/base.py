@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar, Generic, TypeVar
 
-from .errors import BetError, InvalidSelection, StakeOutOfLimits, UnknownBetType
+from .errors import BetError, InvalidSelection, OutcomeError, StakeOutOfLimits, UnknownBetType
 from .money import Amounts, MoneyRules, Verdict, check_stake, fraction_str, settle_amounts
 from .options import build_rules, rules_json
 
@@ -345,3 +345,18 @@ def as_int_list(selection: JSON, what: str) -> list[int]:
     ):
         raise InvalidSelection(f"{what}: selection must be a list of integers, got {selection!r}")
     return list(selection)
+
+
+def check_derived(given: JSON, published: Mapping[str, JSON], game: str) -> None:
+    """Accept an outcome in its published form only if its derived fields agree.
+
+    Every game's ``parse_outcome`` must accept what its ``outcome_json`` produces
+    (the journal stores the published form and a restart parses it back).
+    """
+    if isinstance(given, Mapping):
+        for key, value in given.items():
+            if key in published and published[key] != value:
+                raise OutcomeError(
+                    f"{game} outcome: {key} {value!r} disagrees with the rest of the outcome "
+                    f"(expected {published[key]!r})"
+                )

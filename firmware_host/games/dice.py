@@ -40,10 +40,13 @@ class ThreeDice:
         return Counter(self.dice)
 
 
-def parse_dice(raw: JSON, game: str) -> ThreeDice:
-    """Accept ``{"dice": [a, b, c]}`` or ``[a, b, c]`` with faces 1..6."""
+def parse_dice(raw: JSON, game: str, derived: frozenset[str] = frozenset()) -> ThreeDice:
+    """Accept ``{"dice": [a, b, c]}`` or ``[a, b, c]`` with faces 1..6.
+
+    ``derived`` names the keys the game's published outcome adds (checked by the game).
+    """
     if isinstance(raw, dict):
-        if set(raw) != {"dice"}:
+        if "dice" not in raw or not set(raw) <= {"dice"} | derived:
             raise OutcomeError(f"{game} outcome must be {{\"dice\": [a, b, c]}}, got keys {sorted(raw)}")
         raw = raw["dice"]
     if (

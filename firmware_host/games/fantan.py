@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .base import JSON, Bet, BetType, DiscreteGame, as_int_list, require
+from .base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
 from .errors import InvalidSelection, OutcomeError
 from .money import Verdict
 
@@ -113,16 +113,19 @@ class Fantan(DiscreteGame[FantanRules, FantanOutcome]):
     def parse_outcome(self, rules: FantanRules, raw: JSON) -> FantanOutcome:
         """``{"number": 1..4}`` (0 is read as 4), or ``{"buttons": N}``: the count of the
         covered buttons, whose remainder by four decides (art. 3)."""
-        if isinstance(raw, dict) and set(raw) == {"buttons"}:
+        given = raw
+        if isinstance(raw, dict) and "buttons" in raw and set(raw) <= {"buttons", "number"}:
             b = raw["buttons"]
             if isinstance(b, bool) or not isinstance(b, int) or b < 1:
                 raise OutcomeError(f"fantan: buttons must be a positive count, got {b!r}")
-            return FantanOutcome(b % 4 or 4, b)
+            outcome = FantanOutcome(b % 4 or 4, b)
+            check_derived(given, self.outcome_json(outcome), "fantan")
+            return outcome
         if isinstance(raw, dict) and set(raw) == {"number"}:
             raw = raw["number"]
         if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= 4:
             raise OutcomeError(
-                f"fantan outcome must be {{\"number\": 1..4}} (0 counts as 4) or {{\"buttons\": N}}, got {raw!r}"
+                f"fantan outcome must be {{\"number\": 1..4}} (0 counts as 4) or {{\"buttons\": N}}, got {given!r}"
             )
         return FantanOutcome(raw or 4)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .base import JSON, Bet, BetType, DiscreteGame, require
+from .base import JSON, Bet, BetType, DiscreteGame, check_derived, require
 from .dice import ThreeDice, parse_dice, throw_space
 from .errors import InvalidSelection, OutcomeError
 from .money import Verdict
@@ -82,7 +82,7 @@ def parse_fpc_outcome(raw: JSON) -> ThreeDice:
             )
         faces = [FIGURES[d][0] for d in dice]
         raw = dict(raw, dice=faces) if isinstance(raw, dict) else faces
-    return parse_dice(raw, "fish-prawn-crab")
+    return parse_dice(raw, "fish-prawn-crab", frozenset({"figures", "colours", "total"}))
 
 
 class FishPrawnCrab(DiscreteGame[FishPrawnCrabRules, ThreeDice]):
@@ -115,7 +115,9 @@ class FishPrawnCrab(DiscreteGame[FishPrawnCrabRules, ThreeDice]):
         raise InvalidSelection(f"unknown fish-prawn-crab bet type {bet_type!r}")  # pragma: no cover
 
     def parse_outcome(self, rules: FishPrawnCrabRules, raw: JSON) -> ThreeDice:
-        return parse_fpc_outcome(raw)
+        throw = parse_fpc_outcome(raw)
+        check_derived(raw, self.outcome_json(throw), "fish-prawn-crab")
+        return throw
 
     def outcome_json(self, outcome: ThreeDice) -> JSON:
         return {

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .base import JSON, Bet, BetType, DiscreteGame, as_int_list, require
+from .base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
 from .errors import InvalidSelection, OutcomeError
 from .money import Verdict
 from .options import option
@@ -239,11 +239,16 @@ class Roulette(DiscreteGame[RouletteRules, RouletteOutcome]):
         raise InvalidSelection(f"unknown roulette bet type {bet_type!r}")  # pragma: no cover
 
     def parse_outcome(self, rules: RouletteRules, raw: JSON) -> RouletteOutcome:
-        if isinstance(raw, dict) and set(raw) == {"number"}:
+        """``{"number": n}`` or ``n``; the published form (with ``colour``) is accepted
+        back if its colour agrees."""
+        given = raw
+        if isinstance(raw, dict) and set(raw) in ({"number"}, {"number", "colour"}):
             raw = raw["number"]
         if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= 36:
-            raise OutcomeError(f"roulette outcome must be {{\"number\": 0..36}}, got {raw!r}")
-        return RouletteOutcome(raw)
+            raise OutcomeError(f"roulette outcome must be {{\"number\": 0..36}}, got {given!r}")
+        outcome = RouletteOutcome(raw)
+        check_derived(given, self.outcome_json(outcome), "roulette")
+        return outcome
 
     def outcome_json(self, outcome: RouletteOutcome) -> JSON:
         n = outcome.number

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .base import JSON, Bet, BetType, DiscreteGame, as_int_list, require
+from .base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
 from .dice import ThreeDice, parse_dice, throw_space
 from .errors import InvalidSelection
 from .money import Verdict
@@ -160,7 +160,9 @@ class Sicbo(DiscreteGame[SicboRules, ThreeDice]):
         raise InvalidSelection(f"unknown sic bo bet type {bet_type!r}")  # pragma: no cover
 
     def parse_outcome(self, rules: SicboRules, raw: JSON) -> ThreeDice:
-        return parse_dice(raw, "sicbo")
+        throw = parse_dice(raw, "sicbo", frozenset({"total", "triple"}))
+        check_derived(raw, self.outcome_json(throw), "sicbo")
+        return throw
 
     def outcome_json(self, outcome: ThreeDice) -> JSON:
         return {"dice": list(outcome.dice), "total": outcome.total, "triple": outcome.is_triple}

@@ -1,0 +1,98 @@
+"""Simulated players for ``tablectl demo`` and the benchmarks: random *valid* bets.
+
+Seeded, so a demo run can be replayed. Each bet is built from the game's own
+catalogue (every bet type with a sample selection) and checked with the rules core
+before it is sent, exactly as the floor would send it over ``bets/request``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from .config import TableConfig
+from .games.errors import BetError
+
+JSON = Any
+
+
+def _roulette(rng: random.Random) -> tuple[str, JSON]:
+    kind = rng.choice(["straight", "split", "street", "corner", "line", "column", "dozen",
+                       "red", "black", "even", "odd", "low", "high", "sector12"])
+    n = rng.randint(1, 36)
+    if kind == "straight":
+        return kind, [rng.randint(0, 36)]
+    if kind == "split":
+        if n % 3 and rng.random() < 0.5:
+            return kind, [n, n + 1]
+        return kind, [n, n + 3] if n <= 33 else [n - 3, n]
+    if kind == "street":
+        a = 3 * rng.randint(0, 11) + 1
+        return kind, [a, a + 1, a + 2]
+    if kind == "corner":
+        a = 3 * rng.randint(0, 10) + rng.randint(1, 2)
+        return kind, [a, a + 1, a + 3, a + 4]
+    if kind == "line":
+        a = 3 * rng.randint(0, 10) + 1
+        return kind, list(range(a, a + 6))
+    if kind in ("column", "dozen"):
+        return kind, rng.randint(1, 3)
+    if kind == "sector12":
+        return kind, rng.randint(1, 2)
+    return kind, None
+
+
+SAMPLERS: dict[str, Callable[[random.Random], tuple[str, JSON]]] = {"roulette": _roulette}
+
+
+class SimulatedPlayers:
+    """Random valid bet requests for one table."""
+
+    def __init__(self, cfg: TableConfig, seed: int = 1, seats: int = 7) -> None:
+        self.cfg = cfg
+        self.game = cfg.game
+        self.rng = random.Random(seed)
+        self.seats = seats
+        self._n = 0
+        self._catalogue: list[tuple[str, JSON]] = []
+        sample_bets = getattr(self.game, "demo_bets", None) or getattr(self.game, "math_bets", None)
+        if sample_bets is not None:
+            self._catalogue = list(sample_bets(cfg.rules))
+
+    def _stake(self, bet_type: str) -> int:
+        lim = self.cfg.limits
+        lo, hi = lim.per_bet_type.get(bet_type, (lim.min_stake, lim.max_stake))
+        unit = self.cfg.money.payable_unit
+        hi = min(hi or lo * 20, lo * 20)
+        lo_units = -(-lo // unit)
+        hi_units = max(lo_units, hi // unit)
+        return self.rng.randint(lo_units, hi_units) * unit
+
+    def one(self, round_tag: str = "") -> dict[str, JSON]:
+        """One bet (as the ``bet`` object of a ``bets/request``), valid for this table."""
+        for _ in range(100):
+            sampler = SAMPLERS.get(self.cfg.game_id)
+            if sampler is not None:
+                bet_type, selection = sampler(self.rng)
+            elif self._catalogue:
+                bet_type, selection = self.rng.choice(self._catalogue)
+            else:
+                raise BetError(f"no bet catalogue for {self.cfg.game_id}", code="NOT_SUPPORTED")
+            self._n += 1
+            raw = {
+                "bet_id": f"{round_tag}p{self._n}",
+                "seat": self.rng.randint(1, self.seats),
+                "bet_type": bet_type,
+                "selection": selection,
+                "stake": self._stake(bet_type),
+            }
+            try:
+                self.game.parse_bet(self.cfg.rules, raw, self.cfg.limits)
+            except BetError:
+                continue
+            return raw
+        raise BetError(f"could not draw a valid bet for {self.cfg.game_id}", code="NOT_SUPPORTED")
+
+    def many(self, n: int, round_tag: str = "") -> list[dict[str, JSON]]:
+        return [self.one(round_tag) for _ in range(n)]

@@ -1,0 +1,182 @@
+"""Round engine: phases, bets intake, results only in the right phase, voids with
+refunds, resume after a crash — checked against the rules core on the same inputs."""
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from firmware_host.config import load_config
+from firmware_host.floor import FloorRequests
+from firmware_host.games.errors import OutcomeError
+from firmware_host.journal import Journal
+from firmware_host.players import SimulatedPlayers
+from firmware_host.rounds import Phase, RoundEngine, RoundFault
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def engine(tmp_path: Path, game: str = "roulette") -> RoundEngine:
+    cfg = load_config(ROOT / "config" / f"{game}.toml")
+    return RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"))
+
+
+def bet(bet_id: str, bet_type: str, selection: object, stake: int) -> dict:
+    return {"bet_id": bet_id, "seat": 1, "bet_type": bet_type, "selection": selection, "stake": stake}
+
+
+def test_full_round_settles_like_the_rules_core(tmp_path: Path) -> None:
+    e = engine(tmp_path)
+    e.open_betting()
+    assert e.place_bet(bet("a", "straight", [17], 2500)).accepted
+    assert e.place_bet(bet("b", "red", None, 5000)).accepted
+    e.close_betting()
+    payload = e.submit_result({"number": 17})
+    assert payload["status"] == "settled" and e.phase is Phase.IDLE
+    expected = e.game.settle(e.rules, e.game.parse_outcome(e.rules, 17),
+                             e.game.parse_bets(e.rules, [bet("a", "straight", [17], 2500), bet("b", "red", None, 5000)]),
+                             e.cfg.money).to_json()
+    assert payload["bets"] == expected["bets"] and payload["totals"] == expected["totals"]
+    assert set(payload["timestamps"]) == {"opened", "closed", "result", "settled"}
+
+
+def test_result_in_the_wrong_phase_is_refused_never_settled(tmp_path: Path) -> None:
+    e = engine(tmp_path)
+    with pytest.raises(RoundFault, match="phase 'idle'"):
+        e.submit_result({"number": 3})
+    e.open_betting()
+    with pytest.raises(RoundFault, match="phase 'open'"):
+        e.submit_result({"number": 3})
+    e.close_betting()
+    with pytest.raises(OutcomeError):
+        e.submit_result({"number": 40})
+    assert e.phase is Phase.CLOSED  # a garbled result changes nothing
+    e.submit_result({"number": 3})
+    assert e.journal.outbox_pending_count() > 0
+
+
+def test_bets_after_close_and_bad_bets_are_answered_not_raised(tmp_path: Path) -> None:
+    e = engine(tmp_path)
+    assert e.place_bet(bet("a", "red", None, 5000)).code == "NO_ROUND"
+    e.open_betting()
+    answers = [
+        e.place_bet(bet("n", "red", None, -5)),
+        e.place_bet(bet("f", "red", None, 2500.5)),
+        e.place_bet(bet("u", "basket", None, 2500)),
+        e.place_bet(bet("s", "split", [1, 9], 2500)),
+        e.place_bet({"bet_id": "x", "bet_type": "red", "stake": 2500, "colour": "red"}),
+        e.place_bet(bet("lo", "red", None, 100)),
+    ]
+    assert [a.code for a in answers] == [
+        "BET_INVALID_STAKE", "BET_INVALID_STAKE", "BET_UNKNOWN_TYPE", "BET_INVALID_SELECTION",
+        "BET_UNKNOWN_FIELD", "BET_STAKE_OUT_OF_LIMITS",
+    ]
+    e.close_betting()
+    late = e.place_bet(bet("late", "red", None, 5000))
+    assert (late.accepted, late.code) == (False, "BETTING_CLOSED")
+    assert e.cancel_bet("a").code == "BETTING_CLOSED"
+
+
+def test_bets_are_idempotent_by_id(tmp_path: Path) -> None:
+    e = engine(tmp_path)
+    e.open_betting()
+    assert e.place_bet(bet("a", "red", None, 5000)).accepted
+    assert e.place_bet(bet("a", "red", None, 5000)).accepted  # re-delivered request
+    assert e.place_bet(bet("a", "black", None, 5000)).code == "BET_ID_CONFLICT"
+    assert len(e.bets()) == 1
+    assert e.cancel_bet("a").accepted and e.cancel_bet("a").accepted
+    assert e.bets() == []
+
+
+def test_void_refunds_every_bet(tmp_path: Path) -> None:
+    # 60/2004 art. 2 2): the croupier declares the spin null; here the dealer voids the round.
+    e = engine(tmp_path)
+    e.open_betting()
+    e.place_bet(bet("a", "red", None, 5000))
+    e.place_bet(bet("b", "straight", [0], 2500))
+    e.close_betting()
+    p = e.void_round("chip fell into the wheel")
+    assert p["status"] == "void" and p["void_reason"] == "chip fell into the wheel"
+    assert [b["result"] for b in p["bets"]] == ["refund", "refund"]
+    assert all(b["net"] == 0 for b in p["bets"]) and p["totals"]["stakes"] == 7500
+    with pytest.raises(RoundFault):
+        e.void_round("again")
+
+
+def test_dice_throw_void_keeps_bets_and_reopens(tmp_path: Path) -> None:
+    # 57/2004 art. 3 3)-4): dice stacked or tilted: the throw is void, bets stay, new bets allowed.
+    e = engine(tmp_path, "sicbo")
+    e.open_betting()
+    e.place_bet(bet("a", "small", None, 5000))
+    e.close_betting()
+    e.reopen_betting("dice tilted")
+    assert e.phase is Phase.OPEN
+    assert e.place_bet(bet("b", "big", None, 5000)).accepted
+    e.close_betting()
+    p = e.submit_result({"dice": [1, 2, 3]})
+    assert [b["result"] for b in p["bets"]] == ["win", "lose"]
+
+
+def test_resume_settles_a_journaled_result_and_voids_the_rest(tmp_path: Path) -> None:
+    cfg = load_config(ROOT / "config" / "fantan.toml")
+    j = Journal(tmp_path / "j.sqlite3")
+    e = RoundEngine(cfg, j)
+    e.open_betting()
+    e.place_bet(bet("a", "fan", 2, 10000))
+    e.close_betting()
+    # the result is journaled, then the process dies before settling
+    rnd = e.current
+    j.set_phase(rnd.round_id, "result", outcome={"number": 2})
+    j.close()
+    j2 = Journal(tmp_path / "j.sqlite3")
+    e2 = RoundEngine(cfg, j2)
+    (p,) = e2.resume()
+    assert p["status"] == "settled" and p["bets"][0]["net"] == 28500
+    # a round that never saw its result is voided with a reason
+    e2.open_betting()
+    e2.place_bet(bet("b", "fan", 1, 10000))
+    j2.close()
+    e3 = RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"))
+    (v,) = e3.resume()
+    assert v["status"] == "void" and "restarted" in v["void_reason"]
+    assert v["bets"][0]["result"] == "refund"
+    assert e3.resume() == []  # nothing settled twice
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6), n=st.integers(0, 30), number=st.integers(0, 36))
+def test_random_valid_bets_settle_as_the_rules_core_says(tmp_path: Path, seed: int, n: int, number: int) -> None:
+    e = engine(tmp_path / str(seed) / str(n) / str(number))
+    players = SimulatedPlayers(e.cfg, seed)
+    e.open_betting()
+    raws = players.many(n, "r")
+    for raw in raws:
+        assert e.place_bet(raw).accepted
+    e.close_betting()
+    p = e.submit_result({"number": number})
+    ref = e.game.settle(e.rules, e.game.parse_outcome(e.rules, number), e.game.parse_bets(e.rules, raws), e.cfg.money)
+    assert p["totals"] == ref.to_json()["totals"]
+    e.journal.close()
+
+
+def test_floor_requests_always_answer(tmp_path: Path) -> None:
+    e = engine(tmp_path)
+    f = FloorRequests(e)
+    bad = [b"", b"{", b"[]", b"\xff\xfe", json.dumps({"request_id": "1", "action": "fly"}).encode(),
+           json.dumps({"action": "place"}).encode(), json.dumps({"request_id": "2", "action": "place", "bet": {}, "x": 1}).encode(),
+           b"x" * 70000]
+    for payload in bad:
+        r = f.handle_bet_request(payload)
+        assert r["status"] == "rejected" and r["code"], payload[:20]
+    ok = f.handle_command_request(json.dumps({"request_id": "c1", "command": "open_betting"}).encode())
+    assert ok["status"] == "ok" and ok["request_id"] == "c1"
+    r = f.handle_bet_request(json.dumps({"request_id": "3", "action": "place", "bet": bet("a", "red", None, 5000)}).encode())
+    assert r["status"] == "accepted" and r["request_id"] == "3"
+    for cmd, code in [({"request_id": "c2", "command": "result", "args": {"outcome": 1}}, "WRONG_PHASE"),
+                      ({"request_id": "c3", "command": "void_round"}, "MALFORMED_REQUEST"),
+                      ({"request_id": "c4", "command": "reboot"}, "UNKNOWN_COMMAND"),
+                      ({"request_id": "c5", "command": "status", "args": {"x": 1}}, "UNKNOWN_FIELD")]:
+        r = f.handle_command_request(json.dumps(cmd).encode())
+        assert (r["status"], r["code"]) == ("error", code)
