@@ -1,0 +1,216 @@
+"""Mah-jong as a rules-core game: rules options, outcome (the declared win),
+settlement (the players' payments and the house's commission), the inspector's
+score report, and a ``math`` report that says why there is no house edge.
+
+Settlement mapping (``docs/rules/mahjong.md``): mah-jong takes no bets; the players
+play against each other and the house takes a commission from the winner. A
+settlement has one :class:`BetResult` per seat playing, bet type ``payment``,
+``stake`` 0 (nothing is staked against the house), selection ``{"wind", "role"}``:
+
+- the winner: ``win``, ``payout`` what he receives, ``commission`` the house's,
+  ``net`` = payout - commission;
+- a payer: ``lose``, ``net`` = minus what he pays; a player relieved by a liable
+  discarder: ``push``;
+- a false win: the false winner ``lose``, the others ``win`` with no commission.
+
+So the players' nets plus the commission always sum to zero, and the house's net
+(``totals.house_net``) is the commission. The full score (reading, patterns, fan,
+payments before and after liability and cap) is in ``extras["mahjong"]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from ..base import JSON, Bet, BetResult, BetType, Game, Limits, MathReport, Settlement, Totals
+from ..errors import ConfigError, RulesError, UnknownBetType
+from ..money import Amounts, MoneyRules
+from ..options import option
+from .declared import VARIANTS, DeclaredWin, parse_declared_win
+from .patterns import Score, score_hand
+from .payments import (
+    COMMISSION,
+    COMMISSION_ARTICLE,
+    GRADES,
+    PaymentPlan,
+    check_amounts,
+    commission_amount,
+    effective_table,
+    level_text,
+    plan,
+)
+from .report import score_json, score_text
+from .tiles import WIND_LETTERS
+
+
+@dataclass(frozen=True, slots=True)
+class MahjongRules:
+    variant: str = option(
+        "conventional",
+        choices=VARIANTS,
+        doc="conventional: 136 tiles, four sets and a pair, up to double fan; simplified: 112 "
+        "tiles, one set and a pair, up to one fan",
+        cite="135/91/M art. 1, art. 2",
+    )
+    amounts: dict[str, tuple[int, ...]] = option(
+        {},
+        section="pay_table",
+        kind="sectors",
+        doc="single share per stake level, in minor units: \"25/50\" = [kai vu, one fan, double "
+        "fan] (simplified: [kai vu, one fan]); a level not listed pays its two figures and, for "
+        "double fan, twice the second (decision: the text gives no amounts)",
+        cite="135/91/M art. 6, art. 7, art. 8",
+    )
+    concealed_kong_in_view: bool = option(
+        False,
+        doc="count the winner's concealed kongs among his sets «à vista sobre a mesa» for the "
+        "liability of art. 10 (a) 1)-3) (default: only exposed sets)",
+        cite="135/91/M art. 10 (a) 1)-3)",
+    )
+
+    def __post_init__(self) -> None:
+        if self.variant in VARIANTS:
+            problem = check_amounts(self.variant, self.amounts)
+            if problem:
+                raise ConfigError(f"{problem} (rules.mahjong.variant = {self.variant!r})")
+
+    def __hash__(self) -> int:  # dict field: hash by content
+        return hash((self.variant, tuple(sorted(self.amounts.items())), self.concealed_kong_in_view))
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A declared win with its score and payments: what settle and score_report show."""
+
+    win: DeclaredWin
+    score: Score
+    plan: PaymentPlan
+
+
+class Mahjong(Game[MahjongRules, DeclaredWin]):
+    game_id = "mahjong"
+    title = "Mah-jong"
+    regulation = "Portaria 135/91/M"
+    rules_type = MahjongRules
+
+    # -- no bets: the players play each other --------------------------------
+    def bet_types(self, rules: MahjongRules) -> Sequence[BetType]:
+        return ()
+
+    def canonical_selection(self, rules: MahjongRules, bet_type: str, selection: JSON) -> JSON:
+        raise UnknownBetType(_NO_BETS)
+
+    def parse_bet(self, rules: MahjongRules, raw: object, limits: Limits | None = None) -> Bet:
+        raise UnknownBetType(_NO_BETS)
+
+    # -- outcome ---------------------------------------------------------------
+    def parse_outcome(self, rules: MahjongRules, raw: JSON) -> DeclaredWin:
+        return parse_declared_win(raw, rules.variant, COMMISSION[rules.variant])
+
+    def outcome_json(self, outcome: DeclaredWin) -> JSON:
+        return outcome.to_json()
+
+    def evaluate(self, rules: MahjongRules, win: DeclaredWin, money: MoneyRules) -> Scored:
+        score = score_hand(win)
+        table = effective_table(rules.variant, rules.amounts, money.minor_digits)
+        payments = plan(win, score, table, money.minor_digits, money.payable_unit,
+                        rules.concealed_kong_in_view)
+        return Scored(win, score, payments)
+
+    def settle(
+        self, rules: MahjongRules, outcome: DeclaredWin, bets: Sequence[Bet], money: MoneyRules
+    ) -> Settlement:
+        if bets:
+            raise UnknownBetType(_NO_BETS)
+        scored = self.evaluate(rules, outcome, money)
+        results = tuple(_result(outcome, scored.plan, p.seat) for p in scored.plan.payments)
+        return Settlement(
+            self.game_id,
+            self.outcome_json(outcome),
+            results,
+            Totals.of(results),
+            {"mahjong": score_json(scored.win, scored.score, scored.plan)},
+        )
+
+    def score_report(
+        self, rules: MahjongRules, raw: JSON, money: MoneyRules | None = None
+    ) -> tuple[dict[str, JSON], str]:
+        """``tablectl score mahjong --hand JSON``: the reading, patterns, fan and payments."""
+        money = money or MoneyRules()
+        scored = self.evaluate(rules, self.parse_outcome(rules, raw), money)
+        data = score_json(scored.win, scored.score, scored.plan)
+        data["rules"] = self.rules_json(rules)
+        return data, score_text(scored.win, scored.score, scored.plan, money)
+
+    # -- math --------------------------------------------------------------------
+    def math(self, rules: MahjongRules, **options: Any) -> MathReport:
+        if options:
+            raise RulesError(
+                f"mahjong math takes no options (got {', '.join(sorted(options))}): there is "
+                "nothing to simulate",
+                code="MATH_OPTION_UNSUPPORTED",
+            )
+        money = MoneyRules()
+        table = effective_table(rules.variant, rules.amounts, money.minor_digits)
+        grades = GRADES[rules.variant]
+        levels = []
+        for level in COMMISSION[rules.variant]:
+            shares = table[level]
+            commission = commission_amount(rules.variant, level, money.minor_digits)
+            # The smallest win a winner collects: kai vu, not the banker, among four
+            # players: 1 + 1 + 2 shares (art. 7).
+            smallest = 4 * shares[0]
+            levels.append({
+                "stake": level_text(level),
+                "commission": commission,
+                **{g.replace(" ", "_"): a for g, a in zip(grades, shares, strict=True)},
+                "commission_of_smallest_win": _per_cent(Fraction(commission, smallest)),
+            })
+        return MathReport(
+            self.game_id,
+            self.rules_json(rules),
+            "none",
+            (),
+            {
+                "house_edge": None,
+                "note": (
+                    "mah-jong has no house edge: the players pay each other (art. 7) and the "
+                    "house takes no risk; its income is the fixed commission of "
+                    f"{COMMISSION_ARTICLE[rules.variant]} taken from the winner of each game. "
+                    "Amounts in minor units with 2 decimal digits (MOP)."
+                ),
+                "commission_table": levels,
+            },
+        )
+
+
+_NO_BETS = (
+    "mah-jong takes no bets: the outcome is the declared win and the payments follow "
+    "135/91/M art. 7; settle it with --bets '[]'"
+)
+
+
+def _per_cent(f: Fraction) -> str:
+    """An exact ratio as a percentage with one decimal, rounded down (display only)."""
+    tenths = f.numerator * 1000 // f.denominator
+    return f"{tenths // 10}.{tenths % 10}%"
+
+
+def _result(win: DeclaredWin, p: PaymentPlan, seat: int) -> BetResult:
+    pay = next(x for x in p.payments if x.seat == seat)
+    bet = Bet(f"seat-{seat}", seat, "payment",
+              {"wind": WIND_LETTERS[win.wind_of(seat)], "role": pay.role}, 0)
+    if pay.amount > 0:
+        commission = p.commission if pay.role == "winner" else 0
+        amounts = Amounts("win", pay.amount, commission, pay.amount - commission, Fraction(0))
+    elif pay.amount < 0:
+        amounts = Amounts("lose", 0, 0, pay.amount, Fraction(0))
+    else:
+        amounts = Amounts("push", 0, 0, 0, Fraction(0))
+    return BetResult(bet, amounts, pay.role)
+
+
+GAME = Mahjong()
