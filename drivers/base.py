@@ -19,7 +19,7 @@ from __future__ import annotations
 import collections
 import enum
 import time
-from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -64,7 +64,12 @@ class Health:
     since: float = 0.0  # time.time() of the last change, for display
 
     def to_json(self) -> dict[str, Any]:
-        return {"state": self.state.value, "code": self.code, "message": self.message, "since": self.since}
+        return {
+            "state": self.state.value,
+            "code": self.code,
+            "message": self.message,
+            "since": self.since,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,7 +115,7 @@ class FrameLog:
     def tx(self, frame: bytes) -> None:
         self._frames.append((time.time(), "TX", bytes(frame)))
 
-    def __iter__(self) -> Iterable[tuple[float, str, bytes]]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[tuple[float, str, bytes]]:
         return iter(list(self._frames))
 
     def __len__(self) -> int:

@@ -20,6 +20,7 @@ The reference of every key is ``docs/configuration.md``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import re
 import tomllib
@@ -62,7 +63,12 @@ class FieldSpec:
     cite: str = ""
 
     def meta(self) -> dict[str, Any]:
-        return {"range": self.range, "choices": self.choices, "check": self.check, "cite": self.cite}
+        return {
+            "range": self.range,
+            "choices": self.choices,
+            "check": self.check,
+            "cite": self.cite,
+        }
 
 
 #: A section validator: (data, path, errors) -> parsed value (or None on errors).
@@ -145,23 +151,39 @@ TABLE_SPECS: dict[str, FieldSpec] = {
         "str",
         required=True,
         doc="table id used in MQTT topics and round ids",
-        check=lambda v: None
-        if _TABLE_ID.match(v)
-        else "must be 1-64 characters of letters, digits, '_', '.', '-' (no MQTT wildcards or '/')",
+        check=lambda v: (
+            None
+            if _TABLE_ID.match(v)
+            else "must be 1-64 characters of letters, digits, '_', '.', '-' (no MQTT wildcards or '/')"
+        ),
     ),
     "game": FieldSpec("str", required=True, doc="game id", choices=GAME_IDS),
-    "currency": FieldSpec("str", "MOP", doc="ISO 4217 code of the table's currency",
-                          check=lambda v: None if re.fullmatch(r"[A-Z]{3}", v) else "must be a 3-letter ISO 4217 code"),
+    "currency": FieldSpec(
+        "str",
+        "MOP",
+        doc="ISO 4217 code of the table's currency",
+        check=lambda v: (
+            None if re.fullmatch(r"[A-Z]{3}", v) else "must be a 3-letter ISO 4217 code"
+        ),
+    ),
     "minor_digits": FieldSpec("int", 2, doc="digits of the minor unit (MOP, HKD: 2)", range=(0, 4)),
-    "payable_unit": FieldSpec("int", 1, doc="smallest amount the table pays, in minor units", range=(1, 10**9)),
-    "rounding": FieldSpec("str", "floor", doc="rounding rule of payouts", choices=tuple(r.value for r in Rounding)),
+    "payable_unit": FieldSpec(
+        "int", 1, doc="smallest amount the table pays, in minor units", range=(1, 10**9)
+    ),
+    "rounding": FieldSpec(
+        "str", "floor", doc="rounding rule of payouts", choices=tuple(r.value for r in Rounding)
+    ),
     "name": FieldSpec("str", "", doc="human-readable name of the table"),
 }
 
 LIMIT_SPECS: dict[str, FieldSpec] = {
     "min_stake": FieldSpec("int", 1, doc="table minimum stake, minor units", range=(1, 10**12)),
-    "max_stake": FieldSpec("int", 10**12, doc="table maximum stake, minor units", range=(1, 10**12)),
-    "bet_types": FieldSpec("table", {}, doc="per bet type limits: [limits.bet_types.<type>] min, max"),
+    "max_stake": FieldSpec(
+        "int", 10**12, doc="table maximum stake, minor units", range=(1, 10**12)
+    ),
+    "bet_types": FieldSpec(
+        "table", {}, doc="per bet type limits: [limits.bet_types.<type>] min, max"
+    ),
 }
 
 BET_LIMIT_SPECS: dict[str, FieldSpec] = {
@@ -207,7 +229,9 @@ def migrate(doc: dict[str, Any], errors: list[str]) -> dict[str, Any]:
         )
         return doc
     if version < 1:
-        errors.append(f"version: {version} is not a configuration format version (1..{CURRENT_VERSION})")
+        errors.append(
+            f"version: {version} is not a configuration format version (1..{CURRENT_VERSION})"
+        )
         return doc
     while version < CURRENT_VERSION:
         doc = MIGRATIONS[version](doc)
@@ -238,15 +262,13 @@ def validate_document(doc: Mapping[str, Any], source: str = "<document>") -> Tab
             errors.append(f"table.game: {exc.message}")
 
     money = None
-    try:
+    with contextlib.suppress(ValueError, TypeError):  # the field errors are already listed
         money = MoneyRules(
             currency=table.get("currency", "MOP"),
             minor_digits=table.get("minor_digits", 2),
             payable_unit=table.get("payable_unit", 1),
             rounding=Rounding(table.get("rounding", "floor")),
         )
-    except (ValueError, TypeError):
-        pass  # the field errors are already listed
 
     rules = None
     for section in ("pay_table", "rules"):
@@ -268,14 +290,18 @@ def validate_document(doc: Mapping[str, Any], source: str = "<document>") -> Tab
     per_type: dict[str, tuple[int, int | None]] = {}
     names: set[str] = set()
     if game is not None:
-        names = {bt.name for bt in game.bet_types(rules if rules is not None else game.default_rules())}
+        names = {
+            bt.name for bt in game.bet_types(rules if rules is not None else game.default_rules())
+        }
     lo_t, hi_t = limits_raw.get("min_stake", 1), limits_raw.get("max_stake")
     if isinstance(lo_t, int) and isinstance(hi_t, int) and lo_t > hi_t:
         errors.append(f"limits: min_stake {lo_t} is above max_stake {hi_t}")
     for bt, spec in (limits_raw.get("bet_types") or {}).items():
         path = f"limits.bet_types.{bt}"
         if names and bt not in names:
-            errors.append(f"{path}: {game_id} has no bet type {bt!r}; known: {', '.join(sorted(names))}")
+            errors.append(
+                f"{path}: {game_id} has no bet type {bt!r}; known: {', '.join(sorted(names))}"
+            )
             continue
         vals = validate_fields(BET_LIMIT_SPECS, spec, path, errors)
         lo = vals.get("min") or lo_t
@@ -319,4 +345,6 @@ def load_config(path: str | Path) -> TableConfig:
 
 def default_config(game_id: str, table_id: str = "demo-1") -> TableConfig:
     """A configuration with every default, for ``tablectl settle``/``math`` without ``--config``."""
-    return validate_document({"version": CURRENT_VERSION, "table": {"id": table_id, "game": game_id}})
+    return validate_document(
+        {"version": CURRENT_VERSION, "table": {"id": table_id, "game": game_id}}
+    )

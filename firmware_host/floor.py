@@ -45,21 +45,31 @@ class RequestError(Exception):
 
 def _decode(payload: bytes, keys: frozenset[str], what: str) -> dict[str, JSON]:
     if len(payload) > MAX_PAYLOAD:
-        raise RequestError("REQUEST_TOO_LARGE", f"{what} is {len(payload)} bytes; the limit is {MAX_PAYLOAD}")
+        raise RequestError(
+            "REQUEST_TOO_LARGE", f"{what} is {len(payload)} bytes; the limit is {MAX_PAYLOAD}"
+        )
     try:
         data = json.loads(payload.decode("utf-8"))
     except UnicodeDecodeError:
         raise RequestError("MALFORMED_JSON", f"{what} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise RequestError("MALFORMED_JSON", f"{what} is not valid JSON: {exc.msg} at position {exc.pos}") from None
+        raise RequestError(
+            "MALFORMED_JSON", f"{what} is not valid JSON: {exc.msg} at position {exc.pos}"
+        ) from None
     if not isinstance(data, dict):
-        raise RequestError("MALFORMED_REQUEST", f"{what} must be a JSON object, got {type(data).__name__}")
+        raise RequestError(
+            "MALFORMED_REQUEST", f"{what} must be a JSON object, got {type(data).__name__}"
+        )
     unknown = set(data) - keys
     if unknown:
-        raise RequestError("UNKNOWN_FIELD", f"unknown field(s) in {what}: {', '.join(sorted(unknown))}")
+        raise RequestError(
+            "UNKNOWN_FIELD", f"unknown field(s) in {what}: {', '.join(sorted(unknown))}"
+        )
     rid = data.get("request_id")
     if not isinstance(rid, str) or not 0 < len(rid) <= 128:
-        raise RequestError("MALFORMED_REQUEST", "request_id must be a non-empty string of at most 128 characters")
+        raise RequestError(
+            "MALFORMED_REQUEST", "request_id must be a non-empty string of at most 128 characters"
+        )
     return data
 
 
@@ -75,15 +85,29 @@ def _peek_request_id(payload: bytes) -> str | None:
 class FloorRequests:
     """Turns request payloads into engine calls and response payloads."""
 
-    def __init__(self, engine: RoundEngine, *, on_command: Callable[[str, Mapping[str, JSON]], JSON] | None = None) -> None:
+    def __init__(
+        self,
+        engine: RoundEngine,
+        *,
+        on_command: Callable[[str, Mapping[str, JSON]], JSON] | None = None,
+    ) -> None:
         self.engine = engine
         self.table_id = engine.cfg.table_id
         #: Extra commands handled by the daemon (device self-test...), name -> handler.
         self.on_command = on_command
-        self.counters = {"bets_accepted": 0, "bets_rejected": 0, "commands_ok": 0, "commands_error": 0}
+        self.counters = {
+            "bets_accepted": 0,
+            "bets_rejected": 0,
+            "commands_ok": 0,
+            "commands_error": 0,
+        }
 
     def _base(self, request_id: str | None) -> dict[str, JSON]:
-        return {"schema_version": SCHEMA_VERSION, "table_id": self.table_id, "request_id": request_id}
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "table_id": self.table_id,
+            "request_id": request_id,
+        }
 
     def handle_bet_request(self, payload: bytes) -> dict[str, JSON]:
         try:
@@ -91,22 +115,35 @@ class FloorRequests:
             action = data.get("action")
             if action == "place":
                 if "bet" not in data or "bet_id" in data:
-                    raise RequestError("MALFORMED_REQUEST", "place takes a 'bet' object (and no top-level bet_id)")
+                    raise RequestError(
+                        "MALFORMED_REQUEST", "place takes a 'bet' object (and no top-level bet_id)"
+                    )
                 answer = self.engine.place_bet(data["bet"])
             elif action == "cancel":
                 if "bet" in data:
                     raise RequestError("MALFORMED_REQUEST", "cancel takes a 'bet_id', not a 'bet'")
                 answer = self.engine.cancel_bet(data.get("bet_id"))
             else:
-                raise RequestError("UNKNOWN_ACTION", f"action must be 'place' or 'cancel', got {action!r}")
+                raise RequestError(
+                    "UNKNOWN_ACTION", f"action must be 'place' or 'cancel', got {action!r}"
+                )
         except RequestError as exc:
             self.counters["bets_rejected"] += 1
-            return {**self._base(_peek_request_id(payload)), "status": "rejected", "code": exc.code, "message": exc.message}
+            return {
+                **self._base(_peek_request_id(payload)),
+                "status": "rejected",
+                "code": exc.code,
+                "message": exc.message,
+            }
         except Exception as exc:  # never let one request stop the table
             log.exception("bet request failed")
             self.counters["bets_rejected"] += 1
-            return {**self._base(_peek_request_id(payload)), "status": "rejected", "code": "INTERNAL_ERROR",
-                    "message": f"internal error: {type(exc).__name__}"}
+            return {
+                **self._base(_peek_request_id(payload)),
+                "status": "rejected",
+                "code": "INTERNAL_ERROR",
+                "message": f"internal error: {type(exc).__name__}",
+            }
         self.counters["bets_accepted" if answer.accepted else "bets_rejected"] += 1
         return {**self._base(data["request_id"]), "action": action, **answer.to_json()}
 
@@ -120,7 +157,9 @@ class FloorRequests:
                 raise RequestError("MALFORMED_REQUEST", "args must be a JSON object")
             operator = data.get("operator", "floor")
             if not isinstance(operator, str) or len(operator) > 64:
-                raise RequestError("MALFORMED_REQUEST", "operator must be a string of at most 64 characters")
+                raise RequestError(
+                    "MALFORMED_REQUEST", "operator must be a string of at most 64 characters"
+                )
             result = self._run(command, args, operator)
         except RequestError as exc:
             self.counters["commands_error"] += 1
@@ -131,17 +170,25 @@ class FloorRequests:
         except Exception as exc:
             log.exception("command failed")
             self.counters["commands_error"] += 1
-            return {**self._base(rid), "status": "error", "code": "INTERNAL_ERROR",
-                    "message": f"internal error: {type(exc).__name__}"}
+            return {
+                **self._base(rid),
+                "status": "error",
+                "code": "INTERNAL_ERROR",
+                "message": f"internal error: {type(exc).__name__}",
+            }
         self.counters["commands_ok"] += 1
         return {**self._base(rid), "command": command, "status": "ok", "data": result}
 
     def _run(self, command: object, args: dict[str, JSON], operator: str) -> JSON:
         if not isinstance(command, str) or command not in COMMANDS:
-            raise RequestError("UNKNOWN_COMMAND", f"unknown command {command!r}; known: {', '.join(COMMANDS)}")
+            raise RequestError(
+                "UNKNOWN_COMMAND", f"unknown command {command!r}; known: {', '.join(COMMANDS)}"
+            )
         unknown = set(args) - COMMANDS[command]
         if unknown:
-            raise RequestError("UNKNOWN_FIELD", f"{command} takes no argument(s) {', '.join(sorted(unknown))}")
+            raise RequestError(
+                "UNKNOWN_FIELD", f"{command} takes no argument(s) {', '.join(sorted(unknown))}"
+            )
         e = self.engine
         source = f"mqtt:{operator}"
         if command == "status":
@@ -168,4 +215,6 @@ class FloorRequests:
                 raise RequestError("MALFORMED_REQUEST", "result needs an 'outcome'")
             payload = e.submit_result(args["outcome"], source=source)
             return {"round_id": payload["round_id"], "status": payload["status"]}
-        raise RoundFault(f"command {command} is not available", code="UNKNOWN_COMMAND")  # pragma: no cover
+        raise RoundFault(
+            f"command {command} is not available", code="UNKNOWN_COMMAND"
+        )  # pragma: no cover

@@ -18,8 +18,24 @@ JSON = Any
 
 
 def _roulette(rng: random.Random) -> tuple[str, JSON]:
-    kind = rng.choice(["straight", "split", "street", "corner", "line", "column", "dozen",
-                       "red", "black", "even", "odd", "low", "high", "sector12"])
+    kind = rng.choice(
+        [
+            "straight",
+            "split",
+            "street",
+            "corner",
+            "line",
+            "column",
+            "dozen",
+            "red",
+            "black",
+            "even",
+            "odd",
+            "low",
+            "high",
+            "sector12",
+        ]
+    )
     n = rng.randint(1, 36)
     if kind == "straight":
         return kind, [rng.randint(0, 36)]

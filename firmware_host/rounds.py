@@ -81,7 +81,10 @@ class BetAnswer:
     bet: JSON = None
 
     def to_json(self) -> dict[str, JSON]:
-        out: dict[str, JSON] = {"status": "accepted" if self.accepted else "rejected", "bet_id": self.bet_id}
+        out: dict[str, JSON] = {
+            "status": "accepted" if self.accepted else "rejected",
+            "bet_id": self.bet_id,
+        }
         if self.round_id is not None:
             out["round_id"] = self.round_id
         if self.accepted:
@@ -142,14 +145,20 @@ class RoundEngine:
             "version": __version__,
         }
 
-    def _event(self, kind: str, data: Mapping[str, JSON] | None = None, round_id: str | None = None) -> OutboxMessage:
+    def _event(
+        self, kind: str, data: Mapping[str, JSON] | None = None, round_id: str | None = None
+    ) -> OutboxMessage:
         payload: dict[str, JSON] = {
             "schema_version": SCHEMA_VERSION,
             "table_id": self.cfg.table_id,
             "event": kind,
             "at": iso_utc(self._clock()),
         }
-        rid = round_id if round_id is not None else (self._current.round_id if self._current else None)
+        rid = (
+            round_id
+            if round_id is not None
+            else (self._current.round_id if self._current else None)
+        )
         if rid is not None:
             payload["round_id"] = rid
         if data:
@@ -233,8 +242,13 @@ class RoundEngine:
         bet_id = bet_id if isinstance(bet_id, str) else ""
         if self.phase is not Phase.OPEN:
             code = "BETTING_CLOSED" if self._current else "NO_ROUND"
-            return BetAnswer(False, bet_id, code, f"betting is not open (phase {self.phase.value})",
-                             self._current.round_id if self._current else None)
+            return BetAnswer(
+                False,
+                bet_id,
+                code,
+                f"betting is not open (phase {self.phase.value})",
+                self._current.round_id if self._current else None,
+            )
         assert self._current is not None
         rid = self._current.round_id
         try:
@@ -242,27 +256,44 @@ class RoundEngine:
         except BetError as exc:
             return BetAnswer(False, bet_id, exc.code, exc.message, rid)
         if not bet.bet_id:
-            return BetAnswer(False, "", "BET_MISSING_FIELD", "bet_id is required on the floor interface", rid)
+            return BetAnswer(
+                False, "", "BET_MISSING_FIELD", "bet_id is required on the floor interface", rid
+            )
         try:
-            record, _created = self.journal.place_bet(rid, bet, phases=[Phase.OPEN.value])
+            self.journal.place_bet(rid, bet, phases=[Phase.OPEN.value])
         except BetConflict as exc:
-            return BetAnswer(False, bet.bet_id, "BET_ID_CONFLICT", str(exc.args[0]) if exc.args else str(exc), rid)
+            return BetAnswer(
+                False,
+                bet.bet_id,
+                "BET_ID_CONFLICT",
+                str(exc.args[0]) if exc.args else str(exc),
+                rid,
+            )
         except (PhaseNotAllowed, RoundFinished) as exc:
-            return BetAnswer(False, bet.bet_id, "BETTING_CLOSED", str(exc.args[0]) if exc.args else str(exc), rid)
+            return BetAnswer(
+                False, bet.bet_id, "BETTING_CLOSED", str(exc.args[0]) if exc.args else str(exc), rid
+            )
         return BetAnswer(True, bet.bet_id, round_id=rid, bet=bet.to_json())
 
     def cancel_bet(self, bet_id: object) -> BetAnswer:
         if not isinstance(bet_id, str) or not bet_id:
             return BetAnswer(False, "", "BET_MALFORMED", "cancel needs a bet_id string")
         if self.phase is not Phase.OPEN:
-            return BetAnswer(False, bet_id, "BETTING_CLOSED", f"bets cannot be cancelled in phase {self.phase.value}",
-                             self._current.round_id if self._current else None)
+            return BetAnswer(
+                False,
+                bet_id,
+                "BETTING_CLOSED",
+                f"bets cannot be cancelled in phase {self.phase.value}",
+                self._current.round_id if self._current else None,
+            )
         assert self._current is not None
         rid = self._current.round_id
         try:
             self.journal.cancel_bet(rid, bet_id, phases=[Phase.OPEN.value])
         except BetNotFound:
-            return BetAnswer(False, bet_id, "BET_NOT_FOUND", f"no bet {bet_id!r} in round {rid}", rid)
+            return BetAnswer(
+                False, bet_id, "BET_NOT_FOUND", f"no bet {bet_id!r} in round {rid}", rid
+            )
         except (PhaseNotAllowed, RoundFinished) as exc:
             return BetAnswer(False, bet_id, "BETTING_CLOSED", str(exc), rid)
         return BetAnswer(True, bet_id, round_id=rid)
@@ -270,7 +301,9 @@ class RoundEngine:
     def bets(self) -> list[Bet]:
         if self._current is None:
             return []
-        return [b.to_bet() for b in self.journal.bets(self._current.round_id, include_cancelled=False)]
+        return [
+            b.to_bet() for b in self.journal.bets(self._current.round_id, include_cancelled=False)
+        ]
 
     def submit_result(self, raw_outcome: JSON, *, source: str = "device") -> Mapping[str, JSON]:
         """The round's outcome as read from the hardware: journal it, then settle.
@@ -323,12 +356,24 @@ class RoundEngine:
             "game": self.cfg.game_id,
             "outcome": rnd.outcome,
             "bets": refunded,
-            "totals": {"stakes": stakes, "payout": 0, "commission": 0, "net": 0, "house_net": 0, "breakage": "0"},
+            "totals": {
+                "stakes": stakes,
+                "payout": 0,
+                "commission": 0,
+                "net": 0,
+                "house_net": 0,
+                "breakage": "0",
+            },
         }
         at = self._clock()
         payload = self._payload(rnd, "void", body, at, void_reason=reason)
-        self.journal.void_round(rnd.round_id, reason, payload, at=at,
-                                events=[("round_void_source", {"round_id": rnd.round_id, "source": source})])
+        self.journal.void_round(
+            rnd.round_id,
+            reason,
+            payload,
+            at=at,
+            events=[("round_void_source", {"round_id": rnd.round_id, "source": source})],
+        )
         self._finished(payload)
         return payload
 

@@ -22,21 +22,47 @@ def test_settle_prints_the_contract_shape(capsys: pytest.CaptureFixture[str]) ->
         {"bet_id": "a", "seat": 1, "bet_type": "straight", "selection": [17], "stake": 2500},
         {"bet_id": "b", "seat": 2, "bet_type": "red", "stake": 5000},
     ]
-    rc, out, _ = run(capsys, "settle", "roulette", "--outcome", '{"number": 17}', "--bets", json.dumps(bets),
-                     "--config", str(ROOT / "config" / "roulette.toml"))
+    rc, out, _ = run(
+        capsys,
+        "settle",
+        "roulette",
+        "--outcome",
+        '{"number": 17}',
+        "--bets",
+        json.dumps(bets),
+        "--config",
+        str(ROOT / "config" / "roulette.toml"),
+    )
     assert rc == 0
     data = json.loads(out)
     assert [b["net"] for b in data["bets"]] == [35 * 2500, -5000]
-    assert set(data["bets"][0]) >= {"seat", "bet_type", "selection", "stake", "result", "payout", "commission", "net"}
+    assert set(data["bets"][0]) >= {
+        "seat",
+        "bet_type",
+        "selection",
+        "stake",
+        "result",
+        "payout",
+        "commission",
+        "net",
+    }
     assert data["totals"]["net"] == 35 * 2500 - 5000
     assert data["rules"]["regulation"] == "60/2004"
 
 
 def test_settle_fantan_reports_the_remainder(capsys: pytest.CaptureFixture[str]) -> None:
     # 58/2004 art. 7 1) (4), art. 9: Sé-Sam-Hong MOP 100 pays 33.33.. less 5%; chips of MOP 1.
-    rc, out, _ = run(capsys, "settle", "fantan", "--outcome", '{"number": 3}', "--bets",
-                     '[{"bet_type": "sam_hong", "selection": [1, 2, 3], "stake": 10000}]',
-                     "--config", str(ROOT / "config" / "fantan.toml"))
+    rc, out, _ = run(
+        capsys,
+        "settle",
+        "fantan",
+        "--outcome",
+        '{"number": 3}',
+        "--bets",
+        '[{"bet_type": "sam_hong", "selection": [1, 2, 3], "stake": 10000}]',
+        "--config",
+        str(ROOT / "config" / "fantan.toml"),
+    )
     assert rc == 0
     bet = json.loads(out)["bets"][0]
     exact = Fraction(10000, 3) * Fraction(95, 100)
@@ -48,24 +74,69 @@ def test_settle_fantan_reports_the_remainder(capsys: pytest.CaptureFixture[str])
     ("args", "code"),
     [
         (["--outcome", '{"number": 37}', "--bets", "[]"], "OUTCOME_INVALID"),
-        (["--outcome", '{"number": 1}', "--bets", '[{"bet_type": "split", "selection": [1, 5], "stake": 1}]'], "BET_INVALID_SELECTION"),
-        (["--outcome", '{"number": 1}', "--bets", '[{"bet_type": "straight", "selection": 1, "stake": -1}]'], "BET_INVALID_STAKE"),
-        (["--outcome", '{"number": 1}', "--bets", '[{"bet_type": "straight", "selection": 1, "stake": 1.5}]'], "BET_INVALID_STAKE"),
-        (["--outcome", '{"number": 1}', "--bets", '[{"bet_type": "straight", "selection": 1, "stake": 1, "x": 1}]'], "BET_UNKNOWN_FIELD"),
-        (["--outcome", '{"number": 1}', "--bets", '[{"bet_type": "basket", "stake": 1}]'], "BET_UNKNOWN_TYPE"),
+        (
+            [
+                "--outcome",
+                '{"number": 1}',
+                "--bets",
+                '[{"bet_type": "split", "selection": [1, 5], "stake": 1}]',
+            ],
+            "BET_INVALID_SELECTION",
+        ),
+        (
+            [
+                "--outcome",
+                '{"number": 1}',
+                "--bets",
+                '[{"bet_type": "straight", "selection": 1, "stake": -1}]',
+            ],
+            "BET_INVALID_STAKE",
+        ),
+        (
+            [
+                "--outcome",
+                '{"number": 1}',
+                "--bets",
+                '[{"bet_type": "straight", "selection": 1, "stake": 1.5}]',
+            ],
+            "BET_INVALID_STAKE",
+        ),
+        (
+            [
+                "--outcome",
+                '{"number": 1}',
+                "--bets",
+                '[{"bet_type": "straight", "selection": 1, "stake": 1, "x": 1}]',
+            ],
+            "BET_UNKNOWN_FIELD",
+        ),
+        (
+            ["--outcome", '{"number": 1}', "--bets", '[{"bet_type": "basket", "stake": 1}]'],
+            "BET_UNKNOWN_TYPE",
+        ),
         (["--outcome", "{not json", "--bets", "[]"], "JSON_INVALID"),
     ],
 )
-def test_settle_errors_name_the_problem(capsys: pytest.CaptureFixture[str], args: list[str], code: str) -> None:
+def test_settle_errors_name_the_problem(
+    capsys: pytest.CaptureFixture[str], args: list[str], code: str
+) -> None:
     rc, _, err = run(capsys, "settle", "roulette", *args)
     assert rc == 2
     assert code in err
 
 
 def test_settle_checks_table_limits(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, _, err = run(capsys, "settle", "roulette", "--outcome", "1", "--bets",
-                     '[{"bet_type": "straight", "selection": 1, "stake": 100}]',
-                     "--config", str(ROOT / "config" / "roulette.toml"))
+    rc, _, err = run(
+        capsys,
+        "settle",
+        "roulette",
+        "--outcome",
+        "1",
+        "--bets",
+        '[{"bet_type": "straight", "selection": 1, "stake": 100}]',
+        "--config",
+        str(ROOT / "config" / "roulette.toml"),
+    )
     assert rc == 2 and "BET_STAKE_OUT_OF_LIMITS" in err and "below the table minimum 2500" in err
 
 
@@ -77,13 +148,20 @@ def test_math_roulette_json_every_edge_is_1_in_37(capsys: pytest.CaptureFixture[
     assert {b["house_edge_exact"] for b in data["bets"]} == {"1/37"}
     for b in data["bets"]:
         assert sum(Fraction(o["probability"]) for o in b["outcomes"]) == 1
-        assert -sum(Fraction(o["net"]) * Fraction(o["probability"]) for o in b["outcomes"]) == Fraction(1, 37)
+        assert -sum(
+            Fraction(o["net"]) * Fraction(o["probability"]) for o in b["outcomes"]
+        ) == Fraction(1, 37)
 
 
 def test_math_sicbo_follows_the_configured_table(capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, _ = run(capsys, "math", "sicbo", "--json", "--config", str(ROOT / "config" / "sicbo.toml"))
+    rc, out, _ = run(
+        capsys, "math", "sicbo", "--json", "--config", str(ROOT / "config" / "sicbo.toml")
+    )
     data = json.loads(out)
-    edge = {(b["bet"], json.dumps(b["selection"])): Fraction(b["house_edge_exact"]) for b in data["bets"]}
+    edge = {
+        (b["bet"], json.dumps(b["selection"])): Fraction(b["house_edge_exact"])
+        for b in data["bets"]
+    }
     # config/sicbo.toml: total_5 = 30; P(total 5) = 6/216.
     assert edge[("total", "5")] == 1 - 31 * Fraction(6, 216)
 

@@ -51,7 +51,9 @@ def test_every_example_is_valid(path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "ok" in capsys.readouterr().out
 
 
-def test_broken_file_lists_every_error_with_its_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_broken_file_lists_every_error_with_its_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     f = tmp_path / "broken.toml"
     f.write_text(BROKEN)
     assert main(["check-config", str(f)]) == 1
@@ -85,7 +87,9 @@ def test_missing_file_and_bad_toml(tmp_path: Path) -> None:
 
 def test_floats_refused_for_money_and_versions_checked() -> None:
     with pytest.raises(ConfigInvalid) as exc:
-        validate_document({"version": 99, "table": {"id": "t", "game": "roulette"}, "limits": {"min_stake": 25.0}})
+        validate_document(
+            {"version": 99, "table": {"id": "t", "game": "roulette"}, "limits": {"min_stake": 25.0}}
+        )
     text = "\n".join(exc.value.errors)
     assert "version: 99 is newer" in text
     assert "limits.min_stake: expected an integer, got 25.0" in text

@@ -30,4 +30,6 @@ def test_config_keys_are_documented() -> None:
     for section, specs in (("table", TABLE_SPECS), ("limits", LIMIT_SPECS)):
         block = text.split(f"## `[{section}]`", 1)[1]
         for key in specs:
-            assert re.search(rf"`{key}`", block), f"[{section}] {key} is not in docs/configuration.md"
+            assert re.search(rf"`{key}`", block), (
+                f"[{section}] {key} is not in docs/configuration.md"
+            )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigInvalid, TableConfig, default_config, load_config
-from ..games import GAME_IDS, get_game
+from ..games import GAME_IDS
 from ..games.errors import RulesError
 
 
@@ -135,7 +135,9 @@ def cmd_settle(args: argparse.Namespace) -> int:
 
 
 def cmd_math(args: argparse.Namespace) -> int:
-    options = {k: getattr(args, k) for k in ("decks", "rounds", "seed") if getattr(args, k) is not None}
+    options = {
+        k: getattr(args, k) for k in ("decks", "rounds", "seed") if getattr(args, k) is not None
+    }
     try:
         cfg = _config_for(args.game, args.config)
         report = cfg.game.math(cfg.rules, **options)

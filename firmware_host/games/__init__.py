@@ -47,11 +47,13 @@ def get_game(game_id: str) -> Game[Any, Any]:
         if exc.name == f"{__name__}.{module_name}":
             raise UnknownGame(f"game {game_id!r} is not implemented in this build") from exc
         raise
-    game = getattr(module, "GAME", None)
-    if game is None:
-        raise UnknownGame(f"game {game_id!r} is not implemented in this build (no GAME in {module.__name__})")
-    _cache[game_id] = game
-    return game
+    found = getattr(module, "GAME", None)
+    if not isinstance(found, Game):
+        raise UnknownGame(
+            f"game {game_id!r} is not implemented in this build (no GAME in {module.__name__})"
+        )
+    _cache[game_id] = found
+    return found
 
 
 def available_games() -> list[str]:

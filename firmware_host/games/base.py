@@ -22,7 +22,7 @@ from .options import build_rules, rules_json
 
 JSON = Any
 R = TypeVar("R")  # a game's Rules dataclass
-O = TypeVar("O")  # a game's Outcome type
+Out = TypeVar("Out")  # a game's Outcome type
 
 #: Keys a bet may carry on the wire (MQTT ``bets/request`` and ``tablectl settle --bets``).
 BET_KEYS = frozenset({"bet_id", "seat", "bet_type", "selection", "stake"})
@@ -192,7 +192,9 @@ class MathReport:
 def parse_bet_envelope(raw: object) -> tuple[str, int, str, JSON, int]:
     """Check the game-independent part of a bet's JSON; returns its fields."""
     if not isinstance(raw, Mapping):
-        raise BetError(f"a bet must be a JSON object, got {type(raw).__name__}", code="BET_MALFORMED")
+        raise BetError(
+            f"a bet must be a JSON object, got {type(raw).__name__}", code="BET_MALFORMED"
+        )
     unknown = set(raw) - BET_KEYS
     if unknown:
         raise BetError(
@@ -204,7 +206,10 @@ def parse_bet_envelope(raw: object) -> tuple[str, int, str, JSON, int]:
         raise BetError(f"bet is missing {', '.join(sorted(missing))}", code="BET_MISSING_FIELD")
     bet_id = raw.get("bet_id", "")
     if not isinstance(bet_id, str) or len(bet_id) > 64:
-        raise BetError(f"bet_id must be a string of at most 64 characters, got {bet_id!r}", code="BET_MALFORMED")
+        raise BetError(
+            f"bet_id must be a string of at most 64 characters, got {bet_id!r}",
+            code="BET_MALFORMED",
+        )
     seat = raw.get("seat", 0)
     if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat <= 99:
         raise BetError(f"seat must be an integer 0..99, got {seat!r}", code="BET_INVALID_SEAT")
@@ -215,7 +220,7 @@ def parse_bet_envelope(raw: object) -> tuple[str, int, str, JSON, int]:
     return bet_id, seat, bet_type, raw.get("selection"), stake
 
 
-class Game(abc.ABC, Generic[R, O]):
+class Game(abc.ABC, Generic[R, Out]):
     """Interface of one game of the rules core."""
 
     game_id: ClassVar[str]
@@ -259,7 +264,9 @@ class Game(abc.ABC, Generic[R, O]):
             limits.check(bet_type, stake)
         return Bet(bet_id, seat, bet_type, canonical, stake)
 
-    def parse_bets(self, rules: R, raws: Iterable[object], limits: Limits | None = None) -> list[Bet]:
+    def parse_bets(
+        self, rules: R, raws: Iterable[object], limits: Limits | None = None
+    ) -> list[Bet]:
         bets = []
         for i, raw in enumerate(raws):
             try:
@@ -273,15 +280,15 @@ class Game(abc.ABC, Generic[R, O]):
 
     # -- outcomes and settlement ---------------------------------------------
     @abc.abstractmethod
-    def parse_outcome(self, rules: R, raw: JSON) -> O:
+    def parse_outcome(self, rules: R, raw: JSON) -> Out:
         """Validate a round's outcome as read from the hardware (raises OutcomeError)."""
 
     @abc.abstractmethod
-    def outcome_json(self, outcome: O) -> JSON:
+    def outcome_json(self, outcome: Out) -> JSON:
         """The outcome in the JSON form published and accepted by ``parse_outcome``."""
 
     @abc.abstractmethod
-    def settle(self, rules: R, outcome: O, bets: Sequence[Bet], money: MoneyRules) -> Settlement:
+    def settle(self, rules: R, outcome: Out, bets: Sequence[Bet], money: MoneyRules) -> Settlement:
         """Settle every bet of a round."""
 
     # -- math ------------------------------------------------------------------
@@ -290,27 +297,29 @@ class Game(abc.ABC, Generic[R, O]):
         """House edge of every bet type under ``rules``."""
 
 
-class DiscreteGame(Game[R, O]):
+class DiscreteGame(Game[R, Out]):
     """A game decided by one outcome from a finite, enumerable set, bets independent."""
 
     @abc.abstractmethod
-    def verdict(self, rules: R, outcome: O, bet: Bet) -> Verdict:
+    def verdict(self, rules: R, outcome: Out, bet: Bet) -> Verdict:
         """What the regulation says of ``bet`` when ``outcome`` comes."""
 
     @abc.abstractmethod
-    def outcome_space(self, rules: R) -> Sequence[tuple[O, Fraction]]:
+    def outcome_space(self, rules: R) -> Sequence[tuple[Out, Fraction]]:
         """Every outcome with its exact probability (summing to 1)."""
 
     @abc.abstractmethod
     def math_bets(self, rules: R) -> Sequence[tuple[str, JSON]]:
         """Representative (bet_type, selection) pairs for the house-edge table."""
 
-    def settle(self, rules: R, outcome: O, bets: Sequence[Bet], money: MoneyRules) -> Settlement:
+    def settle(self, rules: R, outcome: Out, bets: Sequence[Bet], money: MoneyRules) -> Settlement:
         results = []
         for bet in bets:
             v = self.verdict(rules, outcome, bet)
             results.append(BetResult(bet, settle_amounts(bet.stake, v, money), v.reason))
-        return Settlement(self.game_id, self.outcome_json(outcome), tuple(results), Totals.of(results))
+        return Settlement(
+            self.game_id, self.outcome_json(outcome), tuple(results), Totals.of(results)
+        )
 
     def math(self, rules: R, **options: Any) -> MathReport:
         space = self.outcome_space(rules)
@@ -323,7 +332,7 @@ class DiscreteGame(Game[R, O]):
             for outcome, p in space:
                 n = self.verdict(rules, outcome, bet).net_per_unit()
                 dist[n] = dist.get(n, Fraction(0)) + p
-            edge = -sum(n * p for n, p in dist.items())
+            edge = -sum((n * p for n, p in dist.items()), Fraction(0))
             lines.append(
                 MathLine(bet_type, canonical, edge, tuple(sorted(dist.items(), reverse=True)))
             )

@@ -33,12 +33,16 @@ class Card:
 
     def __post_init__(self) -> None:
         if not 1 <= self.rank <= 13 or self.suit not in SUITS or len(self.suit) != 1:
-            raise OutcomeError(f"not a card: rank {self.rank!r} suit {self.suit!r}", code="CARD_INVALID")
+            raise OutcomeError(
+                f"not a card: rank {self.rank!r} suit {self.suit!r}", code="CARD_INVALID"
+            )
 
     @staticmethod
     def parse(text: str) -> Card:
         if not isinstance(text, str):
-            raise OutcomeError(f"a card is a string such as 'AS' or 'TD', got {text!r}", code="CARD_INVALID")
+            raise OutcomeError(
+                f"a card is a string such as 'AS' or 'TD', got {text!r}", code="CARD_INVALID"
+            )
         t = text.strip().upper()
         if t.startswith("10"):
             t = "T" + t[2:]
@@ -114,7 +118,9 @@ class Shoe:
         if not 0 <= self.burn < len(self.order):
             raise OutcomeError(f"burn count {self.burn} outside the shoe", code="SHOE_INVALID")
         if self.cut_position is not None and not self.burn <= self.cut_position <= len(self.order):
-            raise OutcomeError(f"cut card position {self.cut_position} outside the shoe", code="SHOE_INVALID")
+            raise OutcomeError(
+                f"cut card position {self.cut_position} outside the shoe", code="SHOE_INVALID"
+            )
 
     def deal_order(self) -> Sequence[Card]:
         """The cards in dealing order, after the burnt ones."""

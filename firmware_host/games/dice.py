@@ -47,7 +47,9 @@ def parse_dice(raw: JSON, game: str, derived: frozenset[str] = frozenset()) -> T
     """
     if isinstance(raw, dict):
         if "dice" not in raw or not set(raw) <= {"dice"} | derived:
-            raise OutcomeError(f"{game} outcome must be {{\"dice\": [a, b, c]}}, got keys {sorted(raw)}")
+            raise OutcomeError(
+                f'{game} outcome must be {{"dice": [a, b, c]}}, got keys {sorted(raw)}'
+            )
         raw = raw["dice"]
     if (
         not isinstance(raw, list)
@@ -60,7 +62,7 @@ def parse_dice(raw: JSON, game: str, derived: frozenset[str] = frozenset()) -> T
 
 #: All 216 equally likely ordered throws.
 ALL_THROWS: tuple[ThreeDice, ...] = tuple(
-    ThreeDice(t) for t in itertools.product(range(1, 7), repeat=3)
+    ThreeDice((a, b, c)) for a, b, c in itertools.product(range(1, 7), repeat=3)
 )
 
 

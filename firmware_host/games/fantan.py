@@ -82,11 +82,16 @@ class Fantan(DiscreteGame[FantanRules, FantanOutcome]):
 
     def canonical_selection(self, rules: FantanRules, bet_type: str, selection: JSON) -> JSON:
         if bet_type == "fan":
-            return _number(selection[0] if isinstance(selection, list) and len(selection) == 1 else selection, "fan")
+            return _number(
+                selection[0] if isinstance(selection, list) and len(selection) == 1 else selection,
+                "fan",
+            )
         if bet_type in ("kwok", "sam_hong"):
             n = 2 if bet_type == "kwok" else 3
             nums = as_int_list(selection, bet_type)
-            require(len(nums) == n, f"{bet_type}: selection must be {n} numbers 1..4, got {selection!r}")
+            require(
+                len(nums) == n, f"{bet_type}: selection must be {n} numbers 1..4, got {selection!r}"
+            )
             for v in nums:
                 _number(v, bet_type)
             _distinct(nums, bet_type)
@@ -94,7 +99,7 @@ class Fantan(DiscreteGame[FantanRules, FantanOutcome]):
         if bet_type in ("nim", "nga"):
             require(
                 isinstance(selection, dict) and set(selection) == {"win", "push"},
-                f"{bet_type}: selection must be {{\"win\": ..., \"push\": ...}}, got {selection!r}",
+                f'{bet_type}: selection must be {{"win": ..., "push": ...}}, got {selection!r}',
             )
             assert isinstance(selection, dict)
             push = _number(selection["push"], f"{bet_type} push")
@@ -125,7 +130,7 @@ class Fantan(DiscreteGame[FantanRules, FantanOutcome]):
             raw = raw["number"]
         if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= 4:
             raise OutcomeError(
-                f"fantan outcome must be {{\"number\": 1..4}} (0 counts as 4) or {{\"buttons\": N}}, got {given!r}"
+                f'fantan outcome must be {{"number": 1..4}} (0 counts as 4) or {{"buttons": N}}, got {given!r}'
             )
         return FantanOutcome(raw or 4)
 

@@ -94,7 +94,9 @@ class FishPrawnCrab(DiscreteGame[FishPrawnCrabRules, ThreeDice]):
     def bet_types(self, rules: FishPrawnCrabRules) -> Sequence[BetType]:
         return _BET_TYPES
 
-    def canonical_selection(self, rules: FishPrawnCrabRules, bet_type: str, selection: JSON) -> JSON:
+    def canonical_selection(
+        self, rules: FishPrawnCrabRules, bet_type: str, selection: JSON
+    ) -> JSON:
         if bet_type in ("small", "big", "any_three_colour", "any_triple"):
             require(selection is None, f"{bet_type}: takes no selection, got {selection!r}")
             return None
@@ -108,7 +110,9 @@ class FishPrawnCrab(DiscreteGame[FishPrawnCrabRules, ThreeDice]):
             return selection
         if bet_type == "total":
             require(
-                isinstance(selection, int) and not isinstance(selection, bool) and 4 <= selection <= 17,
+                isinstance(selection, int)
+                and not isinstance(selection, bool)
+                and 4 <= selection <= 17,
                 f"total: selection must be a total 4..17, got {selection!r}",
             )
             return selection

@@ -100,9 +100,7 @@ def _round(exact: Fraction, unit: int, rule: Rounding, *, toward_house_is_down: 
 def check_stake(stake: object) -> int:
     """A stake must be a positive integer count of minor units (never a float, never bool)."""
     if isinstance(stake, bool) or not isinstance(stake, int):
-        raise InvalidStake(
-            f"stake must be a positive integer number of minor units, got {stake!r}"
-        )
+        raise InvalidStake(f"stake must be a positive integer number of minor units, got {stake!r}")
     if stake <= 0:
         raise InvalidStake(f"stake must be positive, got {stake}")
     return stake
@@ -127,7 +125,9 @@ class Verdict:
     reason: str = ""
 
     @staticmethod
-    def win(odds: Fraction | int, commission_rate: Fraction = Fraction(0), reason: str = "") -> Verdict:
+    def win(
+        odds: Fraction | int, commission_rate: Fraction = Fraction(0), reason: str = ""
+    ) -> Verdict:
         return Verdict("win", Fraction(odds), Fraction(commission_rate), Fraction(1), reason)
 
     @staticmethod

@@ -25,7 +25,7 @@ def option(
     section: str = "rules",
     doc: str,
     cite: str = "",
-    range: tuple[int, int] | None = None,  # noqa: A002 - reads best at the call site
+    range: tuple[int, int] | None = None,
     choices: Sequence[Any] | None = None,
     kind: str | None = None,
     check: Callable[[Any], str | None] | None = None,
@@ -97,9 +97,9 @@ def _coerce(kind: str, value: Any, path: str, meta: Mapping[str, Any]) -> tuple[
             return None, f"{path}: expected a string, got {value!r}"
         return value, None
     if kind == "fraction":
-        if isinstance(value, bool) or isinstance(value, float):
+        if isinstance(value, (bool, float)):
             return None, (
-                f"{path}: expected an exact fraction such as \"1/20\" or an integer, got {value!r}"
+                f'{path}: expected an exact fraction such as "1/20" or an integer, got {value!r}'
                 " (floats are refused: odds and rates must be exact)"
             )
         if isinstance(value, int):
@@ -108,8 +108,8 @@ def _coerce(kind: str, value: Any, path: str, meta: Mapping[str, Any]) -> tuple[
             try:
                 return Fraction(value.strip()), None
             except (ValueError, ZeroDivisionError):
-                return None, f"{path}: {value!r} is not an exact fraction such as \"1/20\""
-        return None, f"{path}: expected an exact fraction such as \"1/20\", got {value!r}"
+                return None, f'{path}: {value!r} is not an exact fraction such as "1/20"'
+        return None, f'{path}: expected an exact fraction such as "1/20", got {value!r}'
     if kind in ("int_list", "str_list"):
         want = str if kind == "str_list" else int
         if not isinstance(value, list) or not all(
@@ -154,7 +154,9 @@ def build_rules(
             path = f"{section}.{game_id}.{key}"
             f = fields.get(key)
             if f is None or f.metadata.get("section") != section:
-                known = sorted(n for n, fl in fields.items() if fl.metadata.get("section") == section)
+                known = sorted(
+                    n for n, fl in fields.items() if fl.metadata.get("section") == section
+                )
                 hint = ""
                 if f is not None:
                     hint = f" (it belongs in [{f.metadata['section']}.{game_id}])"
@@ -208,7 +210,11 @@ def describe(cls: type[Any]) -> list[dict[str, Any]]:
     out = []
     for f in dataclasses.fields(cls):
         m = f.metadata
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        default = (
+            f.default
+            if f.default is not dataclasses.MISSING
+            else f.default_factory()  # type: ignore[operator]
+        )
         out.append(
             {
                 "key": f"{m['section']}.{f.name}",

@@ -34,9 +34,7 @@ WHEEL_ORDER: tuple[int, ...] = (
     5, 24, 16, 33, 1, 20, 14, 31, 9, 22, 18, 29, 7, 28, 12, 35, 3, 26,
 )  # fmt: skip
 
-RED: frozenset[int] = frozenset(
-    {1, 3, 5, 7, 9, 12, 14, 16, 18, 19, 21, 23, 25, 27, 30, 32, 34, 36}
-)
+RED: frozenset[int] = frozenset({1, 3, 5, 7, 9, 12, 14, 16, 18, 19, 21, 23, 25, 27, 30, 32, 34, 36})
 BLACK: frozenset[int] = frozenset(range(1, 37)) - RED
 
 #: The two twelve-number sectors named by art. 6 7), in the order the article lists them.
@@ -187,51 +185,96 @@ class Roulette(DiscreteGame[RouletteRules, RouletteOutcome]):
         zc = rules.zero_combinations
         if bet_type == "straight":
             nums = as_int_list(selection, "straight")
-            require(len(nums) == 1 and 0 <= nums[0] <= 36, f"straight: one number 0..36, got {selection!r}")
+            require(
+                len(nums) == 1 and 0 <= nums[0] <= 36,
+                f"straight: one number 0..36, got {selection!r}",
+            )
             return nums
         if bet_type == "split":
             nums = sorted(as_int_list(selection, "split"))
-            require(len(nums) == 2 and all(0 <= n <= 36 for n in nums), f"split: two numbers 0..36, got {selection!r}")
+            require(
+                len(nums) == 2 and all(0 <= n <= 36 for n in nums),
+                f"split: two numbers 0..36, got {selection!r}",
+            )
             a, b = nums
             if a == 0:
-                require(zc, "split: combinations with zero are not offered on this layout (rules.roulette.zero_combinations)")
-                require((a, b) in _ZERO_SPLITS, f"split: {a} and {b} are not adjacent on the layout")
+                require(
+                    zc,
+                    "split: combinations with zero are not offered on this layout (rules.roulette.zero_combinations)",
+                )
+                require(
+                    (a, b) in _ZERO_SPLITS, f"split: {a} and {b} are not adjacent on the layout"
+                )
             else:
                 require(_adjacent(a, b), f"split: {a} and {b} are not adjacent on the layout")
             return nums
         if bet_type == "street":
             nums = sorted(as_int_list(selection, "street"))
-            require(len(nums) == 3 and all(0 <= n <= 36 for n in nums), f"street: three numbers 0..36, got {selection!r}")
+            require(
+                len(nums) == 3 and all(0 <= n <= 36 for n in nums),
+                f"street: three numbers 0..36, got {selection!r}",
+            )
             if nums[0] == 0:
-                require(zc, "street: combinations with zero are not offered on this layout (rules.roulette.zero_combinations)")
-                require(tuple(nums) in _ZERO_STREETS, f"street: {nums} is not a street of the layout")
+                require(
+                    zc,
+                    "street: combinations with zero are not offered on this layout (rules.roulette.zero_combinations)",
+                )
+                require(
+                    tuple(nums) in _ZERO_STREETS, f"street: {nums} is not a street of the layout"
+                )
             else:
-                require(nums[0] % 3 == 1 and nums == [nums[0], nums[0] + 1, nums[0] + 2], f"street: {nums} is not a row of the layout")
+                require(
+                    nums[0] % 3 == 1 and nums == [nums[0], nums[0] + 1, nums[0] + 2],
+                    f"street: {nums} is not a row of the layout",
+                )
             return nums
         if bet_type == "corner":
             nums = sorted(as_int_list(selection, "corner"))
-            require(len(nums) == 4 and all(0 <= n <= 36 for n in nums), f"corner: four numbers 0..36, got {selection!r}")
+            require(
+                len(nums) == 4 and all(0 <= n <= 36 for n in nums),
+                f"corner: four numbers 0..36, got {selection!r}",
+            )
             if nums[0] == 0:
-                require(zc, "corner: combinations with zero are not offered on this layout (rules.roulette.zero_combinations)")
-                require(tuple(nums) == _ZERO_CORNER, f"corner: {nums} is not a corner of the layout")
+                require(
+                    zc,
+                    "corner: combinations with zero are not offered on this layout (rules.roulette.zero_combinations)",
+                )
+                require(
+                    tuple(nums) == _ZERO_CORNER, f"corner: {nums} is not a corner of the layout"
+                )
             else:
                 a = nums[0]
-                require(a % 3 != 0 and nums == [a, a + 1, a + 3, a + 4], f"corner: {nums} is not a square of the layout")
+                require(
+                    a % 3 != 0 and nums == [a, a + 1, a + 3, a + 4],
+                    f"corner: {nums} is not a square of the layout",
+                )
             return nums
         if bet_type == "line":
             nums = sorted(as_int_list(selection, "line"))
-            require(len(nums) == 6 and 1 <= nums[0] <= 31, f"line: six numbers of two adjacent rows, got {selection!r}")
+            require(
+                len(nums) == 6 and 1 <= nums[0] <= 31,
+                f"line: six numbers of two adjacent rows, got {selection!r}",
+            )
             a = nums[0]
-            require(a % 3 == 1 and nums == list(range(a, a + 6)), f"line: {nums} is not two adjacent rows")
+            require(
+                a % 3 == 1 and nums == list(range(a, a + 6)),
+                f"line: {nums} is not two adjacent rows",
+            )
             return nums
         if bet_type == "sector9":
-            require(isinstance(selection, str) and selection in rules.sectors9,
-                    f"sector9: selection must be one of {sorted(rules.sectors9)}, got {selection!r}")
+            require(
+                isinstance(selection, str) and selection in rules.sectors9,
+                f"sector9: selection must be one of {sorted(rules.sectors9)}, got {selection!r}",
+            )
             return selection
         if bet_type in ("sector12", "column", "dozen"):
             top = 2 if bet_type == "sector12" else 3
-            require(isinstance(selection, int) and not isinstance(selection, bool) and 1 <= selection <= top,
-                    f"{bet_type}: selection must be an integer 1..{top}, got {selection!r}")
+            require(
+                isinstance(selection, int)
+                and not isinstance(selection, bool)
+                and 1 <= selection <= top,
+                f"{bet_type}: selection must be an integer 1..{top}, got {selection!r}",
+            )
             return selection
         if bet_type in ("even", "odd", "low", "high", "red", "black"):
             require(selection is None, f"{bet_type}: takes no selection, got {selection!r}")
@@ -245,7 +288,7 @@ class Roulette(DiscreteGame[RouletteRules, RouletteOutcome]):
         if isinstance(raw, dict) and set(raw) in ({"number"}, {"number", "colour"}):
             raw = raw["number"]
         if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= 36:
-            raise OutcomeError(f"roulette outcome must be {{\"number\": 0..36}}, got {given!r}")
+            raise OutcomeError(f'roulette outcome must be {{"number": 0..36}}, got {given!r}')
         outcome = RouletteOutcome(raw)
         check_derived(given, self.outcome_json(outcome), "roulette")
         return outcome

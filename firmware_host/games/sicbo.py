@@ -81,7 +81,9 @@ def _faces(selection: JSON, bet_type: str, n: int, distinct: bool = True) -> lis
     require(len(faces) == n, f"{bet_type}: selection must be {n} face(s) 1..6, got {selection!r}")
     require(all(1 <= f <= 6 for f in faces), f"{bet_type}: die faces are 1..6, got {selection!r}")
     if distinct:
-        require(len(set(faces)) == n, f"{bet_type}: the {n} faces must be different, got {selection!r}")
+        require(
+            len(set(faces)) == n, f"{bet_type}: the {n} faces must be different, got {selection!r}"
+        )
     return faces
 
 
@@ -144,7 +146,9 @@ class Sicbo(DiscreteGame[SicboRules, ThreeDice]):
             return _face(selection, bet_type)
         if bet_type == "total":
             require(
-                isinstance(selection, int) and not isinstance(selection, bool) and 4 <= selection <= 17,
+                isinstance(selection, int)
+                and not isinstance(selection, bool)
+                and 4 <= selection <= 17,
                 f"total: selection must be a total 4..17, got {selection!r}",
             )
             return selection

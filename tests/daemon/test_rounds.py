@@ -24,7 +24,13 @@ def engine(tmp_path: Path, game: str = "roulette") -> RoundEngine:
 
 
 def bet(bet_id: str, bet_type: str, selection: object, stake: int) -> dict:
-    return {"bet_id": bet_id, "seat": 1, "bet_type": bet_type, "selection": selection, "stake": stake}
+    return {
+        "bet_id": bet_id,
+        "seat": 1,
+        "bet_type": bet_type,
+        "selection": selection,
+        "stake": stake,
+    }
 
 
 def test_full_round_settles_like_the_rules_core(tmp_path: Path) -> None:
@@ -35,9 +41,12 @@ def test_full_round_settles_like_the_rules_core(tmp_path: Path) -> None:
     e.close_betting()
     payload = e.submit_result({"number": 17})
     assert payload["status"] == "settled" and e.phase is Phase.IDLE
-    expected = e.game.settle(e.rules, e.game.parse_outcome(e.rules, 17),
-                             e.game.parse_bets(e.rules, [bet("a", "straight", [17], 2500), bet("b", "red", None, 5000)]),
-                             e.cfg.money).to_json()
+    expected = e.game.settle(
+        e.rules,
+        e.game.parse_outcome(e.rules, 17),
+        e.game.parse_bets(e.rules, [bet("a", "straight", [17], 2500), bet("b", "red", None, 5000)]),
+        e.cfg.money,
+    ).to_json()
     assert payload["bets"] == expected["bets"] and payload["totals"] == expected["totals"]
     assert set(payload["timestamps"]) == {"opened", "closed", "result", "settled"}
 
@@ -70,8 +79,12 @@ def test_bets_after_close_and_bad_bets_are_answered_not_raised(tmp_path: Path) -
         e.place_bet(bet("lo", "red", None, 100)),
     ]
     assert [a.code for a in answers] == [
-        "BET_INVALID_STAKE", "BET_INVALID_STAKE", "BET_UNKNOWN_TYPE", "BET_INVALID_SELECTION",
-        "BET_UNKNOWN_FIELD", "BET_STAKE_OUT_OF_LIMITS",
+        "BET_INVALID_STAKE",
+        "BET_INVALID_STAKE",
+        "BET_UNKNOWN_TYPE",
+        "BET_INVALID_SELECTION",
+        "BET_UNKNOWN_FIELD",
+        "BET_STAKE_OUT_OF_LIMITS",
     ]
     e.close_betting()
     late = e.place_bet(bet("late", "red", None, 5000))
@@ -145,9 +158,13 @@ def test_resume_settles_a_journaled_result_and_voids_the_rest(tmp_path: Path) ->
     assert e3.resume() == []  # nothing settled twice
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(seed=st.integers(0, 10**6), n=st.integers(0, 30), number=st.integers(0, 36))
-def test_random_valid_bets_settle_as_the_rules_core_says(tmp_path: Path, seed: int, n: int, number: int) -> None:
+def test_random_valid_bets_settle_as_the_rules_core_says(
+    tmp_path: Path, seed: int, n: int, number: int
+) -> None:
     e = engine(tmp_path / str(seed) / str(n) / str(number))
     players = SimulatedPlayers(e.cfg, seed)
     e.open_betting()
@@ -156,7 +173,12 @@ def test_random_valid_bets_settle_as_the_rules_core_says(tmp_path: Path, seed: i
         assert e.place_bet(raw).accepted
     e.close_betting()
     p = e.submit_result({"number": number})
-    ref = e.game.settle(e.rules, e.game.parse_outcome(e.rules, number), e.game.parse_bets(e.rules, raws), e.cfg.money)
+    ref = e.game.settle(
+        e.rules,
+        e.game.parse_outcome(e.rules, number),
+        e.game.parse_bets(e.rules, raws),
+        e.cfg.money,
+    )
     assert p["totals"] == ref.to_json()["totals"]
     e.journal.close()
 
@@ -164,19 +186,34 @@ def test_random_valid_bets_settle_as_the_rules_core_says(tmp_path: Path, seed: i
 def test_floor_requests_always_answer(tmp_path: Path) -> None:
     e = engine(tmp_path)
     f = FloorRequests(e)
-    bad = [b"", b"{", b"[]", b"\xff\xfe", json.dumps({"request_id": "1", "action": "fly"}).encode(),
-           json.dumps({"action": "place"}).encode(), json.dumps({"request_id": "2", "action": "place", "bet": {}, "x": 1}).encode(),
-           b"x" * 70000]
+    bad = [
+        b"",
+        b"{",
+        b"[]",
+        b"\xff\xfe",
+        json.dumps({"request_id": "1", "action": "fly"}).encode(),
+        json.dumps({"action": "place"}).encode(),
+        json.dumps({"request_id": "2", "action": "place", "bet": {}, "x": 1}).encode(),
+        b"x" * 70000,
+    ]
     for payload in bad:
         r = f.handle_bet_request(payload)
         assert r["status"] == "rejected" and r["code"], payload[:20]
-    ok = f.handle_command_request(json.dumps({"request_id": "c1", "command": "open_betting"}).encode())
+    ok = f.handle_command_request(
+        json.dumps({"request_id": "c1", "command": "open_betting"}).encode()
+    )
     assert ok["status"] == "ok" and ok["request_id"] == "c1"
-    r = f.handle_bet_request(json.dumps({"request_id": "3", "action": "place", "bet": bet("a", "red", None, 5000)}).encode())
+    r = f.handle_bet_request(
+        json.dumps(
+            {"request_id": "3", "action": "place", "bet": bet("a", "red", None, 5000)}
+        ).encode()
+    )
     assert r["status"] == "accepted" and r["request_id"] == "3"
-    for cmd, code in [({"request_id": "c2", "command": "result", "args": {"outcome": 1}}, "WRONG_PHASE"),
-                      ({"request_id": "c3", "command": "void_round"}, "MALFORMED_REQUEST"),
-                      ({"request_id": "c4", "command": "reboot"}, "UNKNOWN_COMMAND"),
-                      ({"request_id": "c5", "command": "status", "args": {"x": 1}}, "UNKNOWN_FIELD")]:
+    for cmd, code in [
+        ({"request_id": "c2", "command": "result", "args": {"outcome": 1}}, "WRONG_PHASE"),
+        ({"request_id": "c3", "command": "void_round"}, "MALFORMED_REQUEST"),
+        ({"request_id": "c4", "command": "reboot"}, "UNKNOWN_COMMAND"),
+        ({"request_id": "c5", "command": "status", "args": {"x": 1}}, "UNKNOWN_FIELD"),
+    ]:
         r = f.handle_command_request(json.dumps(cmd).encode())
         assert (r["status"], r["code"]) == ("error", code)

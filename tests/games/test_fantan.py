@@ -25,7 +25,14 @@ def settle(bet_type, selection, number, stake=1000, money=UNIT):
 CASES = [
     ("fan", 2, {2}, set(), Fraction(3), "art. 6 2) (1), art. 7 1) (1)"),
     ("nim", {"win": 1, "push": 3}, {1}, {3}, Fraction(2), "art. 6 2) (2), art. 7 1) (2)"),
-    ("nga", {"win": [2, 3], "push": 4}, {2, 3}, {4}, Fraction(1, 2), "art. 6 2) (3), art. 7 1) (3)"),
+    (
+        "nga",
+        {"win": [2, 3], "push": 4},
+        {2, 3},
+        {4},
+        Fraction(1, 2),
+        "art. 6 2) (3), art. 7 1) (3)",
+    ),
     ("sam_hong", [1, 2, 4], {1, 2, 4}, set(), Fraction(1, 3), "art. 6 2) (4), art. 7 1) (4)"),
     ("kwok", [3, 4], {3, 4}, set(), Fraction(1), "art. 6 1), art. 7 2)"),
 ]
@@ -38,7 +45,12 @@ def test_each_chance_wins_pushes_loses(bet_type, selection, win, push, prize, ar
         a = settle(bet_type, selection, n, stake)
         if n in win:
             gross = stake * prize
-            assert (a.result, a.payout, a.commission, a.net) == ("win", gross, gross * FIVE, gross * (1 - FIVE)), article
+            assert (a.result, a.payout, a.commission, a.net) == (
+                "win",
+                gross,
+                gross * FIVE,
+                gross * (1 - FIVE),
+            ), article
         elif n in push:
             assert (a.result, a.net) == ("push", 0), "58/2004 art. 8"
         else:
@@ -56,7 +68,9 @@ def test_zero_counts_as_four_art_3_2() -> None:
     assert G.parse_outcome(R, {"buttons": 49}).number == 1
 
 
-@pytest.mark.parametrize("bad", [5, -1, {"number": 1.0}, {"buttons": 0}, {"buttons": -3}, "3", None])
+@pytest.mark.parametrize(
+    "bad", [5, -1, {"number": 1.0}, {"buttons": 0}, {"buttons": -3}, "3", None]
+)
 def test_bad_outcomes_refused(bad) -> None:
     with pytest.raises(OutcomeError):
         G.parse_outcome(R, bad)
@@ -64,8 +78,17 @@ def test_bad_outcomes_refused(bad) -> None:
 
 @pytest.mark.parametrize(
     ("bet_type", "selection"),
-    [("fan", 5), ("fan", 0), ("nim", {"win": 1, "push": 1}), ("nim", {"win": 1}), ("nga", {"win": [1, 1], "push": 2}),
-     ("nga", {"win": [1, 2], "push": 2}), ("sam_hong", [1, 2]), ("kwok", [1, 1]), ("kwok", [1, 5])],
+    [
+        ("fan", 5),
+        ("fan", 0),
+        ("nim", {"win": 1, "push": 1}),
+        ("nim", {"win": 1}),
+        ("nga", {"win": [1, 1], "push": 2}),
+        ("nga", {"win": [1, 2], "push": 2}),
+        ("sam_hong", [1, 2]),
+        ("kwok", [1, 1]),
+        ("kwok", [1, 5]),
+    ],
 )
 def test_impossible_selections_refused(bet_type, selection) -> None:
     with pytest.raises(InvalidSelection):
@@ -90,7 +113,9 @@ def test_math_includes_the_commission() -> None:
     stake=st.integers(1, 10**7),
     unit=st.sampled_from([1, 10, 100]),
 )
-def test_pushes_return_exactly_the_stake_and_nothing_is_paid_in_fractions(case, number, stake, unit) -> None:
+def test_pushes_return_exactly_the_stake_and_nothing_is_paid_in_fractions(
+    case, number, stake, unit
+) -> None:
     bet_type, selection, win, push, prize, _ = case
     stake = stake * unit
     a = settle(bet_type, selection, number, stake, MoneyRules(payable_unit=unit))

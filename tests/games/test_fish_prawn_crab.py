@@ -24,8 +24,20 @@ def net(bet_type, selection, dice, stake=100):
 CASES = [
     ("small", None, lambda d: 4 <= sum(d) <= 10 and len(set(d)) > 1, 1, "art. 5 1), 6 1), 7"),
     ("big", None, lambda d: 11 <= sum(d) <= 17 and len(set(d)) > 1, 1, "art. 5 2), 6 2), 7"),
-    ("one_colour", "green", lambda d: [COLOUR[x] for x in d].count("green") == 1, 1, "art. 5 4), 6 4)"),
-    ("two_colour", "blue", lambda d: [COLOUR[x] for x in d].count("blue") == 2, 3, "art. 5 5), 6 5)"),
+    (
+        "one_colour",
+        "green",
+        lambda d: [COLOUR[x] for x in d].count("green") == 1,
+        1,
+        "art. 5 4), 6 4)",
+    ),
+    (
+        "two_colour",
+        "blue",
+        lambda d: [COLOUR[x] for x in d].count("blue") == 2,
+        3,
+        "art. 5 5), 6 5)",
+    ),
     ("three_colour", "red", lambda d: all(COLOUR[x] == "red" for x in d), 20, "art. 5 6), 6 6)"),
     ("any_three_colour", None, lambda d: len({COLOUR[x] for x in d}) == 1, 7, "art. 5 7), 6 7)"),
     ("specific_triple", "prawn", lambda d: d == (2, 2, 2), 150, "art. 5 8), 6 8)"),
@@ -71,7 +83,7 @@ def test_outcome_accepts_figure_names() -> None:
 def test_math_edges_follow_from_the_pay_table(bet_type, selection, wins, prize, article) -> None:
     p = Fraction(sum(1 for d in THROWS if wins(d)), 216)
     canon = G.canonical_selection(R, bet_type, selection)
-    edges = {(ln.bet, str(ln.selection)) : ln.house_edge for ln in G.math(R).lines}
+    edges = {(ln.bet, str(ln.selection)): ln.house_edge for ln in G.math(R).lines}
     key = (bet_type, str(canon))
     if key in edges:
         assert edges[key] == 1 - (prize + 1) * p, article
@@ -79,7 +91,13 @@ def test_math_edges_follow_from_the_pay_table(bet_type, selection, wins, prize, 
 
 @pytest.mark.parametrize(
     ("bet_type", "selection"),
-    [("figure", "dragon"), ("figure", 1), ("one_colour", "yellow"), ("total", 3), ("any_triple", "fish")],
+    [
+        ("figure", "dragon"),
+        ("figure", 1),
+        ("one_colour", "yellow"),
+        ("total", 3),
+        ("any_triple", "fish"),
+    ],
 )
 def test_impossible_selections_refused(bet_type, selection) -> None:
     with pytest.raises(InvalidSelection):

@@ -29,10 +29,16 @@ def all_splits() -> list[list[int]]:
 
 
 def all_corners() -> list[list[int]]:
-    return [[ROWS[r][c], ROWS[r][c + 1], ROWS[r + 1][c], ROWS[r + 1][c + 1]] for r in range(11) for c in (0, 1)]
+    return [
+        [ROWS[r][c], ROWS[r][c + 1], ROWS[r + 1][c], ROWS[r + 1][c + 1]]
+        for r in range(11)
+        for c in (0, 1)
+    ]
 
 
-def settle_one(bet_type: str, selection: object, number: int, rules: RouletteRules = R, stake: int = 100) -> dict:
+def settle_one(
+    bet_type: str, selection: object, number: int, rules: RouletteRules = R, stake: int = 100
+) -> dict:
     bets = G.parse_bets(rules, [{"bet_type": bet_type, "selection": selection, "stake": stake}])
     return G.settle(rules, G.parse_outcome(rules, {"number": number}), bets, M).to_json()["bets"][0]
 
@@ -83,12 +89,17 @@ def test_layout_counts_art_6() -> None:
         ("black", None, set(range(1, 37)) - RED, 1, "art. 6 17), art. 7 8)"),
     ],
 )
-def test_every_bet_type_wins_on_its_numbers_only(bet_type, selection, covered, odds, article) -> None:
+def test_every_bet_type_wins_on_its_numbers_only(
+    bet_type, selection, covered, odds, article
+) -> None:
     """60/2004 art. 6 and art. 7: each chance pays its odds on its numbers, loses elsewhere."""
     for n in range(37):
         r = settle_one(bet_type, selection, n)
         if n in covered and n != 0:
-            assert (r["result"], r["payout"], r["net"]) == ("win", 100 * odds, 100 * odds), (article, n)
+            assert (r["result"], r["payout"], r["net"]) == ("win", 100 * odds, 100 * odds), (
+                article,
+                n,
+            )
         else:
             assert (r["result"], r["net"]) == ("lose", -100), (article, n)
 
@@ -96,7 +107,14 @@ def test_every_bet_type_wins_on_its_numbers_only(bet_type, selection, covered, o
 def test_zero_only_straight_on_zero_wins_art_8() -> None:
     # 60/2004 art. 8: on zero the bet on zero wins; every other bet loses.
     assert settle_one("straight", 0, 0)["net"] == 3500
-    for bt, sel in [("red", None), ("black", None), ("even", None), ("low", None), ("dozen", 1), ("column", 3)]:
+    for bt, sel in [
+        ("red", None),
+        ("black", None),
+        ("even", None),
+        ("low", None),
+        ("dozen", 1),
+        ("column", 3),
+    ]:
         assert settle_one(bt, sel, 0)["result"] == "lose"
 
 
@@ -127,9 +145,21 @@ def test_math_shows_the_zero_combination_edge() -> None:
 
 @pytest.mark.parametrize(
     ("bet_type", "selection"),
-    [("straight", 37), ("straight", [1, 2]), ("split", [1, 5]), ("split", [3, 4]), ("street", [2, 3, 4]),
-     ("corner", [3, 4, 6, 7]), ("line", [1, 2, 3, 4, 5, 7]), ("sector9", "Z"), ("column", 4),
-     ("dozen", 0), ("red", 1), ("straight", True), ("straight", "17")],
+    [
+        ("straight", 37),
+        ("straight", [1, 2]),
+        ("split", [1, 5]),
+        ("split", [3, 4]),
+        ("street", [2, 3, 4]),
+        ("corner", [3, 4, 6, 7]),
+        ("line", [1, 2, 3, 4, 5, 7]),
+        ("sector9", "Z"),
+        ("column", 4),
+        ("dozen", 0),
+        ("red", 1),
+        ("straight", True),
+        ("straight", "17"),
+    ],
 )
 def test_impossible_selections_are_refused(bet_type, selection) -> None:
     with pytest.raises(InvalidSelection) as exc:
@@ -153,9 +183,19 @@ def test_winning_straight_pays_35x(n: int, stake: int) -> None:
 
 @given(
     bets=st.lists(
-        st.sampled_from([("red", None), ("odd", None), ("split", [17, 20]), ("street", [1, 2, 3]),
-                         ("dozen", 2), ("sector12", 1), ("line", [31, 32, 33, 34, 35, 36])]),
-        min_size=1, max_size=6,
+        st.sampled_from(
+            [
+                ("red", None),
+                ("odd", None),
+                ("split", [17, 20]),
+                ("street", [1, 2, 3]),
+                ("dozen", 2),
+                ("sector12", 1),
+                ("line", [31, 32, 33, 34, 35, 36]),
+            ]
+        ),
+        min_size=1,
+        max_size=6,
     ),
 )
 def test_on_zero_every_bet_but_a_zero_straight_loses(bets) -> None:

@@ -20,7 +20,11 @@ THROWS = list(itertools.product(range(1, 7), repeat=3))
 
 def net(bet_type, selection, dice, rules=R, stake=100):
     bets = G.parse_bets(rules, [{"bet_type": bet_type, "selection": selection, "stake": stake}])
-    return G.settle(rules, G.parse_outcome(rules, {"dice": list(dice)}), bets, M).results[0].amounts.net
+    return (
+        G.settle(rules, G.parse_outcome(rules, {"dice": list(dice)}), bets, M)
+        .results[0]
+        .amounts.net
+    )
 
 
 # Each case: bet, selection, an independent predicate of art. 5, the art. 6 prize.
@@ -42,7 +46,13 @@ CASES = [
     ("three_specified", [1, 3, 6], lambda d: sorted(d) == [1, 3, 6], 30, "art. 5 10), 6 10)"),
     ("two_dice", [2, 6], lambda d: 2 in d and 6 in d, 5, "art. 5 11), 6 11)"),
     ("specific_double", 3, lambda d: d.count(3) >= 2, 8, "art. 5 12), 6 12)"),
-    ("four_numbers", [1, 2, 3, 4], lambda d: len(set(d)) == 3 and set(d) <= {1, 2, 3, 4}, 7, "art. 5 13), 6 13)"),
+    (
+        "four_numbers",
+        [1, 2, 3, 4],
+        lambda d: len(set(d)) == 3 and set(d) <= {1, 2, 3, 4},
+        7,
+        "art. 5 13), 6 13)",
+    ),
 ]
 
 
@@ -83,11 +93,17 @@ def prob(pred) -> Fraction:
     return Fraction(sum(1 for d in THROWS if pred(d)), 216)
 
 
-@pytest.mark.parametrize(("bet_type", "selection", "wins", "prize", "article"), [c for c in CASES if c[0] != "single"])
+@pytest.mark.parametrize(
+    ("bet_type", "selection", "wins", "prize", "article"), [c for c in CASES if c[0] != "single"]
+)
 def test_math_edges_follow_from_the_pay_table(bet_type, selection, wins, prize, article) -> None:
     p = prob(wins)
     expected = 1 - (prize + 1) * p
-    lines = [ln for ln in G.math(R).lines if ln.bet == bet_type and ln.selection == G.canonical_selection(R, bet_type, selection)]
+    lines = [
+        ln
+        for ln in G.math(R).lines
+        if ln.bet == bet_type and ln.selection == G.canonical_selection(R, bet_type, selection)
+    ]
     if lines:
         assert lines[0].house_edge == expected, article
 
@@ -102,31 +118,62 @@ def test_math_single_edge_is_17_in_216() -> None:
 @given(t5=st.integers(18, 30), t6=st.integers(14, 18))
 def test_math_follows_configured_totals(t5: int, t6: int) -> None:
     rules = SicboRules(total_5=t5, total_6=t6)
-    lines = {(ln.bet, ln.selection): ln.house_edge for ln in G.math(rules).lines if ln.bet == "total"}
+    lines = {
+        (ln.bet, ln.selection): ln.house_edge for ln in G.math(rules).lines if ln.bet == "total"
+    }
     assert lines[("total", 5)] == 1 - (t5 + 1) * prob(lambda d: sum(d) == 5)
     assert lines[("total", 15)] == 1 - (t6 + 1) * prob(lambda d: sum(d) == 15)
 
 
 def test_config_refuses_totals_outside_authorised_range() -> None:
-    doc = {"table": {"id": "t", "game": "sicbo"}, "pay_table": {"sicbo": {"total_5": 31, "total_6": 13}}}
+    doc = {
+        "table": {"id": "t", "game": "sicbo"},
+        "pay_table": {"sicbo": {"total_5": 31, "total_6": 13}},
+    }
     with pytest.raises(ConfigInvalid) as exc:
         validate_document(doc)
-    assert "pay_table.sicbo.total_5: 31 is outside the authorised range 18..30 (57/2004 art. 6 6) (2))" in exc.value.errors
-    assert "pay_table.sicbo.total_6: 13 is outside the authorised range 14..18 (57/2004 art. 6 6) (3))" in exc.value.errors
+    assert (
+        "pay_table.sicbo.total_5: 31 is outside the authorised range 18..30 (57/2004 art. 6 6) (2))"
+        in exc.value.errors
+    )
+    assert (
+        "pay_table.sicbo.total_6: 13 is outside the authorised range 14..18 (57/2004 art. 6 6) (3))"
+        in exc.value.errors
+    )
 
 
 @pytest.mark.parametrize(
     ("bet_type", "selection"),
-    [("single", 7), ("single", 0), ("specific_triple", [1]), ("total", 3), ("total", 18),
-     ("double_single", [2, 2]), ("three_specified", [1, 1, 2]), ("two_dice", [3]), ("four_numbers", [1, 2, 3]),
-     ("four_numbers", [1, 2, 3, 3]), ("small", 1)],
+    [
+        ("single", 7),
+        ("single", 0),
+        ("specific_triple", [1]),
+        ("total", 3),
+        ("total", 18),
+        ("double_single", [2, 2]),
+        ("three_specified", [1, 1, 2]),
+        ("two_dice", [3]),
+        ("four_numbers", [1, 2, 3]),
+        ("four_numbers", [1, 2, 3, 3]),
+        ("small", 1),
+    ],
 )
 def test_impossible_selections_refused(bet_type, selection) -> None:
     with pytest.raises(InvalidSelection):
         G.parse_bet(R, {"bet_type": bet_type, "selection": selection, "stake": 1})
 
 
-@pytest.mark.parametrize("bad", [[1, 2], [1, 2, 7], [0, 1, 2], {"dice": [1, 2, "3"]}, {"dice": [1, 2, 3], "x": 1}, [True, 1, 2]])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [1, 2],
+        [1, 2, 7],
+        [0, 1, 2],
+        {"dice": [1, 2, "3"]},
+        {"dice": [1, 2, 3], "x": 1},
+        [True, 1, 2],
+    ],
+)
 def test_impossible_outcomes_refused(bad) -> None:
     with pytest.raises(OutcomeError):
         G.parse_outcome(R, bad)
