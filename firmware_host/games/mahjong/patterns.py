@@ -146,13 +146,13 @@ def kong_replacement(c: Context) -> list[str]:
 
 def all_pungs(c: Context) -> list[str]:
     """Only pungs or kongs and a pair, no chow («tò-i-tò-i vu»)."""
-    return _yes(all(g.is_triplet for g in c.sets), "four pungs or kongs and a pair")
+    return _yes(bool(c.sets) and all(g.is_triplet for g in c.sets), "four pungs or kongs and a pair")
 
 
 def all_chows(c: Context) -> list[str]:
     """Only chows and a pair, the pair neither dragons nor the round or seat wind («p'èng vu»)."""
     p = c.pair
-    if p is None or not all(g.kind == "chow" for g in c.sets):
+    if p is None or not c.sets or not all(g.kind == "chow" for g in c.sets):
         return []
     if is_dragon(p) or p in (c.round_wind, c.seat_wind):
         return []
@@ -242,7 +242,7 @@ def half_flush_chows(c: Context) -> list[str]:
     p = c.pair
     if p is None or not is_wind(p) or p in (c.round_wind, c.seat_wind):
         return []
-    if not all(g.kind == "chow" for g in c.sets) or len(c.suits()) != 1:
+    if not c.sets or not all(g.kind == "chow" for g in c.sets) or len(c.suits()) != 1:
         return []
     return [f"four chows of one suit and a pair of {tile_str(p)}"]
 

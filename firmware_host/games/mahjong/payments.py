@@ -270,7 +270,7 @@ def plan(
     capped = False
     if win.capital is not None and sum(owed) > win.capital:
         capped = True
-        notes.append(f"the winner receives no more than his capital {win.capital} "
+        notes.append(f"the winner receives no more than his capital of {win.capital} minor units "
                      f"(135/91/M art. 9 ({'a) 4' if variant == 'conventional' else 'b) 3'}))")
         owed = _cap(owed, win.capital, payable_unit)
     received = sum(owed)
