@@ -390,6 +390,7 @@ class FloorLink:
             "device": name,
             **payload,
         }
+        body.setdefault("updated_at", iso_utc(self._clock()))
         self._put_snapshot(f"devices/{name}", body)
 
     def set_jackpot(self, payload: Mapping[str, JSON]) -> None:
@@ -657,10 +658,11 @@ class FloorLink:
         except Exception as exc:  # a bad request must never stop the link
             self.stats.handler_errors += 1
             log.exception("mqtt: request handler failed on %s", rel)
-            result = self._internal_error(payload, exc)
+            result = self._internal_error(rel, payload, exc)
         self.respond(rel, result)
 
-    def _internal_error(self, payload: bytes, exc: Exception) -> dict[str, JSON]:
+    def _internal_error(self, rel: str, payload: bytes, exc: Exception) -> dict[str, JSON]:
+        """The answer when the handler itself fails (it should answer every request itself)."""
         request_id = None
         with contextlib.suppress(Exception):
             doc = json.loads(payload)
@@ -670,8 +672,9 @@ class FloorLink:
             "schema_version": SCHEMA_VERSION,
             "table_id": self.table_id,
             "request_id": request_id,
-            "status": "rejected",
-            "error": {"code": "INTERNAL", "message": f"{type(exc).__name__}: {exc}"},
+            "status": "rejected" if rel == "bets/request" else "error",
+            "code": "INTERNAL_ERROR",
+            "message": f"internal error: {type(exc).__name__}",
         }
 
     async def _publish_loop(self, client: aiomqtt.Client, subscribed: asyncio.Event) -> None:
