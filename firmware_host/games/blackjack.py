@@ -1,0 +1,1442 @@
+"""Blackjack ("Black Jack" or "Vinte e um"): Despacho Regulamentar Externo 56/2004.
+
+The round is a pure, immutable state machine (:class:`BlackjackDeal`) fed the cards
+in the order they leave the shoe and the players' decisions in the order they are
+announced. At every step :meth:`BlackjackDeal.expect` says what is due: a card (to
+a seat's hand, to the dealer, or to the discard as a burn card), a decision (from
+which seat and hand, with the actions the rules allow), or nothing (complete).
+A card dealt against the procedure raises :class:`Misdeal`; an illegal decision
+raises :class:`~.errors.RoundStateError`; both with stable codes.
+
+Procedures (``rules.blackjack.procedure``, art. 5 2)):
+
+- ``shoe`` (first procedure with a shoe or shuffler, art. 5 2) 1) (1)) and
+  ``face_up`` (second procedure, art. 5 2) 2)): each seat receives two cards, the
+  dealer one; the dealer's second card comes after every seat has played.
+- ``metal_box`` (art. 5 2) 1) (2)): one deck (art. 1 3), art. 2 2) 3)); the dealer
+  receives his second card (the hole card) right after the seats' second cards.
+
+The dealer never looks at his hole card before the players play: art. 12 2) checks
+the dealer's blackjack "after all players have taken or declined cards", and then
+the dealer collects every bet of the players without a blackjack (doubles and
+splits included, save the art. 10 7) option).
+
+Settlement (:class:`Blackjack`) replays a finished round from its JSON (seats, the
+cards in dealing order, the decisions in order): see ``docs/rules/blackjack.md`` for
+the outcome format and every decision taken where the text is silent. The house
+edge (``math``) is a seeded simulation of a basic strategy: it lives in
+:mod:`firmware_host.simulate_blackjack` (it needs a random number generator, which
+the rules core must not import) and is imported lazily inside :meth:`Blackjack.math`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from .base import JSON, Bet, BetResult, BetType, Game, MathLine, MathReport, Settlement, Totals
+from .cards import Card, cards_str, parse_cards
+from .errors import (
+    BetError,
+    BetNotOffered,
+    ConfigError,
+    InvalidSelection,
+    OutcomeError,
+    RoundStateError,
+    RulesError,
+)
+from .money import MoneyRules, Verdict, settle_amounts
+from .options import option
+
+# -- the pay table fixed by the text ----------------------------------------------
+
+#: A blackjack wins one and a half times the stake (art. 10 2), 5)).
+BLACKJACK_ODDS = Fraction(3, 2)
+#: Even money for a blackjack against an ace, ten or face (art. 10 3)).
+EVEN_MONEY_ODDS = Fraction(1)
+#: Five cards without busting: half the stake (art. 19 1)).
+FIVE_CARD_ODDS = Fraction(1, 2)
+#: Suited 6-7-8 or three 7s: three times the stake (art. 15).
+SPECIAL_PRIZE_ODDS = Fraction(3)
+#: Insurance pays twice its amount (art. 12 2)).
+INSURANCE_ODDS = Fraction(2)
+#: Surrender loses half the stake (art. 18 1)).
+SURRENDER_LOSS = Fraction(1, 2)
+#: Any pair, 11 to 1 for every pair formed (art. 14 1), art. 13 1) (2)).
+PAIR_ODDS = Fraction(11)
+#: Sevens (art. 14 2)): (number of sevens, all of one suit) -> odds.
+SEVENS_ODDS: Mapping[tuple[int, bool], Fraction] = {
+    (2, False): Fraction(50),
+    (2, True): Fraction(150),
+    (3, False): Fraction(500),
+    (3, True): Fraction(5000),
+}
+#: Over / under 13 (art. 14 3)).
+OVER_UNDER_ODDS = Fraction(1)
+
+PROCEDURES = ("shoe", "metal_box", "face_up")
+ACTIONS = ("hit", "stand", "double", "split", "surrender", "insurance", "even_money", "five_card")
+#: The decisions that keep a hand waiting for its player (stand and insurance do not).
+PLAY_ACTIONS = ("hit", "double", "split", "surrender", "even_money", "five_card")
+HAND_STATUSES = ("open", "stood", "bust", "surrendered", "even_money", "five_card", "special")
+
+
+def _half_to_one(value: Fraction) -> str | None:
+    if not Fraction(1, 2) <= value <= 1:
+        return f"{value} is outside 1/2..1 of the original stake"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class BlackjackRules:
+    """House options of 56/2004 art. 21 (each needs the DICJ's authorisation)."""
+
+    any_pair: bool = option(
+        True,
+        section="pay_table",
+        doc="Offer the 'any pair' side bet, 11:1 for every pair of a place",
+        cite="56/2004 art. 13 1), art. 14 1)",
+    )
+    sevens: bool = option(
+        True,
+        section="pay_table",
+        doc="Offer the 'sevens' side bet, 50/150/500/5000:1",
+        cite="56/2004 art. 13 2), art. 14 2)",
+    )
+    over_under_13: bool = option(
+        True,
+        section="pay_table",
+        doc="Offer the 'over / under 13' side bet, 1:1",
+        cite="56/2004 art. 13 3), art. 14 3)",
+    )
+    special_prize: bool = option(
+        True,
+        section="pay_table",
+        doc="Pay the special prize (3 times the stake, at once) for suited 6-7-8 or three 7s",
+        cite="56/2004 art. 15",
+    )
+    procedure: str = option(
+        "shoe",
+        choices=PROCEDURES,
+        doc="shoe: first procedure with a shoe or shuffler (dealer's second card after the "
+        "players); metal_box: one deck, dealer's hole card dealt before the players play; "
+        "face_up: second procedure (players' cards face up, dealer's second card after)",
+        cite="56/2004 art. 5 2)",
+    )
+    decks: int = option(
+        6,
+        range=(1, 12),
+        doc="Decks of 52 cards in play (the metal box holds one)",
+        cite="56/2004 art. 1 2), 3)",
+    )
+    double: str = option(
+        "any_two",
+        choices=("any_two", "eleven"),
+        doc="any_two: double on the first two cards of a hand, split hands included; "
+        "eleven: only when the first two cards total 11",
+        cite="56/2004 art. 17",
+    )
+    max_split_hands: int = option(
+        4,
+        range=(4, 8),
+        doc="Most hands a place may hold after splitting ('four or more')",
+        cite="56/2004 art. 16 1)",
+    )
+    resplit_aces: bool = option(
+        True,
+        doc="Aces may be split again when a split ace receives an ace",
+        cite="56/2004 art. 16 3)",
+    )
+    resplit: bool = option(
+        True,
+        doc="A split hand (not aces) receiving a card of the same rank may be split again, "
+        "unless the player already declined a split",
+        cite="56/2004 art. 16 5)",
+    )
+    five_card: bool = option(
+        True,
+        doc="A hand of five cards not over 21 may take half its stake as a win when the "
+        "dealer's first card is not an ace",
+        cite="56/2004 art. 19",
+    )
+    double_loss_limited: bool = option(
+        False,
+        doc="Against a dealer's blackjack a doubled hand loses only its original stake",
+        cite="56/2004 art. 10 7)",
+    )
+    insurance_min: Fraction = option(
+        Fraction(1, 2),
+        doc="Smallest insurance the house accepts, as a fraction of the original stake",
+        cite="56/2004 art. 12 1)",
+        check=_half_to_one,
+    )
+    insurance_max: Fraction = option(
+        Fraction(1),
+        doc="Largest insurance the house accepts, as a fraction of the original stake",
+        cite="56/2004 art. 12 1)",
+        check=_half_to_one,
+    )
+    burn: str = option(
+        "none",
+        choices=("none", "round", "round_and_dealer"),
+        doc="Burn cards inside a round (shoe or shuffler): none; one at the start of each "
+        "round; one at the start and one before the dealer's second card",
+        cite="56/2004 art. 4 2)",
+    )
+    shared_place: int = option(
+        1,
+        choices=(1, 2, 3),
+        doc="Several bettors on one place: 1 the seated player decides; 2 at most "
+        "place_limit bettors, the seated (or closest) one decides; 3 the largest stake "
+        "decides, the seated player on equal stakes",
+        cite="56/2004 art. 20 1)",
+    )
+    place_limit: int = option(
+        3,
+        range=(1, 3),
+        doc="Most bettors on one place under shared_place = 2",
+        cite="56/2004 art. 20 1) (2)",
+    )
+
+    def __post_init__(self) -> None:
+        if self.procedure == "metal_box" and self.decks != 1:
+            raise ConfigError(
+                f"the metal box holds one deck (56/2004 art. 1 3), art. 2 2) 3)); "
+                f"set decks = 1, not {self.decks}"
+            )
+        if self.procedure == "metal_box" and self.burn != "none":
+            raise ConfigError(
+                "burn cards inside a round are for the shoe or shuffler only (56/2004 art. 4 2))"
+            )
+        if self.insurance_min > self.insurance_max:
+            raise ConfigError(
+                f"insurance_min {self.insurance_min} is above insurance_max {self.insurance_max}"
+            )
+
+
+# -- hands ---------------------------------------------------------------------
+
+
+def card_points(card: Card) -> int:
+    """Art. 8: faces count 10, an ace 1 (or 11, see :func:`hand_total`), others their pips."""
+    return 10 if card.rank >= 10 else card.rank
+
+
+def hand_total(cards: Iterable[Card]) -> tuple[int, bool]:
+    """(best total, soft): an ace counts 11 when that does not pass 21 (art. 8)."""
+    total = 0
+    ace = False
+    for c in cards:
+        r = c.rank
+        if r == 1:
+            ace = True
+            total += 1
+        else:
+            total += 10 if r >= 10 else r
+    if ace and total <= 11:
+        return total + 10, True
+    return total, False
+
+
+def is_natural(cards: Sequence[Card]) -> bool:
+    """An ace and a ten or face as the first two cards (art. 10 1))."""
+    return (
+        len(cards) == 2
+        and {cards[0].rank == 1, cards[1].rank == 1} == {True, False}
+        and (cards[0].rank >= 10 or cards[1].rank >= 10)
+    )
+
+
+def is_special(cards: Sequence[Card]) -> bool:
+    """Suited 6-7-8 or three 7s (art. 15)."""
+    if len(cards) != 3:
+        return False
+    ranks = sorted(c.rank for c in cards)
+    if ranks == [7, 7, 7]:
+        return True
+    return ranks == [6, 7, 8] and len({c.suit for c in cards}) == 1
+
+
+@dataclass(frozen=True, slots=True)
+class Hand:
+    """One hand of a place. A split makes two hands of one card each."""
+
+    cards: tuple[Card, ...] = ()
+    #: Formed by a split: never a blackjack (art. 10 6)).
+    split: bool = False
+    #: A split ace: one card only (art. 16 3), art. 6 4) (3)).
+    aces: bool = False
+    doubled: bool = False
+    status: str = "open"
+    #: The next card of the shoe belongs to this hand (after hit, double, split).
+    need_card: bool = False
+
+    @property
+    def total(self) -> int:
+        return hand_total(self.cards)[0]
+
+    @property
+    def blackjack(self) -> bool:
+        return not self.split and is_natural(self.cards)
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "cards": cards_str(self.cards),
+            "total": self.total,
+            "status": self.status,
+            "blackjack": self.blackjack,
+            "doubled": self.doubled,
+            "split": self.split,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Insurance:
+    """An insurance bet taken by a place (art. 12): its amount and, when several
+    bettors share the place (art. 20), whose main bet it insures."""
+
+    amount: int
+    bet_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A seat with a main bet: its hands, and what its side bets look at."""
+
+    seat: int
+    hands: tuple[Hand, ...] = (Hand(),)
+    #: Every card this place received, in order (sevens, over/under 13 look here).
+    dealt: tuple[Card, ...] = ()
+    #: Pairs formed so far: the first two cards, then each split hand's first two (art. 13 1)).
+    pairs: int = 0
+    #: The first two cards were split (for three sevens, art. 13 2) (2)).
+    opening_split: bool = False
+    #: The place declined a split it could make (no later resplit, art. 16 5)).
+    declined_split: bool = False
+    #: The place made a decision other than insurance (insurance closes, art. 12 1)).
+    acted: bool = False
+    insurance: tuple[Insurance, ...] = ()
+
+    def to_json(self) -> dict[str, JSON]:
+        out: dict[str, JSON] = {
+            "seat": self.seat,
+            "hands": [h.to_json() for h in self.hands],
+            "pairs": self.pairs,
+        }
+        if self.insurance:
+            out["insurance"] = [
+                {"amount": i.amount, **({"bet_id": i.bet_id} if i.bet_id is not None else {})}
+                for i in self.insurance
+            ]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One announced decision (art. 6 3), 5)) as recorded and replayed."""
+
+    seat: int
+    hand: int
+    action: str
+    amount: int | None = None
+    bet_id: str | None = None
+
+    def to_json(self) -> dict[str, JSON]:
+        out: dict[str, JSON] = {"seat": self.seat, "hand": self.hand, "action": self.action}
+        if self.amount is not None:
+            out["amount"] = self.amount
+        if self.bet_id is not None:
+            out["bet_id"] = self.bet_id
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Expect:
+    """What the deal needs next.
+
+    - ``kind="card"``: the next card of the shoe, ``to`` ``"player"`` (with ``seat``
+      and ``hand``), ``"dealer"`` or ``"burn"``.
+    - ``kind="decision"``: a decision of ``seat`` on ``hand``, one of ``allowed``.
+    - ``kind="complete"``: the round is over and can be settled.
+    """
+
+    kind: str
+    to: str | None = None
+    seat: int | None = None
+    hand: int | None = None
+    allowed: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, JSON]:
+        out: dict[str, JSON] = {"kind": self.kind}
+        if self.to is not None:
+            out["to"] = self.to
+        if self.seat is not None:
+            out["seat"] = self.seat
+            out["hand"] = self.hand
+        if self.allowed:
+            out["allowed"] = list(self.allowed)
+        return out
+
+
+def refusal(
+    rules: BlackjackRules,
+    up: Card,
+    h: Hand,
+    hands_in_place: int,
+    acted: bool,
+    declined_split: bool,
+    action: str,
+) -> tuple[str, str] | None:
+    """Why ``action`` is not allowed on hand ``h`` (or None): (error code, message).
+
+    ``up`` is the dealer's face-up card, ``hands_in_place`` how many hands the place
+    holds, ``acted`` whether the place made a decision (other than insurance) and
+    ``declined_split`` whether it declined a split it could make. Pure: the deal
+    and the simulator both ask it.
+    """
+    cards = h.cards
+    total = hand_total(cards)[0]
+    bj = h.blackjack
+    if action == "stand":
+        return None
+    if action == "hit":
+        if h.aces:
+            return (
+                "HIT_SPLIT_ACES",
+                "a split ace receives one card only (56/2004 art. 16 3), art. 6 4) (3))",
+            )
+        if total >= 21:
+            return (
+                "HIT_ON_21",
+                f"no card on a blackjack or 21 (56/2004 art. 6 4) (1)); total {total}",
+            )
+        return None
+    if action == "double":
+        if len(cards) != 2 or h.aces:
+            return "DOUBLE_NOT_TWO_CARDS", (
+                "a double is on the first two cards of a hand or of a split pair, "
+                "not on a split ace (56/2004 art. 17 1), art. 16 3))"
+            )
+        if total >= 21:
+            return "DOUBLE_ON_21", "no card on a blackjack or 21 (56/2004 art. 6 4) (1))"
+        if rules.double == "eleven" and total != 11:
+            return "DOUBLE_ELEVEN_ONLY", (
+                f"this table doubles only on a first two cards totalling 11 "
+                f"(56/2004 art. 17 2)); total {total}"
+            )
+        return None
+    if action == "split":
+        if len(cards) != 2:
+            return (
+                "SPLIT_NOT_TWO_CARDS",
+                "only the first two cards of a hand split (56/2004 art. 16 1))",
+            )
+        if cards[0].rank != cards[1].rank:
+            return "SPLIT_NOT_PAIR", (
+                f"{cards[0]} and {cards[1]} are not a pair: a pair is two cards of the same "
+                "rank (56/2004 art. 16 1), art. 13 1) (1))"
+            )
+        if bj or total >= 21:  # pragma: no cover - a pair never makes 21
+            return "SPLIT_NOT_PAIR", "no split on 21"
+        if hands_in_place >= rules.max_split_hands:
+            return "SPLIT_MAX_HANDS", (
+                f"a place holds at most {rules.max_split_hands} hands (56/2004 art. 16 1))"
+            )
+        if h.split:
+            if cards[0].rank == 1:
+                if not rules.resplit_aces:
+                    return "RESPLIT_ACES_NOT_ALLOWED", (
+                        "this table splits aces only once (56/2004 art. 16 3), art. 21)"
+                    )
+            else:
+                if not rules.resplit:
+                    return (
+                        "RESPLIT_NOT_ALLOWED",
+                        "this table does not resplit (56/2004 art. 16 5), art. 21)",
+                    )
+                if declined_split:
+                    return "SPLIT_DECLINED_EARLIER", (
+                        "the player already declined a split this round (56/2004 art. 16 5))"
+                    )
+        return None
+    if action == "surrender":
+        if up.rank == 1:
+            return (
+                "SURRENDER_AGAINST_ACE",
+                "no surrender when the dealer shows an ace (56/2004 art. 18 1))",
+            )
+        if h.split or len(cards) != 2 or acted:
+            return "SURRENDER_TOO_LATE", (
+                "surrender is decided on the first two cards, before any other card "
+                "(56/2004 art. 18 2))"
+            )
+        if bj:
+            return "SURRENDER_BLACKJACK", "a blackjack takes no card and does not surrender"
+        return None
+    if action == "even_money":
+        if not bj:
+            return "EVEN_MONEY_NOT_BLACKJACK", "even money is for a blackjack (56/2004 art. 10 3))"
+        if not (up.rank == 1 or up.rank >= 10):
+            return "EVEN_MONEY_DEALER_CARD", (
+                f"even money only against an ace, ten or face (56/2004 art. 10 3)); dealer shows {up}"
+            )
+        return None
+    if action == "five_card":
+        if not rules.five_card:
+            return (
+                "FIVE_CARD_NOT_OFFERED",
+                "this table does not pay five cards (56/2004 art. 19, art. 21)",
+            )
+        if len(cards) != 5 or total > 21:
+            return (
+                "FIVE_CARD_NOT_FIVE",
+                f"the hand holds {len(cards)} cards, not five (56/2004 art. 19 1))",
+            )
+        if up.rank == 1:
+            return (
+                "FIVE_CARD_AGAINST_ACE",
+                "no five-card payment when the dealer shows an ace (56/2004 art. 19 2))",
+            )
+        return None
+    if action == "insurance":
+        if up.rank != 1:
+            return (
+                "INSURANCE_NOT_ACE",
+                f"insurance only when the dealer shows an ace (56/2004 art. 12 1)); {up}",
+            )
+        if acted:
+            return "INSURANCE_TOO_LATE", "insurance is taken before the place's first decision"
+        return None
+    return "ACTION_UNKNOWN", f"unknown action {action!r}; actions: {', '.join(ACTIONS)}"
+
+
+def auto_status(
+    rules: BlackjackRules, up: Card, h: Hand, hands_in_place: int, acted: bool, declined_split: bool
+) -> str | None:
+    """The status a hand takes without a decision (bust, special prize, doubled, 21...), or None
+    when its player must decide."""
+    total = hand_total(h.cards)[0]
+    if total > 21:
+        return "bust"  # art. 6 2), art. 7 2)
+    if rules.special_prize and is_special(h.cards):
+        return "special"  # art. 15: paid at once
+    if h.doubled:
+        return "stood"  # art. 17: one card only
+    for a in PLAY_ACTIONS:
+        if refusal(rules, up, h, hands_in_place, acted, declined_split, a) is None:
+            return None
+    return "stood"  # 21, a blackjack with no even money to offer, a split ace
+
+
+class Misdeal(RoundStateError):
+    """A card the procedure does not allow now (art. 5 1) 2), art. 6 1))."""
+
+    code = "MISDEAL"
+
+
+_COMPLETE = Expect("complete")
+_BURN = Expect("card", "burn")
+_DEALER = Expect("card", "dealer")
+
+
+# -- the deal --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BlackjackDeal:
+    """The state of one round. Every method returns a new state; none mutates."""
+
+    rules: BlackjackRules
+    places: tuple[Place, ...]
+    dealer: tuple[Card, ...] = ()
+    #: Every card of the round in the order it left the shoe, burn cards included.
+    cards: tuple[Card, ...] = ()
+    decisions: tuple[Decision, ...] = ()
+    #: Burn cards due at the start of the round.
+    burn_start: int = 0
+    #: Cards dealt so far in the initial deal (burn cards included).
+    initial_dealt: int = 0
+    dealer_burnt: bool = False
+    phase: str = "initial"  # initial | play | dealer | complete
+
+    # -- construction --------------------------------------------------------------
+    @staticmethod
+    def start(
+        rules: BlackjackRules, seats: Iterable[int], burn: int | None = None
+    ) -> BlackjackDeal:
+        """A new round for the seats with a main bet (art. 5 1)).
+
+        Seats are served in increasing number (the seat served first has the
+        lowest number). ``burn`` is the number of burn cards expected before the
+        first card: by default one when ``rules.burn`` burns at each round
+        (art. 4 2)), else none; the round engine passes the art. 4 1) count for the
+        first round of a shoe.
+        """
+        seat_list = list(seats)
+        if not seat_list:
+            raise RoundStateError(
+                "a round needs at least one seat with a bet", code="SEATS_INVALID"
+            )
+        for s in seat_list:
+            if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= 99:
+                raise RoundStateError(
+                    f"a seat is an integer 0..99, got {s!r}", code="SEATS_INVALID"
+                )
+        if len(set(seat_list)) != len(seat_list):
+            raise RoundStateError(f"seats repeated in {seat_list}", code="SEATS_INVALID")
+        if burn is None:
+            burn = 0 if rules.burn == "none" else 1
+        if isinstance(burn, bool) or not isinstance(burn, int) or not 0 <= burn <= 12:
+            raise RoundStateError(f"burn must be 0..12 cards, got {burn!r}", code="BURN_INVALID")
+        if burn and rules.procedure == "metal_box":
+            raise RoundStateError(
+                "no burn card inside a metal-box round (56/2004 art. 4 2))", code="BURN_INVALID"
+            )
+        places = tuple(Place(s) for s in sorted(seat_list))
+        return BlackjackDeal(rules, places, burn_start=burn)
+
+    @property
+    def seats(self) -> tuple[int, ...]:
+        return tuple(p.seat for p in self.places)
+
+    @property
+    def up_card(self) -> Card | None:
+        """The dealer's first (face-up) card."""
+        return self.dealer[0] if self.dealer else None
+
+    @property
+    def dealer_blackjack(self) -> bool:
+        return is_natural(self.dealer)
+
+    def place(self, seat: int) -> Place:
+        for p in self.places:
+            if p.seat == seat:
+                return p
+        raise RoundStateError(f"seat {seat} has no bet in this round", code="SEAT_NOT_IN_ROUND")
+
+    # -- what is due --------------------------------------------------------------
+    def _initial_target(self) -> Expect | None:
+        """Art. 5 1), 2): one card at a time from the left, the dealer last in each pass."""
+        i = self.initial_dealt
+        if i < self.burn_start:
+            return _BURN
+        i -= self.burn_start
+        n = len(self.places)
+        if i < n:
+            return Expect("card", "player", self.places[i].seat, 0)
+        if i == n:
+            return _DEALER
+        i -= n + 1
+        if i < n:
+            return Expect("card", "player", self.places[i].seat, 0)
+        if i == n and self.rules.procedure == "metal_box":
+            return _DEALER
+        return None
+
+    def _current(self) -> tuple[int, int] | None:
+        for pi, p in enumerate(self.places):
+            for hi, h in enumerate(p.hands):
+                if h.status == "open":
+                    return pi, hi
+        return None
+
+    def _live_hands(self) -> bool:
+        """A hand still waiting for the dealer's total: stood, not a blackjack."""
+        return any(h.status == "stood" and not h.blackjack for p in self.places for h in p.hands)
+
+    def _dealer_target(self) -> Expect | None:
+        if len(self.dealer) < 2:
+            if self.rules.burn == "round_and_dealer" and not self.dealer_burnt:
+                return _BURN  # art. 4 2)
+            return _DEALER  # art. 5 2) 1) (1), 2) (2); art. 7 1)
+        if self.dealer_blackjack:
+            return None
+        if hand_total(self.dealer)[0] >= 17:
+            return None  # art. 6 1): stands on 17 or more
+        if not self._live_hands():
+            return None
+        return _DEALER  # art. 6 1): draws on 16 or less
+
+    def expect(self) -> Expect:
+        """What the round needs next."""
+        if self.phase == "initial":
+            return self._initial_target() or _COMPLETE  # pragma: no branch
+        if self.phase == "play":
+            cur = self._current()
+            assert cur is not None
+            pi, hi = cur
+            p = self.places[pi]
+            h = p.hands[hi]
+            if h.need_card:
+                return Expect("card", "player", p.seat, hi)
+            return Expect("decision", None, p.seat, hi, self._allowed(pi, hi))
+        if self.phase == "dealer":
+            return self._dealer_target() or _COMPLETE  # pragma: no branch
+        return _COMPLETE
+
+    @property
+    def complete(self) -> bool:
+        return self.phase == "complete"
+
+    # -- decisions ---------------------------------------------------------------
+    def _refusal(
+        self, pi: int, hi: int, action: str, amount: int | None = None, bet_id: str | None = None
+    ) -> tuple[str, str] | None:
+        """Why ``action`` is not allowed on hand ``hi`` of place ``pi`` now (or None)."""
+        p = self.places[pi]
+        why = refusal(
+            self.rules, self.dealer[0], p.hands[hi], len(p.hands), p.acted, p.declined_split, action
+        )
+        if why is not None or action != "insurance":
+            return why
+        if amount is not None and (
+            isinstance(amount, bool) or not isinstance(amount, int) or amount <= 0
+        ):
+            return (
+                "INSURANCE_AMOUNT",
+                f"insurance amount must be a positive integer, got {amount!r}",
+            )
+        if any(i.bet_id == bet_id for i in p.insurance):
+            return "INSURANCE_ALREADY", "this bet is already insured"
+        return None
+
+    def _allowed(self, pi: int, hi: int) -> tuple[str, ...]:
+        return tuple(a for a in ACTIONS if self._refusal(pi, hi, a) is None)
+
+    def can(self, seat: int, action: str) -> bool:
+        e = self.expect()
+        return e.kind == "decision" and e.seat == seat and action in e.allowed
+
+    def decide(
+        self,
+        seat: int,
+        action: str,
+        *,
+        hand: int | None = None,
+        amount: int | None = None,
+        bet_id: str | None = None,
+    ) -> BlackjackDeal:
+        """Apply a decision of ``seat`` (the place due to decide, art. 6 3))."""
+        e = self.expect()
+        if e.kind != "decision":
+            what = "the round is complete" if e.kind == "complete" else f"a card to {e.to} is due"
+            raise RoundStateError(f"no decision is due: {what}", code="DECISION_NOT_DUE")
+        if seat != e.seat or (hand is not None and hand != e.hand):
+            raise RoundStateError(
+                f"seat {e.seat} hand {e.hand} decides now, not seat {seat} hand {hand} "
+                "(56/2004 art. 6 3))",
+                code="NOT_YOUR_TURN",
+            )
+        if action == "insurance":
+            if amount is None:
+                raise RoundStateError("insurance needs an amount", code="INSURANCE_AMOUNT")
+        elif amount is not None or bet_id is not None:
+            raise RoundStateError(f"{action} takes no amount or bet_id", code="DECISION_MALFORMED")
+        if bet_id is not None and (not isinstance(bet_id, str) or not bet_id or len(bet_id) > 64):
+            raise RoundStateError(
+                f"bet_id must be a short string, got {bet_id!r}", code="DECISION_MALFORMED"
+            )
+        cur = self._current()
+        assert cur is not None
+        pi, hi = cur
+        why = self._refusal(pi, hi, action, amount, bet_id)
+        if why is not None:
+            raise RoundStateError(why[1], code=why[0])
+        p = self.places[pi]
+        h = p.hands[hi]
+        record = Decision(p.seat, hi, action, amount, bet_id)
+        if action == "insurance":
+            assert amount is not None
+            p = dataclasses.replace(p, insurance=(*p.insurance, Insurance(amount, bet_id)))
+            return self._with_place(pi, p, record)
+        declined = p.declined_split or (
+            action != "split" and self._refusal(pi, hi, "split") is None
+        )
+        p = dataclasses.replace(p, acted=True, declined_split=declined)
+        if action == "split":
+            c0, c1 = h.cards
+            aces = c0.rank == 1
+            new = (
+                Hand((c0,), split=True, aces=aces, need_card=True),
+                Hand((c1,), split=True, aces=aces, need_card=True),
+            )
+            p = dataclasses.replace(
+                p,
+                hands=(*p.hands[:hi], *new, *p.hands[hi + 1 :]),
+                opening_split=p.opening_split or not h.split,
+            )
+            return self._with_place(pi, p, record)
+        if action == "hit":
+            h = dataclasses.replace(h, need_card=True)
+        elif action == "double":
+            h = dataclasses.replace(h, doubled=True, need_card=True)
+        elif action == "stand":
+            h = dataclasses.replace(h, status="stood")
+        else:  # surrender, even_money, five_card end the hand at once
+            h = dataclasses.replace(h, status={"surrender": "surrendered"}.get(action, action))
+        p = dataclasses.replace(p, hands=(*p.hands[:hi], h, *p.hands[hi + 1 :]))
+        return self._with_place(pi, p, record)
+
+    def _with_place(self, pi: int, p: Place, record: Decision) -> BlackjackDeal:
+        places = (*self.places[:pi], p, *self.places[pi + 1 :])
+        return dataclasses.replace(
+            self, places=places, decisions=(*self.decisions, record)
+        )._advance()
+
+    # -- cards --------------------------------------------------------------------
+    def deal(self, card: Card | str) -> BlackjackDeal:
+        """The next card out of the shoe."""
+        if isinstance(card, str):
+            card = Card.parse(card)
+        if not isinstance(card, Card):
+            raise Misdeal(f"not a card: {card!r}", code="CARD_INVALID")
+        e = self.expect()
+        if e.kind == "complete":
+            if len(self.dealer) >= 2 and hand_total(self.dealer)[0] >= 17:
+                raise Misdeal(
+                    f"the dealer stands on {hand_total(self.dealer)[0]}: {card} is invalid "
+                    "and is withdrawn (56/2004 art. 6 1))",
+                    code="MISDEAL_DEALER_STANDS",
+                )
+            raise Misdeal(
+                f"the round is complete; {card} is not part of it", code="MISDEAL_ROUND_COMPLETE"
+            )
+        if e.kind == "decision":
+            raise Misdeal(
+                f"seat {e.seat} hand {e.hand} must decide first ({', '.join(e.allowed)}); "
+                f"{card} dealt out of turn (56/2004 art. 5 1) 2), art. 6 3))",
+                code="MISDEAL_DECISION_DUE",
+            )
+        if sum(1 for c in self.cards if c == card) >= self.rules.decks:
+            raise Misdeal(
+                f"{card} seen more than {self.rules.decks} time(s) in a {self.rules.decks}-deck "
+                "round: misread or foreign card",
+                code="MISDEAL_CARD_COUNT",
+            )
+        new = dataclasses.replace(self, cards=(*self.cards, card))
+        if self.phase == "initial":
+            new = dataclasses.replace(new, initial_dealt=self.initial_dealt + 1)
+        if e.to == "burn":
+            if self.phase == "dealer":
+                new = dataclasses.replace(new, dealer_burnt=True)
+            return new._advance()
+        if e.to == "dealer":
+            return dataclasses.replace(new, dealer=(*self.dealer, card))._advance()
+        assert e.seat is not None and e.hand is not None
+        pi = self.seats.index(e.seat)
+        return new._give(pi, e.hand, card)._advance()
+
+    def _give(self, pi: int, hi: int, card: Card) -> BlackjackDeal:
+        p = self.places[pi]
+        h = p.hands[hi]
+        cards = (*h.cards, card)
+        pairs = p.pairs + (1 if len(cards) == 2 and cards[0].rank == cards[1].rank else 0)
+        h = dataclasses.replace(h, cards=cards, need_card=False)
+        p = dataclasses.replace(
+            p, hands=(*p.hands[:hi], h, *p.hands[hi + 1 :]), dealt=(*p.dealt, card), pairs=pairs
+        )
+        return dataclasses.replace(self, places=(*self.places[:pi], p, *self.places[pi + 1 :]))
+
+    # -- automatic steps -------------------------------------------------------------
+    def _auto_status(self, pi: int, hi: int) -> str | None:
+        p = self.places[pi]
+        return auto_status(
+            self.rules, self.dealer[0], p.hands[hi], len(p.hands), p.acted, p.declined_split
+        )
+
+    def _advance(self) -> BlackjackDeal:
+        d = self
+        if d.phase == "initial":
+            if d._initial_target() is not None:
+                return d
+            d = dataclasses.replace(d, phase="play")
+        if d.phase == "play":
+            while True:
+                cur = d._current()
+                if cur is None:
+                    d = dataclasses.replace(d, phase="dealer")
+                    break
+                pi, hi = cur
+                h = d.places[pi].hands[hi]
+                if h.need_card:
+                    return d
+                status = d._auto_status(pi, hi)
+                if status is None:
+                    return d
+                p = d.places[pi]
+                h = dataclasses.replace(h, status=status)
+                p = dataclasses.replace(p, hands=(*p.hands[:hi], h, *p.hands[hi + 1 :]))
+                d = dataclasses.replace(d, places=(*d.places[:pi], p, *d.places[pi + 1 :]))
+        if d.phase == "dealer" and d._dealer_target() is None:
+            d = dataclasses.replace(d, phase="complete")
+        return d
+
+    # -- results and persistence -------------------------------------------------------
+    def outcome(self) -> BlackjackDeal:
+        """The finished round (what :meth:`Blackjack.settle` takes)."""
+        if not self.complete:
+            raise RoundStateError(
+                f"the round is not complete: {self.expect().to_json()}", code="ROUND_INCOMPLETE"
+            )
+        return self
+
+    def to_json(self) -> dict[str, JSON]:
+        """The round as its inputs (seats, cards, decisions): replayed by :meth:`from_json`."""
+        out: dict[str, JSON] = {
+            "seats": list(self.seats),
+            "cards": cards_str(self.cards),
+            "decisions": [d.to_json() for d in self.decisions],
+        }
+        default_burn = 0 if self.rules.burn == "none" else 1
+        if self.burn_start != default_burn:
+            out["burn"] = self.burn_start
+        return out
+
+    @staticmethod
+    def from_json(rules: BlackjackRules, data: JSON) -> BlackjackDeal:
+        """Rebuild a round (complete or not) by replaying its inputs under ``rules``."""
+        return replay(rules, data, require_complete=False)
+
+    def summary_json(self) -> dict[str, JSON]:
+        """The derived state: every place's hands and the dealer's hand."""
+        return {
+            "places": [p.to_json() for p in self.places],
+            "dealer": {
+                "cards": cards_str(self.dealer),
+                "total": hand_total(self.dealer)[0] if self.dealer else 0,
+                "blackjack": self.dealer_blackjack,
+            },
+        }
+
+
+# -- replay ------------------------------------------------------------------------
+
+_ROUND_KEYS = {"seats", "cards", "decisions", "burn"}
+_DERIVED_KEYS = {"places", "dealer"}
+_DECISION_KEYS = {"seat", "hand", "action", "amount", "bet_id"}
+
+
+def _parse_decision(raw: JSON, i: int) -> Decision:
+    if not isinstance(raw, Mapping):
+        raise OutcomeError(
+            f"decision #{i}: expected an object, got {raw!r}", code="OUTCOME_MALFORMED"
+        )
+    unknown = set(raw) - _DECISION_KEYS
+    if unknown:
+        raise OutcomeError(
+            f"decision #{i}: unknown field(s) {sorted(unknown)}; fields: {sorted(_DECISION_KEYS)}",
+            code="OUTCOME_MALFORMED",
+        )
+    seat, action = raw.get("seat"), raw.get("action")
+    hand = raw.get("hand", -1)
+    if isinstance(seat, bool) or not isinstance(seat, int):
+        raise OutcomeError(
+            f"decision #{i}: seat must be an integer, got {seat!r}", code="OUTCOME_MALFORMED"
+        )
+    if isinstance(hand, bool) or not isinstance(hand, int):
+        raise OutcomeError(
+            f"decision #{i}: hand must be an integer, got {hand!r}", code="OUTCOME_MALFORMED"
+        )
+    if not isinstance(action, str):
+        raise OutcomeError(
+            f"decision #{i}: action must be a string, got {action!r}", code="OUTCOME_MALFORMED"
+        )
+    return Decision(seat, hand, action, raw.get("amount"), raw.get("bet_id"))
+
+
+def replay(rules: BlackjackRules, data: JSON, *, require_complete: bool = True) -> BlackjackDeal:
+    """Feed a recorded round (``{"seats", "cards", "decisions"}``) through the machine.
+
+    The machine says at each step whether a card or a decision is due, so the two
+    lists are merged without ambiguity. Raises :class:`OutcomeError` (keeping the
+    machine's code) on a card or decision the rules refuse, on leftovers, or, with
+    ``require_complete``, when the round stops short.
+    """
+    if not isinstance(data, Mapping):
+        raise OutcomeError(
+            'blackjack outcome must be {"seats": [...], "cards": [...], "decisions": [...]}',
+            code="OUTCOME_MALFORMED",
+        )
+    unknown = set(data) - _ROUND_KEYS - _DERIVED_KEYS
+    if unknown:
+        raise OutcomeError(
+            f"unknown outcome field(s) {sorted(unknown)}; fields: {sorted(_ROUND_KEYS | _DERIVED_KEYS)}",
+            code="OUTCOME_MALFORMED",
+        )
+    for key in ("seats", "cards"):
+        if key not in data:
+            raise OutcomeError(f"outcome is missing {key!r}", code="OUTCOME_MISSING_FIELD")
+    seats = data["seats"]
+    if not isinstance(seats, list):
+        raise OutcomeError(
+            f"seats must be a list of integers, got {seats!r}", code="OUTCOME_MALFORMED"
+        )
+    raw_cards = data["cards"]
+    if not isinstance(raw_cards, (list, str)):
+        raise OutcomeError(
+            f"cards must be a list such as ['AS', 'TD'], got {raw_cards!r}",
+            code="OUTCOME_MALFORMED",
+        )
+    cards = parse_cards(raw_cards)
+    raw_decisions = data.get("decisions", [])
+    if not isinstance(raw_decisions, list):
+        raise OutcomeError(
+            f"decisions must be a list, got {raw_decisions!r}", code="OUTCOME_MALFORMED"
+        )
+    decisions = [_parse_decision(d, i) for i, d in enumerate(raw_decisions)]
+    try:
+        deal = BlackjackDeal.start(rules, seats, data.get("burn"))
+    except RoundStateError as exc:
+        raise OutcomeError(exc.message, code=exc.code) from exc
+    ci = di = 0
+    while True:
+        e = deal.expect()
+        if e.kind == "complete":
+            break
+        try:
+            if e.kind == "card":
+                if ci == len(cards):
+                    break
+                deal = deal.deal(cards[ci])
+                ci += 1
+            else:
+                if di == len(decisions):
+                    break
+                d = decisions[di]
+                deal = deal.decide(
+                    d.seat,
+                    d.action,
+                    hand=None if d.hand < 0 else d.hand,
+                    amount=d.amount,
+                    bet_id=d.bet_id,
+                )
+                di += 1
+        except RulesError as exc:
+            where = f"card #{ci} ({cards[ci]})" if e.kind == "card" else f"decision #{di}"
+            raise OutcomeError(f"{where}: {exc.message}", code=exc.code) from exc
+    if ci < len(cards):
+        try:
+            deal.deal(cards[ci])
+        except RulesError as exc:
+            raise OutcomeError(f"card #{ci} ({cards[ci]}): {exc.message}", code=exc.code) from exc
+        raise OutcomeError(  # pragma: no cover - deal() always refuses here
+            f"card #{ci} left over", code="OUTCOME_EXTRA_CARDS"
+        )
+    if di < len(decisions):
+        raise OutcomeError(
+            f"decision #{di} ({decisions[di].to_json()}) left over: {deal.expect().to_json()} is due",
+            code="OUTCOME_EXTRA_DECISIONS",
+        )
+    if require_complete and not deal.complete:
+        raise OutcomeError(
+            f"the round stops before it is complete: {deal.expect().to_json()} is due",
+            code="ROUND_INCOMPLETE",
+        )
+    summary = deal.summary_json()
+    for key in _DERIVED_KEYS & set(data):
+        if data[key] != summary[key]:
+            raise OutcomeError(
+                f"outcome {key!r} does not match the replay of its cards and decisions",
+                code="OUTCOME_MISMATCH",
+            )
+    return deal
+
+
+# -- verdicts ------------------------------------------------------------------------
+
+
+def hand_verdicts(
+    rules: BlackjackRules, dealer: Sequence[Card], hand: Hand
+) -> tuple[Verdict, Verdict]:
+    """(verdict of the hand's base stake, verdict of its doubled stake).
+
+    The second is only used when ``hand.doubled``.
+    """
+    st = hand.status
+    if st == "special":
+        v = Verdict.win(
+            SPECIAL_PRIZE_ODDS, reason="suited 6-7-8 or three 7s, paid at once (56/2004 art. 15)"
+        )
+        return v, v
+    if st == "even_money":
+        v = Verdict.win(EVEN_MONEY_ODDS, reason="blackjack took even money (56/2004 art. 10 3))")
+        return v, v
+    if st == "five_card":
+        v = Verdict.win(FIVE_CARD_ODDS, reason="five cards, half the stake (56/2004 art. 19 1))")
+        return v, v
+    if st == "surrendered":
+        v = Verdict.lose("surrender: half the stake (56/2004 art. 18 1))", SURRENDER_LOSS)
+        return v, v
+    total = hand.total
+    if st == "bust" or total > 21:
+        v = Verdict.lose(f"bust with {total} (56/2004 art. 7 2))")
+        return v, v
+    dealer_bj = is_natural(dealer)
+    if hand.blackjack:
+        if dealer_bj:
+            v = Verdict.push("blackjack against blackjack (56/2004 art. 11 1))")
+        else:
+            v = Verdict.win(BLACKJACK_ODDS, reason="blackjack (56/2004 art. 10 2), 5))")
+        return v, v
+    if dealer_bj:
+        v = Verdict.lose(
+            "dealer blackjack takes every bet without a blackjack (56/2004 art. 12 2), art. 10 6))"
+        )
+        if rules.double_loss_limited:
+            return v, Verdict.push(
+                "dealer blackjack: the doubled stake is returned (56/2004 art. 10 7))"
+            )
+        return v, v
+    d_total = hand_total(dealer)[0]
+    if d_total > 21:
+        v = Verdict.win(1, reason=f"dealer busts with {d_total} (56/2004 art. 9, art. 7 2))")
+    elif total > d_total:
+        v = Verdict.win(1, reason=f"{total} against {d_total} (56/2004 art. 9, art. 10 4))")
+    elif total == d_total:
+        v = Verdict.push(f"{total} against {d_total} (56/2004 art. 11 2))")
+    else:
+        v = Verdict.lose(f"{total} against {d_total} (56/2004 art. 9)")
+    return v, v
+
+
+def pair_verdict(place: Place) -> Verdict:
+    """Any pair: 11:1 for the first two cards and again for each later pair (art. 13 1), 14 1))."""
+    if place.pairs:
+        return Verdict.win(
+            PAIR_ODDS * place.pairs,
+            reason=f"{place.pairs} pair(s) x 11:1 (56/2004 art. 13 1), art. 14 1))",
+        )
+    return Verdict.lose("no pair (56/2004 art. 13 1))")
+
+
+def sevens_verdict(place: Place) -> Verdict:
+    """Sevens: two 7s as the first two cards; three when they are split and the next
+    card is a 7; only the highest combination pays (art. 13 2), art. 14 2))."""
+    d = place.dealt
+    if len(d) < 2 or d[0].rank != 7 or d[1].rank != 7:
+        return Verdict.lose("the first two cards are not two 7s (56/2004 art. 13 2))")
+    sevens = d[:2]
+    if place.opening_split and len(d) >= 3 and d[2].rank == 7:
+        sevens = d[:3]
+    suited = len({c.suit for c in sevens}) == 1
+    odds = SEVENS_ODDS[(len(sevens), suited)]
+    kind = "of one suit" if suited else "not all of one suit"
+    return Verdict.win(odds, reason=f"{len(sevens)} sevens {kind} (56/2004 art. 14 2))")
+
+
+def over_under_total(place: Place) -> int:
+    """The first two cards' points with an ace counting one (see the docs)."""
+    return sum(card_points(c) for c in place.dealt[:2])
+
+
+def over_under_verdict(place: Place, selection: str) -> Verdict:
+    total = over_under_total(place)
+    won = total > 13 if selection == "over" else total < 13
+    if won:
+        return Verdict.win(
+            OVER_UNDER_ODDS, reason=f"first two cards {total} (56/2004 art. 13 3), art. 14 3))"
+        )
+    return Verdict.lose(f"first two cards {total} (56/2004 art. 13 3))")
+
+
+def insurance_verdict(dealer: Sequence[Card]) -> Verdict:
+    if is_natural(dealer):
+        return Verdict.win(INSURANCE_ODDS, reason="dealer blackjack (56/2004 art. 12 2))")
+    return Verdict.lose("no dealer blackjack (56/2004 art. 12 3))")
+
+
+# -- art. 20: several bettors on one place --------------------------------------------
+
+
+def deciders(rules: BlackjackRules, bets: Sequence[Bet]) -> dict[int, str]:
+    """Who decides for each place (art. 20 1)), from the main bets on it.
+
+    A main bet's selection is ``null`` for the seated player or ``"standing"`` for
+    a bettor standing behind. Standing bettors are taken in the order their bets
+    were placed (the floor lists the one closest to the dealer first).
+    """
+    by_seat: dict[int, list[Bet]] = {}
+    for b in bets:
+        if b.bet_type == "main":
+            by_seat.setdefault(b.seat, []).append(b)
+    out: dict[int, str] = {}
+    for seat, mains in by_seat.items():
+        seated = [b for b in mains if b.selection is None]
+        if len(seated) > 1:
+            raise BetError(
+                f"seat {seat}: {len(seated)} main bets claim the seat; one player sits at a place "
+                "(the others are 'standing', 56/2004 art. 20)",
+                code="PLACE_TWO_SEATED",
+            )
+        if rules.shared_place == 2 and len(mains) > rules.place_limit:
+            raise BetError(
+                f"seat {seat}: {len(mains)} bettors on one place; at most {rules.place_limit} "
+                "(56/2004 art. 20 1) (2))",
+                code="PLACE_FULL",
+            )
+        first = seated[0] if seated else mains[0]
+        if rules.shared_place == 3:
+            top = max(b.stake for b in mains)
+            leaders = [b for b in mains if b.stake == top]
+            first = next((b for b in leaders if b.selection is None), leaders[0])
+        out[seat] = first.bet_id
+    return out
+
+
+# -- the game -------------------------------------------------------------------------
+
+_BET_TYPES = (
+    BetType("main", "Aposta inicial: a place's hand against the dealer",
+            "56/2004 art. 9-11, art. 10 2)-7), art. 15, 18, 19",
+            "1:1; blackjack 3:2; special prize 3:1; five cards 1:2; surrender loses 1/2"),
+    BetType("pair", "Qualquer par (any pair)", "56/2004 art. 13 1), art. 14 1)", "11:1 per pair"),
+    BetType("sevens", "Setes (sevens)", "56/2004 art. 13 2), art. 14 2)", "50, 150, 500 or 5000:1"),
+    BetType("over_under_13", "Acima e abaixo de 13 (over / under 13)",
+            "56/2004 art. 13 3), art. 14 3)", "1:1"),
+    BetType("split", "Aposta separada: the stake of a hand made by a split (from a decision)",
+            "56/2004 art. 16 2)", "as the hand"),
+    BetType("double", "Aposta dobrada: the added stake of a double (from a decision)",
+            "56/2004 art. 17, art. 10 7)", "as the hand"),
+    BetType("insurance", "Aposta de seguro (from a decision)", "56/2004 art. 12", "2:1"),
+)  # fmt: skip
+
+#: Bet types that only arise from decisions recorded in the outcome.
+DECISION_BET_TYPES = frozenset({"split", "double", "insurance"})
+
+
+class Blackjack(Game[BlackjackRules, BlackjackDeal]):
+    game_id = "blackjack"
+    title = "Blackjack (Vinte e um)"
+    regulation = "56/2004"
+    rules_type = BlackjackRules
+
+    def bet_types(self, rules: BlackjackRules) -> Sequence[BetType]:
+        off = {
+            "pair": not rules.any_pair,
+            "sevens": not rules.sevens,
+            "over_under_13": not rules.over_under_13,
+        }
+        return tuple(bt for bt in _BET_TYPES if not off.get(bt.name, False))
+
+    def canonical_selection(self, rules: BlackjackRules, bet_type: str, selection: JSON) -> JSON:
+        if bet_type in DECISION_BET_TYPES:
+            raise BetError(
+                f"{bet_type} stakes come from the decisions recorded in the outcome, not from --bets",
+                code="BET_FROM_DECISION",
+            )
+        if bet_type == "main":
+            if selection in (None, "seated"):
+                return None
+            if selection == "standing":
+                return "standing"
+            raise InvalidSelection(
+                f'main: selection is null (seated) or "standing", got {selection!r}'
+            )
+        if bet_type in ("pair", "sevens"):
+            if not getattr(rules, "any_pair" if bet_type == "pair" else "sevens"):
+                raise BetNotOffered(f"this table does not offer {bet_type}")  # pragma: no cover
+            if selection is not None:
+                raise InvalidSelection(f"{bet_type}: takes no selection, got {selection!r}")
+            return None
+        if bet_type == "over_under_13":
+            if selection not in ("over", "under"):
+                raise InvalidSelection(
+                    f'over_under_13: selection is "over" or "under", got {selection!r}'
+                )
+            return selection
+        raise InvalidSelection(f"unknown blackjack bet type {bet_type!r}")  # pragma: no cover
+
+    def parse_outcome(self, rules: BlackjackRules, raw: JSON) -> BlackjackDeal:
+        return replay(rules, raw, require_complete=True)
+
+    def outcome_json(self, outcome: BlackjackDeal) -> JSON:
+        return {**outcome.to_json(), **outcome.summary_json()}
+
+    def settle(
+        self, rules: BlackjackRules, outcome: BlackjackDeal, bets: Sequence[Bet], money: MoneyRules
+    ) -> Settlement:
+        deal = outcome.outcome()
+        seats = set(deal.seats)
+        mains: dict[int, list[Bet]] = {}
+        for b in bets:
+            if b.seat not in seats:
+                raise BetError(
+                    f"bet {b.bet_id}: seat {b.seat} received no cards this round (seats {sorted(seats)})",
+                    code="BET_SEAT_NOT_DEALT",
+                )
+            if b.bet_type in DECISION_BET_TYPES:
+                raise BetError(
+                    f"bet {b.bet_id}: {b.bet_type} stakes come from the outcome's decisions",
+                    code="BET_FROM_DECISION",
+                )
+            if b.bet_type == "main":
+                mains.setdefault(b.seat, []).append(b)
+        missing = sorted(seats - set(mains))
+        if missing:
+            raise BetError(
+                f"seat(s) {missing} were dealt cards but hold no main bet (56/2004 art. 5 1))",
+                code="SEAT_WITHOUT_MAIN_BET",
+            )
+        who = deciders(rules, bets)
+        insured: dict[str, Insurance] = {}
+        for place in deal.places:
+            for ins in place.insurance:
+                target = self._insured_bet(place.seat, ins, mains[place.seat])
+                if target.bet_id in insured:
+                    raise BetError(
+                        f"bet {target.bet_id} is insured twice", code="INSURANCE_ALREADY"
+                    )
+                lo = rules.insurance_min * target.stake
+                hi = rules.insurance_max * target.stake
+                if not lo <= ins.amount <= hi:
+                    raise BetError(
+                        f"insurance of {ins.amount} on bet {target.bet_id} (stake {target.stake}) is "
+                        f"outside {lo}..{hi} (56/2004 art. 12 1))",
+                        code="INSURANCE_AMOUNT",
+                    )
+                insured[target.bet_id] = ins
+
+        results: list[BetResult] = []
+
+        def add(bet: Bet, v: Verdict) -> None:
+            results.append(BetResult(bet, settle_amounts(bet.stake, v, money), v.reason))
+
+        for b in bets:
+            place = deal.place(b.seat)
+            if b.bet_type == "main":
+                for k, hand in enumerate(place.hands):
+                    base, dbl = hand_verdicts(rules, deal.dealer, hand)
+                    part = (
+                        b
+                        if k == 0
+                        else Bet(
+                            f"{b.bet_id}.h{k}",
+                            b.seat,
+                            "split",
+                            {"of": b.bet_id, "hand": k},
+                            b.stake,
+                        )
+                    )
+                    add(part, base)
+                    if hand.doubled:
+                        add(Bet(f"{b.bet_id}.h{k}.double", b.seat, "double",
+                                {"of": b.bet_id, "hand": k}, b.stake), dbl)  # fmt: skip
+                taken = insured.get(b.bet_id)
+                if taken is not None:
+                    add(Bet(f"{b.bet_id}.insurance", b.seat, "insurance", {"of": b.bet_id}, taken.amount),
+                        insurance_verdict(deal.dealer))  # fmt: skip
+            elif b.bet_type == "pair":
+                add(b, pair_verdict(place))
+            elif b.bet_type == "sevens":
+                add(b, sevens_verdict(place))
+            elif b.bet_type == "over_under_13":
+                add(b, over_under_verdict(place, b.selection))
+            else:  # pragma: no cover - parse_bets refuses other types
+                raise BetError(f"unknown bet type {b.bet_type!r}", code="BET_UNKNOWN_TYPE")
+        extras: dict[str, JSON] = {"deciders": {str(s): bid for s, bid in sorted(who.items())}}
+        return Settlement(
+            self.game_id, self.outcome_json(deal), tuple(results), Totals.of(results), extras
+        )
+
+    @staticmethod
+    def _insured_bet(seat: int, ins: Insurance, mains: Sequence[Bet]) -> Bet:
+        if ins.bet_id is None:
+            if len(mains) != 1:
+                raise BetError(
+                    f"seat {seat}: {len(mains)} main bets share the place; the insurance decision "
+                    "must name its bet_id",
+                    code="INSURANCE_BET_AMBIGUOUS",
+                )
+            return mains[0]
+        for b in mains:
+            if b.bet_id == ins.bet_id:
+                return b
+        raise BetError(
+            f"seat {seat}: insurance names bet {ins.bet_id!r}, which is not a main bet of the place",
+            code="INSURANCE_BET_UNKNOWN",
+        )
+
+    # -- math ---------------------------------------------------------------------------
+    def math(self, rules: BlackjackRules, **options: Any) -> MathReport:
+        """House edges by a seeded simulation of a basic strategy.
+
+        The simulator lives outside the rules core (it needs :mod:`random`) and is
+        imported here, lazily, so that importing the rules core never imports it.
+        """
+        unknown = sorted(set(options) - {"rounds", "seed", "decks"})
+        if unknown:
+            raise RulesError(
+                f"blackjack math takes --rounds, --seed and --decks, not {unknown}",
+                code="MATH_OPTION_UNSUPPORTED",
+            )
+        decks = options.get("decks")
+        if decks is not None:
+            if isinstance(decks, bool) or not isinstance(decks, int) or not 1 <= decks <= 12:
+                raise RulesError(
+                    f"--decks must be 1..12, got {decks!r}", code="MATH_OPTION_INVALID"
+                )
+            try:
+                rules = dataclasses.replace(rules, decks=decks)
+            except ConfigError as exc:
+                raise RulesError(exc.message, code="MATH_OPTION_INVALID") from exc
+        from ..simulate_blackjack import DEFAULT_ROUNDS, DEFAULT_SEED, simulate
+
+        rounds = options.get("rounds") or DEFAULT_ROUNDS
+        seed = options.get("seed")
+        seed = DEFAULT_SEED if seed is None else seed
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 10**8:
+            raise RulesError(
+                f"--rounds must be 1..10^8, got {rounds!r}", code="MATH_OPTION_INVALID"
+            )
+        sim = simulate(rules, rounds=rounds, seed=seed)
+        lines = []
+        intervals: dict[str, JSON] = {}
+        for line in sim.lines:
+            edge = -line.mean
+            lo, hi = line.interval()
+            label = line.bet if line.selection is None else f"{line.bet} {line.selection}"
+            intervals[label] = {
+                "house_edge": float(edge),
+                "ci95": [-hi, -lo],
+                "samples": line.count,
+            }
+            note = f"95% CI {100 * -hi:.3f}%..{100 * -lo:.3f}% over {line.count} samples"
+            if line.note:
+                note += f"; {line.note}"
+            lines.append(MathLine(line.bet, line.selection, edge, line.distribution(), note))
+        details: dict[str, JSON] = {
+            "simulation": {
+                "rounds": rounds,
+                "seed": seed,
+                "decks": rules.decks,
+                "procedure": rules.procedure,
+                "strategy": "basic strategy without a hole-card peek (simulate_blackjack.py)",
+                "shoe": sim.shoe_note,
+            },
+            "intervals": intervals,
+        }
+        return MathReport(self.game_id, self.rules_json(rules), "simulation", tuple(lines), details)
+
+
+GAME = Blackjack()
+
+__all__ = [
+    "ACTIONS",
+    "GAME",
+    "Blackjack",
+    "BlackjackDeal",
+    "BlackjackRules",
+    "Decision",
+    "Expect",
+    "Hand",
+    "Insurance",
+    "Misdeal",
+    "Place",
+    "deciders",
+    "hand_total",
+    "hand_verdicts",
+    "replay",
+]
