@@ -40,7 +40,7 @@ from .base import (
     Totals,
     require,
 )
-from .cards import RANKS, Card, cards_str, parse_cards
+from .cards import RANKS, Card, cards_str, deck, parse_cards
 from .errors import OutcomeError, RoundStateError, RulesError
 from .money import MoneyRules, Verdict, settle_amounts
 from .options import option
@@ -499,6 +499,14 @@ class Baccarat(Game[BaccaratRules, BaccaratOutcome]):
             "banker_pair": outcome.banker_pair,
             "natural": outcome.natural,
         }
+
+    def sample_outcomes(self, rules: BaccaratRules) -> list[BaccaratOutcome]:
+        """Coups dealt from one deck in its fixed order (for contract tests)."""
+        cards, i, out = deck(), 0, []
+        while i <= len(cards) - 6:
+            outcome, i = deal_coup(cards, i)
+            out.append(outcome)
+        return out
 
     def verdict(self, rules: BaccaratRules, outcome: BaccaratOutcome, bet: Bet) -> Verdict:
         t, winner = bet.bet_type, outcome.winner

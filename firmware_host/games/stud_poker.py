@@ -47,7 +47,7 @@ from .base import (
     Totals,
     require,
 )
-from .cards import Card, cards_str, parse_cards
+from .cards import Card, cards_str, deck, parse_cards
 from .errors import BetError, BetNotOffered, OutcomeError, RoundStateError, RulesError
 from .money import Amounts, MoneyRules, Verdict, settle_amounts
 from .options import option
@@ -821,6 +821,15 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
         }
         if outcome.jackpot is not None:
             out["jackpot"] = outcome.jackpot.to_json()
+        return out
+
+    def sample_outcomes(self, rules: StudPokerRules) -> list[StudOutcome]:
+        """Games dealt from one deck in its fixed order, rotated (for contract tests)."""
+        cards, out = deck(), []
+        for k in range(8):
+            c = cards[7 * k :] + cards[: 7 * k]
+            hands = (SeatHand(1, c[5:10], "raise"), SeatHand(4, c[10:15], "fold"))
+            out.append(StudOutcome(c[0:5], hands))
         return out
 
     # -- settlement
