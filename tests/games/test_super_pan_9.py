@@ -405,3 +405,15 @@ def test_tablectl_settle_and_math(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(capsys.readouterr().out)
     assert rc == 0 and data["method"] == "exact"
     assert {b["bet"] for b in data["bets"]} == {"place", "banker"}
+
+
+def test_bet_selections_art_3_and_5_5() -> None:
+    # a place of the table (art. 3 1)); co-banking takes no place (art. 5 5))
+    assert G.parse_bet(R, {"bet_type": "place", "selection": [9], "stake": 1}).selection == 9
+    for bad in [0, 10, "2", True, None]:
+        with pytest.raises(BetError) as exc:
+            G.parse_bet(R, {"bet_type": "place", "selection": bad, "stake": 1})
+        assert exc.value.code == "BET_INVALID_SELECTION"
+    with pytest.raises(BetError):
+        G.parse_bet(R, {"bet_type": "co_bank", "selection": 1, "stake": 1})
+    assert {bt.name for bt in G.bet_types(R)} == {"place", "co_bank"}
