@@ -1,0 +1,116 @@
+"""Typed events of the Cammegh SS2 wheel driver (all JSON-friendly fields)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..base import DeviceEvent
+
+__all__ = [
+    "GameStateChanged",
+    "GameVoided",
+    "SelfTestResult",
+    "WarningCleared",
+    "WheelFault",
+    "WheelWarning",
+    "WinningNumber",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameStateChanged(DeviceEvent):
+    """The wheel's game state changed (taken from one valid status line).
+
+    ``previous`` is 0 for the first status the driver ever saw. The round logic
+    opens betting on 2 and closes it on the first 4 ([ref §9.1] suggested logic).
+    """
+
+    state: int
+    state_name: str
+    previous: int
+    spin: int
+    speed: int  # rotor rpm x 10
+    direction: str  # "clockwise" | "anticlockwise"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WinningNumber(DeviceEvent):
+    """The result of one spin: emitted exactly once per spin.
+
+    Taken only from a state-5 status line, and only once confirmed: by the bare
+    winning-number line just before it (``confirmed_by="line"``) or by the next
+    status line repeating it (``"status"``). ``pocket`` is the display form
+    (``"0"``, ``"00"``); ``number`` is 0..36, 37 for ``00``. ``void_reason`` is set
+    if the driver had already voided this game (the round logic must not settle it).
+    """
+
+    number: int
+    pocket: str
+    spin: int
+    direction: str
+    speed: int
+    confirmed_by: str
+    void_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WheelWarning(DeviceEvent):
+    """A warning flag (or another anomaly) as the exception-handling rules see it.
+
+    ``action`` is what the rules decided: ``"ignore"`` (inside a grace period),
+    ``"warn"``, ``"void"`` (a :class:`GameVoided` follows) or ``"fault"``.
+    ``source`` is ``"vendor"`` when the guide states the rule, ``"suggested"`` when it
+    is our reading where the guide is silent.
+    """
+
+    code: str
+    message: str
+    flags: int
+    flag_names: tuple[str, ...]
+    state: int
+    spin: int
+    action: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WarningCleared(DeviceEvent):
+    """The warning flags went back to ``flags`` (usually 0)."""
+
+    flags: int
+    previous: int
+    state: int
+    spin: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameVoided(DeviceEvent):
+    """The game in progress is void: lock all bets, return them (round logic).
+
+    ``restart_required``: the wheel waits for ``*R`` (a void miss-spin): call
+    ``driver.restart()`` once the bets are locked (or set
+    ``auto_restart_after_void``).
+    """
+
+    spin: int
+    reason: str  # stable code: MISS_SPIN, NO_BALL, LAUNCH_FAILURE, COMPONENT_FAULT, ...
+    message: str
+    restart_required: bool
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WheelFault(DeviceEvent):
+    """A ``*F <code>`` fault packet during play (mode bit 256)."""
+
+    code: int
+    meaning: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SelfTestResult(DeviceEvent):
+    """The outcome of ``*F`` (self-test): ``codes == (0,)`` means passed."""
+
+    codes: tuple[int, ...]
+    meanings: tuple[str, ...]
+    passed: bool
