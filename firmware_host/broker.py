@@ -108,6 +108,8 @@ class EmbeddedBroker:
     ...     print(endpoint.url)
     """
 
+    kind = "amqtt"
+
     def __init__(self, host: str = LOOPBACK, port: int = 0) -> None:
         self.host = host
         self.port = port
@@ -116,6 +118,10 @@ class EmbeddedBroker:
     @property
     def endpoint(self) -> BrokerEndpoint:
         return BrokerEndpoint(self.host, self.port, "amqtt")
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.url
 
     async def start(self) -> BrokerEndpoint:
         from amqtt.broker import Broker  # optional dependency: pip install .[embedded-broker]
@@ -173,6 +179,10 @@ class BrokerProcess:
     @property
     def endpoint(self) -> BrokerEndpoint:
         return BrokerEndpoint(self.host, self.port, self.kind)
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.url
 
     @property
     def running(self) -> bool:

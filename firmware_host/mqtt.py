@@ -395,9 +395,9 @@ class FloorLink:
 
     def set_jackpot(self, payload: Mapping[str, JSON]) -> None:
         """Update the retained ``jackpot`` display snapshot (``jackpot.json``)."""
-        self._put_snapshot(
-            "jackpot", {"schema_version": SCHEMA_VERSION, "table_id": self.table_id, **payload}
-        )
+        body = {"schema_version": SCHEMA_VERSION, "table_id": self.table_id, **payload}
+        body.setdefault("updated_at", iso_utc(self._clock()))
+        self._put_snapshot("jackpot", body)
 
     def _put_snapshot(self, suffix: str, payload: Mapping[str, JSON]) -> None:
         self._version += 1
