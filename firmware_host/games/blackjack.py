@@ -1206,6 +1206,24 @@ _BET_TYPES = (
 #: Bet types that only arise from decisions recorded in the outcome.
 DECISION_BET_TYPES = frozenset({"split", "double", "insurance"})
 
+#: Complete rounds under the default rules (shoe procedure, six decks).
+SAMPLE_ROUNDS: tuple[JSON, ...] = (
+    # One seat stands on 19; the dealer draws from 16 to 21.
+    {"seats": [1], "cards": ["9S", "6H", "KD", "TC", "5C"],
+     "decisions": [{"seat": 1, "action": "stand"}]},
+    # Split eights, a double, a resplit; a blackjack; the dealer busts.
+    {"seats": [1, 2, 4],
+     "cards": ["8S", "TH", "AC", "6D", "8H", "9C", "KS",
+               "3D", "TC", "8C", "2S", "5H", "JD", "TD", "7S"],
+     "decisions": [{"seat": 1, "action": "split"}, {"seat": 1, "action": "double"},
+                   {"seat": 1, "action": "split"}, {"seat": 1, "action": "double"},
+                   {"seat": 1, "action": "stand"}, {"seat": 2, "action": "stand"}]},
+    # Insurance against an ace, the dealer has blackjack.
+    {"seats": [3], "cards": ["9S", "AH", "9D", "KC"],
+     "decisions": [{"seat": 3, "action": "insurance", "amount": 50},
+                   {"seat": 3, "action": "stand"}]},
+)  # fmt: skip
+
 
 class Blackjack(Game[BlackjackRules, BlackjackDeal]):
     game_id = "blackjack"
@@ -1248,6 +1266,10 @@ class Blackjack(Game[BlackjackRules, BlackjackDeal]):
                 )
             return selection
         raise InvalidSelection(f"unknown blackjack bet type {bet_type!r}")  # pragma: no cover
+
+    def sample_outcomes(self, rules: BlackjackRules) -> list[BlackjackDeal]:
+        """A few complete rounds (for contract tests and examples)."""
+        return [replay(rules, raw) for raw in SAMPLE_ROUNDS]
 
     def parse_outcome(self, rules: BlackjackRules, raw: JSON) -> BlackjackDeal:
         return replay(rules, raw, require_complete=True)
