@@ -12,12 +12,11 @@ from typing import Any
 
 import pytest
 
-from firmware_host.games import get_game
 from firmware_host.games.errors import OutcomeError
+from firmware_host.games.mahjong import GAME as G
 from firmware_host.games.mahjong import MahjongRules
 from firmware_host.games.mahjong.patterns import Score, score_hand
 
-G = get_game("mahjong")
 CONV = MahjongRules()
 SIMP = MahjongRules(variant="simplified")
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from firmware_host.games import MoneyRules, get_game
+from firmware_host.games import MoneyRules
 from firmware_host.games.errors import OutcomeError
+from firmware_host.games.mahjong import GAME as G
 from firmware_host.games.mahjong import MahjongRules
 from firmware_host.games.mahjong.payments import PaymentPlan
 
-G = get_game("mahjong")
 CONV = MahjongRules()
 SIMP = MahjongRules(variant="simplified")
 M = MoneyRules()

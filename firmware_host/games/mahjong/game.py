@@ -113,6 +113,10 @@ class Mahjong(Game[MahjongRules, DeclaredWin]):
     def outcome_json(self, outcome: DeclaredWin) -> JSON:
         return outcome.to_json()
 
+    def sample_outcomes(self, rules: MahjongRules) -> list[DeclaredWin]:
+        """A few declared wins of the table's variant (contract tests, documentation)."""
+        return [self.parse_outcome(rules, raw) for raw in SAMPLES[rules.variant]]
+
     def evaluate(self, rules: MahjongRules, win: DeclaredWin, money: MoneyRules) -> Scored:
         score = score_hand(win)
         table = effective_table(rules.variant, rules.amounts, money.minor_digits)
@@ -186,6 +190,27 @@ class Mahjong(Game[MahjongRules, DeclaredWin]):
             },
         )
 
+
+SAMPLES: dict[str, list[dict[str, Any]]] = {
+    "conventional": [
+        {"stake": "25/50", "banker": 0, "winner": 1, "round_wind": "E", "concealed": "12m 456p 789s 222p 55m",
+         "win": {"tile": "3m", "by": "discard", "from": 3}},
+        {"stake": "100/200", "banker": 2, "winner": 2, "round_wind": "S", "concealed": "23m 99m",
+         "melds": [{"tiles": "111m", "from": 0}, {"tiles": "555m", "from": 3},
+                   {"tiles": "8m8m8m8m", "concealed": True}],
+         "win": {"tile": "4m", "by": "kong_replacement"}, "capital": 500000},
+        {"stake": "25/50", "banker": 0, "winner": 3, "round_wind": "E",
+         "concealed": "1m 9m 1p 9p 1s 9s E S W N RD GD WD", "win": {"tile": "9p", "by": "self_drawn"}},
+        {"stake": "50/100", "banker": 0, "winner": 1, "round_wind": "E", "concealed": "12m 456p 789s 222p 56m",
+         "win": {"tile": "3m", "by": "discard", "from": 2}},
+    ],
+    "simplified": [
+        {"stake": "100/200", "seats": [0, 1, 2], "banker": 0, "winner": 2, "round_wind": "E",
+         "concealed": "123m GD", "win": {"tile": "GD", "by": "discard", "from": 1, "tile_seen": True}},
+        {"stake": "500/1000", "banker": 1, "winner": 1, "round_wind": "W", "concealed": "5p",
+         "melds": [{"tiles": "7s7s7s7s", "concealed": True}], "win": {"tile": "5p", "by": "kong_replacement"}},
+    ],
+}
 
 _NO_BETS = (
     "mah-jong takes no bets: the outcome is the declared win and the payments follow "
