@@ -419,33 +419,38 @@ class ConsoleSession:
 
 
 # -- transports ---------------------------------------------------------------
-LineReader = Callable[[], Awaitable[bytes]]
-
-
 async def serve_stream(
     session: ConsoleSession,
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
+    read: Callable[[], Awaitable[bytes]],
+    write: Callable[[bytes], Awaitable[None]],
     *,
     echo: bool = False,
 ) -> None:
     """Run one session over a byte stream (serial port or socket).
 
+    ``read`` returns the next bytes (``b""`` at end of stream); ``write`` sends.
     ``echo``: a serial terminal does not echo locally, so we echo typed characters
     (never the PIN) and handle backspace.
     """
+    out = bytearray()
 
     def send(text: str) -> None:
-        writer.write(text.encode("ascii", "replace"))
+        out.extend(text.encode("ascii", "replace"))
+
+    async def flush() -> None:
+        if out:
+            data = bytes(out)
+            out.clear()
+            await write(data)
 
     for ln in session.banner():
         send(ln + "\r\n")
     send(session.prompt())
-    await writer.drain()
+    await flush()
     buf = bytearray()
     last_cr = False  # a LF right after a CR ends no second line (CRLF terminals)
     while not session.closed:
-        chunk = await reader.read(256)
+        chunk = await read()
         if not chunk:
             break
         for byte in chunk:
@@ -473,6 +478,23 @@ async def serve_stream(
                 if echo and not session.awaiting_pin:
                     send(chr(byte))
             # other control bytes (and ANSI escapes from fancy terminals) are ignored
+        await flush()
+    await flush()
+
+
+async def serve_socket(
+    session: ConsoleSession, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    """A console session on a Unix socket connection (``tablectl console``)."""
+
+    async def write(data: bytes) -> None:
+        writer.write(data)
         await writer.drain()
-    with contextlib.suppress(Exception):
-        writer.close()
+
+    try:
+        await serve_stream(session, lambda: reader.read(256), write)
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            writer.close()

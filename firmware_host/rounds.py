@@ -115,6 +115,8 @@ class RoundEngine:
         #: Whether a result may be entered by a dealer/inspector command (fantan keypad,
         #: mah-jong and P'ai Kao declarations) rather than only read from a device.
         self.manual_results = True
+        #: Why play is stopped (a latched fault), or None: no round opens while it says so.
+        self.play_stop: Callable[[], str | None] = lambda: None
         #: Called with (round payload) after every committed settle/void (display, board).
         self.on_finished: list[Callable[[Mapping[str, JSON]], None]] = []
         #: Called with (phase, round) after each phase change (retained state, board).
@@ -188,6 +190,9 @@ class RoundEngine:
         """Start a new round with betting open (art. 3 of each regulation: after the
         previous round has been settled)."""
         self._require([Phase.IDLE], "open betting")
+        stopped = self.play_stop()
+        if stopped:
+            raise RoundFault(stopped, code="PLAY_STOPPED")
         at = self._clock()
         seq = self.journal.next_seq(self.cfg.table_id)
         round_id = f"{self.cfg.table_id}-{seq:06d}-{_token()}"
