@@ -463,8 +463,8 @@ async def serve_stream(
                     send("\r\n")
                 line = buf.decode("ascii", "replace")
                 buf.clear()
-                for out in await session.handle(line):
-                    send(out + "\r\n")
+                for reply in await session.handle(line):
+                    send(reply + "\r\n")
                 if session.closed:
                     break
                 send(session.prompt())

@@ -42,7 +42,8 @@ from .floor import FloorRequests
 from .journal import Journal, JournalSettings
 from .mqtt import FloorLink, MqttSettings
 from .procedures import Procedure, make_procedure
-from .rounds import Phase, RoundEngine, RoundRecord
+from .journal import RoundRecord
+from .rounds import Phase, RoundEngine
 from .sdnotify import Notifier
 
 log = logging.getLogger(__name__)
@@ -217,7 +218,7 @@ class TableDaemon:
         for name, dev in devices.items():
             if not dev.enabled:
                 continue
-            drv = create_driver(dev, pin_factory=self.pin_factory)
+            drv = create_driver(name, dev, pin_factory=self.pin_factory)
             self.drivers[name] = drv
             await drv.start()
             self._tasks.append(asyncio.create_task(self._pump(name, drv), name=f"device-{name}"))
@@ -372,9 +373,10 @@ class TableDaemon:
             for e in exc.errors:
                 log.error("  %s", e)
             return {"applied": [], "needs_restart": [], "errors": exc.errors}
-        applied, restart = [], []
+        applied: list[str] = []
+        restart: list[str] = []
         old = self.cfg
-        for name, a, b in _diff(old, new):
+        for name, _old_value, _new_value in _diff(old, new):
             (applied if name.split(".")[0] in RELOADABLE else restart).append(name)
         if applied:
             self.cfg = replace(
