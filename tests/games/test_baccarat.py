@@ -494,3 +494,52 @@ def test_math_rejects_options_it_does_not_take() -> None:
         GAME.math(RULES, rounds=1000)
     with pytest.raises(RulesError):
         GAME.math(RULES, decks=4)  # art. 1 1): six to twelve decks
+
+
+# -- tablectl ------------------------------------------------------------------------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def run(capsys, *args: str) -> tuple[int, str]:
+    from firmware_host.cli import main
+
+    rc = main(list(args))
+    return rc, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("decks", [6, 8])
+def test_tablectl_math_prints_exact_edges(capsys, decks: int) -> None:
+    import json
+
+    rc, out = run(capsys, "math", "baccarat", "--decks", str(decks), "--json")
+    assert rc == 0
+    data = json.loads(out)
+    assert data["method"] == "exact" and data["decks"] == decks
+    p, b, t = bac.main_probabilities(decks)
+    got = {x["bet"]: Fraction(x["house_edge_exact"]) for x in data["bets"]}
+    assert got["banker"] == p - Fraction(19, 20) * b
+    assert got["player"] == b - p
+    assert got["tie"] == 1 - 9 * t
+    assert set(got) == {"banker", "player", "tie", "player_pair", "banker_pair"}
+
+
+def test_tablectl_settle_and_example_config(capsys) -> None:
+    import json
+
+    cfg = str(ROOT / "config" / "baccarat.toml")
+    rc, out = run(capsys, "check-config", cfg)
+    assert rc == 0, out
+    rc, out = run(
+        capsys,
+        "settle",
+        "baccarat",
+        "--config",
+        cfg,
+        "--outcome",
+        '{"player": ["9S", "KD"], "banker": ["5H", "2C"]}',
+        "--bets",
+        '[{"bet_type": "player", "stake": 30000}, {"bet_type": "banker", "stake": 30000}]',
+    )
+    assert rc == 0
+    assert [b["net"] for b in json.loads(out)["bets"]] == [30000, -30000]

@@ -93,7 +93,11 @@ def test_two_hands_of_one_deal_compare_as_art_8_says_and_never_tie(hands) -> Non
     assert sign(a, b) == expected
 
 
-DERANGEMENTS = [p for p in itertools.permutations("SHCD") if all(x != y for x, y in zip(p, "SHCD", strict=False))]
+DERANGEMENTS = [
+    p
+    for p in itertools.permutations("SHCD")
+    if all(x != y for x, y in zip(p, "SHCD", strict=False))
+]
 
 
 @settings(max_examples=700, deadline=None)
@@ -536,3 +540,48 @@ def test_strategy_examples() -> None:
     assert not sp.raises(v(h("AC KD 5H 7S 9C")), up(Card.parse("8D")))
     assert sp.raises(v(h("AC KD JH 7S 3C")), up(Card.parse("AD")))  # A up, holding a J
     assert sp.raises(v(h("AC KD QH 7S 3C")), up(Card.parse("5D")))  # up below the 7, holding a Q
+
+
+# -- tablectl ------------------------------------------------------------------------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def run(capsys, *args: str) -> tuple[int, str]:
+    from firmware_host.cli import main
+
+    rc = main(list(args))
+    return rc, capsys.readouterr().out
+
+
+def test_tablectl_math_says_simulation_and_settle_reports_the_jackpot(capsys) -> None:
+    import json
+
+    cfg = str(ROOT / "config" / "stud-poker.toml")
+    rc, out = run(capsys, "check-config", cfg)
+    assert rc == 0, out
+    rc, out = run(
+        capsys, "math", "stud-poker", "--config", cfg, "--rounds", "5000", "--seed", "3", "--json"
+    )
+    data = json.loads(out)
+    assert rc == 0 and data["method"] == "simulation" and data["seed"] == 3
+    assert len(data["ci95_house_edge_per_ante"]) == 2
+    o = outcome(DEALER_AK, s1=("3C 3H 3D 3S 9H", "raise"))
+    o["jackpot"] = {"pool": 30_000_000}
+    bets = [*bets_for(1, 10000, True), {"seat": 1, "bet_type": "jackpot", "stake": 2000}]
+    rc, out = run(
+        capsys,
+        "settle",
+        "stud-poker",
+        "--config",
+        cfg,
+        "--outcome",
+        json.dumps(o),
+        "--bets",
+        json.dumps(bets),
+    )
+    data = json.loads(out)
+    assert rc == 0
+    assert [b["net"] for b in data["bets"]] == [10000, 20000 * 20, 200000 - 2000]
+    assert data["jackpot"]["payments"][0]["hand"] == "four_of_a_kind"
+    assert data["jackpot"]["state"]["pool"] == data["jackpot"]["pool_after"]
