@@ -142,3 +142,13 @@ def test_default_pay_table_follows_the_stake_level_decision() -> None:
     s = G.settle(cfg.rules, G.parse_outcome(cfg.rules, raw), [], cfg.money)
     # Kai vu = the first figure, MOP 300, a share; the banker receives double from three.
     assert s.extras["mahjong"]["payments"][0]["amount"] == 3 * 2 * 30000
+
+
+def test_doc_example_is_true() -> None:
+    """docs/rules/mahjong.md's declared win: North pays MOP 400 for all (art. 10 (a) 1))."""
+    text = (ROOT / "docs" / "rules" / "mahjong.md").read_text(encoding="utf-8")
+    example = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+    data, _ = G.score_report(CONV, example)
+    assert data["valid"] and [p["key"] for p in data["patterns"]] == ["full_flush"]
+    assert {p["seat"]: p["amount"] for p in data["payments"]} == {0: 0, 1: 40000, 2: 0, 3: -40000}
+    assert data["liability"]["seat"] == 3 and "10 (a) 1)" in data["liability"]["cases"][0]
