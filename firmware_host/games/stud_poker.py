@@ -85,16 +85,17 @@ _V = tuple((1 << c) | (1 << (52 + 3 * (c >> 2))) | (1 << (91 + 3 * (c & 3))) for
 _FLUSH5 = frozenset(5 << (3 * s) for s in range(4))
 
 
+_RANK_BASE = {rank: ((rank - 2) % 13) * 4 for rank in range(1, 14)}
+_SUIT_INDEX = {suit: i for i, suit in enumerate(SUIT_ORDER)}
+
+
 def card_code(card: Card) -> int:
     """0..51: rank index (2 = 0 .. ace = 12) times 4 plus suit index (D C H S)."""
-    return ((card.rank - 2) % 13) * 4 + SUIT_ORDER.index(card.suit)
+    return _RANK_BASE[card.rank] + _SUIT_INDEX[card.suit]
 
 
 def code_card(code: int) -> Card:
     return Card(((code >> 2) + 1) % 13 + 1, SUIT_ORDER[code & 3])
-
-
-_CODE = {code_card(c): c for c in range(52)}
 
 
 def _is_straight(ranks: Sequence[int]) -> int | None:
@@ -167,12 +168,13 @@ def hand_value_codes(a: int, b: int, c: int, d: int, e: int) -> int:
 
 def hand_value(cards: Sequence[Card]) -> int:
     """Value of a five-card hand (art. 8), see :func:`hand_value_codes`."""
-    if len(cards) != 5 or len(set(cards)) != 5:
-        raise OutcomeError(
-            f"a stud hand is five different cards, got {cards_str(cards)}", code="HAND_INVALID"
-        )
-    c = _CODE
-    return hand_value_codes(c[cards[0]], c[cards[1]], c[cards[2]], c[cards[3]], c[cards[4]])
+    if len(cards) == 5:
+        a, b, c, d, e = (_RANK_BASE[x.rank] + _SUIT_INDEX[x.suit] for x in cards)
+        if len({a, b, c, d, e}) == 5:
+            return hand_value_codes(a, b, c, d, e)
+    raise OutcomeError(
+        f"a stud hand is five different cards, got {cards_str(cards)}", code="HAND_INVALID"
+    )
 
 
 def category(value: int) -> int:
