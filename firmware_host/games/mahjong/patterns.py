@@ -106,10 +106,6 @@ def _yes(cond: bool, detail: str) -> list[str]:
     return [detail] if cond else []
 
 
-def _set_str(g: Group) -> str:
-    return "".join(tile_str(t) for t in g.tiles()) if g.tile < 27 else " ".join(tile_str(t) for t in g.tiles())
-
-
 # -- art. 6 (a) (2): one fan -------------------------------------------------
 
 

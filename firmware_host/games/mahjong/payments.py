@@ -307,7 +307,7 @@ def _false_win(
     payments.sort(key=lambda p: p.seat)
     return PaymentPlan(
         "false win", amounts[1], tuple(payments), Liability(None, (), ()), commission_table, 0,
-        win.capital, False, (f"false win («jogo nulo»): {score.reason}; compensation of {art}",
+        win.capital, False, (f"false win («jogo nulo»): compensation of {art}",
                              "no game is won, so no commission is taken (art. 8)"),
     )
 

@@ -96,7 +96,8 @@ def score_text(win: DeclaredWin, score: Score, plan: PaymentPlan, money: MoneyRu
     fmt = money.format
     lines = [
         f"Mah-jong, {win.variant} (Portaria 135/91/M), stake level ${win.stake[0]}/${win.stake[1]}",
-        f"Winner: {seat_label(win, win.winner)}; banker: seat {win.banker}; "
+        f"{'Winner' if score.valid else 'Declared by'}: {seat_label(win, win.winner)}; "
+        f"banker: seat {win.banker}; "
         f"round: {_WIND_NAMES[win.round_wind]}",
     ]
     how = _BY[win.by]
@@ -134,8 +135,11 @@ def score_text(win: DeclaredWin, score: Score, plan: PaymentPlan, money: MoneyRu
         capped = f" (sum {score.raw_fan}, the maximum is {cap})" if score.raw_fan > cap else ""
         lines.append(f"Fan: {score.fan}{capped}: {plan.grade}")
     lines.append("")
-    lines.append(f"Payments (art. 7: the banker pays and receives double); single share "
-                 f"{fmt(plan.single_share)}:")
+    if score.valid:
+        lines.append(f"Payments (art. 7: the banker pays and receives double); single share "
+                     f"{fmt(plan.single_share)}:")
+    else:
+        lines.append("Compensation for the false win:")
     for p in plan.payments:
         verb = "receives" if p.amount > 0 else ("pays" if p.amount < 0 else "pays nothing")
         amount = f" {fmt(abs(p.amount))}" if p.amount else ""

@@ -39,8 +39,6 @@ class GameState:
     """Where a session stands before a game is played."""
 
     seats: tuple[int, ...]
-    #: The first game's banker: each round starts from him again (with four players).
-    first_banker: int
     #: 1-based number of this game in the session (banker repeats count).
     number: int = 1
     #: 0..3: East, South, West, North round.
@@ -75,7 +73,7 @@ def first_game(seats: Sequence[int] = (0, 1, 2, 3), banker: int | None = None) -
     b = ss[0] if banker is None else banker
     if b not in ss:
         raise RoundStateError(f"banker {b} is not one of the seats {list(ss)}")
-    return GameState(ss, b, banker=b)
+    return GameState(ss, banker=b)
 
 
 def next_game(state: GameState, winner: int | None) -> GameState:
@@ -86,8 +84,7 @@ def next_game(state: GameState, winner: int | None) -> GameState:
         raise RoundStateError(f"winner {winner} is not one of the seats {list(state.seats)}")
     number = state.number + 1
     if winner is None or winner == state.banker:
-        return GameState(state.seats, state.first_banker, number, state.round_wind, state.banker,
-                         state.passes)
+        return GameState(state.seats, number, state.round_wind, state.banker, state.passes)
     order = state.seats
     banker = order[(order.index(state.banker) + 1) % len(order)]
     passes = state.passes + 1
@@ -95,8 +92,7 @@ def next_game(state: GameState, winner: int | None) -> GameState:
     if passes == PASSES_PER_ROUND:
         passes = 0
         round_wind += 1
-    return GameState(state.seats, state.first_banker, number, round_wind, banker, passes,
-                     finished=round_wind == ROUNDS)
+    return GameState(state.seats, number, round_wind, banker, passes, finished=round_wind == ROUNDS)
 
 
 @dataclass(frozen=True, slots=True)

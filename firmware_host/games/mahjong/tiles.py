@@ -29,8 +29,6 @@ N_KINDS = 34
 COPIES = 4
 
 SUIT_LETTERS = "mps"
-#: Portuguese and Chinese names of the three suits, in tile order.
-SUIT_NAMES = ("números (萬 mán)", "círculos (筒 t'ông)", "bambus (索 sók)")
 
 EAST, SOUTH, WEST, NORTH = 27, 28, 29, 30
 RED, GREEN, WHITE = 31, 32, 33
@@ -46,10 +44,6 @@ HONOUR_CODES = ("E", "S", "W", "N", "RD", "GD", "WD")
 _CHINESE_HONOURS = "東南西北中發白"
 _CHINESE_NUMERALS = "一二三四五六七八九"
 _CHINESE_SUITS = "萬筒索"
-
-
-def is_suited(t: int) -> bool:
-    return t < 27
 
 
 def is_honour(t: int) -> bool:
@@ -71,10 +65,6 @@ def is_terminal(t: int) -> bool:
 def suit_of(t: int) -> int:
     """0, 1, 2 for the three suits; 3 for honours."""
     return t // 9 if t < 27 else 3
-
-
-def rank_of(t: int) -> int:
-    return t % 9 + 1
 
 
 def tile_str(t: int) -> str:
