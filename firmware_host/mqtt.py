@@ -21,7 +21,8 @@
   the journal whenever a commit adds outbox entries, and the round engine never
   waits for it.
 - Requests on ``bets/request`` and ``commands/request`` are handed, one at a time
-  in arrival order, to the daemon's handler ``(topic, payload) -> response``; a
+  in arrival order, to the daemon's handler (retained and empty messages are not
+  requests and are ignored) ``(topic, payload) -> response``; a
   returned response is published on the matching ``.../response`` topic (QoS 1,
   not retained). Responses are NOT journaled: they go through a bounded in-memory
   queue that survives reconnects but not a restart. A requester that gets no
@@ -646,6 +647,8 @@ class FloorLink:
                 continue
             raw = message.payload
             payload = bytes(raw) if isinstance(raw, bytes | bytearray) else str(raw or "").encode()
+            if not payload:
+                continue  # an empty message only clears a retained one: not a request
             await self._dispatch(rel, payload)
 
     async def _dispatch(self, rel: str, payload: bytes) -> None:

@@ -1,0 +1,438 @@
+"""FloorLink against real brokers (mosquitto and amqtt as child processes): retained
+state and last will, outbox drained in order, requests answered, snapshots
+republished, and the pure parts (topics, settings, backoff) without a broker.
+
+Broker kills in the middle of a stream are in ``test_mqtt_faults.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+import pytest
+from _mqtt_support import Collector, play_round
+
+from firmware_host import schemas
+from firmware_host.config import ConfigInvalid, validate_document
+from firmware_host.journal import Journal, OutboxMessage
+from firmware_host.mqtt import FloorLink, MqttSettings, TopicError, check_topic
+
+ROOT = "casino/tables/t1"
+
+
+def settings_for(b: Any, **kw: Any) -> MqttSettings:
+    return MqttSettings(host=b.host, port=b.port, reconnect_min_ms=20, reconnect_max_ms=300, **kw)
+
+
+def assert_schema_valid(col: Collector) -> int:
+    """Every message the floor saw conforms to its topic's schema; returns how many."""
+    n = 0
+    for m in col.messages:
+        rel = m.topic[len(ROOT) + 1 :]
+        problems = schemas.errors(schemas.schema_for_topic(rel), m.payload)
+        assert not problems, f"{m.topic}: {problems}\n{m.payload!r}"
+        n += 1
+    return n
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Journal:
+    j = Journal(tmp_path / "journal.sqlite3")
+    yield j
+    j.close()
+
+
+# -- no broker needed -------------------------------------------------------------------
+
+
+def test_topics_are_built_under_the_table_root_and_wildcards_refused(journal: Journal) -> None:
+    link = FloorLink(MqttSettings(prefix="casino/macau"), "T-7", journal)
+    assert link.topic("rounds") == "casino/macau/tables/T-7/rounds"
+    assert link.topic("devices/wheel") == "casino/macau/tables/T-7/devices/wheel"
+    for bad in ["a/+/b", "#", "a//b", "", "rounds/", "/rounds", "$SYS"]:
+        with pytest.raises(TopicError):
+            link.topic(bad)
+    with pytest.raises(TopicError):
+        link.set_device("wheel/1", {"state": "online"})
+    with pytest.raises(TopicError):
+        FloorLink(MqttSettings(prefix="casino/+"), "t1", journal)
+    with pytest.raises(TopicError):
+        FloorLink(MqttSettings(), "t#1", journal)
+    with pytest.raises(TopicError):
+        check_topic("casino//x")
+
+
+def test_settings_from_url() -> None:
+    s = MqttSettings.from_url("mqtt://floor:s3cret@broker.casino.lan:1884")
+    assert (s.host, s.port, s.username, s.read_password(), s.tls) == (
+        "broker.casino.lan", 1884, "floor", "s3cret", False,
+    )  # fmt: skip
+    t = MqttSettings.from_url("mqtts://broker")
+    assert (t.host, t.port, t.tls) == ("broker", 8883, True)
+    assert MqttSettings.from_url("127.0.0.1:1999").port == 1999
+    assert MqttSettings.from_url("mqtt://[::1]:1888").host == "::1"
+    with pytest.raises(ValueError):
+        MqttSettings.from_url("http://x")
+
+
+def _doc(**mqtt: Any) -> dict[str, Any]:
+    return {"version": 1, "table": {"id": "t1", "game": "roulette"}, "mqtt": mqtt}
+
+
+def test_mqtt_section_is_validated(tmp_path: Path) -> None:
+    pw = tmp_path / "pw"
+    pw.write_text("secret\n")
+    cfg = validate_document(
+        _doc(host="b", port=8883, tls=True, username="u", password_file=str(pw))
+    )
+    s = cfg.section("mqtt")
+    assert isinstance(s, MqttSettings)
+    assert (s.host, s.port, s.prefix, s.read_password()) == ("b", 8883, "casino", "secret")
+    bad = [
+        (_doc(prefix="casino/#"), "mqtt.prefix"),
+        (_doc(tls_ca=str(pw)), "mqtt.tls_ca: set, but tls = false"),
+        (_doc(tls=True, tls_cert=str(pw)), "mqtt.tls_cert/tls_key"),
+        (_doc(password_file=str(tmp_path / "missing")), "mqtt.password_file"),
+        (_doc(port=0), "mqtt.port"),
+        (_doc(protocol="4"), "mqtt.protocol"),
+        (_doc(reconnect_min_ms=5000, reconnect_max_ms=1000), "mqtt.reconnect_min_ms"),
+        (_doc(hostname="x"), "mqtt.hostname: unknown key"),
+    ]
+    for doc, expect in bad:
+        with pytest.raises(ConfigInvalid) as exc:
+            validate_document(doc)
+        assert expect in str(exc.value), (doc, str(exc.value))
+
+
+def test_backoff_is_capped_exponential_with_jitter(journal: Journal) -> None:
+    link = FloorLink(
+        MqttSettings(reconnect_min_ms=100, reconnect_max_ms=5000),
+        "t1",
+        journal,
+        rng=random.Random(7),
+    )
+    for attempt in range(40):
+        step = min(5.0, 0.1 * 2**attempt)
+        for _ in range(20):
+            d = link._backoff(attempt)
+            assert step * 0.5 <= d <= step
+    assert max(link._backoff(30) for _ in range(50)) <= 5.0
+
+
+def test_tls_context_options(tmp_path: Path) -> None:
+    assert MqttSettings().tls_context() is None
+    ctx = MqttSettings(tls=True, tls_insecure=True).tls_context()
+    assert ctx is not None and ctx.verify_mode == ssl.CERT_NONE and not ctx.check_hostname
+    strict = MqttSettings(tls=True).tls_context()
+    assert strict is not None and strict.verify_mode == ssl.CERT_REQUIRED
+
+
+async def test_table_keeps_journaling_while_no_broker_answers(journal: Journal) -> None:
+    from firmware_host.broker import free_port
+
+    link = FloorLink(
+        MqttSettings(port=free_port(), reconnect_min_ms=10, reconnect_max_ms=50), "t1", journal
+    )
+    async with link:
+        for _ in range(20):
+            play_round(journal)
+            await asyncio.sleep(0.01)
+        assert not link.connected
+        assert link.get_status()["connect_failures"] >= 2
+        assert journal.outbox_pending_count() == 20
+
+
+# -- with brokers ---------------------------------------------------------------------------
+
+
+async def test_state_is_retained_online_then_offline_on_clean_stop(
+    broker_process: Any, journal: Journal
+) -> None:
+    link = FloorLink(settings_for(broker_process), "t1", journal)
+    link.set_state(game="roulette", phase="idle", round_id=None, seq=None)
+    async with link:
+        await link.wait_connected(10)
+        await link.wait_idle(10)
+        async with Collector(
+            broker_process.host, broker_process.port, f"{ROOT}/state", "late-1", True
+        ) as late:
+            await late.wait_for(lambda: late.on("state"), what="retained state")
+            st = late.on("state")[-1]
+            assert (
+                st.retain
+                and st.json()["availability"] == "online"
+                and st.json()["game"] == "roulette"
+            )
+            assert_schema_valid(late)
+    async with Collector(
+        broker_process.host, broker_process.port, f"{ROOT}/state", "late-2", True
+    ) as late:
+        await late.wait_for(lambda: late.on("state"), what="retained state")
+        body = late.on("state")[-1].json()
+        assert (body["availability"], body["reason"]) == ("offline", "shutdown")
+        assert_schema_valid(late)
+
+
+WILL_CHILD = r"""
+import asyncio, sys
+from firmware_host.journal import Journal
+from firmware_host.mqtt import FloorLink, MqttSettings
+async def main():
+    link = FloorLink(MqttSettings(host="127.0.0.1", port=int(sys.argv[2]), keepalive=5), "t1", Journal(sys.argv[1]))
+    link.set_state(game="sicbo", phase="open")
+    link.start()
+    await link.wait_connected(20)
+    await link.wait_idle(20)
+    print("online", flush=True)
+    await asyncio.sleep(3600)
+asyncio.run(main())
+"""
+
+
+async def test_last_will_marks_the_table_offline_when_its_process_is_killed(
+    broker_process: Any, tmp_path: Path
+) -> None:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    child = subprocess.Popen(
+        [sys.executable, "-c", WILL_CHILD, str(tmp_path / "child.sqlite3"), str(broker_process.port)],
+        stdout=subprocess.PIPE, env=env, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(child.stdout.readline), 30)
+        assert line.strip() == "online"
+        async with Collector(
+            broker_process.host, broker_process.port, f"{ROOT}/state", "watcher", True
+        ) as col:
+            await col.wait_for(lambda: col.on("state"), what="online state")
+            assert col.on("state")[-1].json()["availability"] == "online"
+            child.send_signal(signal.SIGKILL)
+            await col.wait_for(
+                lambda: col.on("state")[-1].json()["availability"] == "offline", 15, "the will"
+            )
+            body = col.on("state")[-1].json()
+            assert body["reason"] == "connection lost" and body["game"] == "sicbo"
+            assert_schema_valid(col)
+    finally:
+        child.kill()
+        child.wait(10)
+        if child.stdout:
+            child.stdout.close()
+
+
+async def test_outbox_is_drained_in_order_exactly_once_when_healthy(
+    broker_process: Any, journal: Journal
+) -> None:
+    async with Collector(broker_process.host, broker_process.port, f"{ROOT}/#", "floor-1") as col:
+        link = FloorLink(settings_for(broker_process), "t1", journal)
+        link.set_device("wheel", {"state": "online", "code": "", "message": "", "kind": "wheel"})
+        link.set_jackpot({"amount": 1_000_000, "currency": "MOP", "last_hit": None, "fault": None})
+        async with link:
+            ids = []
+            for i in range(40):
+                ids.append(play_round(journal))
+                if i % 10 == 0:
+                    journal.enqueue(
+                        OutboxMessage(
+                            "events",
+                            {
+                                "schema_version": 1,
+                                "table_id": "t1",
+                                "event": "betting_open",
+                                "at": "2026-05-09T07:35:25.123Z",
+                            },
+                        )
+                    )
+                    await asyncio.sleep(0)
+            await link.wait_idle(20)
+            await col.wait_for(lambda: len(col.on("rounds")) >= 40, what="40 rounds")
+        got = [m.json()["round_id"] for m in col.on("rounds")]
+        assert got == ids  # in order, none twice, none lost
+        assert journal.outbox_pending_count() == 0
+        assert [m.json()["seq"] for m in col.on("rounds")] == list(range(1, 41))
+        assert col.on("devices/wheel")[0].retain is False  # live delivery, retained flag off
+        assert len(col.on("events")) == 4
+        assert assert_schema_valid(col) >= 40 + 4 + 3
+
+
+async def test_rounds_settled_while_the_broker_is_down_arrive_in_order_after(
+    broker_process: Any, journal: Journal
+) -> None:
+    async with Collector(broker_process.host, broker_process.port, f"{ROOT}/rounds", "floor-2"):
+        pass  # creates the floor's persistent session
+    await asyncio.to_thread(broker_process.stop)
+    link = FloorLink(settings_for(broker_process), "t1", journal)
+    async with link:
+        ids = [play_round(journal) for _ in range(25)]
+        await asyncio.sleep(0.2)
+        assert not link.connected
+        await asyncio.to_thread(broker_process.start)
+        async with Collector(
+            broker_process.host, broker_process.port, f"{ROOT}/rounds", "floor-3"
+        ) as col:
+            await link.wait_idle(20)
+            await col.wait_for(lambda: len(col.on("rounds")) >= 25, what="25 rounds")
+            assert [m.json()["round_id"] for m in col.on("rounds")] == ids
+
+
+async def test_snapshots_are_republished_after_a_broker_restart(
+    broker_process: Any, journal: Journal
+) -> None:
+    """amqtt forgets retained messages when it restarts; the link republishes them."""
+    link = FloorLink(settings_for(broker_process), "t1", journal)
+    link.set_device("shoe", {"state": "fault", "code": "JAM", "message": "card jam"})
+    async with link:
+        await link.wait_idle(10)
+        connects = link.stats.connects
+        await asyncio.to_thread(broker_process.restart)
+        await asyncio.sleep(0.1)
+        await link.wait_connected(10)
+        await link.wait_idle(10)
+        assert link.stats.connects == connects + 1
+        async with Collector(
+            broker_process.host, broker_process.port, f"{ROOT}/#", "late-3", True
+        ) as col:
+            await col.wait_for(
+                lambda: col.on("devices/shoe") and col.on("state"), what="retained snapshots"
+            )
+            assert col.on("devices/shoe")[-1].json()["code"] == "JAM"
+            assert col.on("state")[-1].json()["availability"] == "online"
+
+
+async def test_requests_reach_the_handler_and_every_one_is_answered(
+    broker_process: Any, journal: Journal
+) -> None:
+    seen: list[tuple[str, bytes]] = []
+
+    async def handler(topic: str, payload: bytes) -> Any:
+        seen.append((topic, payload))
+        doc = json.loads(payload)
+        if doc.get("request_id") == "boom":
+            raise RuntimeError("handler bug")
+        if topic == "bets/request":
+            return {"schema_version": 1, "table_id": "t1", "request_id": doc["request_id"], "status": "rejected",
+                    "code": "BETTING_CLOSED", "message": "betting is not open"}  # fmt: skip
+        return {"schema_version": 1, "table_id": "t1", "request_id": doc["request_id"], "command": "status",
+                "status": "ok", "data": {}}  # fmt: skip
+
+    async with aiomqtt.Client(broker_process.host, broker_process.port) as floor:
+        # Retained before the link subscribes: delivered with RETAIN=1, so not a live request.
+        await floor.publish(f"{ROOT}/bets/request", b'{"request_id":"stale"}', qos=1, retain=True)
+    link = FloorLink(settings_for(broker_process), "t1", journal, handler=handler)
+    async with (
+        link,
+        Collector(broker_process.host, broker_process.port, f"{ROOT}/+/response", "floor-4") as col,
+    ):
+        await link.wait_connected(10)
+        await link.wait_idle(10)
+        async with aiomqtt.Client(broker_process.host, broker_process.port) as floor:
+            for i in range(100):
+                await floor.publish(
+                    f"{ROOT}/bets/request", json.dumps({"request_id": f"b{i}"}), qos=1
+                )
+            await floor.publish(
+                f"{ROOT}/commands/request", b'{"request_id":"c1","command":"status"}', qos=1
+            )
+            await floor.publish(
+                f"{ROOT}/commands/request", b'{"request_id":"boom","command":"x"}', qos=1
+            )
+            await floor.publish(
+                f"{ROOT}/bets/request", b"", qos=1, retain=True
+            )  # clear the retained one
+        await col.wait_for(lambda: len(col.messages) >= 102, what="102 responses")
+        bets = [m.json() for m in col.on("bets/response")]
+        cmds = [m.json() for m in col.on("commands/response")]
+        assert [b["request_id"] for b in bets] == [
+            f"b{i}" for i in range(100)
+        ]  # arrival order kept
+        assert cmds[0]["status"] == "ok"
+        assert (cmds[1]["request_id"], cmds[1]["status"], cmds[1]["code"]) == (
+            "boom",
+            "error",
+            "INTERNAL_ERROR",
+        )
+        assert link.stats.handler_errors == 1
+        assert all(t in ("bets/request", "commands/request") for t, _ in seen)
+        assert b'{"request_id":"stale"}' not in [p for _, p in seen]  # retained request ignored
+        assert_schema_valid(col)
+
+
+@pytest.mark.mosquitto
+async def test_requests_sent_while_the_link_is_away_are_kept_by_the_persistent_session(
+    mosquitto_broker: Any, journal: Journal
+) -> None:
+    got: list[bytes] = []
+    link = FloorLink(
+        settings_for(mosquitto_broker), "t1", journal, handler=lambda t, p: got.append(p)
+    )
+    async with link:
+        await link.wait_idle(10)  # subscribed once: the broker now keeps our session
+    async with aiomqtt.Client(mosquitto_broker.host, mosquitto_broker.port) as floor:
+        for i in range(5):
+            await floor.publish(f"{ROOT}/bets/request", f'{{"request_id":"q{i}"}}', qos=1)
+    link2 = FloorLink(
+        settings_for(mosquitto_broker), "t1", journal, handler=lambda t, p: got.append(p)
+    )
+    async with link2:
+        deadline = asyncio.get_running_loop().time() + 10
+        while len(got) < 5 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+    assert got == [f'{{"request_id":"q{i}"}}'.encode() for i in range(5)]
+
+
+@pytest.mark.mosquitto
+async def test_mqtt5_session_and_will(mosquitto_broker: Any, journal: Journal) -> None:
+    s = settings_for(mosquitto_broker, protocol="5", session_expiry=600)
+    async with Collector(
+        mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/#", "floor-5"
+    ) as col:
+        async with FloorLink(s, "t1", journal) as link:
+            ids = [play_round(journal) for _ in range(10)]
+            await link.wait_idle(10)
+        await col.wait_for(lambda: len(col.on("rounds")) >= 10, what="rounds over MQTT 5")
+        assert [m.json()["round_id"] for m in col.on("rounds")] == ids
+        await col.wait_for(
+            lambda: col.on("state")[-1].json()["availability"] == "offline", what="offline"
+        )
+
+
+async def test_publish_latency_is_measured(
+    mosquitto_broker: Any, journal: Journal, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """From the start of settle_round (journal fsync included) to the floor receiving it."""
+    import time
+
+    from _mqtt_support import round_payload
+
+    async with (
+        Collector(mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/rounds", "floor-6") as col,
+        FloorLink(settings_for(mosquitto_broker), "t1", journal) as link,
+    ):
+        await link.wait_idle(10)
+        lat = []
+        for _ in range(50):
+            r = journal.open_round("t1", "roulette", {"regulation": "60/2004"})
+            payload = round_payload(r, [100] * 100)
+            n = len(col.messages)
+            t0 = time.perf_counter()
+            journal.settle_round(r.round_id, 18, payload)
+            await col.wait_for(lambda n=n: len(col.messages) > n, 5, "the round")
+            lat.append(col.messages[-1].at - t0)
+        lat.sort()
+        puback = link.stats.puback.summary()
+    p50, p99 = lat[len(lat) // 2] * 1e3, lat[-1] * 1e3
+    with capsys.disabled():
+        print(
+            f"\n  settle->floor (100 bets, loopback mosquitto): p50 {p50:.2f} ms, max {p99:.2f} ms; PUBACK {puback}"
+        )
+    assert p50 < 100  # generous; the figure is what matters (docs/performance.md)
