@@ -412,6 +412,16 @@ def test_simplified_robbing_kong_one_fan_art_6_b_2() -> None:
     assert keys(s) == ["robbing_kong"] and s.fan == 1
 
 
+def test_simplified_same_tile_by_discard_is_kai_vu_art_6_b_2() -> None:
+    s = score(declare("12s 5s5s", "3s", "discard", rules=SIMP), SIMP)
+    assert keys(s) == [] and s.kai_vu
+
+
+def test_simplified_ordinary_self_draw_is_kai_vu_art_6_b_2() -> None:
+    s = score(declare("12s 5s5s", "3s", "self_drawn", rules=SIMP), SIMP)
+    assert keys(s) == [] and s.kai_vu
+
+
 def test_simplified_last_tile_one_fan_art_6_b_2() -> None:
     s = score(declare("12s 5s5s", "3s", "last_tile", rules=SIMP), SIMP)
     assert keys(s) == ["last_tile"] and s.fan == 1
