@@ -165,15 +165,19 @@ class DeclaredWin:
         return out
 
 
+def parse_level(text: str) -> tuple[int, int] | None:
+    """``"25/50"`` (also ``"$25/$50"``, ``"1,000/2,000"``) -> (25, 50); None if not that shape."""
+    parts = text.replace("$", "").replace(",", "").replace(" ", "").split("/")
+    if len(parts) == 2 and all(p.isdigit() for p in parts):
+        return int(parts[0]), int(parts[1])
+    return None
+
+
 def parse_stake(value: object, levels: Mapping[tuple[int, int], Any], variant: str) -> tuple[int, int]:
-    """``"25/50"`` (also ``"$25/$50"``, ``"1,000/2,000"``) -> (25, 50), a level of art. 8."""
-    if isinstance(value, str):
-        text = value.replace("$", "").replace(",", "").replace(" ", "")
-        parts = text.split("/")
-        if len(parts) == 2 and all(p.isdigit() for p in parts):
-            level = (int(parts[0]), int(parts[1]))
-            if level in levels:
-                return level
+    """The declared stake level, one of ``levels`` (art. 8)."""
+    level = parse_level(value) if isinstance(value, str) else None
+    if level is not None and level in levels:
+        return level
     known = ", ".join(f"{a}/{b}" for a, b in levels)
     raise _err(
         f"stake must be a stake level of 135/91/M art. 8 ({variant}): one of {known}; got {value!r}",

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError, OutcomeError
-from .declared import DISCARDS, SELF_DRAWN, DeclaredWin
+from .declared import DISCARDS, SELF_DRAWN, DeclaredWin, parse_level
 from .patterns import Score
 from .tiles import GREEN, WIND_LETTERS, is_dragon, is_honour, is_wind, tile_str
 
@@ -48,13 +48,6 @@ def level_text(level: Level) -> str:
     return f"{level[0]}/{level[1]}"
 
 
-def parse_level_text(text: str) -> Level | None:
-    parts = text.replace("$", "").replace(",", "").replace(" ", "").split("/")
-    if len(parts) == 2 and all(p.isdigit() for p in parts):
-        return int(parts[0]), int(parts[1])
-    return None
-
-
 def default_amounts(variant: str, level: Level, minor_digits: int) -> tuple[int, ...]:
     """The decision: first figure = kai vu, second = one fan, twice the second = double fan."""
     unit = _unit(minor_digits)
@@ -67,7 +60,7 @@ def check_amounts(variant: str, amounts: Mapping[str, Sequence[int]]) -> str | N
     levels = COMMISSION[variant]
     grades = GRADES[variant]
     for key, values in amounts.items():
-        level = parse_level_text(key)
+        level = parse_level(key)
         if level not in levels:
             known = ", ".join(level_text(lv) for lv in levels)
             return (f"amounts: {key!r} is not a stake level of {COMMISSION_ARTICLE[variant]} "
@@ -85,7 +78,7 @@ def effective_table(
     variant: str, amounts: Mapping[str, Sequence[int]], minor_digits: int
 ) -> dict[Level, tuple[int, ...]]:
     """Every stake level of the variant -> its single-share amounts (configured or default)."""
-    configured = {parse_level_text(k): tuple(v) for k, v in amounts.items()}
+    configured = {parse_level(k): tuple(v) for k, v in amounts.items()}
     return {
         lv: configured.get(lv) or default_amounts(variant, lv, minor_digits) for lv in COMMISSION[variant]
     }
