@@ -281,6 +281,7 @@ class MosquittoProcess(BrokerProcess):
         *,
         binary: str | None = None,
         persistence: bool = True,
+        allow_anonymous: bool = True,
         extra_config: str = "",
     ) -> None:
         found = binary or find_mosquitto()
@@ -288,13 +289,15 @@ class MosquittoProcess(BrokerProcess):
             raise FileNotFoundError("mosquitto is not installed (/usr/sbin/mosquitto or on PATH)")
         self.binary = found
         self.persistence = persistence
+        self.allow_anonymous = allow_anonymous
+        #: Lines appended after the listener (TLS files, password_file...).
         self.extra_config = extra_config
         super().__init__(workdir, port)
 
     def config_text(self) -> str:
         lines = [
             f"listener {self.port} {self.host}",
-            "allow_anonymous true",
+            f"allow_anonymous {'true' if self.allow_anonymous else 'false'}",
             "max_queued_messages 0",
             "max_inflight_messages 0",
             "log_type error",

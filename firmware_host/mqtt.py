@@ -153,6 +153,12 @@ MQTT_SPECS: dict[str, FieldSpec] = {
         "sets TCP_NODELAY (mosquitto: set_tcp_nodelay true), else Nagle adds ~40 ms per batch",
         range=(1, 1000),
     ),
+    "connect_timeout_ms": FieldSpec(
+        "int",
+        5_000,
+        doc="CONNACK and SUBACK wait before giving up the attempt, ms",
+        range=(100, 600_000),
+    ),
     "publish_timeout_ms": FieldSpec(
         "int", 10_000, doc="PUBACK wait before reconnecting, ms", range=(100, 600_000)
     ),
@@ -184,6 +190,7 @@ class MqttSettings:
     reconnect_min_ms: int = 250
     reconnect_max_ms: int = 30_000
     max_inflight: int = 1
+    connect_timeout_ms: int = 5_000
     publish_timeout_ms: int = 10_000
     shutdown_drain_ms: int = 2_000
     #: Password given directly (tests, ``--broker mqtt://user:pass@host``); wins over password_file.
@@ -589,7 +596,7 @@ class FloorLink:
             clean_start=False if v5 else MQTT_CLEAN_START_FIRST_ONLY,  # ignored on 3.1.1
             properties=properties,
             keepalive=s.keepalive,
-            timeout=s.publish_timeout_ms / 1000,
+            timeout=s.connect_timeout_ms / 1000,  # CONNACK, SUBACK; publish passes its own
             tls_context=s.tls_context(),
             max_queued_incoming_messages=MAX_INCOMING_QUEUED,
             # Without TCP_NODELAY, Nagle + delayed ACK add ~40 ms to each PUBACK round trip.
