@@ -64,7 +64,7 @@ def test_math_says_there_is_no_house_edge() -> None:
     assert "no house edge" in report.details["note"]
     first = report.details["commission_table"][0]
     assert first == {"stake": "25/50", "commission": 1000, "kai_vu": 2500, "one_fan": 5000,
-                     "double_fan": 10000, "commission_of_smallest_win": "10.0%"}
+                     "double_fan": 10000, "commission_of_kai_vu_win": "10.0%"}
     with pytest.raises(RulesError):
         G.math(CONV, rounds=10)
 

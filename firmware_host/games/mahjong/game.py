@@ -35,6 +35,7 @@ from .payments import (
     COMMISSION,
     COMMISSION_ARTICLE,
     GRADES,
+    Payment,
     PaymentPlan,
     check_amounts,
     commission_amount,
@@ -130,7 +131,7 @@ class Mahjong(Game[MahjongRules, DeclaredWin]):
         if bets:
             raise UnknownBetType(_NO_BETS)
         scored = self.evaluate(rules, outcome, money)
-        results = tuple(_result(outcome, scored.plan, p.seat) for p in scored.plan.payments)
+        results = tuple(_result(outcome, scored.plan, p) for p in scored.plan.payments)
         return Settlement(
             self.game_id,
             self.outcome_json(outcome),
@@ -164,14 +165,14 @@ class Mahjong(Game[MahjongRules, DeclaredWin]):
         for level in COMMISSION[rules.variant]:
             shares = table[level]
             commission = commission_amount(rules.variant, level, money.minor_digits)
-            # The smallest win a winner collects: kai vu, not the banker, among four
-            # players: 1 + 1 + 2 shares (art. 7).
+            # A kai vu won by a player other than the banker, four players: 1 + 1 + 2
+            # shares (art. 7), the smallest a conventional win collects.
             smallest = 4 * shares[0]
             levels.append({
                 "stake": level_text(level),
                 "commission": commission,
                 **{g.replace(" ", "_"): a for g, a in zip(grades, shares, strict=True)},
-                "commission_of_smallest_win": _per_cent(Fraction(commission, smallest)),
+                "commission_of_kai_vu_win": _per_cent(Fraction(commission, smallest)),
             })
         return MathReport(
             self.game_id,
@@ -224,8 +225,8 @@ def _per_cent(f: Fraction) -> str:
     return f"{tenths // 10}.{tenths % 10}%"
 
 
-def _result(win: DeclaredWin, p: PaymentPlan, seat: int) -> BetResult:
-    pay = next(x for x in p.payments if x.seat == seat)
+def _result(win: DeclaredWin, p: PaymentPlan, pay: Payment) -> BetResult:
+    seat = pay.seat
     bet = Bet(f"seat-{seat}", seat, "payment",
               {"wind": WIND_LETTERS[win.wind_of(seat)], "role": pay.role}, 0)
     if pay.amount > 0:
