@@ -84,6 +84,7 @@ class WheelTracker:
         self.accepted: tuple[int, int] | None = None  # (spin, number) of the last result
         self.bare: WinningLine | None = None  # bare line since the previous status line
         self.pending: Status | None = None  # a state-5 line waiting for its confirmation
+        self.missing: Status | None = None  # first unconfirmed state-5 line of this game
         self.last_result: WinningNumber | None = None
         # game in progress
         self.game_open = False
@@ -185,45 +186,50 @@ class WheelTracker:
         out: list[DeviceEvent] = []
         pending, self.pending = self.pending, None
         key = (int(st.state), st.spin)
-        if (  # re-arm on two consecutive lines showing another (state, spin)
+        two_alike = prev is not None and (int(prev.state), prev.spin) == key
+        if (
             not self.armed
             and self.accepted is not None
             and key != (5, self.accepted[0])
-            and prev is not None
-            and (int(prev.state), prev.spin) == key
+            and two_alike
         ):
-            self.armed = True
+            self.armed = True  # two consecutive lines show another (state, spin)
         if not self.armed:
             return out
-        if pending is not None and not (
-            st.state == GameState.WINNING_NUMBER
-            and st.spin == pending.spin
-            and st.win == pending.win
-        ):
-            self.anomalies += 1
-            out.append(
-                self._warning(
-                    pending,
-                    "RESULT_UNCONFIRMED",
-                    f"a single state-5 line showed {pocket_text(pending.win or 0)} for spin "
-                    f"{pending.spin} and was not confirmed; no result taken (enter it by hand)",
-                    Action.WARN,
-                    "suggested",
-                )
-            )
         if st.state != GameState.WINNING_NUMBER:
+            if self.missing is not None and two_alike:
+                miss, self.missing = self.missing, None
+                self.anomalies += 1
+                out.append(
+                    self._warning(
+                        st,
+                        "RESULT_MISSING",
+                        f"the wheel left state 5 of spin {miss.spin} without a confirmed result "
+                        f"(a single line showed {pocket_text(miss.win or 0)}): enter it by hand",
+                        Action.WARN,
+                        "suggested",
+                    )
+                )
             return out
         if st.win is None:
             self.anomalies += 1  # state 5 without a number: nothing to take
             return out
-        if self.bare is not None and self.bare.number == st.win:
+        if (
+            self.bare is not None
+            and self.bare.number == st.win
+            and prev is not None
+            and prev.spin == st.spin  # the spin number only changes on 5 -> 2
+        ):
             by = "line"
-        elif pending is not None:
+        elif pending is not None and pending.spin == st.spin and pending.win == st.win:
             by = "status"
         else:
             self.unconfirmed += 1
             self.pending = st
+            if self.missing is None:
+                self.missing = st
             return out
+        self.missing = None
         self.armed = False
         self.accepted = (st.spin, st.win)
         if st.win >= self.pockets:
