@@ -799,3 +799,52 @@ def test_decisions_after_completion_and_unknown_actions_are_refused() -> None:
     with pytest.raises(RoundStateError) as exc:
         d.outcome()
     assert code_of(exc) == "ROUND_INCOMPLETE"
+
+
+def test_art_15_special_prize_on_a_doubled_hand_pays_on_the_whole_stake() -> None:
+    # 56/2004 art. 15 ("three times his bet"): a double (art. 17 1)) on 6-7 that
+    # draws the suited 8 is paid 3:1 on both stakes.
+    d = play(["6S", "9H", "7S", (1, "double"), "8S", "TC"])
+    assert d.place(1).hands[0].status == "special"
+    assert nets(d, [main(100)]) == {"m": 300, "m.h0.double": 300}
+
+
+def test_art_4_1_the_first_burn_count_is_recorded_and_replayed() -> None:
+    # 56/2004 art. 4 1) 2): one burn card before the first round of the shoe.
+    d = play(["2C", "9S", "6H", "KD", (1, "stand"), "TC", "5C"], burn=1)
+    data = d.to_json()
+    assert data["burn"] == 1 and data["cards"][0] == "2C"
+    assert BlackjackDeal.from_json(R, data) == d
+    assert nets(G.parse_outcome(R, data), [main(100)]) == {"m": -100}  # 19 against 21
+
+
+def test_insurance_decisions_must_match_the_bets_of_the_place() -> None:
+    # 56/2004 art. 12 1): one insurance per original bet, on a bet of that place.
+    d = play(["9S", "AH", "TD", (1, "insurance", 50, "zz"), (1, "stand"), "7C"])
+    with pytest.raises(BetError) as exc:
+        nets(d, [main(100)])
+    assert code_of(exc) == "INSURANCE_BET_UNKNOWN"
+    d = play(
+        ["9S", "AH", "TD", (1, "insurance", 50), (1, "insurance", 50, "m"), (1, "stand"), "7C"]
+    )
+    with pytest.raises(BetError) as exc:
+        nets(d, [main(100)])
+    assert code_of(exc) == "INSURANCE_ALREADY"
+
+
+def test_art_20_one_seated_player_per_place() -> None:
+    # 56/2004 art. 20 1): one player sits at a place; the others stand.
+    d = play(["9S", "6H", "KD", (1, "stand"), "TC", "5C"])
+    with pytest.raises(BetError) as exc:
+        nets(d, [main(100, 1, "a"), main(100, 1, "b")])
+    assert code_of(exc) == "PLACE_TWO_SEATED"
+
+
+def test_a_card_after_a_complete_round_without_a_dealer_draw_is_refused() -> None:
+    # 56/2004 art. 7 1): the dealer's second card is dealt; with every hand busted
+    # the dealer draws no more.
+    d = play(["TS", "6H", "6D", (1, "hit"), "KC", "TC"])
+    assert d.complete and hand_total(d.dealer)[0] == 16
+    with pytest.raises(Misdeal) as exc:
+        d.deal("5C")
+    assert code_of(exc) == "MISDEAL_ROUND_COMPLETE"
