@@ -37,7 +37,7 @@ neutral values here): ``meter_max`` (a maximum the meter may show, None = none),
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -284,14 +284,10 @@ class JackpotRound:
     payments: tuple[Payment, ...]
     seeded: int
     state: JackpotState
-    bets: tuple[JackpotBet, ...] = field(default=())
 
     @property
     def pool_after(self) -> int:
         return self.state.pool
-
-    def prize_of(self, bet_id: str) -> int:
-        return sum(p.prize for p in self.payments if p.bet_id == bet_id)
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -443,7 +439,7 @@ def settle_round(
         hits=state.hits + len(payments),
     )
     return JackpotRound(
-        state.pool, contributions, credited, tuple(payments), seeded_total, new_state, tuple(bets)
+        state.pool, contributions, credited, tuple(payments), seeded_total, new_state
     )
 
 

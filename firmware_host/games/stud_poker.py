@@ -835,54 +835,36 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
         return out
 
     # -- settlement
-    def verdicts(
-        self, rules: StudPokerRules, outcome: StudOutcome, bets: Sequence[Bet]
-    ) -> list[Verdict]:
-        """The ante and raise verdicts, bet by bet (jackpot bets: see :meth:`settle`)."""
+    def verdict(self, rules: StudPokerRules, outcome: StudOutcome, bet: Bet) -> Verdict:
+        """What art. 6 7) and art. 9 say of an ``ante`` or ``raise`` bet (jackpot bets
+        are settled by :mod:`.jackpot`, see :meth:`settle_with_jackpot`)."""
+        if bet.bet_type not in ("ante", "raise"):
+            raise BetError(f"{bet.bet_type} is not settled by the hand", code="BET_UNKNOWN_TYPE")
         dv = hand_value(outcome.dealer)
-        opens = qualifies(dv)
-        hands = {h.seat: h for h in outcome.hands}
-        _check_bets(rules, outcome, bets)
-        out = []
-        for bet in bets:
-            if bet.bet_type == "jackpot":
-                out.append(Verdict.lose())  # placeholder: settled by the jackpot component
-                continue
-            h = hands[bet.seat]
-            pv = hand_value(h.cards)
-            cat = category(pv)
-            if h.action == "fold":
-                out.append(Verdict.lose("fold: the hand and the ante are lost (61/2004 art. 6 7))"))
-            elif not opens:
-                if bet.bet_type == "ante":
-                    out.append(
-                        Verdict.win(
-                            1, reason="croupier below ace-king: ante paid 1:1 (61/2004 art. 9 2))"
-                        )
-                    )
-                else:
-                    out.append(
-                        Verdict.push("croupier below ace-king: raise returned (61/2004 art. 9 2))")
-                    )
-            elif dv > pv:
-                out.append(
-                    Verdict.lose(
-                        f"croupier's {category_name(dv)} beats the player's "
-                        f"{category_name(pv)} (61/2004 art. 8, art. 9 4))"
-                    )
+        h = next(x for x in outcome.hands if x.seat == bet.seat)
+        pv = hand_value(h.cards)
+        cat = category(pv)
+        if h.action == "fold":
+            return Verdict.lose("fold: the hand and the ante are lost (61/2004 art. 6 7))")
+        if not qualifies(dv):
+            if bet.bet_type == "ante":
+                return Verdict.win(
+                    1, reason="croupier below ace-king: ante 1:1 (61/2004 art. 9 2))"
                 )
-            elif bet.bet_type == "ante":
-                out.append(
-                    Verdict.win(1, reason="player beats the croupier: ante 1:1 (61/2004 art. 9 5))")
-                )
-            else:
-                odds = Fraction(rules.raise_odds(cat))
-                reason = f"{category_name(pv)} pays {odds}:1 on the raise (61/2004 art. 9 5))"
-                if cat in CAPPED and rules.max_payout and bet.stake * odds > rules.max_payout:
-                    odds = Fraction(rules.max_payout, bet.stake)
-                    reason += f", limited to the house maximum of {rules.max_payout} per game"
-                out.append(Verdict.win(odds, reason=reason))
-        return out
+            return Verdict.push("croupier below ace-king: raise returned (61/2004 art. 9 2))")
+        if dv > pv:
+            return Verdict.lose(
+                f"croupier's {category_name(dv)} beats the player's "
+                f"{category_name(pv)} (61/2004 art. 8, art. 9 4))"
+            )
+        if bet.bet_type == "ante":
+            return Verdict.win(1, reason="player beats the croupier: ante 1:1 (61/2004 art. 9 5))")
+        odds = Fraction(rules.raise_odds(cat))
+        reason = f"{category_name(pv)} pays {odds}:1 on the raise (61/2004 art. 9 5))"
+        if cat in CAPPED and rules.max_payout and bet.stake * odds > rules.max_payout:
+            odds = Fraction(rules.max_payout, bet.stake)
+            reason += f", limited to the house maximum of {rules.max_payout} per game"
+        return Verdict.win(odds, reason=reason)
 
     def settle(
         self, rules: StudPokerRules, outcome: StudOutcome, bets: Sequence[Bet], money: MoneyRules
@@ -900,11 +882,12 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
     ) -> tuple[Settlement, jp.JackpotState]:
         """Settle a game and run the jackpot from ``state``; returns the settlement
         (jackpot itemised in ``extras["jackpot"]``) and the state to persist."""
-        verdicts = self.verdicts(rules, outcome, bets)
+        _check_bets(rules, outcome, bets)
         results: list[BetResult] = []
         jackpot_bets = [b for b in bets if b.bet_type == "jackpot"]
-        for bet, v in zip(bets, verdicts, strict=True):
+        for bet in bets:
             if bet.bet_type != "jackpot":
+                v = self.verdict(rules, outcome, bet)
                 results.append(BetResult(bet, settle_amounts(bet.stake, v, money), v.reason))
         extras: dict[str, JSON] = {}
         dealt = [h.seat for h in outcome.hands]
@@ -974,7 +957,7 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
             "prng": "SplitMix64, pure (firmware_host.games.stud_poker.splitmix64)",
             "strategy": STRATEGY,
             "ci95_house_edge_per_ante": [round(-hi, 6), round(-lo, 6)],
-            "raise_rate": round(float(raise_rate), 6),
+            "raise_rate": round(float(raise_rate), 6),  # display only
             "house_edge_per_total_bet": round(float(-sim.mean / (1 + 2 * raise_rate)), 6),
             "suit_tie_break": "no ties: suits decide equal ranks (61/2004 art. 4 1), art. 8)",
             "max_payout": "not applied in the simulation (it depends on the stake)",
@@ -997,13 +980,15 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
         ret = jp.fixed_return(params, probs, pool)
         edge = 1 - ret / params.stake
         slope = probs["royal_flush"] + probs["straight_flush"] / 10
+        per_million = slope * 1_000_000 / params.stake
         return MathLine(
             "jackpot",
             None,
             edge,
             tuple(sorted(outcomes, reverse=True)),
             f"exact at the pool = seed ({pool}); each further 1,000,000 in the pool (above the fixed "
-            f"sums) returns {float(slope * 1_000_000 / params.stake):.4f} more per unit of stake",
+            f"sums) returns {per_million.numerator / per_million.denominator:.4f} more per unit "
+            "of stake (display)",
         )
 
 
