@@ -122,9 +122,8 @@ def _classes() -> tuple[dict[int, tuple[int, int]], dict[int, tuple[int, int]]]:
         groups = sorted(counts.items(), key=lambda rc: (-rc[1], -rc[0]))
         order = tuple(r for r, _ in groups)
         shape = tuple(n for _, n in groups)
-        if len(shape) == 5:
-            ranks = sorted(combo, reverse=True)
-            high = _is_straight(ranks)
+        if len(shape) == 5:  # five ranks, already in decreasing order
+            high = _is_straight(combo)
             if high is not None:
                 entries.append((STRAIGHT, (high,), False, key, high))
                 sf = ROYAL_FLUSH if high == 12 else STRAIGHT_FLUSH
