@@ -168,7 +168,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         scorer = getattr(game, "score_report", None)
         if scorer is None:
             raise RulesError(f"{args.game} has no hand scoring; use settle", code="NOT_SUPPORTED")
-        data, text = scorer(cfg.rules, read_json_arg(args.hand, "--hand"))
+        data, text = scorer(cfg.rules, read_json_arg(args.hand, "--hand"), money=cfg.money)
     except (RulesError, ConfigInvalid) as exc:
         return _fail(exc)
     print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else text)

@@ -58,7 +58,7 @@ from .banker import (
 )
 from .base import JSON, MathLine, MathReport
 from .errors import OutcomeError, RoundStateError, RulesError
-from .money import fraction_str
+from .money import MoneyRules, fraction_str
 from .options import option
 
 REGULATION = "195/92/M"
@@ -555,7 +555,9 @@ class PaiKao(BankerGame[PaiKaoRules, PaiKaoOutcome]):
     def banker_detail(self, rules: PaiKaoRules, outcome: PaiKaoOutcome) -> Mapping[str, JSON]:
         return evaluate(*outcome.hand(outcome.setup.banker)).to_json()
 
-    def score_report(self, rules: PaiKaoRules, raw: JSON) -> tuple[dict[str, JSON], str]:
+    def score_report(
+        self, rules: PaiKaoRules, raw: JSON, money: MoneyRules | None = None
+    ) -> tuple[dict[str, JSON], str]:
         """``tablectl score paikao --hand '["2/4", "5/6"]'``: what two tiles are worth."""
         tiles = parse_tiles(raw, "hand")
         if len(tiles) != 2:
