@@ -1,0 +1,101 @@
+"""Typed events of a card shoe / shuffler-dealer, whatever its wire protocol.
+
+A vendor protocol plug-in emits these same events, so the round logic never knows
+which shoe is on the table. Cards use the rules core's notation (``AS``, ``TD``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..base import DeviceEvent
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardDealt(DeviceEvent):
+    """A card left the shoe. ``seq`` counts the cards dealt since the shuffle (1, 2, ...)."""
+
+    card: str
+    seq: int
+    position: int = 0
+    shuffle: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShuffleStarted(DeviceEvent):
+    shuffle: int
+    decks: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShuffleFinished(DeviceEvent):
+    shuffle: int
+    decks: int
+    cards: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeckChecked(DeviceEvent):
+    """Result of a deck check: the cards counted against ``decks`` full decks."""
+
+    shuffle: int
+    decks: int
+    counted: int
+    missing: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.extra
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShoeFault(DeviceEvent):
+    """A fault; ``fault`` is its stable code. ``seq``/``card`` name the card concerned, if any."""
+
+    fault: str = "SHOE_FAULT"
+    seq: int = 0
+    card: str | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShoeJam(ShoeFault):
+    fault: str = "JAM"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardMisread(ShoeFault):
+    """A card left the shoe but could not be identified: the dealer must handle it."""
+
+    fault: str = "MISREAD"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DuplicateCard(ShoeFault):
+    """A card read more times than the shoe holds it (a card was added, or a misread)."""
+
+    fault: str = "DUPLICATE_CARD"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DoorOpened(ShoeFault):
+    fault: str = "DOOR_OPEN"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SequenceGap(ShoeFault):
+    """The shoe's card count jumped: a card left without being reported (wrong draw order)."""
+
+    fault: str = "SEQUENCE_GAP"
+    expected: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShoeFaultCleared(DeviceEvent):
+    fault: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DoorClosed(ShoeFaultCleared):
+    fault: str = "DOOR_OPEN"
