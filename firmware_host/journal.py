@@ -1364,6 +1364,34 @@ class Journal:
             )
         ]
 
+    def replay_rounds(
+        self, table_id: str, from_seq: int, to_seq: int | None = None, *, limit: int = 1000
+    ) -> list[int]:
+        """Queue the stored payloads of finished rounds ``from_seq..to_seq`` again, in seq order.
+
+        For a floor system that found a gap in ``seq`` (a broker that lost messages it
+        had acknowledged): the same bytes under the same ``round_id``, so it is just
+        another duplicate for consumers that already have them. Rounds whose payload was
+        pruned (older than ``full_rounds``) are skipped. Returns the new outbox ids.
+        """
+        now = self._now()
+        sql = (
+            "SELECT r.round_id, s.payload FROM rounds r JOIN settlements s ON s.round_id = r.round_id "
+            "WHERE r.table_id = ? AND r.seq >= ?"
+        )
+        args: list[Any] = [table_id, from_seq]
+        if to_seq is not None:
+            sql += " AND r.seq <= ?"
+            args.append(to_seq)
+        args.append(limit)
+        with self._tx("replay_rounds") as db:
+            rows = db.execute(sql + " ORDER BY r.seq LIMIT ?", args).fetchall()
+            msgs = [
+                OutboxMessage(ROUNDS_TOPIC, text.encode("utf-8"), 1, False, rid)
+                for rid, text in rows
+            ]
+            return self._enqueue(db, msgs, now)
+
     def outbox_pending_count(self) -> int:
         return int(
             self._db.execute("SELECT COUNT(*) FROM outbox WHERE published_at IS NULL").fetchone()[0]

@@ -578,3 +578,17 @@ def test_commit_latency_is_measured_and_reported(
         print(f"\n  journal commit latency (this machine): {json.dumps(lat)}")
         print(f"  settle_round with 100 bets, wall p50 {p50:.3f} ms, max {max(wall) * 1e3:.3f} ms")
     assert p50 < 50  # generous: catches an accidental O(rounds) scan, not a slow disk
+
+
+def test_replay_rounds_requeues_the_same_bytes_in_seq_order(journal: Journal) -> None:
+    rids = [play_round(journal) for _ in range(4)]
+    first = {e.round_id: e.payload for e in journal.outbox_pending() if e.topic == "rounds"}
+    journal.outbox_mark_published([e.id for e in journal.outbox_pending()])
+    ids = journal.replay_rounds("t1", 2, 3)
+    again = journal.outbox_pending()
+    assert [e.id for e in again] == ids
+    assert [e.round_id for e in again] == rids[1:3]
+    assert [e.payload for e in again] == [first[r] for r in rids[1:3]]
+    assert journal.replay_rounds("t1", 99) == []
+    r = journal.open_round("t1", "roulette", RULES)  # in flight: nothing to replay
+    assert journal.replay_rounds("t1", r.seq) == []
