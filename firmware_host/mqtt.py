@@ -531,6 +531,9 @@ class FloorLink:
                     self._on_error(exc)
                 except (OSError, ssl.SSLError) as exc:
                     self._on_error(exc)
+                except Exception as exc:  # a bug or a journal error: log it, never stop trying
+                    log.exception("mqtt: unexpected error in the floor link")
+                    self._on_error(exc)
                 finally:
                     if self._connected.is_set():
                         self._connected.clear()
@@ -669,7 +672,11 @@ class FloorLink:
             self.stats.handler_errors += 1
             log.exception("mqtt: request handler failed on %s", rel)
             result = self._internal_error(rel, payload, exc)
-        self.respond(rel, result)
+        try:
+            self.respond(rel, result)
+        except TypeError:
+            self.stats.handler_errors += 1
+            log.exception("mqtt: request handler returned an unpublishable response on %s", rel)
 
     def _internal_error(self, rel: str, payload: bytes, exc: Exception) -> dict[str, JSON]:
         """The answer when the handler itself fails (it should answer every request itself)."""

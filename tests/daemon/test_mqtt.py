@@ -420,14 +420,15 @@ async def test_publish_latency_is_measured(
     ):
         await link.wait_idle(10)
         lat = []
-        for _ in range(50):
+        for i in range(51):
             r = journal.open_round("t1", "roulette", {"regulation": "60/2004"})
             payload = round_payload(r, [100] * 100)
             n = len(col.messages)
             t0 = time.perf_counter()
             journal.settle_round(r.round_id, 18, payload)
             await col.wait_for(lambda n=n: len(col.messages) > n, 5, "the round")
-            lat.append(col.messages[-1].at - t0)
+            if i:  # the first delivery to a fresh subscriber meets Nagle on the broker: warm-up
+                lat.append(col.messages[-1].at - t0)
         lat.sort()
         puback = link.stats.puback.summary()
     p50, p99 = lat[len(lat) // 2] * 1e3, lat[-1] * 1e3
@@ -436,3 +437,35 @@ async def test_publish_latency_is_measured(
             f"\n  settle->floor (100 bets, loopback mosquitto): p50 {p50:.2f} ms, max {p99:.2f} ms; PUBACK {puback}"
         )
     assert p50 < 100  # generous; the figure is what matters (docs/performance.md)
+
+
+async def test_a_journal_error_or_a_bad_handler_never_stops_the_link(
+    amqtt_broker: Any, journal: Journal
+) -> None:
+    import sqlite3
+
+    real = journal.outbox_pending
+    failures = [1]
+
+    def flaky(*a: Any, **kw: Any) -> Any:
+        if failures:
+            failures.pop()
+            raise sqlite3.OperationalError("disk I/O error")
+        return real(*a, **kw)
+
+    journal.outbox_pending = flaky  # type: ignore[method-assign]
+    link = FloorLink(settings_for(amqtt_broker), "t1", journal, handler=lambda t, p: 42)
+    async with (
+        Collector(amqtt_broker.host, amqtt_broker.port, f"{ROOT}/rounds", "floor-7") as col,
+        link,
+    ):
+        rid = play_round(journal)
+        await col.wait_for(lambda: col.on("rounds"), what="the round after the error")
+        assert col.on("rounds")[0].json()["round_id"] == rid
+        assert "disk I/O error" in link.stats.last_error
+        async with aiomqtt.Client(amqtt_broker.host, amqtt_broker.port) as floor:
+            await floor.publish(f"{ROOT}/bets/request", b'{"request_id":"r"}', qos=1)
+        deadline = asyncio.get_running_loop().time() + 5
+        while link.stats.handler_errors < 1 and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+        assert link.stats.handler_errors == 1 and link.connected
