@@ -1,0 +1,335 @@
+"""Lit result board drivers: the RS-485 reference protocol (``board-ref``) and a
+board of LEDs on GPIO pins (``board-gpio``, gpiozero ``LEDBoard``).
+
+Both take the same commands: ``show_areas``, ``show_sicbo``,
+``show_fish_prawn_crab``, ``show_number`` (roulette or fantan, with history),
+``show_road`` (baccarat), ``lamp_test``, ``clear``. A display command never fails
+because the board is offline: the driver keeps the display state, reports the
+board offline, and sends the whole state again when it answers again (returns
+False meanwhile).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from firmware_host.config import FieldSpec
+
+from ..base import DeviceTimeout, DriverError, HealthState, LinkError
+from ..common import DriverBase
+from ..reflink.driver import SERIAL_SETTINGS, RefDriver, resolve_settings
+from .codec import GAME_IDS, MAX_HISTORY, PROFILE, BoardResynced, check_number
+from .layouts import (
+    LAYOUTS,
+    LayoutError,
+    RoadEntry,
+    bitmap,
+    fpc_areas,
+    lamp_map,
+    lamps_for,
+    sicbo_areas,
+)
+
+
+class Unsupported(DriverError):
+    code = "UNSUPPORTED"
+
+
+def _layout_check(v: str) -> str | None:
+    return None if v in LAYOUTS else f"unknown layout; known: {', '.join(LAYOUTS)}"
+
+
+_DISPLAY_SETTINGS: dict[str, FieldSpec] = {
+    "layout": FieldSpec("str", required=True, doc="sicbo, fish-prawn-crab, roulette, fantan or baccarat",
+                        check=_layout_check),
+    "lamps": FieldSpec("table", {}, doc="area -> lamp number; empty: the layout's default order"),
+    "history": FieldSpec("int", 12, doc="numbers of history shown (roulette, fantan)", range=(0, MAX_HISTORY)),
+}
+
+
+def _check_lamps(settings: Mapping[str, Any]) -> list[str]:
+    lamps = settings.get("lamps") or {}
+    try:
+        lamp_map(settings["layout"], lamps)
+    except LayoutError as exc:
+        return [f"lamps: {exc}"]
+    bad = [k for k, v in lamps.items() if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2040]
+    return [f"lamps.{k}: lamp number must be an integer 0..2039" for k in bad]
+
+
+class BoardDisplay:
+    """What both board drivers share: the layout, area -> lamp, number history."""
+
+    settings: dict[str, Any]
+
+    def _init_display(self) -> None:
+        self.layout: str = self.settings["layout"]
+        self.lamps: dict[str, int] = lamp_map(self.layout, self.settings["lamps"] or None)
+        self.history: collections.deque[int] = collections.deque(maxlen=self.settings["history"] or None)
+        self.current: int | None = None
+        self.lit_areas: tuple[str, ...] = ()
+
+    def areas_for_dice(self, dice: Sequence[int]) -> tuple[str, ...]:
+        if self.layout == "sicbo":
+            return sicbo_areas(dice)
+        if self.layout == "fish-prawn-crab":
+            return fpc_areas(dice)
+        raise LayoutError(f"a {self.layout} board does not show dice")
+
+    def _number_game(self) -> str:
+        if self.layout not in GAME_IDS:
+            raise LayoutError(f"a {self.layout} board does not show numbers")
+        return self.layout
+
+    def _push_number(self, number: int, history: Sequence[int] | None) -> tuple[int, ...]:
+        game = self._number_game()
+        check_number(game, number)
+        if history is not None:
+            for n in history:
+                check_number(game, n)
+            self.history.clear()
+            self.history.extend(reversed(list(history)[: self.history.maxlen]))
+        elif self.current is not None:
+            self.history.append(self.current)
+        self.current = number
+        return tuple(reversed(self.history))
+
+    def display_status(self) -> dict[str, Any]:
+        return {"layout": self.layout, "areas": list(self.lit_areas), "number": self.current,
+                "history": list(reversed(self.history))}
+
+
+class BoardDriver(BoardDisplay, RefDriver):
+    """The reference RS-485 board. Several boards may share one port (one bus)."""
+
+    driver_name = "board-ref"
+    profile = PROFILE
+    SETTINGS: ClassVar[dict[str, FieldSpec]] = {**SERIAL_SETTINGS, **_DISPLAY_SETTINGS}
+    FAULT_CONDITIONS = frozenset({"LAMP_FAILURE"})
+
+    def __init__(self, name: str, settings: Mapping[str, Any], **kwargs: Any) -> None:
+        super().__init__(name, settings, **kwargs)
+        self._init_display()
+        #: Display layers, in the order a resync sends them: message name -> fields.
+        self.layers: dict[str, dict[str, Any]] = {}
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> list[str]:
+        return _check_lamps(settings)
+
+    async def _show(self, name: str, **values: Any) -> bool:
+        """Keep the layer, send it; False if the board did not take it (offline)."""
+        if name == "CLEAR":
+            self.layers.clear()
+        else:
+            self.layers[name] = values
+        if not self.online:
+            self.counters["display_deferred"] += 1
+            return False  # kept: the resync sends it when the board answers again
+        async with self._lock:
+            try:
+                await self.command(name, **values)
+            except (DeviceTimeout, LinkError):
+                self.counters["display_deferred"] += 1
+                self._need_resync = self._need_resync or "display change not acknowledged"
+                self._wake.set()  # poll now: the poll decides whether the board is offline
+                return False
+        return True
+
+    async def show_areas(self, areas: Iterable[str], *, blink: bool = False) -> bool:
+        """Light exactly these areas (names absent from the lamp map are skipped)."""
+        self.lit_areas = tuple(areas)
+        lamps = lamps_for(self.lit_areas, self.lamps)
+        return await self._show("LAMPS", mode=int(blink), bitmap=bitmap(lamps))
+
+    async def show_sicbo(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(sicbo_areas(dice))
+
+    async def show_fish_prawn_crab(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(fpc_areas(dice))
+
+    async def show_dice(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(self.areas_for_dice(dice))
+
+    async def show_number(self, number: int, history: Sequence[int] | None = None) -> bool:
+        """Show a roulette or fantan number; the previous one goes to the history
+        (or give ``history``, most recent first)."""
+        hist = self._push_number(number, history)
+        return await self._show("NUMBER", game=GAME_IDS[self.layout], number=number, history=bytes(hist))
+
+    async def show_road(self, entries: Iterable[RoadEntry | str]) -> bool:
+        """The baccarat road of the shoe so far, oldest first (``"B"``, ``"Pp"``, ``"Tbp"``...)."""
+        road = [e if isinstance(e, RoadEntry) else RoadEntry.parse(e) for e in entries]
+        if len(road) > 255:
+            road = road[-255:]
+        return await self._show("ROAD", entries=bytes(e.to_byte() for e in road))
+
+    async def lamp_test(self, ms: int = 3000) -> bool:
+        async with self._lock:
+            try:
+                await self.command("LAMP_TEST", ms=ms)
+            except (DeviceTimeout, LinkError):
+                return False
+        return True
+
+    async def clear(self) -> bool:
+        self.lit_areas, self.current = (), None
+        self.history.clear()
+        return await self._show("CLEAR")
+
+    async def resync(self, reason: str) -> int:
+        async with self._lock:
+            await self.command("CLEAR")
+            sent = 1
+            for name, values in list(self.layers.items()):
+                await self.command(name, **values)
+                sent += 1
+        self.emit(BoardResynced(device=self.name, reason=reason, messages=sent))
+        return sent
+
+    def status_extra(self) -> dict[str, Any]:
+        return {"board": self.display_status()}
+
+
+class GpioBoardDriver(BoardDisplay, DriverBase):
+    """A board of LEDs on GPIO pins (gpiozero ``LEDBoard``); lamp ``i`` is ``pins[i]``.
+
+    It can light areas and numbers (the number's own lamp, e.g. area ``"17"``);
+    it has no history or road display.
+    """
+
+    driver_name = "board-gpio"
+    SETTINGS: ClassVar[dict[str, FieldSpec]] = {
+        "pins": FieldSpec("int_list", required=True, doc="BCM pins of the lamps, lamp 0 first",
+                          check=lambda v: None if all(0 <= p <= 27 for p in v) and len(set(v)) == len(v)
+                          else "pins must be distinct BCM numbers 0..27"),
+        "active_high": FieldSpec("bool", True, doc="a lamp is lit when its pin is high"),
+        "blink_ms": FieldSpec("int", 500, doc="blink half-period", range=(50, 5000)),
+        **_DISPLAY_SETTINGS,
+    }
+
+    def __init__(self, name: str, settings: Mapping[str, Any], *, pin_factory: Any = None, **_: Any) -> None:
+        super().__init__(name)
+        self.settings = resolve_settings(self.SETTINGS, settings, f"devices.{name}")
+        self._init_display()
+        self.pin_factory = pin_factory
+        self.leds: Any = None
+        self._test_task: asyncio.Task[None] | None = None
+        self._lit: list[int] = []
+        self._blink = False
+
+    @classmethod
+    def check_settings(cls, settings: Mapping[str, Any]) -> list[str]:
+        problems = _check_lamps(settings)
+        if not problems:
+            n = len(settings["pins"])
+            lamps = lamp_map(settings["layout"], settings.get("lamps") or None)
+            over = sorted(a for a, i in lamps.items() if i >= n)
+            if over and settings.get("lamps"):
+                problems.append(f"lamps: {', '.join(over[:5])} beyond the {n} pins")
+        return problems
+
+    @classmethod
+    def used_pins(cls, settings: Mapping[str, Any]) -> Iterable[tuple[str, int]]:
+        return [(f"pins[{i}]", p) for i, p in enumerate(settings.get("pins") or ())]
+
+    async def start(self) -> None:
+        if self.leds is not None:
+            return
+        from gpiozero import LEDBoard
+
+        if self.pin_factory is None:
+            from ..gpio import make_pin_factory
+
+            self.pin_factory = make_pin_factory("auto")
+        try:
+            self.leds = LEDBoard(*self.settings["pins"], active_high=self.settings["active_high"],
+                                 pin_factory=self.pin_factory)
+        except Exception as exc:  # gpiozero raises many kinds (pin in use, no such pin)
+            self.set_health(HealthState.FAULT, "GPIO", f"cannot open the LED pins: {exc}")
+            return
+        self.set_health(HealthState.ONLINE)
+
+    async def stop(self) -> None:
+        if self._test_task is not None:
+            self._test_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._test_task
+            self._test_task = None
+        if self.leds is not None:
+            self.leds.close()
+            self.leds = None
+        self.set_health(HealthState.OFFLINE, "STOPPED", "stopped")
+        self.hub.close()
+
+    def _apply(self) -> None:
+        if self.leds is None or self._test_task is not None:
+            return
+        n = len(self.leds)
+        want = [i for i in self._lit if i < n]
+        self.leds.off()
+        if not want:
+            return
+        if self._blink:
+            half = self.settings["blink_ms"] / 1000
+            for i in want:
+                self.leds[i].blink(on_time=half, off_time=half)
+        else:
+            for i in want:
+                self.leds[i].on()
+
+    @property
+    def lit(self) -> list[int]:
+        """The lamps meant to be lit now (a lamp test aside)."""
+        return list(self._lit)
+
+    async def show_areas(self, areas: Iterable[str], *, blink: bool = False) -> bool:
+        self.lit_areas = tuple(areas)
+        self._lit, self._blink = lamps_for(self.lit_areas, self.lamps), blink
+        self._apply()
+        return self.leds is not None
+
+    async def show_sicbo(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(sicbo_areas(dice))
+
+    async def show_fish_prawn_crab(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(fpc_areas(dice))
+
+    async def show_dice(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(self.areas_for_dice(dice))
+
+    async def show_number(self, number: int, history: Sequence[int] | None = None) -> bool:
+        self._push_number(number, history)
+        return await self.show_areas([str(number)])
+
+    async def show_road(self, entries: Iterable[RoadEntry | str]) -> bool:
+        raise Unsupported(f"{self.name}: an LED board has no baccarat road display")
+
+    async def clear(self) -> bool:
+        self.current = None
+        self.history.clear()
+        return await self.show_areas(())
+
+    async def lamp_test(self, ms: int = 3000) -> bool:
+        if self.leds is None:
+            return False
+        if self._test_task is not None:
+            self._test_task.cancel()
+        self.leds.on()
+        self._test_task = asyncio.create_task(self._end_test(ms / 1000))
+        return True
+
+    async def _end_test(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+        self._test_task = None
+        self._apply()
+
+    def get_status(self) -> dict[str, Any]:
+        out = super().get_status()
+        out["board"] = {**self.display_status(), "lamps": self.lit, "testing": self._test_task is not None}
+        return out

@@ -1,0 +1,116 @@
+"""Jackpot sign driver over the reference protocol (``sign-ref``).
+
+Commands: ``show_amount`` (integer minor units), ``show_hit``, ``set_fault`` (the
+sign alternates the amount with the fault message), ``clear_fault``. Like the
+board, a command never fails because the sign is offline: the state is kept and
+sent again, whole, when the sign answers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from firmware_host.config import FieldSpec
+
+from ..base import DeviceTimeout, LinkError
+from ..reflink.driver import SERIAL_SETTINGS, RefDriver
+from .codec import PROFILE, SignResynced, format_amount
+
+_SIGN_SETTINGS: dict[str, FieldSpec] = {
+    "currency": FieldSpec("str", "MOP", doc="ISO 4217 currency shown",
+                          check=lambda v: None if len(v) == 3 and v.isascii() and v.isalpha() and v.isupper()
+                          else "must be a 3-letter ISO 4217 code"),
+    "minor_digits": FieldSpec("int", 2, doc="digits of the minor unit", range=(0, 4)),
+    "label": FieldSpec("str", "", doc="text shown with the amount, e.g. JACKPOT"),
+    "fault_period_ms": FieldSpec("int", 2000, doc="alternation period of amount and fault message",
+                                 range=(200, 60000)),
+}
+
+
+class SignDriver(RefDriver):
+    driver_name = "sign-ref"
+    profile = PROFILE
+    SETTINGS: ClassVar[dict[str, FieldSpec]] = {**SERIAL_SETTINGS, **_SIGN_SETTINGS}
+    FAULT_CONDITIONS = frozenset({"DISPLAY_FAULT"})
+
+    def __init__(self, name: str, settings: Mapping[str, Any], **kwargs: Any) -> None:
+        super().__init__(name, settings, **kwargs)
+        self.amount: int | None = None
+        self.fault_text: str | None = None
+        self.hit: tuple[int, str, float | None] | None = None  # amount, text, until (monotonic)
+        self._lock = asyncio.Lock()
+
+    def _amount_fields(self, amount: int) -> dict[str, Any]:
+        if isinstance(amount, bool) or not isinstance(amount, int) or not 0 <= amount < 1 << 64:
+            raise ValueError(f"amount must be a non-negative integer count of minor units, got {amount!r}")
+        return {"amount": amount, "digits": self.settings["minor_digits"], "currency": self.settings["currency"]}
+
+    async def _send(self, name: str, **values: Any) -> bool:
+        if not self.online:
+            self.counters["display_deferred"] += 1
+            return False
+        async with self._lock:
+            try:
+                await self.command(name, **values)
+            except (DeviceTimeout, LinkError):
+                self.counters["display_deferred"] += 1
+                self._need_resync = self._need_resync or "display change not acknowledged"
+                self._wake.set()  # poll now: the poll decides whether the sign is offline
+                return False
+        return True
+
+    async def show_amount(self, amount: int) -> bool:
+        """The progressive amount, in minor units."""
+        fields = self._amount_fields(amount)
+        self.amount = amount
+        if self.hit is not None and self.hit[2] is None:
+            self.hit = None
+        return await self._send("AMOUNT", **fields, label=self.settings["label"])
+
+    async def show_hit(self, amount: int, message: str = "JACKPOT", seconds: int = 30) -> bool:
+        """A jackpot hit: ``message`` and the amount won, for ``seconds`` (0: until the next amount)."""
+        fields = self._amount_fields(amount)
+        self.hit = (amount, message, self.clock() + seconds if seconds else None)
+        return await self._send("HIT", **fields, text=message, seconds=seconds)
+
+    async def set_fault(self, message: str) -> bool:
+        """Alternate the amount with ``message`` until :meth:`clear_fault`."""
+        self.fault_text = message
+        return await self._send("FAULT", text=message, period_ms=self.settings["fault_period_ms"])
+
+    async def clear_fault(self) -> bool:
+        self.fault_text = None
+        return await self._send("FAULT_CLEAR")
+
+    async def resync(self, reason: str) -> int:
+        sent = 0
+        async with self._lock:
+            if self.amount is not None:
+                await self.command("AMOUNT", **self._amount_fields(self.amount), label=self.settings["label"])
+                sent += 1
+            hit = self.hit
+            if hit is not None and (hit[2] is None or hit[2] > self.clock()):
+                left = 0 if hit[2] is None else max(1, round(hit[2] - self.clock()))
+                await self.command("HIT", **self._amount_fields(hit[0]), text=hit[1], seconds=left)
+                sent += 1
+            if self.fault_text is not None:
+                await self.command("FAULT", text=self.fault_text, period_ms=self.settings["fault_period_ms"])
+            else:
+                await self.command("FAULT_CLEAR")
+            sent += 1
+        self.emit(SignResynced(device=self.name, reason=reason, messages=sent))
+        return sent
+
+    def status_extra(self) -> dict[str, Any]:
+        s = self.settings
+        return {"sign": {
+            "amount": self.amount, "currency": s["currency"],
+            "text": None if self.amount is None else format_amount(self.amount, s["minor_digits"], s["currency"]),
+            "fault": self.fault_text,
+            "hit": None if self.hit is None else {"amount": self.hit[0], "message": self.hit[1]},
+        }}
+
+
+
