@@ -57,7 +57,14 @@ _WHEEL_AND_INPUT_DRIVERS: dict[str, str] = {
 # (drivers/shoe, drivers/shaker, drivers/board, drivers/sign) append their entries
 # HERE, e.g.  "shoe-ref": "drivers.shoe.driver:ShoeDriver",
 # Expected names: shoe-ref, shoe-ref-usb, shaker-ref, board-ref, board-gpio, sign-ref.
-_DEVICE_DRIVERS: dict[str, str] = {}
+_DEVICE_DRIVERS: dict[str, str] = {
+    "shoe-ref": "drivers.shoe.driver:ShoeDriver",
+    "shoe-ref-usb": "drivers.shoe.driver:UsbShoeDriver",
+    "shaker-ref": "drivers.shaker.driver:ShakerDriver",
+    "board-ref": "drivers.board.driver:BoardDriver",
+    "board-gpio": "drivers.board.driver:GpioBoardDriver",
+    "sign-ref": "drivers.sign.driver:SignDriver",
+}
 # ---------------------------------------------------------------------------------
 
 #: Configuration driver name -> ``"module:Class"``.

@@ -89,7 +89,9 @@ def _usb_problem(url: str) -> str | None:
 
 def resolve_settings(specs: Mapping[str, FieldSpec], settings: Mapping[str, Any], where: str) -> dict[str, Any]:
     """Validated settings with defaults (``driver``/``enabled`` ignored); ConfigInvalid if bad."""
-    data = {k: v for k, v in settings.items() if k not in ("driver", "enabled")}
+    # already-validated settings hold tuples where the TOML had lists
+    data = {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()
+            if k not in ("driver", "enabled")}
     errors: list[str] = []
     out = validate_fields(specs, data, where, errors)
     if errors:
