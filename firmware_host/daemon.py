@@ -106,6 +106,7 @@ class TableDaemon:
         self.link: FloorLink | None = None
         self.floor: FloorRequests | None = None
         self.drivers: dict[str, Any] = {}
+        self._device_kinds: dict[str, str] = {}
         self.procedure: Procedure | None = None
         self.console_settings: ConsoleSettings = cfg.section("console") or ConsoleSettings()
         self.lockout = Lockout(
@@ -220,24 +221,17 @@ class TableDaemon:
                 continue
             drv = create_driver(name, dev, pin_factory=self.pin_factory)
             self.drivers[name] = drv
+            self._device_kinds[name] = dev.driver
             await drv.start()
             self._tasks.append(asyncio.create_task(self._pump(name, drv), name=f"device-{name}"))
             self._device_snapshot(name, drv)
 
     def _device_snapshot(self, name: str, drv: Any) -> None:
+        """Mirror a driver's health on the retained ``devices/<name>`` topic (device.json)."""
         if self.link is None:
             return
-        h = drv.health
-        self.link.set_device(
-            name,
-            {
-                "availability": h.state.value if h.state.value != "fault" else "online",
-                "health": h.state.value,
-                "fault_code": h.code or None,
-                "fault_message": h.message or None,
-                "driver": type(drv).__name__,
-            },
-        )
+        kind = self._device_kinds.get(name, type(drv).__name__)
+        self.link.set_device(name, {**drv.health.to_json(), "kind": kind})
 
     async def _pump(self, name: str, drv: Any) -> None:
         from drivers.base import HealthChanged
