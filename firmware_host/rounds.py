@@ -115,6 +115,8 @@ class RoundEngine:
         #: Whether a result may be entered by a dealer/inspector command (fantan keypad,
         #: mah-jong and P'ai Kao declarations) rather than only read from a device.
         self.manual_results = True
+        #: The progressive jackpot (stud poker), or None.
+        self.jackpot: Any = None
         #: Why play is stopped (a latched fault), or None: no round opens while it says so.
         self.play_stop: Callable[[], str | None] = lambda: None
         #: Called with (round payload) after every committed settle/void (display, board).
@@ -310,6 +312,14 @@ class RoundEngine:
             b.to_bet() for b in self.journal.bets(self._current.round_id, include_cancelled=False)
         ]
 
+    def add_decision_bet(self, raw: Mapping[str, JSON]) -> Bet:
+        """A bet created by a player's decision after betting closed (stud raise,
+        blackjack double/split/insurance): validated by the rules core, journaled."""
+        rnd = self._require([Phase.CLOSED], "add a decision bet")
+        bet = self.game.parse_bet(self.rules, raw, self.cfg.limits)
+        self.journal.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
+        return bet
+
     def submit_result(self, raw_outcome: JSON, *, source: str = "device") -> Mapping[str, JSON]:
         """The round's outcome as read from the hardware: journal it, then settle.
 
@@ -321,6 +331,10 @@ class RoundEngine:
             raise RoundFault(f"round {rnd.round_id} already has its result", code="RESULT_TWICE")
         outcome = self.game.parse_outcome(self.rules, raw_outcome)
         canonical = self.game.outcome_json(outcome)
+        # Settle once, purely, before anything is journaled: an outcome that does not
+        # fit the round's bets (a stud place dealt without an ante...) is refused here
+        # and the round stays as it was, for the dealer to correct or void.
+        self.game.settle(self.rules, outcome, self.bets(), self.cfg.money)
         self._current = self.journal.set_phase(
             rnd.round_id,
             Phase.RESULT.value,
@@ -333,13 +347,38 @@ class RoundEngine:
     def _settle(self, rnd: RoundRecord) -> Mapping[str, JSON]:
         outcome = self.game.parse_outcome(self.rules, rnd.outcome)
         bets = [b.to_bet() for b in self.journal.bets(rnd.round_id, include_cancelled=False)]
-        settlement = self.game.settle(self.rules, outcome, bets, self.cfg.money)
         extras: dict[str, JSON] = {}
+        hits: list[Any] = []
+        jp_state = None
+        jackpot = self.jackpot
+        if jackpot is not None:
+            settlement, extras["jackpot"], hits = jackpot.settle(
+                self.game, self.rules, outcome, bets, self.cfg.money, rnd.round_id
+            )
+            assert jackpot._pending_meter is not None
+            jp_state = jackpot._pending_meter.to_json()
+        else:
+            settlement = self.game.settle(self.rules, outcome, bets, self.cfg.money)
         for hook in self.settlement_hooks:
             extras.update(hook(rnd, settlement))
         at = self._clock()
         payload = self._payload(rnd, "settled", settlement.to_json(), at, extras=extras)
-        self.journal.settle_round(rnd.round_id, rnd.outcome, payload, at=at)
+        try:
+            self.journal.settle_round(
+                rnd.round_id,
+                rnd.outcome,
+                payload,
+                jp_state,
+                jackpot_name="progressive",
+                jackpot_hits=hits,
+                at=at,
+            )
+        except BaseException:
+            if jackpot is not None:
+                jackpot.discard()
+            raise
+        if jackpot is not None:
+            jackpot.committed(bool(hits))
         self._finished(payload)
         return payload
 
@@ -356,7 +395,20 @@ class RoundEngine:
             dict(b.to_bet().to_json(), result="refund", payout=0, commission=0, net=0, breakage="0")
             for b in bets
         ]
-        stakes = sum(b.stake for b in bets)
+        jackpot = self.jackpot
+        jp_state = None
+        extras: dict[str, JSON] = {}
+        if jackpot is not None:
+            # 61/2004 art. 11 1), 4): a void deal's jackpot bets go to the next game.
+            carried = [b.to_bet() for b in bets if b.bet_type == "jackpot"]
+            jp_state = jackpot.void(carried).to_json()
+            refunded = [r for r in refunded if r["bet_type"] != "jackpot"]
+            extras["jackpot"] = {
+                "contributions": [],
+                "hits": [],
+                "carried": [b.to_json() for b in carried],
+            }
+        stakes = sum(r["stake"] for r in refunded)
         body = {
             "game": self.cfg.game_id,
             "outcome": rnd.outcome,
@@ -371,14 +423,23 @@ class RoundEngine:
             },
         }
         at = self._clock()
-        payload = self._payload(rnd, "void", body, at, void_reason=reason)
-        self.journal.void_round(
-            rnd.round_id,
-            reason,
-            payload,
-            at=at,
-            events=[("round_void_source", {"round_id": rnd.round_id, "source": source})],
-        )
+        payload = self._payload(rnd, "void", body, at, void_reason=reason, extras=extras)
+        try:
+            self.journal.void_round(
+                rnd.round_id,
+                reason,
+                payload,
+                at=at,
+                jackpot_state=jp_state,
+                jackpot_name="progressive",
+                events=[("round_void_by", {"round_id": rnd.round_id, "source": source})],
+            )
+        except BaseException:
+            if jackpot is not None:
+                jackpot.discard()
+            raise
+        if jackpot is not None:
+            jackpot.committed(False)
         self._finished(payload)
         return payload
 

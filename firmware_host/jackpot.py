@@ -1,0 +1,418 @@
+"""The progressive jackpot controller: the stud poker jackpot (61/2004 art. 10-11)
+made durable, with a meter maximum, overflow, parameter changes after the next hit,
+two-step hits, audit meters and a rate-limited display.
+
+The rules of the pool are the pure component ``firmware_host/games/jackpot.py``; this
+module adds what a casino's meter needs on top, also as pure functions
+(:func:`apply_meter`), and the glue to the journal, the floor link and the sign:
+
+- **Maximum and overflow.** With ``[jackpot] meter_max`` set, the meter never shows
+  more: contributions above it go to ``overflow``, a reserve that is added back to
+  the pool after the next hit (up to the maximum again). Nothing is lost.
+- **Parameter changes** (console ``jackpot-param``) wait in ``pending`` and take
+  effect right after the next hit, so a hand is never paid under rules changed
+  mid-cycle.
+- **Two-step hits.** A hit is recorded in the same journal transaction that settles
+  its round (step 1); the payment is confirmed later by the attendant (console
+  ``jackpot-paid`` or the ``jackpot_paid`` command, step 2). A crash between the two
+  neither loses nor repeats the hit: its id is unique and both steps are idempotent.
+- **Audit meters.** ``credited``, ``paid_from_pool``, ``seeded``, ``adjusted`` add up
+  over the meter's life so that, always, ``pool + overflow == initial_seed +
+  credited - paid_from_pool + seeded + adjusted``. A mismatch at start-up latches
+  the ``JACKPOT_METER_MISMATCH`` fault, which stops play until cleared.
+- **Display.** ``jackpot`` on MQTT and the jackpot sign are updated at once on a hit
+  and at most every ``display_ms`` while the pool grows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .config import FieldSpec, register_section, validate_fields
+from .games import jackpot as jp
+from .games.base import Bet, Settlement
+from .journal import JackpotHit, Journal, iso_utc, utc_now
+
+log = logging.getLogger(__name__)
+
+JSON = Any
+NAME = "progressive"
+
+JACKPOT_SPECS: dict[str, FieldSpec] = {
+    "meter_max": FieldSpec(
+        "int", 0, doc="most the meter may show, minor units (0: no maximum)", range=(0, 10**13)
+    ),
+    "display_ms": FieldSpec(
+        "int",
+        1000,
+        doc="minimum interval of display updates while the pool grows",
+        range=(100, 60000),
+    ),
+    "sign": FieldSpec("str", "", doc="device name of the jackpot sign ('' = MQTT only)"),
+}
+
+
+def _validate(data: Any, path: str, errors: list[str]) -> dict[str, Any]:
+    return validate_fields(JACKPOT_SPECS, data, path, errors)
+
+
+register_section("jackpot", _validate)
+
+
+@dataclass(frozen=True)
+class Meter:
+    """Everything persisted for the jackpot (``Journal.jackpot_state("progressive")``)."""
+
+    state: jp.JackpotState
+    initial_seed: int
+    meter_max: int | None = None
+    overflow: int = 0
+    pending: jp.JackpotParams | None = None
+    credited: int = 0
+    paid_from_pool: int = 0
+    seeded: int = 0
+    adjusted: int = 0
+    hits: int = 0
+
+    @property
+    def pool(self) -> int:
+        return self.state.pool
+
+    def expected_total(self) -> int:
+        return self.initial_seed + self.credited - self.paid_from_pool + self.seeded + self.adjusted
+
+    def balanced(self) -> bool:
+        return self.pool + self.overflow == self.expected_total()
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "state": self.state.to_json(),
+            "initial_seed": self.initial_seed,
+            "meter_max": self.meter_max,
+            "overflow": self.overflow,
+            "pending_params": self.pending.to_json() if self.pending else None,
+            "meters": {
+                "credited": self.credited,
+                "paid_from_pool": self.paid_from_pool,
+                "seeded": self.seeded,
+                "adjusted": self.adjusted,
+                "hits": self.hits,
+            },
+        }
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> Meter:
+        m = data.get("meters", {})
+        pending = data.get("pending_params")
+        return Meter(
+            state=jp.JackpotState.from_json(data["state"]),
+            initial_seed=int(data["initial_seed"]),
+            meter_max=data.get("meter_max"),
+            overflow=int(data.get("overflow", 0)),
+            pending=jp.JackpotParams.from_json(pending) if pending else None,
+            credited=int(m.get("credited", 0)),
+            paid_from_pool=int(m.get("paid_from_pool", 0)),
+            seeded=int(m.get("seeded", 0)),
+            adjusted=int(m.get("adjusted", 0)),
+            hits=int(m.get("hits", 0)),
+        )
+
+
+def new_meter(params: jp.JackpotParams, meter_max: int | None = None) -> Meter:
+    return Meter(jp.initial_state(params), params.seed, meter_max)
+
+
+def _cap(meter: Meter) -> Meter:
+    """Move anything above the maximum into overflow."""
+    if meter.meter_max is not None and meter.pool > meter.meter_max:
+        excess = meter.pool - meter.meter_max
+        return replace(
+            meter,
+            state=replace(meter.state, pool=meter.meter_max),
+            overflow=meter.overflow + excess,
+        )
+    return meter
+
+
+def apply_meter(meter: Meter, jr: jp.JackpotRound) -> Meter:
+    """Fold one round's jackpot result into the meter (pure).
+
+    Contributions and payments come from the pure component; then, after a hit, the
+    overflow reserve flows back into the pool and pending parameters take effect;
+    finally the maximum caps the pool again.
+    """
+    paid = sum(p.from_pool for p in jr.payments)
+    m = replace(
+        meter,
+        state=jr.state,
+        credited=meter.credited + jr.credited,
+        paid_from_pool=meter.paid_from_pool + paid,
+        seeded=meter.seeded + jr.seeded,
+        hits=meter.hits + len(jr.payments),
+    )
+    if jr.payments:
+        if m.overflow:
+            m = replace(m, state=replace(m.state, pool=m.pool + m.overflow), overflow=0)
+        if m.pending is not None:
+            m = replace(m, state=replace(m.state, params=m.pending), pending=None)
+    return _cap(m)
+
+
+def adjust_meter(meter: Meter, amount: int) -> Meter:
+    """A privileged adjustment (the pool never goes below zero)."""
+    if meter.pool + amount < 0:
+        raise ValueError(f"an adjustment of {amount} would make the pool negative ({meter.pool})")
+    m = replace(
+        meter,
+        state=replace(meter.state, pool=meter.pool + amount),
+        adjusted=meter.adjusted + amount,
+    )
+    return _cap(m)
+
+
+def reset_meter(meter: Meter) -> Meter:
+    """A privileged reset to the seed (recorded as an adjustment; overflow kept)."""
+    return adjust_meter(meter, meter.state.params.seed - meter.pool)
+
+
+PARAM_KEYS = tuple(f.name for f in dataclasses.fields(jp.JackpotParams))
+
+
+def with_param(params: jp.JackpotParams, key: str, value: str) -> jp.JackpotParams:
+    if key not in PARAM_KEYS:
+        raise ValueError(f"unknown jackpot parameter {key!r}; known: {', '.join(PARAM_KEYS)}")
+    data = params.to_json()
+    data[key] = value
+    return jp.JackpotParams.from_json(data)
+
+
+@dataclass
+class JackpotController:
+    """The daemon's jackpot: meter state, settlement, display."""
+
+    journal: Journal
+    params: jp.JackpotParams
+    meter_max: int | None = None
+    display_ms: int = 1000
+    currency: str = "MOP"
+    link: Any = None
+    sign: Any = None
+    meter: Meter = field(init=False)
+    _last_display: float = 0.0
+    _display_due: bool = False
+    _pending_meter: Meter | None = None
+
+    def __post_init__(self) -> None:
+        saved = self.journal.jackpot_state(NAME)
+        if saved is None:
+            self.meter = new_meter(self.params, self.meter_max)
+            self.journal.save_jackpot_state(
+                self.meter.to_json(),
+                name=NAME,
+                events=[("jackpot_installed", {"seed": self.params.seed})],
+            )
+        else:
+            self.meter = replace(Meter.from_json(saved), meter_max=self.meter_max)
+            if self.params != self.meter.state.params and self.params != self.meter.pending:
+                # The configured parameters changed: they take effect after the next hit.
+                self.meter = replace(self.meter, pending=self.params)
+                self.journal.save_jackpot_state(
+                    self.meter.to_json(),
+                    name=NAME,
+                    events=[
+                        (
+                            "jackpot_param_pending",
+                            {"source": "configuration", "effective": "after the next hit"},
+                        )
+                    ],
+                )
+
+    # -- settlement (called by the round engine inside its settle) ---------------
+    def settle(
+        self, game: Any, rules: Any, outcome: Any, bets: Sequence[Bet], money: Any, round_id: str
+    ) -> tuple[Settlement, dict[str, JSON], list[JackpotHit]]:
+        """Settle a round with the jackpot; returns (settlement, the round payload's
+        ``jackpot`` object, the hits to record). The new meter becomes current only
+        when :meth:`committed` is called after the journal commit."""
+        settlement, new_state = game.settle_with_jackpot(
+            rules, outcome, bets, money, self.meter.state
+        )
+        info = settlement.extras.get("jackpot")
+        if info is None:  # no jackpot bet in play: the state may still have changed (carried)
+            meter = replace(self.meter, state=new_state)
+            payments: list[JSON] = []
+            contributions: list[JSON] = []
+            credited = 0
+        else:
+            jr = _round_from(info, new_state)
+            meter = apply_meter(self.meter, jr)
+            payments = list(info["payments"])
+            contributions = list(info["contributions"])
+            credited = jr.credited
+        hits = [
+            JackpotHit(
+                f"{round_id}:{p['bet_id']}",
+                p["prize"],
+                round_id,
+                {"seat": p["seat"], "hand": p["hand"], "basis": p["basis"], "bet_id": p["bet_id"]},
+                NAME,
+            )
+            for p in payments
+        ]
+        self._pending_meter = meter
+        summary = {
+            "contributions": contributions,
+            "hits": [dict(p, hit_id=h.hit_id) for p, h in zip(payments, hits, strict=True)],
+            "credited": credited,
+            "pool_before": self.meter.pool,
+            "pool_after": meter.pool,
+            "overflow": meter.overflow,
+        }
+        return settlement, summary, hits
+
+    def void(self, bets: Sequence[Bet]) -> Meter:
+        """Art. 11 1), 4): the jackpot bets of a void game are carried to the next."""
+        carried = [
+            jp.JackpotBet(b.seat, b.stake, b.bet_id) for b in bets if b.bet_type == "jackpot"
+        ]
+        meter = replace(self.meter, state=jp.void_round(self.meter.state, carried))
+        self._pending_meter = meter
+        return meter
+
+    def committed(self, hit: bool) -> None:
+        """The journal committed the round: make the new meter current and display it."""
+        pending = getattr(self, "_pending_meter", None)
+        if pending is not None:
+            self.meter = pending
+            self._pending_meter = None
+        self.display(force=hit)
+
+    def discard(self) -> None:
+        self._pending_meter = None
+
+    # -- privileged operations (console) ------------------------------------------
+    def _save(self, meter: Meter, event: str, data: Mapping[str, JSON]) -> JSON:
+        self.journal.save_jackpot_state(meter.to_json(), name=NAME, events=[(event, dict(data))])
+        self.meter = meter
+        self.display(force=True)
+        return self.get_status()
+
+    def adjust(self, amount: int, *, reason: str, who: str) -> JSON:
+        return self._save(
+            adjust_meter(self.meter, amount),
+            "jackpot_adjusted",
+            {"amount": amount, "reason": reason, "operator": who, "pool": self.meter.pool + amount},
+        )
+
+    def reset(self, *, reason: str, who: str) -> JSON:
+        return self._save(
+            reset_meter(self.meter),
+            "jackpot_reset",
+            {"reason": reason, "operator": who, "from": self.meter.pool},
+        )
+
+    def set_param(self, key: str, value: str, *, reason: str, who: str) -> JSON:
+        base = self.meter.pending or self.meter.state.params
+        new = with_param(base, key, value)
+        return self._save(
+            replace(self.meter, pending=new),
+            "jackpot_param_pending",
+            {
+                "key": key,
+                "value": value,
+                "reason": reason,
+                "operator": who,
+                "effective": "after the next hit",
+            },
+        )
+
+    def confirm_payment(self, hit_id: str, *, who: str, reason: str = "") -> JSON:
+        record, changed = self.journal.confirm_jackpot_payment(hit_id, {"by": who, "note": reason})
+        return {"hit_id": hit_id, "paid": True, "already": not changed, "amount": record.amount}
+
+    # -- display --------------------------------------------------------------------
+    def display_payload(self) -> dict[str, JSON]:
+        hits = self.journal.jackpot_hits(1, name=NAME)
+        last = hits[0].to_json() if hits else None
+        return {
+            "name": NAME,
+            "amount": self.meter.pool,
+            "currency": self.currency,
+            "last_hit": last,
+            "fault": None if self.meter.balanced() else "JACKPOT_METER_MISMATCH",
+        }
+
+    def display(self, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_display < self.display_ms / 1000:
+            self._display_due = True
+            return
+        self._last_display = now
+        self._display_due = False
+        payload = self.display_payload()
+        if self.link is not None:
+            try:
+                self.link.set_jackpot(payload)
+            except Exception:
+                log.exception("jackpot display on MQTT failed")
+        if self.sign is not None:
+            show = getattr(self.sign, "show_amount", None)
+            if show is not None:
+                try:
+                    res = show(self.meter.pool, self.currency)
+                    if hasattr(res, "__await__"):
+                        import asyncio
+
+                        asyncio.ensure_future(res)
+                except Exception:
+                    log.exception("jackpot sign update failed")
+
+    def flush_display(self) -> None:
+        """Called periodically: publish a display update that the rate limit held back."""
+        if self._display_due:
+            self.display(force=False)
+
+    def get_status(self) -> dict[str, JSON]:
+        m = self.meter
+        return {
+            "pool": m.pool,
+            "currency": self.currency,
+            "overflow": m.overflow,
+            "meter_max": m.meter_max,
+            "params": m.state.params.to_json(),
+            "pending_params": m.pending.to_json() if m.pending else None,
+            "carried_bets": [b.to_json() for b in m.state.carried],
+            "meters": m.to_json()["meters"],
+            "balanced": m.balanced(),
+            "unpaid_hits": [h.to_json() for h in self.journal.unpaid_jackpot_hits()],
+            "last_hits": [h.to_json() for h in self.journal.jackpot_hits(25, name=NAME)],
+            "at": iso_utc(utc_now()),
+        }
+
+
+def _round_from(info: Mapping[str, Any], state: jp.JackpotState) -> jp.JackpotRound:
+    """Rebuild the parts of a JackpotRound that apply_meter needs from its JSON."""
+    payments = tuple(
+        jp.Payment(
+            p["seat"],
+            p["bet_id"],
+            p["hand"],
+            p["prize"],
+            p["basis"],
+            p["from_pool"],
+            p["house_funded"],
+            p["pool_before"],
+            p["pool_after"],
+            p["seeded"],
+            p.get("shared_by", 1),
+        )
+        for p in info["payments"]
+    )
+    return jp.JackpotRound(
+        info["pool_before"], (), info["credited"], payments, info["seeded"], state
+    )
