@@ -26,6 +26,7 @@ module adds what a casino's meter needs on top, also as pure functions
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
@@ -206,6 +207,7 @@ class JackpotController:
     _last_display: float = 0.0
     _display_due: bool = False
     _pending_meter: Meter | None = None
+    _sign_task: Any = None
 
     def __post_init__(self) -> None:
         saved = self.journal.jackpot_state(NAME)
@@ -365,10 +367,8 @@ class JackpotController:
             if show is not None:
                 try:
                     res = show(self.meter.pool, self.currency)
-                    if hasattr(res, "__await__"):
-                        import asyncio
-
-                        asyncio.ensure_future(res)
+                    if asyncio.iscoroutine(res):
+                        self._sign_task = asyncio.ensure_future(res)
                 except Exception:
                     log.exception("jackpot sign update failed")
 
