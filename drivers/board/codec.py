@@ -19,24 +19,58 @@ GAME_IDS = {v: k for k, v in GAMES.items()}
 MAX_HISTORY = 20
 
 PROFILE = Profile(
-    "board", PROFILE_ID, 1, 0,
+    "board",
+    PROFILE_ID,
+    1,
+    0,
     (
         MessageDef(0x40, "CLEAR", Sender.HOST, (), "Every layer off."),
-        MessageDef(0x41, "LAMPS", Sender.HOST, (
-            f("mode", "u8", "0 steady, 1 blinking"),
-            f("bitmap", "bytes", "lamp i is bit (i mod 8) of byte i div 8; lamps not in the map are off"),
-        ), "The lamps of the layout's areas: exactly these are lit."),
-        MessageDef(0x42, "NUMBER", Sender.HOST, (
-            f("game", "u8", "1 roulette (0..36), 2 fantan (1..4)"),
-            f("number", "u8", "the result to show"),
-            f("history", "bytes", f"earlier results, most recent first (up to {MAX_HISTORY})"),
-        ), "A number and its history."),
-        MessageDef(0x43, "ROAD", Sender.HOST, (
-            f("entries", "bytes", "baccarat coups oldest first: winner (1 B, 2 P, 3 T) | 0x10 banker pair "
-                                  "| 0x20 player pair"),
-        ), "The baccarat road of the shoe; the board draws its own road views from it."),
-        MessageDef(0x44, "LAMP_TEST", Sender.HOST, (f("ms", "u16", "duration of the test"),),
-                   "Light every lamp and segment for ``ms``, then show the layers again."),
+        MessageDef(
+            0x41,
+            "LAMPS",
+            Sender.HOST,
+            (
+                f("mode", "u8", "0 steady, 1 blinking"),
+                f(
+                    "bitmap",
+                    "bytes",
+                    "lamp i is bit (i mod 8) of byte i div 8; lamps not in the map are off",
+                ),
+            ),
+            "The lamps of the layout's areas: exactly these are lit.",
+        ),
+        MessageDef(
+            0x42,
+            "NUMBER",
+            Sender.HOST,
+            (
+                f("game", "u8", "1 roulette (0..36), 2 fantan (1..4)"),
+                f("number", "u8", "the result to show"),
+                f("history", "bytes", f"earlier results, most recent first (up to {MAX_HISTORY})"),
+            ),
+            "A number and its history.",
+        ),
+        MessageDef(
+            0x43,
+            "ROAD",
+            Sender.HOST,
+            (
+                f(
+                    "entries",
+                    "bytes",
+                    "baccarat coups oldest first: winner (1 B, 2 P, 3 T) | 0x10 banker pair "
+                    "| 0x20 player pair",
+                ),
+            ),
+            "The baccarat road of the shoe; the board draws its own road views from it.",
+        ),
+        MessageDef(
+            0x44,
+            "LAMP_TEST",
+            Sender.HOST,
+            (f("ms", "u16", "duration of the test"),),
+            "Light every lamp and segment for ``ms``, then show the layers again.",
+        ),
     ),
     conditions={0: "LAMP_FAILURE", 1: "STATE_LOST", 2: "LAMP_TEST"},
 )

@@ -44,10 +44,16 @@ def _layout_check(v: str) -> str | None:
 
 
 _DISPLAY_SETTINGS: dict[str, FieldSpec] = {
-    "layout": FieldSpec("str", required=True, doc="sicbo, fish-prawn-crab, roulette, fantan or baccarat",
-                        check=_layout_check),
+    "layout": FieldSpec(
+        "str",
+        required=True,
+        doc="sicbo, fish-prawn-crab, roulette, fantan or baccarat",
+        check=_layout_check,
+    ),
     "lamps": FieldSpec("table", {}, doc="area -> lamp number; empty: the layout's default order"),
-    "history": FieldSpec("int", 12, doc="numbers of history shown (roulette, fantan)", range=(0, MAX_HISTORY)),
+    "history": FieldSpec(
+        "int", 12, doc="numbers of history shown (roulette, fantan)", range=(0, MAX_HISTORY)
+    ),
 }
 
 
@@ -57,7 +63,11 @@ def _check_lamps(settings: Mapping[str, Any]) -> list[str]:
         lamp_map(settings["layout"], lamps)
     except LayoutError as exc:
         return [f"lamps: {exc}"]
-    bad = [k for k, v in lamps.items() if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2040]
+    bad = [
+        k
+        for k, v in lamps.items()
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2040
+    ]
     return [f"lamps.{k}: lamp number must be an integer 0..2039" for k in bad]
 
 
@@ -69,7 +79,9 @@ class BoardDisplay:
     def _init_display(self) -> None:
         self.layout: str = self.settings["layout"]
         self.lamps: dict[str, int] = lamp_map(self.layout, self.settings["lamps"] or None)
-        self.history: collections.deque[int] = collections.deque(maxlen=self.settings["history"] or None)
+        self.history: collections.deque[int] = collections.deque(
+            maxlen=self.settings["history"] or None
+        )
         self.current: int | None = None
         self.lit_areas: tuple[str, ...] = ()
 
@@ -99,8 +111,12 @@ class BoardDisplay:
         return tuple(reversed(self.history))
 
     def display_status(self) -> dict[str, Any]:
-        return {"layout": self.layout, "areas": list(self.lit_areas), "number": self.current,
-                "history": list(reversed(self.history))}
+        return {
+            "layout": self.layout,
+            "areas": list(self.lit_areas),
+            "number": self.current,
+            "history": list(reversed(self.history)),
+        }
 
 
 class BoardDriver(BoardDisplay, RefDriver):
@@ -160,7 +176,9 @@ class BoardDriver(BoardDisplay, RefDriver):
         """Show a roulette or fantan number; the previous one goes to the history
         (or give ``history``, most recent first)."""
         hist = self._push_number(number, history)
-        return await self._show("NUMBER", game=GAME_IDS[self.layout], number=number, history=bytes(hist))
+        return await self._show(
+            "NUMBER", game=GAME_IDS[self.layout], number=number, history=bytes(hist)
+        )
 
     async def show_road(self, entries: Iterable[RoadEntry | str]) -> bool:
         """The baccarat road of the shoe so far, oldest first (``"B"``, ``"Pp"``, ``"Tbp"``...)."""
@@ -205,15 +223,24 @@ class GpioBoardDriver(BoardDisplay, DriverBase):
 
     driver_name = "board-gpio"
     SETTINGS: ClassVar[dict[str, FieldSpec]] = {
-        "pins": FieldSpec("int_list", required=True, doc="BCM pins of the lamps, lamp 0 first",
-                          check=lambda v: None if all(0 <= p <= 27 for p in v) and len(set(v)) == len(v)
-                          else "pins must be distinct BCM numbers 0..27"),
+        "pins": FieldSpec(
+            "int_list",
+            required=True,
+            doc="BCM pins of the lamps, lamp 0 first",
+            check=lambda v: (
+                None
+                if all(0 <= p <= 27 for p in v) and len(set(v)) == len(v)
+                else "pins must be distinct BCM numbers 0..27"
+            ),
+        ),
         "active_high": FieldSpec("bool", True, doc="a lamp is lit when its pin is high"),
         "blink_ms": FieldSpec("int", 500, doc="blink half-period", range=(50, 5000)),
         **_DISPLAY_SETTINGS,
     }
 
-    def __init__(self, name: str, settings: Mapping[str, Any], *, pin_factory: Any = None, **_: Any) -> None:
+    def __init__(
+        self, name: str, settings: Mapping[str, Any], *, pin_factory: Any = None, **_: Any
+    ) -> None:
         super().__init__(name)
         self.settings = resolve_settings(self.SETTINGS, settings, f"devices.{name}")
         self._init_display()
@@ -248,8 +275,11 @@ class GpioBoardDriver(BoardDisplay, DriverBase):
 
             self.pin_factory = make_pin_factory("auto")
         try:
-            self.leds = LEDBoard(*self.settings["pins"], active_high=self.settings["active_high"],
-                                 pin_factory=self.pin_factory)
+            self.leds = LEDBoard(
+                *self.settings["pins"],
+                active_high=self.settings["active_high"],
+                pin_factory=self.pin_factory,
+            )
         except Exception as exc:  # gpiozero raises many kinds (pin in use, no such pin)
             self.set_health(HealthState.FAULT, "GPIO", f"cannot open the LED pins: {exc}")
             return
@@ -331,5 +361,9 @@ class GpioBoardDriver(BoardDisplay, DriverBase):
 
     def get_status(self) -> dict[str, Any]:
         out = super().get_status()
-        out["board"] = {**self.display_status(), "lamps": self.lit, "testing": self._test_task is not None}
+        out["board"] = {
+            **self.display_status(),
+            "lamps": self.lit,
+            "testing": self._test_task is not None,
+        }
         return out

@@ -25,7 +25,9 @@ class LayoutError(DriverError, ValueError):
 
 def _check_dice(dice: Sequence[int], n: int = 3) -> tuple[int, ...]:
     d = tuple(dice)
-    if len(d) != n or any(isinstance(x, bool) or not isinstance(x, int) or not 1 <= x <= 6 for x in d):
+    if len(d) != n or any(
+        isinstance(x, bool) or not isinstance(x, int) or not 1 <= x <= 6 for x in d
+    ):
         raise LayoutError(f"expected {n} dice with faces 1..6, got {dice!r}")
     return d
 
@@ -69,7 +71,9 @@ def sicbo_areas(dice: Sequence[int]) -> tuple[str, ...]:
         out.append(f"pair-single-{pair}-{single}")
     if len(counts) == 3:
         out.append("three-{}-{}-{}".format(*faces))  # art. 5 10)
-        out += ["four-{}-{}-{}-{}".format(*sorted((*faces, x))) for x in range(1, 7) if x not in counts]  # 13)
+        out += [
+            "four-{}-{}-{}-{}".format(*sorted((*faces, x))) for x in range(1, 7) if x not in counts
+        ]  # 13)
     return tuple(out)
 
 
@@ -141,11 +145,17 @@ class RoadEntry:
     def parse(text: str) -> RoadEntry:
         """``B``, ``P``, ``T``, optionally followed by ``b`` (banker pair) and/or ``p`` (player pair)."""
         if not text or text[0] not in WINNERS or set(text[1:]) - {"b", "p"}:
-            raise LayoutError(f"not a road entry: {text!r} (B, P or T, then optional b and p for pairs)")
+            raise LayoutError(
+                f"not a road entry: {text!r} (B, P or T, then optional b and p for pairs)"
+            )
         return RoadEntry(text[0], "b" in text[1:], "p" in text[1:])
 
     def to_byte(self) -> int:
-        return WINNERS[self.winner] | (0x10 if self.banker_pair else 0) | (0x20 if self.player_pair else 0)
+        return (
+            WINNERS[self.winner]
+            | (0x10 if self.banker_pair else 0)
+            | (0x20 if self.player_pair else 0)
+        )
 
     @staticmethod
     def from_byte(b: int) -> RoadEntry:
@@ -175,7 +185,9 @@ def lamp_map(layout: str, overrides: Mapping[str, int] | None = None) -> dict[st
     if overrides:
         unknown = set(overrides) - set(LAYOUTS[layout])
         if unknown:
-            raise LayoutError(f"{layout}: unknown areas in the lamp map: {', '.join(sorted(unknown))}")
+            raise LayoutError(
+                f"{layout}: unknown areas in the lamp map: {', '.join(sorted(unknown))}"
+            )
         return dict(overrides)
     return {a: i for i, a in enumerate(LAYOUTS[layout])}
 

@@ -64,5 +64,10 @@ class BoardModel(DeviceModel):
         return int(self.lamp_failure) | int(self.state_lost) << 1 | int(testing) << 2
 
     def snapshot(self) -> dict[str, object]:
-        return {"lamps": list(self.lamps), "blink": self.blink, "number": self.number, "road": self.road,
-                "state_lost": self.state_lost}
+        return {
+            "lamps": list(self.lamps),
+            "blink": self.blink,
+            "number": self.number,
+            "road": self.road,
+            "state_lost": self.state_lost,
+        }

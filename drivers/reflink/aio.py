@@ -64,9 +64,13 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
 class Pump:
     """Moves one endpoint's frames: feed bytes in, write frames out, fire timers."""
 
-    def __init__(self, endpoint: LinkEndpoint, on_event: Callable[[LinkEvent], None],
-                 on_tx: Callable[[int, bytes], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        endpoint: LinkEndpoint,
+        on_event: Callable[[LinkEvent], None],
+        on_tx: Callable[[int, bytes], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.endpoint = endpoint
         self.on_event = on_event
         self.on_tx = on_tx
@@ -79,8 +83,10 @@ class Pump:
 
     def start(self) -> None:
         if not self._tasks:
-            self._tasks = [asyncio.create_task(self._timer(), name="reflink timer"),
-                           asyncio.create_task(self._write_loop(), name="reflink writer")]
+            self._tasks = [
+                asyncio.create_task(self._timer(), name="reflink timer"),
+                asyncio.create_task(self._write_loop(), name="reflink writer"),
+            ]
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
@@ -156,15 +162,30 @@ class Attachment(Protocol):
 class ReflinkHost:
     """The host end of one port: one link, one endpoint, any number of device addresses."""
 
-    def __init__(self, opener: Opener, *, name: str = "reflink", timers: LinkTimers | None = None,
-                 backoff: Backoff | None = None, session: int | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        opener: Opener,
+        *,
+        name: str = "reflink",
+        timers: LinkTimers | None = None,
+        backoff: Backoff | None = None,
+        session: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.name = name
-        self.endpoint = LinkEndpoint(Role.HOST, session if session is not None else new_session(),
-                                     timers=timers or LinkTimers())
+        self.endpoint = LinkEndpoint(
+            Role.HOST,
+            session if session is not None else new_session(),
+            timers=timers or LinkTimers(),
+        )
         self.pump = Pump(self.endpoint, self._on_event, self._on_tx, clock)
-        self.link = Link(opener, on_data=self._on_data, on_state=self._on_state,
-                         backoff=backoff or Backoff(0.05, 2.0), name=name)
+        self.link = Link(
+            opener,
+            on_data=self._on_data,
+            on_state=self._on_state,
+            backoff=backoff or Backoff(0.05, 2.0),
+            name=name,
+        )
         self.pump.writer = self.link.write
         self._futures: dict[int, asyncio.Future[bytes]] = {}
         self._attached: dict[int, Attachment] = {}
@@ -246,9 +267,12 @@ class ReflinkHost:
                 if ev.reason.startswith("link down") or ev.reason == "stopped":
                     fut.set_exception(LinkError(f"{self.name}: {ev.reason}"))
                 else:
-                    fut.set_exception(DeviceTimeout(
-                        f"{self.name}: address {ev.address} did not acknowledge "
-                        f"({self.endpoint.timers.max_retries} retransmissions)"))
+                    fut.set_exception(
+                        DeviceTimeout(
+                            f"{self.name}: address {ev.address} did not acknowledge "
+                            f"({self.endpoint.timers.max_retries} retransmissions)"
+                        )
+                    )
         elif isinstance(ev, Received):
             who = self._attached.get(ev.address)
             if who is not None:
@@ -288,8 +312,15 @@ async def release_host(key: Hashable, host: ReflinkHost) -> None:
 class SimUnit:
     """One simulated device on a connection: a model behind a DEVICE endpoint."""
 
-    def __init__(self, model: DeviceModel, *, address: int = 0, timers: LinkTimers | None = None,
-                 session: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        model: DeviceModel,
+        *,
+        address: int = 0,
+        timers: LinkTimers | None = None,
+        session: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.model = model
         self.address = address
         self.timers = timers or LinkTimers()
@@ -301,8 +332,13 @@ class SimUnit:
         model.on_output = self.kick_soon
 
     def _new_endpoint(self, session: int | None) -> LinkEndpoint:
-        return LinkEndpoint(Role.DEVICE, session if session is not None else new_session(),
-                            address=self.address, timers=self.timers, responder=self.model.handle)
+        return LinkEndpoint(
+            Role.DEVICE,
+            session if session is not None else new_session(),
+            address=self.address,
+            timers=self.timers,
+            responder=self.model.handle,
+        )
 
     def reboot(self, session: int | None = None) -> None:
         """Power-cycle the device's link: new session, nothing pending, no memory of the host."""

@@ -70,8 +70,12 @@ async def wait_online(driver: Any, timeout: float = 3.0) -> None:
     await wait_for(lambda: driver.health.state is HealthState.ONLINE, timeout)
 
 
-async def collect(sub: Subscription, kind: type[DeviceEvent] | tuple[type[DeviceEvent], ...], n: int,
-                  timeout: float = 5.0) -> list[Any]:
+async def collect(
+    sub: Subscription,
+    kind: type[DeviceEvent] | tuple[type[DeviceEvent], ...],
+    n: int,
+    timeout: float = 5.0,
+) -> list[Any]:
     """The next ``n`` events of ``kind`` (others are skipped)."""
     out: list[Any] = []
     loop = asyncio.get_running_loop()
@@ -90,5 +94,14 @@ def drain(sub: Subscription) -> list[DeviceEvent]:
     return out
 
 
-__all__ = ["FAST", "SIM_TIMERS", "Bench", "LinkError", "collect", "drain", "driver_kwargs", "wait_for",
-           "wait_online"]
+__all__ = [
+    "FAST",
+    "SIM_TIMERS",
+    "Bench",
+    "LinkError",
+    "collect",
+    "drain",
+    "driver_kwargs",
+    "wait_for",
+    "wait_online",
+]

@@ -56,23 +56,39 @@ class DeviceModel:
             msg = self.profile.decode(payload, Sender.HOST)
         except MessageError as exc:
             self.refused += 1
-            reason = RefusedReason.UNKNOWN_REQUEST if payload and payload[0] not in self.profile.by_id \
+            reason = (
+                RefusedReason.UNKNOWN_REQUEST
+                if payload and payload[0] not in self.profile.by_id
                 else RefusedReason.BAD_ARGUMENT
-            return self.profile.encode("REFUSED", request=payload[0] if payload else 0, reason=int(reason),
-                                       text=str(exc)[:120])
+            )
+            return self.profile.encode(
+                "REFUSED",
+                request=payload[0] if payload else 0,
+                reason=int(reason),
+                text=str(exc)[:120],
+            )
         self.requests.append(msg)
         if msg.name == "HELLO":
             p = self.profile
-            return p.encode("IDENT", link_version=LINK_VERSION, profile=p.profile_id, major=p.major,
-                            minor=p.minor, vendor=self.vendor, model=self.model, firmware=self.firmware)
+            return p.encode(
+                "IDENT",
+                link_version=LINK_VERSION,
+                profile=p.profile_id,
+                major=p.major,
+                minor=p.minor,
+                vendor=self.vendor,
+                model=self.model,
+                firmware=self.firmware,
+            )
         if msg.name == "PING":
             return self.profile.encode("STATUS", conditions=self.conditions())
         try:
             return self.on_request(msg)
         except Refuse as exc:
             self.refused += 1
-            return self.profile.encode("REFUSED", request=msg.defn.type_id, reason=int(exc.reason),
-                                       text=exc.text[:120])
+            return self.profile.encode(
+                "REFUSED", request=msg.defn.type_id, reason=int(exc.reason), text=exc.text[:120]
+            )
 
     def on_request(self, msg: Message) -> bytes:
         """Carry out a profile request; return the reply payload (b"" for a bare ACK)."""

@@ -53,26 +53,46 @@ class CommandRefused(DriverError):
 
 #: Settings of every serial reflink driver (``[devices.<name>]`` keys).
 SERIAL_SETTINGS: dict[str, FieldSpec] = {
-    "port": FieldSpec("str", required=True,
-                      doc="serial port URL: /dev/ttyUSB0, /dev/serial/by-id/..., socket://host:port, loop://"),
+    "port": FieldSpec(
+        "str",
+        required=True,
+        doc="serial port URL: /dev/ttyUSB0, /dev/serial/by-id/..., socket://host:port, loop://",
+    ),
     "baud": FieldSpec("int", 115200, doc="baud rate", range=(1200, 4_000_000)),
-    "address": FieldSpec("int", 0, doc="device address: 0 point-to-point, 1..254 on an RS-485 bus",
-                         range=(0, 254)),
-    "ack_timeout_ms": FieldSpec("int", 100, doc="retransmit a frame after this long without its ACK",
-                                range=(5, 5000)),
-    "retries": FieldSpec("int", 3, doc="retransmissions before a frame counts as unanswered", range=(0, 20)),
+    "address": FieldSpec(
+        "int", 0, doc="device address: 0 point-to-point, 1..254 on an RS-485 bus", range=(0, 254)
+    ),
+    "ack_timeout_ms": FieldSpec(
+        "int", 100, doc="retransmit a frame after this long without its ACK", range=(5, 5000)
+    ),
+    "retries": FieldSpec(
+        "int", 3, doc="retransmissions before a frame counts as unanswered", range=(0, 20)
+    ),
     "poll_ms": FieldSpec("int", 1000, doc="keepalive poll (PING) period", range=(20, 60000)),
-    "offline_after": FieldSpec("int", 2, doc="unanswered polls in a row (the next one sent at once) before "
-                                             "the device is reported offline", range=(1, 20)),
+    "offline_after": FieldSpec(
+        "int",
+        2,
+        doc="unanswered polls in a row (the next one sent at once) before "
+        "the device is reported offline",
+        range=(1, 20),
+    ),
 }
 
 #: Settings of a reflink device on USB bulk endpoints.
 USB_SETTINGS: dict[str, FieldSpec] = {
-    "usb": FieldSpec("str", required=True, doc="usb:VVVV:PPPP or usb:VVVV:PPPP:SERIAL (hex ids)",
-                     check=lambda v: _usb_problem(v)),
+    "usb": FieldSpec(
+        "str",
+        required=True,
+        doc="usb:VVVV:PPPP or usb:VVVV:PPPP:SERIAL (hex ids)",
+        check=lambda v: _usb_problem(v),
+    ),
     "interface": FieldSpec("int", 0, doc="USB interface with the bulk endpoints", range=(0, 31)),
-    "reset_after": FieldSpec("int", 3, doc="USB-reset the device after this many unanswered polls in a row",
-                             range=(1, 100)),
+    "reset_after": FieldSpec(
+        "int",
+        3,
+        doc="USB-reset the device after this many unanswered polls in a row",
+        range=(1, 100),
+    ),
     **{k: v for k, v in SERIAL_SETTINGS.items() if k not in ("port", "baud", "address")},
 }
 
@@ -87,11 +107,16 @@ def _usb_problem(url: str) -> str | None:
     return None
 
 
-def resolve_settings(specs: Mapping[str, FieldSpec], settings: Mapping[str, Any], where: str) -> dict[str, Any]:
+def resolve_settings(
+    specs: Mapping[str, FieldSpec], settings: Mapping[str, Any], where: str
+) -> dict[str, Any]:
     """Validated settings with defaults (``driver``/``enabled`` ignored); ConfigInvalid if bad."""
     # already-validated settings hold tuples where the TOML had lists
-    data = {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()
-            if k not in ("driver", "enabled")}
+    data = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in settings.items()
+        if k not in ("driver", "enabled")
+    }
     errors: list[str] = []
     out = validate_fields(specs, data, where, errors)
     if errors:
@@ -107,9 +132,16 @@ class RefDriver(DriverBase):
     #: STATUS condition codes that make the device FAULT (the others are informational).
     FAULT_CONDITIONS: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, name: str, settings: Mapping[str, Any], *, opener: Opener | None = None,
-                 pin_factory: Any = None, clock: Callable[[], float] = time.monotonic,
-                 backoff: Backoff | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        settings: Mapping[str, Any],
+        *,
+        opener: Opener | None = None,
+        pin_factory: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+        backoff: Backoff | None = None,
+    ) -> None:
         super().__init__(name, clock=clock)
         self.settings = resolve_settings(self.SETTINGS, settings, f"devices.{name}")
         s = self.settings
@@ -149,8 +181,16 @@ class RefDriver(DriverBase):
         if self._poll_task is not None:
             return
         opener, key = self._opener, self._bus_key
-        host = acquire_host(key, lambda: ReflinkHost(opener, name=f"reflink {self.name}", timers=self.timers,
-                                                     backoff=self._backoff, clock=self.clock))
+        host = acquire_host(
+            key,
+            lambda: ReflinkHost(
+                opener,
+                name=f"reflink {self.name}",
+                timers=self.timers,
+                backoff=self._backoff,
+                clock=self.clock,
+            ),
+        )
         host.attach(self.address, self)
         self._host = host
         self._link_up = host.up
@@ -175,15 +215,17 @@ class RefDriver(DriverBase):
     def get_status(self) -> dict[str, Any]:
         out = super().get_status()
         host = self._host
-        out.update({
-            "profile": self.profile.name,
-            "address": self.address,
-            "ident": dict(self.ident),
-            "conditions": list(self.conditions),
-            "latched_faults": dict(self._latched),
-            "link": host.endpoint.counters.to_json() if host is not None else {},
-            "port": host.link.stats.to_json() if host is not None else {},
-        })
+        out.update(
+            {
+                "profile": self.profile.name,
+                "address": self.address,
+                "ident": dict(self.ident),
+                "conditions": list(self.conditions),
+                "latched_faults": dict(self._latched),
+                "link": host.endpoint.counters.to_json() if host is not None else {},
+                "port": host.link.stats.to_json() if host is not None else {},
+            }
+        )
         out.update(self.status_extra())
         return out
 
@@ -238,8 +280,11 @@ class RefDriver(DriverBase):
         if not self._link_up:
             self.set_health(HealthState.OFFLINE, "LINK_DOWN", self._link_reason)
         elif self._no_answer:
-            self.set_health(HealthState.OFFLINE, "NO_ANSWER",
-                            f"no answer after {self.timers.max_retries} retransmissions")
+            self.set_health(
+                HealthState.OFFLINE,
+                "NO_ANSWER",
+                f"no answer after {self.timers.max_retries} retransmissions",
+            )
         elif not self._answering:
             self.set_health(HealthState.OFFLINE, "IDENTIFYING", "waiting for IDENT")
         elif self._protocol_fault:
@@ -309,10 +354,13 @@ class RefDriver(DriverBase):
             self.ident = dict(msg.values)
             p = self.profile
             if msg["profile"] != p.profile_id:
-                self._protocol_fault = (f"device speaks profile {msg['profile']}, "
-                                        f"this driver {p.profile_id} ({p.name})")
+                self._protocol_fault = (
+                    f"device speaks profile {msg['profile']}, this driver {p.profile_id} ({p.name})"
+                )
             elif msg["major"] != p.major:
-                self._protocol_fault = f"device speaks {p.name} {msg['major']}.{msg['minor']}, driver {p.major}.x"
+                self._protocol_fault = (
+                    f"device speaks {p.name} {msg['major']}.{msg['minor']}, driver {p.major}.x"
+                )
             elif msg["link_version"] != LINK_VERSION:
                 self._protocol_fault = f"device speaks link version {msg['link_version']}"
             else:

@@ -198,9 +198,13 @@ def decode_body(body: bytes) -> Frame:
         raise CrcError(f"CRC mismatch: frame says 0x{want:08X}, bytes give 0x{got:08X}")
     version, control, address, session, seq, length = _HEADER.unpack_from(body)
     if version != VERSION:
-        raise UnsupportedVersion(f"link version {version} (this software speaks {VERSION})", version)
+        raise UnsupportedVersion(
+            f"link version {version} (this software speaks {VERSION})", version
+        )
     if length != len(body) - MIN_BODY:
-        raise FrameError(f"length field {length} but the frame carries {len(body) - MIN_BODY} bytes")
+        raise FrameError(
+            f"length field {length} but the frame carries {len(body) - MIN_BODY} bytes"
+        )
     if control & CTL_RESERVED_MASK:
         raise FrameError(f"reserved control bits set: 0x{control:02X}")
     kind = control & CTL_KIND_MASK

@@ -178,7 +178,9 @@ class LinkEndpoint:
         return dict(self._sessions)
 
     # -- inputs ------------------------------------------------------------------
-    def send(self, payload: bytes, now: float, *, address: int | None = None, noack: bool = False) -> int:
+    def send(
+        self, payload: bytes, now: float, *, address: int | None = None, noack: bool = False
+    ) -> int:
         """Queue a DATA frame; return its token (reported back in Acked/SendFailed)."""
         if self.role is Role.DEVICE:
             address = self.address
@@ -227,16 +229,24 @@ class LinkEndpoint:
         while self._inflight is None and self._queue:
             p = self._queue.popleft()
             if p.noack:
-                frame = Frame(FrameKind.DATA, self.role is Role.DEVICE, p.address, self.session, 0,
-                              p.payload, noack=True)
+                frame = Frame(
+                    FrameKind.DATA,
+                    self.role is Role.DEVICE,
+                    p.address,
+                    self.session,
+                    0,
+                    p.payload,
+                    noack=True,
+                )
                 self._out.append((p.address, frame.to_wire()))
                 self.counters.tx_data += 1
                 continue
             seq = self._next_seq.get(p.address, 0)
             self._next_seq[p.address] = (seq + 1) & 0xFF
             p.seq = seq
-            p.wire = Frame(FrameKind.DATA, self.role is Role.DEVICE, p.address, self.session, seq,
-                           p.payload).to_wire()
+            p.wire = Frame(
+                FrameKind.DATA, self.role is Role.DEVICE, p.address, self.session, seq, p.payload
+            ).to_wire()
             self._inflight = p
             self._transmit(p, now)
 
@@ -244,8 +254,11 @@ class LinkEndpoint:
         p.attempts += 1
         interval = self.timers.ack_timeout
         if self.role is Role.DEVICE:
-            interval = min(self.timers.ack_timeout * 2 ** min(30, max(0, p.attempts - 1 - self.timers.max_retries)),
-                           self.timers.retry_max_interval)
+            interval = min(
+                self.timers.ack_timeout
+                * 2 ** min(30, max(0, p.attempts - 1 - self.timers.max_retries)),
+                self.timers.retry_max_interval,
+            )
         p.deadline = now + interval
         self._out.append((p.address, p.wire))
         self.counters.tx_data += 1
@@ -285,7 +298,9 @@ class LinkEndpoint:
             return
         self.counters.rx_data += 1
         reply = self.responder(frame.address, frame.payload) if self.responder is not None else b""
-        ack = Frame(FrameKind.ACK, self.role is Role.DEVICE, frame.address, self.session, frame.seq, reply)
+        ack = Frame(
+            FrameKind.ACK, self.role is Role.DEVICE, frame.address, self.session, frame.seq, reply
+        )
         ack_wire = ack.to_wire()
         self._rx[peer] = _RxState(frame.session, frame.seq, ack_wire)
         self.counters.tx_ack += 1

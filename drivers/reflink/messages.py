@@ -44,8 +44,12 @@ class Sender(enum.Enum):
     DEVICE = "device"
 
 
-_INT = {"u8": struct.Struct("<B"), "u16": struct.Struct("<H"), "u32": struct.Struct("<I"),
-        "u64": struct.Struct("<Q")}
+_INT = {
+    "u8": struct.Struct("<B"),
+    "u16": struct.Struct("<H"),
+    "u32": struct.Struct("<I"),
+    "u64": struct.Struct("<Q"),
+}
 KINDS = (*_INT, "ascii3", "text", "bytes", "rest")
 
 
@@ -108,32 +112,76 @@ class RefusedReason(enum.IntEnum):
 
 #: Messages every profile shares (types 0x01-0x0F).
 COMMON: tuple[MessageDef, ...] = (
-    MessageDef(0x01, "HELLO", Sender.HOST, (f("link_version", "u8", "highest link version the host speaks"),),
-               "Sent by the host after (re)connecting; answered with IDENT in the ACK.", reply="IDENT"),
-    MessageDef(0x02, "IDENT", Sender.DEVICE, (
-        f("link_version", "u8", "link version the device speaks (1)"),
-        f("profile", "u8", "device profile: 1 shoe, 2 shaker, 3 board, 4 sign, 0x80+ vendor"),
-        f("major", "u8", "profile major version"),
-        f("minor", "u8", "profile minor version"),
-        f("vendor", "text"), f("model", "text"), f("firmware", "text"),
-    ), "Who the device is; reply to HELLO."),
-    MessageDef(0x03, "PING", Sender.HOST, (), "Keepalive poll; answered with STATUS in the ACK.", reply="STATUS"),
-    MessageDef(0x04, "STATUS", Sender.DEVICE, (
-        f("conditions", "u16", "bit set of the profile's active conditions (faults), 0 = all well"),
-    ), "Reply to PING."),
-    MessageDef(0x05, "REFUSED", Sender.DEVICE, (
-        f("request", "u8", "type of the refused request"),
-        f("reason", "u8", "1 unknown request, 2 bad argument, 3 busy, 4 fault, 5 unsupported"),
-        f("text", "text", "human-readable reason"),
-    ), "Reply to a request the device will not carry out."),
+    MessageDef(
+        0x01,
+        "HELLO",
+        Sender.HOST,
+        (f("link_version", "u8", "highest link version the host speaks"),),
+        "Sent by the host after (re)connecting; answered with IDENT in the ACK.",
+        reply="IDENT",
+    ),
+    MessageDef(
+        0x02,
+        "IDENT",
+        Sender.DEVICE,
+        (
+            f("link_version", "u8", "link version the device speaks (1)"),
+            f("profile", "u8", "device profile: 1 shoe, 2 shaker, 3 board, 4 sign, 0x80+ vendor"),
+            f("major", "u8", "profile major version"),
+            f("minor", "u8", "profile minor version"),
+            f("vendor", "text"),
+            f("model", "text"),
+            f("firmware", "text"),
+        ),
+        "Who the device is; reply to HELLO.",
+    ),
+    MessageDef(
+        0x03,
+        "PING",
+        Sender.HOST,
+        (),
+        "Keepalive poll; answered with STATUS in the ACK.",
+        reply="STATUS",
+    ),
+    MessageDef(
+        0x04,
+        "STATUS",
+        Sender.DEVICE,
+        (
+            f(
+                "conditions",
+                "u16",
+                "bit set of the profile's active conditions (faults), 0 = all well",
+            ),
+        ),
+        "Reply to PING.",
+    ),
+    MessageDef(
+        0x05,
+        "REFUSED",
+        Sender.DEVICE,
+        (
+            f("request", "u8", "type of the refused request"),
+            f("reason", "u8", "1 unknown request, 2 bad argument, 3 busy, 4 fault, 5 unsupported"),
+            f("text", "text", "human-readable reason"),
+        ),
+        "Reply to a request the device will not carry out.",
+    ),
 )
 
 
 class Profile:
     """The message table of one device protocol (common messages included)."""
 
-    def __init__(self, name: str, profile_id: int, major: int, minor: int,
-                 messages: Iterable[MessageDef], conditions: Mapping[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        profile_id: int,
+        major: int,
+        minor: int,
+        messages: Iterable[MessageDef],
+        conditions: Mapping[int, str] | None = None,
+    ) -> None:
         self.name = name
         self.profile_id = profile_id
         self.major = major
@@ -156,7 +204,9 @@ class Profile:
         missing = {fd.name for fd in defn.fields} - set(values)
         extra = set(values) - {fd.name for fd in defn.fields}
         if missing or extra:
-            raise ValueError(f"{name}: missing fields {sorted(missing)}, unknown fields {sorted(extra)}")
+            raise ValueError(
+                f"{name}: missing fields {sorted(missing)}, unknown fields {sorted(extra)}"
+            )
         for fd in defn.fields:
             out += _encode_field(defn, fd, values[fd.name])
         return bytes(out)
@@ -169,7 +219,9 @@ class Profile:
         if defn is None:
             raise MessageError(f"unknown message type 0x{payload[0]:02X} for profile {self.name}")
         if defn.sender is not sender:
-            raise MessageError(f"{defn.name} is sent by the {defn.sender.value}, not the {sender.value}")
+            raise MessageError(
+                f"{defn.name} is sent by the {defn.sender.value}, not the {sender.value}"
+            )
         pos = 1
         values: dict[str, Any] = {}
         for fd in defn.fields:
@@ -190,7 +242,13 @@ def _encode_field(defn: MessageDef, fd: FieldDef, v: Any) -> bytes:
             raise ValueError(f"{where}: {v!r} does not fit {fd.kind}")
         return st.pack(v)
     if fd.kind == "ascii3":
-        if not isinstance(v, str) or len(v) != 3 or not v.isascii() or not v.isupper() or not v.isalpha():
+        if (
+            not isinstance(v, str)
+            or len(v) != 3
+            or not v.isascii()
+            or not v.isupper()
+            or not v.isalpha()
+        ):
             raise ValueError(f"{where}: {v!r} is not three capital letters")
         return v.encode("ascii")
     if fd.kind == "text":

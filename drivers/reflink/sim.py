@@ -23,12 +23,20 @@ from .link import LinkTimers
 class Simulator:
     """Simulated device(s) speaking reflink."""
 
-    def __init__(self, models: DeviceModel | Mapping[int, DeviceModel], *, timers: LinkTimers | None = None,
-                 faults: Faults | None = None, rx_faults: Faults | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        models: DeviceModel | Mapping[int, DeviceModel],
+        *,
+        timers: LinkTimers | None = None,
+        faults: Faults | None = None,
+        rx_faults: Faults | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if isinstance(models, DeviceModel):
             models = {0: models}
-        self.units = {addr: SimUnit(m, address=addr, timers=timers, clock=clock) for addr, m in models.items()}
+        self.units = {
+            addr: SimUnit(m, address=addr, timers=timers, clock=clock) for addr, m in models.items()
+        }
         self.runner = SimRunner(self.units.values())
         self.faults = faults or Faults()
         self.rx_faults = rx_faults or Faults()
@@ -39,9 +47,8 @@ class Simulator:
 
     async def serve(self, conn: Connection) -> None:
         """Serve on one connection until it ends (a :data:`drivers.transport.Handler`)."""
-        if self.faults.active or self.rx_faults.active:
-            conn = FaultyConnection(conn, rx=self.rx_faults, tx=self.faults)
-        await self.runner.serve(conn)
+        # always wrapped, so that knobs turned while it runs take effect
+        await self.runner.serve(FaultyConnection(conn, rx=self.rx_faults, tx=self.faults))
 
     async def serve_pty(self, link: str | Path | None = None) -> PtyServer:
         server = await serve_pty(self.serve, link)

@@ -28,26 +28,54 @@ NO_SHAKE_REASONS = {1: "motor", 2: "dice_still"}
 UNREADABLE_REASONS = {1: "dice_missing", 2: "image", 3: "camera"}
 
 PROFILE = Profile(
-    "shaker", PROFILE_ID, 1, 0,
+    "shaker",
+    PROFILE_ID,
+    1,
+    0,
     (
-        MessageDef(0x10, "SHAKE_REQUESTED", Sender.DEVICE, (
-            f("shake", "u16", "shake number, +1 on each request (wraps)"),
-            f("source", "u8", "0 host command, 1 the shaker's own button"),
-        )),
+        MessageDef(
+            0x10,
+            "SHAKE_REQUESTED",
+            Sender.DEVICE,
+            (
+                f("shake", "u16", "shake number, +1 on each request (wraps)"),
+                f("source", "u8", "0 host command, 1 the shaker's own button"),
+            ),
+        ),
         MessageDef(0x11, "SHAKE_STARTED", Sender.DEVICE, (f("shake", "u16"),)),
         MessageDef(0x12, "SHAKE_FINISHED", Sender.DEVICE, (f("shake", "u16"),)),
-        MessageDef(0x13, "DICE", Sender.DEVICE, (
-            f("shake", "u16"),
-            f("dice", "bytes", "3 or 4 dice, each lie << 4 | face"),
-        ), "The dice as read."),
-        MessageDef(0x14, "NO_SHAKE", Sender.DEVICE, (
-            f("shake", "u16"), f("reason", "u8", "1 motor did not run, 2 dice did not move"),
-        )),
-        MessageDef(0x15, "UNREADABLE", Sender.DEVICE, (
-            f("shake", "u16"), f("reason", "u8", "1 dice missing, 2 image unclear, 3 camera fault"),
-            f("text", "text"),
-        )),
-        MessageDef(0x40, "SHAKE", Sender.HOST, (), "Shake the dice; answered by an empty ACK or REFUSED."),
+        MessageDef(
+            0x13,
+            "DICE",
+            Sender.DEVICE,
+            (
+                f("shake", "u16"),
+                f("dice", "bytes", "3 or 4 dice, each lie << 4 | face"),
+            ),
+            "The dice as read.",
+        ),
+        MessageDef(
+            0x14,
+            "NO_SHAKE",
+            Sender.DEVICE,
+            (
+                f("shake", "u16"),
+                f("reason", "u8", "1 motor did not run, 2 dice did not move"),
+            ),
+        ),
+        MessageDef(
+            0x15,
+            "UNREADABLE",
+            Sender.DEVICE,
+            (
+                f("shake", "u16"),
+                f("reason", "u8", "1 dice missing, 2 image unclear, 3 camera fault"),
+                f("text", "text"),
+            ),
+        ),
+        MessageDef(
+            0x40, "SHAKE", Sender.HOST, (), "Shake the dice; answered by an empty ACK or REFUSED."
+        ),
         MessageDef(0x41, "READ", Sender.HOST, (), "Read the dice again without shaking."),
     ),
     conditions={0: "DOME_OPEN", 1: "MOTOR_FAULT", 2: "CAMERA_FAULT", 3: "SHAKING"},
@@ -82,7 +110,11 @@ class ShakerTracker:
     def apply(self, msg: Message, raw: bytes = b"") -> list[DeviceEvent]:
         d, n = self.device, msg.name
         if n == "SHAKE_REQUESTED":
-            return [ShakeRequested(device=d, raw=raw, shake=msg["shake"], source=_reason(SOURCES, msg["source"]))]
+            return [
+                ShakeRequested(
+                    device=d, raw=raw, shake=msg["shake"], source=_reason(SOURCES, msg["source"])
+                )
+            ]
         if n == "SHAKE_STARTED":
             return [ShakeStarted(device=d, raw=raw, shake=msg["shake"])]
         if n == "SHAKE_FINISHED":
@@ -92,15 +124,40 @@ class ShakerTracker:
                 raise MessageError(f"DICE carries {len(msg['dice'])} dice (3 or 4)")
             read = [die_from_byte(b) for b in msg["dice"]]
             if len(read) != self.dice:
-                return [ShakerFault(device=d, raw=raw, fault="DICE_COUNT",
-                                    message=f"{len(read)} dice read, the table uses {self.dice}")]
-            ev = DiceRead(device=d, raw=raw, shake=msg["shake"], dice=tuple(x for x, _ in read),
-                          flags=tuple(fl for _, fl in read))
+                return [
+                    ShakerFault(
+                        device=d,
+                        raw=raw,
+                        fault="DICE_COUNT",
+                        message=f"{len(read)} dice read, the table uses {self.dice}",
+                    )
+                ]
+            ev = DiceRead(
+                device=d,
+                raw=raw,
+                shake=msg["shake"],
+                dice=tuple(x for x, _ in read),
+                flags=tuple(fl for _, fl in read),
+            )
             self.last = ev
             return [ev]
         if n == "NO_SHAKE":
-            return [NoShake(device=d, raw=raw, shake=msg["shake"], reason=_reason(NO_SHAKE_REASONS, msg["reason"]))]
+            return [
+                NoShake(
+                    device=d,
+                    raw=raw,
+                    shake=msg["shake"],
+                    reason=_reason(NO_SHAKE_REASONS, msg["reason"]),
+                )
+            ]
         if n == "UNREADABLE":
-            return [DiceUnreadable(device=d, raw=raw, shake=msg["shake"],
-                                   reason=_reason(UNREADABLE_REASONS, msg["reason"]), message=msg["text"])]
+            return [
+                DiceUnreadable(
+                    device=d,
+                    raw=raw,
+                    shake=msg["shake"],
+                    reason=_reason(UNREADABLE_REASONS, msg["reason"]),
+                    message=msg["text"],
+                )
+            ]
         return []

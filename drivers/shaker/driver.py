@@ -20,15 +20,28 @@ from .events import Bell, DiceRead, DomeClosed, DomeOpened, InputStuck, ShakerFa
 _PIN = (0, 27)
 
 _SHAKER_SETTINGS: dict[str, FieldSpec] = {
-    "dice": FieldSpec("int", 3, doc="dice in the shaker: 3 (sic bo, fish-prawn-crab) or 4", choices=(3, 4)),
-    "dome_pin": FieldSpec("int", None, doc="BCM pin of the dome-lock sensor (active = dome open)", range=_PIN),
-    "bell_pin": FieldSpec("int", None, doc="BCM pin of the croupier's bell button (active = pressed)",
-                          range=_PIN),
-    "pull": FieldSpec("str", "up", choices=("up", "down", "none"),
-                      doc="up: switches to ground, internal pull-up (active low); down: switches to 3.3 V, "
-                          "internal pull-down (active high); none: external pull-up (active low)"),
-    "debounce_ms": FieldSpec("int", 20, doc="a level counts once stable this long", range=(0, 1000)),
-    "bell_stuck_s": FieldSpec("int", 10, doc="the bell held this long is reported stuck", range=(1, 3600)),
+    "dice": FieldSpec(
+        "int", 3, doc="dice in the shaker: 3 (sic bo, fish-prawn-crab) or 4", choices=(3, 4)
+    ),
+    "dome_pin": FieldSpec(
+        "int", None, doc="BCM pin of the dome-lock sensor (active = dome open)", range=_PIN
+    ),
+    "bell_pin": FieldSpec(
+        "int", None, doc="BCM pin of the croupier's bell button (active = pressed)", range=_PIN
+    ),
+    "pull": FieldSpec(
+        "str",
+        "up",
+        choices=("up", "down", "none"),
+        doc="up: switches to ground, internal pull-up (active low); down: switches to 3.3 V, "
+        "internal pull-down (active high); none: external pull-up (active low)",
+    ),
+    "debounce_ms": FieldSpec(
+        "int", 20, doc="a level counts once stable this long", range=(0, 1000)
+    ),
+    "bell_stuck_s": FieldSpec(
+        "int", 10, doc="the bell held this long is reported stuck", range=(1, 3600)
+    ),
 }
 
 
@@ -68,24 +81,41 @@ class ShakerDriver(RefDriver):
 
             self.pin_factory = make_pin_factory("auto")
         debounce = s["debounce_ms"] / 1000
-        pull_up, active_state = {"up": (True, None), "down": (False, None), "none": (None, False)}[s["pull"]]
+        pull_up, active_state = {"up": (True, None), "down": (False, None), "none": (None, False)}[
+            s["pull"]
+        ]
         if s["dome_pin"] is not None:
             # A level sensor, not a button: with stuck_after=0 every accepted "open" is
             # at once "stuck", so its release (including one held since start) arrives
             # as on_unstuck: that is "dome closed".
             self.dome = DebouncedInput(
-                s["dome_pin"], pin_factory=self.pin_factory, label="dome", pull_up=pull_up, active_state=active_state,
-                debounce=debounce, stuck_after=0.0, on_press=self._dome_opened,
-                on_unstuck=self._dome_closed)
+                s["dome_pin"],
+                pin_factory=self.pin_factory,
+                label="dome",
+                pull_up=pull_up,
+                active_state=active_state,
+                debounce=debounce,
+                stuck_after=0.0,
+                on_press=self._dome_opened,
+                on_unstuck=self._dome_closed,
+            )
             self.dome.start()
             self.dome_open = self.dome.active
             if self.dome.active:
                 self.emit(DomeOpened(device=self.name, initial=True))
         if s["bell_pin"] is not None:
             self.bell = DebouncedInput(
-                s["bell_pin"], pin_factory=self.pin_factory, label="bell", pull_up=pull_up, active_state=active_state,
-                debounce=debounce, stuck_after=float(s["bell_stuck_s"]), on_press=self._bell,
-                on_stuck=self._bell_stuck, on_unstuck=self._bell_unstuck)
+                s["bell_pin"],
+                pin_factory=self.pin_factory,
+                label="bell",
+                pull_up=pull_up,
+                active_state=active_state,
+                debounce=debounce,
+                stuck_after=float(s["bell_stuck_s"]),
+                on_press=self._bell,
+                on_stuck=self._bell_stuck,
+                on_unstuck=self._bell_unstuck,
+            )
             self.bell.start()
 
     # -- GPIO callbacks (on the loop) -----------------------------------------------------
@@ -126,8 +156,17 @@ class ShakerDriver(RefDriver):
 
     def status_extra(self) -> dict[str, Any]:
         last: DiceRead | None = self.tracker.last
-        return {"shaker": {
-            "dice": self.tracker.dice, "dome_open": self.dome_open,
-            "last": None if last is None else {"shake": last.shake, "dice": list(last.dice),
-                                               "flags": list(last.flags), "valid": last.valid},
-        }}
+        return {
+            "shaker": {
+                "dice": self.tracker.dice,
+                "dome_open": self.dome_open,
+                "last": None
+                if last is None
+                else {
+                    "shake": last.shake,
+                    "dice": list(last.dice),
+                    "flags": list(last.flags),
+                    "valid": last.valid,
+                },
+            }
+        }

@@ -54,8 +54,12 @@ class ShakerModel(DeviceModel):
         else:
             raise ValueError(f"unknown shaker fault {fault!r}; known: {', '.join(INJECTABLE)}")
 
-    def shake(self, dice: Sequence[int] | None = None, flags: Sequence[str] | None = None,
-              source: str = "host") -> tuple[int, ...] | None:
+    def shake(
+        self,
+        dice: Sequence[int] | None = None,
+        flags: Sequence[str] | None = None,
+        source: str = "host",
+    ) -> tuple[int, ...] | None:
         """One complete shake: requested, started, finished, then the dice (or a fault)."""
         if self.dome_open:
             raise Refuse(RefusedReason.BUSY, "dome open")
@@ -72,7 +76,11 @@ class ShakerModel(DeviceModel):
             self.knobs.unreadable -= 1
             self.emit("UNREADABLE", shake=n, reason=2, text="image unclear")
             return None
-        faces = tuple(dice) if dice is not None else tuple(self.rng.randint(1, 6) for _ in range(self.dice))
+        faces = (
+            tuple(dice)
+            if dice is not None
+            else tuple(self.rng.randint(1, 6) for _ in range(self.dice))
+        )
         if len(faces) != self.dice:
             raise ValueError(f"{len(faces)} dice for a {self.dice}-dice shaker")
         lies = list(flags) if flags is not None else [FLAT] * self.dice
@@ -86,8 +94,11 @@ class ShakerModel(DeviceModel):
         return faces
 
     def read(self, faces: tuple[int, ...], lies: tuple[str, ...]) -> None:
-        self.emit("DICE", shake=self.shake_no, dice=bytes(die_to_byte(x, fl) for x, fl in zip(faces, lies,
-                                                                                                strict=True)))
+        self.emit(
+            "DICE",
+            shake=self.shake_no,
+            dice=bytes(die_to_byte(x, fl) for x, fl in zip(faces, lies, strict=True)),
+        )
         self.sent_dice.append((self.shake_no, faces, lies))
         self._last = (faces, lies)
 

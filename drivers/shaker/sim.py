@@ -20,8 +20,12 @@ class ShakerSimulator(Simulator):
         self.model = ShakerModel(dice, seed)
         super().__init__(self.model, **kwargs)
 
-    async def throw(self, dice: Sequence[int] | None = None, flags: Sequence[str] | None = None,
-                    source: str = "host") -> tuple[int, ...] | None:
+    async def throw(
+        self,
+        dice: Sequence[int] | None = None,
+        flags: Sequence[str] | None = None,
+        source: str = "host",
+    ) -> tuple[int, ...] | None:
         out = self.model.shake(dice, flags, source)
         await asyncio.sleep(0)
         return out

@@ -42,38 +42,97 @@ FAULTS: dict[int, tuple[type[ShoeFault], str]] = {
 FAULT_IDS = {code: i for i, (_, code) in FAULTS.items()}
 
 PROFILE = Profile(
-    "shoe", PROFILE_ID, 1, 0,
+    "shoe",
+    PROFILE_ID,
+    1,
+    0,
     (
-        MessageDef(0x10, "CARD", Sender.DEVICE, (
-            f("seq", "u16", "cards dealt since the shuffle finished, this one included (1, 2, ...)"),
-            f("card", "u8", "rank << 4 | suit (S 0, H 1, C 2, D 3); AS = 0x10, TD = 0xA3"),
-            f("position", "u8", "where the card was dealt (0 = not known)"),
-        ), "A card left the shoe."),
-        MessageDef(0x11, "SHUFFLE_STARTED", Sender.DEVICE, (
-            f("shuffle", "u16", "shuffle number, +1 on each shuffle (wraps)"),
-            f("decks", "u8"),
-        )),
-        MessageDef(0x12, "SHUFFLE_FINISHED", Sender.DEVICE, (
-            f("shuffle", "u16"), f("decks", "u8"), f("cards", "u16", "cards now in the shoe"),
-        ), "The shoe is ready; card seq restarts at 1."),
-        MessageDef(0x13, "DECK_CHECK", Sender.DEVICE, (
-            f("shuffle", "u16"), f("decks", "u8", "decks the shoe should hold"),
-            f("counts", "bytes", "52 counts, cards in the order AS 2S .. KS AH .. KH AC .. KC AD .. KD"),
-        ), "Result of a deck check: how many of each card were counted."),
-        MessageDef(0x14, "FAULT", Sender.DEVICE, (
-            f("fault", "u8", "1 jam, 2 misread, 3 duplicate card, 4 door open"),
-            f("seq", "u16", "seq of the card concerned (0 = none)"),
-            f("card", "u8", "card concerned, 0xFF = none or unknown"),
-            f("text", "text"),
-        )),
+        MessageDef(
+            0x10,
+            "CARD",
+            Sender.DEVICE,
+            (
+                f(
+                    "seq",
+                    "u16",
+                    "cards dealt since the shuffle finished, this one included (1, 2, ...)",
+                ),
+                f("card", "u8", "rank << 4 | suit (S 0, H 1, C 2, D 3); AS = 0x10, TD = 0xA3"),
+                f("position", "u8", "where the card was dealt (0 = not known)"),
+            ),
+            "A card left the shoe.",
+        ),
+        MessageDef(
+            0x11,
+            "SHUFFLE_STARTED",
+            Sender.DEVICE,
+            (
+                f("shuffle", "u16", "shuffle number, +1 on each shuffle (wraps)"),
+                f("decks", "u8"),
+            ),
+        ),
+        MessageDef(
+            0x12,
+            "SHUFFLE_FINISHED",
+            Sender.DEVICE,
+            (
+                f("shuffle", "u16"),
+                f("decks", "u8"),
+                f("cards", "u16", "cards now in the shoe"),
+            ),
+            "The shoe is ready; card seq restarts at 1.",
+        ),
+        MessageDef(
+            0x13,
+            "DECK_CHECK",
+            Sender.DEVICE,
+            (
+                f("shuffle", "u16"),
+                f("decks", "u8", "decks the shoe should hold"),
+                f(
+                    "counts",
+                    "bytes",
+                    "52 counts, cards in the order AS 2S .. KS AH .. KH AC .. KC AD .. KD",
+                ),
+            ),
+            "Result of a deck check: how many of each card were counted.",
+        ),
+        MessageDef(
+            0x14,
+            "FAULT",
+            Sender.DEVICE,
+            (
+                f("fault", "u8", "1 jam, 2 misread, 3 duplicate card, 4 door open"),
+                f("seq", "u16", "seq of the card concerned (0 = none)"),
+                f("card", "u8", "card concerned, 0xFF = none or unknown"),
+                f("text", "text"),
+            ),
+        ),
         MessageDef(0x15, "FAULT_CLEARED", Sender.DEVICE, (f("fault", "u8"),)),
-        MessageDef(0x40, "SHUFFLE", Sender.HOST, (f("decks", "u8", "decks to shuffle, 0 = as configured"),),
-                   "Start a shuffle (shuffler-dealers); answered by an empty ACK or REFUSED."),
-        MessageDef(0x41, "CHECK_DECK", Sender.HOST, (), "Count the cards; the result comes as DECK_CHECK."),
-        MessageDef(0x42, "DEAL", Sender.HOST, (f("position", "u8"),),
-                   "Deal one card to a position (dealing machines); the card comes as CARD."),
-        MessageDef(0x43, "CLEAR_FAULT", Sender.HOST, (f("fault", "u8"),),
-                   "The dealer has handled a latched fault (misread, duplicate)."),
+        MessageDef(
+            0x40,
+            "SHUFFLE",
+            Sender.HOST,
+            (f("decks", "u8", "decks to shuffle, 0 = as configured"),),
+            "Start a shuffle (shuffler-dealers); answered by an empty ACK or REFUSED.",
+        ),
+        MessageDef(
+            0x41, "CHECK_DECK", Sender.HOST, (), "Count the cards; the result comes as DECK_CHECK."
+        ),
+        MessageDef(
+            0x42,
+            "DEAL",
+            Sender.HOST,
+            (f("position", "u8"),),
+            "Deal one card to a position (dealing machines); the card comes as CARD.",
+        ),
+        MessageDef(
+            0x43,
+            "CLEAR_FAULT",
+            Sender.HOST,
+            (f("fault", "u8"),),
+            "The dealer has handled a latched fault (misread, duplicate).",
+        ),
     ),
     conditions={0: "DOOR_OPEN", 1: "JAM", 2: "SHUFFLING", 3: "EMPTY"},
 )
@@ -147,17 +206,40 @@ class ShoeTracker:
             seq = msg["seq"]
             out: list[DeviceEvent] = []
             if seq != self.last_seq + 1:
-                out.append(SequenceGap(device=d, raw=raw, seq=seq, expected=self.last_seq + 1, card=card,
-                                       message=f"card seq {seq} after {self.last_seq}"))
+                out.append(
+                    SequenceGap(
+                        device=d,
+                        raw=raw,
+                        seq=seq,
+                        expected=self.last_seq + 1,
+                        card=card,
+                        message=f"card seq {seq} after {self.last_seq}",
+                    )
+                )
             self.last_seq = seq
             self.dealt[card] += 1
             if self.dealt[card] > self.decks:
-                out.append(DuplicateCard(device=d, raw=raw, seq=seq, card=card,
-                                         message=f"{card} dealt {self.dealt[card]} times from {self.decks} decks"))
+                out.append(
+                    DuplicateCard(
+                        device=d,
+                        raw=raw,
+                        seq=seq,
+                        card=card,
+                        message=f"{card} dealt {self.dealt[card]} times from {self.decks} decks",
+                    )
+                )
             else:
                 self.last_card = card
-                out.append(CardDealt(device=d, raw=raw, card=card, seq=seq, position=msg["position"],
-                                     shuffle=self.shuffle))
+                out.append(
+                    CardDealt(
+                        device=d,
+                        raw=raw,
+                        card=card,
+                        seq=seq,
+                        position=msg["position"],
+                        shuffle=self.shuffle,
+                    )
+                )
             return out
         if n == "SHUFFLE_STARTED":
             self.shuffle = msg["shuffle"]
@@ -165,17 +247,41 @@ class ShoeTracker:
         if n == "SHUFFLE_FINISHED":
             self.shuffle = msg["shuffle"]
             self.reset(msg["decks"])
-            return [ShuffleFinished(device=d, raw=raw, shuffle=msg["shuffle"], decks=msg["decks"],
-                                    cards=msg["cards"])]
+            return [
+                ShuffleFinished(
+                    device=d,
+                    raw=raw,
+                    shuffle=msg["shuffle"],
+                    decks=msg["decks"],
+                    cards=msg["cards"],
+                )
+            ]
         if n == "DECK_CHECK":
             missing, extra = check_counts(msg["decks"], msg["counts"])
-            return [DeckChecked(device=d, raw=raw, shuffle=msg["shuffle"], decks=msg["decks"],
-                                counted=sum(msg["counts"]), missing=missing, extra=extra)]
+            return [
+                DeckChecked(
+                    device=d,
+                    raw=raw,
+                    shuffle=msg["shuffle"],
+                    decks=msg["decks"],
+                    counted=sum(msg["counts"]),
+                    missing=missing,
+                    extra=extra,
+                )
+            ]
         if n == "FAULT":
             if msg["fault"] not in FAULTS:
                 raise MessageError(f"unknown shoe fault {msg['fault']}")
             cls, _ = FAULTS[msg["fault"]]
-            return [cls(device=d, raw=raw, seq=msg["seq"], card=card_name(msg["card"]), message=msg["text"])]
+            return [
+                cls(
+                    device=d,
+                    raw=raw,
+                    seq=msg["seq"],
+                    card=card_name(msg["card"]),
+                    message=msg["text"],
+                )
+            ]
         if n == "FAULT_CLEARED":
             if msg["fault"] not in FAULTS:
                 raise MessageError(f"unknown shoe fault {msg['fault']}")
@@ -186,4 +292,12 @@ class ShoeTracker:
         return []
 
 
-__all__ = ["FAULTS", "PROFILE", "RANKS", "ShoeTracker", "card_from_byte", "card_to_byte", "check_counts"]
+__all__ = [
+    "FAULTS",
+    "PROFILE",
+    "RANKS",
+    "ShoeTracker",
+    "card_from_byte",
+    "card_to_byte",
+    "check_counts",
+]

@@ -18,7 +18,9 @@ from .codec import FAULT_IDS, PROFILE, ShoeTracker
 from .events import CardDealt, DeckChecked, ShoeFault, ShoeFaultCleared, ShuffleFinished
 
 _SHOE_SETTINGS: dict[str, FieldSpec] = {
-    "decks": FieldSpec("int", 8, doc="decks the shoe holds (duplicate and deck checks)", range=(1, 12)),
+    "decks": FieldSpec(
+        "int", 8, doc="decks the shoe holds (duplicate and deck checks)", range=(1, 12)
+    ),
 }
 
 #: Faults that stay until the dealer clears them (``clear_fault``) or the next shuffle.
@@ -77,11 +79,21 @@ class ShoeDriver(RefDriver):
     def status_extra(self) -> dict[str, Any]:
         t = self.tracker
         last_check = self.last_deck_check
-        return {"shoe": {
-            "decks": t.decks, "shuffle": t.shuffle, "cards_dealt": t.last_seq, "last_card": t.last_card,
-            "last_deck_check": None if last_check is None else {
-                "ok": last_check.ok, "missing": list(last_check.missing), "extra": list(last_check.extra)},
-        }}
+        return {
+            "shoe": {
+                "decks": t.decks,
+                "shuffle": t.shuffle,
+                "cards_dealt": t.last_seq,
+                "last_card": t.last_card,
+                "last_deck_check": None
+                if last_check is None
+                else {
+                    "ok": last_check.ok,
+                    "missing": list(last_check.missing),
+                    "extra": list(last_check.extra),
+                },
+            }
+        }
 
 
 class UsbShoeDriver(ShoeDriver):
@@ -90,18 +102,26 @@ class UsbShoeDriver(ShoeDriver):
     driver_name = "shoe-ref-usb"
     SETTINGS: ClassVar[dict[str, FieldSpec]] = {**USB_SETTINGS, **_SHOE_SETTINGS}
 
-    def __init__(self, name: str, settings: Mapping[str, Any], *, usb_backend: Any = None,
-                 **kwargs: Any) -> None:
-        self._usb_backend = usb_backend  # a pyusb backend; tests pass drivers.testing.FakeUsbBackend
+    def __init__(
+        self, name: str, settings: Mapping[str, Any], *, usb_backend: Any = None, **kwargs: Any
+    ) -> None:
+        self._usb_backend = (
+            usb_backend  # a pyusb backend; tests pass drivers.testing.FakeUsbBackend
+        )
         super().__init__(name, settings, **kwargs)
 
     def make_opener(self) -> tuple[Opener, Hashable]:
         from ..usb import parse_usb_url, usb_opener
 
         ident = parse_usb_url(self.settings["usb"])
-        opener = usb_opener(ident.vendor_id, ident.product_id, serial_number=ident.serial_number,
-                            interface=self.settings["interface"], reset_after=self.settings["reset_after"],
-                            backend=self._usb_backend)
+        opener = usb_opener(
+            ident.vendor_id,
+            ident.product_id,
+            serial_number=ident.serial_number,
+            interface=self.settings["interface"],
+            reset_after=self.settings["reset_after"],
+            backend=self._usb_backend,
+        )
         return opener, ("usb", self.settings["usb"])
 
 

@@ -17,8 +17,17 @@ from ..reflink.messages import Message, RefusedReason
 from .codec import FAULT_IDS, PROFILE, UNKNOWN_CARD, card_to_byte, counts_from
 
 #: Faults :meth:`ShoeModel.inject` knows.
-INJECTABLE = ("jam", "unjam", "misread", "duplicate", "door_open", "door_close", "missing_card",
-              "extra_card", "skip")
+INJECTABLE = (
+    "jam",
+    "unjam",
+    "misread",
+    "duplicate",
+    "door_open",
+    "door_close",
+    "missing_card",
+    "extra_card",
+    "skip",
+)
 
 
 class SimError(RuntimeError):
@@ -55,7 +64,9 @@ class ShoeModel(DeviceModel):
         self.rng.shuffle(self.order)
         self.pos = 0
         self.seq = 0
-        self.emit("SHUFFLE_FINISHED", shuffle=self.shuffle_no, decks=self.decks, cards=len(self.order))
+        self.emit(
+            "SHUFFLE_FINISHED", shuffle=self.shuffle_no, decks=self.decks, cards=len(self.order)
+        )
 
     @property
     def remaining(self) -> int:
@@ -78,8 +89,12 @@ class ShoeModel(DeviceModel):
         return str(c)
 
     def check_deck(self) -> None:
-        self.emit("DECK_CHECK", shuffle=self.shuffle_no, decks=self.decks,
-                  counts=counts_from(self.contents.elements()))
+        self.emit(
+            "DECK_CHECK",
+            shuffle=self.shuffle_no,
+            decks=self.decks,
+            counts=counts_from(self.contents.elements()),
+        )
 
     def inject(self, fault: str, card: str | None = None) -> None:
         if fault == "jam":
@@ -94,10 +109,15 @@ class ShoeModel(DeviceModel):
             self.seq += 1
             self._fault("MISREAD", self.seq, None, "card could not be read")
         elif fault == "duplicate":
-            dup = Card.parse(card) if card else (Card.parse(self.sent_cards[-1][1]) if self.sent_cards
-                                                 else Card(1, "S"))
+            dup = (
+                Card.parse(card)
+                if card
+                else (Card.parse(self.sent_cards[-1][1]) if self.sent_cards else Card(1, "S"))
+            )
             self.seq += 1
-            self._fault("DUPLICATE_CARD", self.seq, dup, f"{dup} seen more often than the shoe holds it")
+            self._fault(
+                "DUPLICATE_CARD", self.seq, dup, f"{dup} seen more often than the shoe holds it"
+            )
         elif fault == "door_open":
             self.door_open = True
             self._fault("DOOR_OPEN", 0, None, "shoe door open")
@@ -118,8 +138,13 @@ class ShoeModel(DeviceModel):
             raise ValueError(f"unknown shoe fault {fault!r}; known: {', '.join(INJECTABLE)}")
 
     def _fault(self, code: str, seq: int, card: Card | None, text: str) -> None:
-        self.emit("FAULT", fault=FAULT_IDS[code], seq=seq,
-                  card=card_to_byte(card) if card else UNKNOWN_CARD, text=text)
+        self.emit(
+            "FAULT",
+            fault=FAULT_IDS[code],
+            seq=seq,
+            card=card_to_byte(card) if card else UNKNOWN_CARD,
+            text=text,
+        )
 
     # -- the host's requests -----------------------------------------------------------
     def on_request(self, msg: Message) -> bytes:

@@ -15,21 +15,54 @@ from ..reflink.messages import MessageDef, Profile, Sender, f
 PROFILE_ID = 4
 
 PROFILE = Profile(
-    "sign", PROFILE_ID, 1, 0,
+    "sign",
+    PROFILE_ID,
+    1,
+    0,
     (
-        MessageDef(0x40, "AMOUNT", Sender.HOST, (
-            f("amount", "u64", "minor units"), f("digits", "u8", "minor digits of the currency (MOP 2)"),
-            f("currency", "ascii3"), f("label", "text", "shown with the amount, may be empty"),
-        ), "The progressive amount to show."),
-        MessageDef(0x41, "HIT", Sender.HOST, (
-            f("amount", "u64", "minor units won"), f("digits", "u8"), f("currency", "ascii3"),
-            f("text", "text", "hit message"),
-            f("seconds", "u16", "how long to show it before the amount again; 0 = until the next command"),
-        ), "A jackpot hit."),
-        MessageDef(0x42, "FAULT", Sender.HOST, (
-            f("text", "text", "fault message"),
-            f("period_ms", "u16", "alternation period: the amount for one period, the message for the next"),
-        ), "Show the amount alternating with a fault message until FAULT_CLEAR."),
+        MessageDef(
+            0x40,
+            "AMOUNT",
+            Sender.HOST,
+            (
+                f("amount", "u64", "minor units"),
+                f("digits", "u8", "minor digits of the currency (MOP 2)"),
+                f("currency", "ascii3"),
+                f("label", "text", "shown with the amount, may be empty"),
+            ),
+            "The progressive amount to show.",
+        ),
+        MessageDef(
+            0x41,
+            "HIT",
+            Sender.HOST,
+            (
+                f("amount", "u64", "minor units won"),
+                f("digits", "u8"),
+                f("currency", "ascii3"),
+                f("text", "text", "hit message"),
+                f(
+                    "seconds",
+                    "u16",
+                    "how long to show it before the amount again; 0 = until the next command",
+                ),
+            ),
+            "A jackpot hit.",
+        ),
+        MessageDef(
+            0x42,
+            "FAULT",
+            Sender.HOST,
+            (
+                f("text", "text", "fault message"),
+                f(
+                    "period_ms",
+                    "u16",
+                    "alternation period: the amount for one period, the message for the next",
+                ),
+            ),
+            "Show the amount alternating with a fault message until FAULT_CLEAR.",
+        ),
         MessageDef(0x43, "FAULT_CLEAR", Sender.HOST, (), "Stop the fault alternation."),
     ),
     conditions={0: "DISPLAY_FAULT", 1: "STATE_LOST"},

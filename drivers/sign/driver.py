@@ -19,13 +19,21 @@ from ..reflink.driver import SERIAL_SETTINGS, RefDriver
 from .codec import PROFILE, SignResynced, format_amount
 
 _SIGN_SETTINGS: dict[str, FieldSpec] = {
-    "currency": FieldSpec("str", "MOP", doc="ISO 4217 currency shown",
-                          check=lambda v: None if len(v) == 3 and v.isascii() and v.isalpha() and v.isupper()
-                          else "must be a 3-letter ISO 4217 code"),
+    "currency": FieldSpec(
+        "str",
+        "MOP",
+        doc="ISO 4217 currency shown",
+        check=lambda v: (
+            None
+            if len(v) == 3 and v.isascii() and v.isalpha() and v.isupper()
+            else "must be a 3-letter ISO 4217 code"
+        ),
+    ),
     "minor_digits": FieldSpec("int", 2, doc="digits of the minor unit", range=(0, 4)),
     "label": FieldSpec("str", "", doc="text shown with the amount, e.g. JACKPOT"),
-    "fault_period_ms": FieldSpec("int", 2000, doc="alternation period of amount and fault message",
-                                 range=(200, 60000)),
+    "fault_period_ms": FieldSpec(
+        "int", 2000, doc="alternation period of amount and fault message", range=(200, 60000)
+    ),
 }
 
 
@@ -44,8 +52,14 @@ class SignDriver(RefDriver):
 
     def _amount_fields(self, amount: int) -> dict[str, Any]:
         if isinstance(amount, bool) or not isinstance(amount, int) or not 0 <= amount < 1 << 64:
-            raise ValueError(f"amount must be a non-negative integer count of minor units, got {amount!r}")
-        return {"amount": amount, "digits": self.settings["minor_digits"], "currency": self.settings["currency"]}
+            raise ValueError(
+                f"amount must be a non-negative integer count of minor units, got {amount!r}"
+            )
+        return {
+            "amount": amount,
+            "digits": self.settings["minor_digits"],
+            "currency": self.settings["currency"],
+        }
 
     async def _send(self, name: str, **values: Any) -> bool:
         if not self.online:
@@ -88,7 +102,9 @@ class SignDriver(RefDriver):
         sent = 0
         async with self._lock:
             if self.amount is not None:
-                await self.command("AMOUNT", **self._amount_fields(self.amount), label=self.settings["label"])
+                await self.command(
+                    "AMOUNT", **self._amount_fields(self.amount), label=self.settings["label"]
+                )
                 sent += 1
             hit = self.hit
             if hit is not None and (hit[2] is None or hit[2] > self.clock()):
@@ -96,7 +112,9 @@ class SignDriver(RefDriver):
                 await self.command("HIT", **self._amount_fields(hit[0]), text=hit[1], seconds=left)
                 sent += 1
             if self.fault_text is not None:
-                await self.command("FAULT", text=self.fault_text, period_ms=self.settings["fault_period_ms"])
+                await self.command(
+                    "FAULT", text=self.fault_text, period_ms=self.settings["fault_period_ms"]
+                )
             else:
                 await self.command("FAULT_CLEAR")
             sent += 1
@@ -105,12 +123,16 @@ class SignDriver(RefDriver):
 
     def status_extra(self) -> dict[str, Any]:
         s = self.settings
-        return {"sign": {
-            "amount": self.amount, "currency": s["currency"],
-            "text": None if self.amount is None else format_amount(self.amount, s["minor_digits"], s["currency"]),
-            "fault": self.fault_text,
-            "hit": None if self.hit is None else {"amount": self.hit[0], "message": self.hit[1]},
-        }}
-
-
-
+        return {
+            "sign": {
+                "amount": self.amount,
+                "currency": s["currency"],
+                "text": None
+                if self.amount is None
+                else format_amount(self.amount, s["minor_digits"], s["currency"]),
+                "fault": self.fault_text,
+                "hit": None
+                if self.hit is None
+                else {"amount": self.hit[0], "message": self.hit[1]},
+            }
+        }

@@ -42,8 +42,12 @@ class SignModel(DeviceModel):
                 raise Refuse(RefusedReason.BAD_ARGUMENT, f"{msg['digits']} minor digits")
             text = format_amount(msg["amount"], msg["digits"], msg["currency"])
             if n == "AMOUNT":
-                self.amount = (msg["amount"], msg["digits"], msg["currency"],
-                               f"{msg['label']} {text}".strip())
+                self.amount = (
+                    msg["amount"],
+                    msg["digits"],
+                    msg["currency"],
+                    f"{msg['label']} {text}".strip(),
+                )
             else:
                 until = now + msg["seconds"] if msg["seconds"] else None
                 self.hit = (f"{msg['text']} {text}".strip(), until)

@@ -25,13 +25,19 @@ from drivers.reflink.bench import (
 from drivers.testing import Faults
 
 
-def rig(layout: str = "sicbo", addresses: tuple[int, ...] = (1,), rx: Faults | None = None,
-        tx: Faults | None = None) -> tuple[BoardSimulator, Bench, list[BoardDriver]]:
+def rig(
+    layout: str = "sicbo",
+    addresses: tuple[int, ...] = (1,),
+    rx: Faults | None = None,
+    tx: Faults | None = None,
+) -> tuple[BoardSimulator, Bench, list[BoardDriver]]:
     sim = BoardSimulator(addresses, timers=SIM_TIMERS)
     bench = Bench(sim, rx=rx, tx=tx)
     kw = driver_kwargs(bench)
-    drvs = [BoardDriver(f"board{a}", {"port": "unused", "address": a, "layout": layout, **FAST}, **kw)
-            for a in addresses]
+    drvs = [
+        BoardDriver(f"board{a}", {"port": "unused", "address": a, "layout": layout, **FAST}, **kw)
+        for a in addresses
+    ]
     return sim, bench, drvs
 
 
@@ -48,9 +54,11 @@ def lamps_of(dice: tuple[int, int, int]) -> list[int]:
 
 @pytest.mark.parametrize(
     ("rx", "tx"),
-    [(Faults(chunk_size=1), Faults(chunk_size=1)),
-     (Faults(garbage_rate=0.01, seed=1), Faults(garbage_rate=0.01, seed=2)),
-     (Faults(drop_rate=0.2, seed=3), Faults(drop_rate=0.2, seed=4))],
+    [
+        (Faults(chunk_size=1), Faults(chunk_size=1)),
+        (Faults(garbage_rate=0.01, seed=1), Faults(garbage_rate=0.01, seed=2)),
+        (Faults(drop_rate=0.2, seed=3), Faults(drop_rate=0.2, seed=4)),
+    ],
     ids=["byte-at-a-time", "garbage-1pct", "dropped-writes"],
 )
 async def test_sicbo_results_shown_exactly(rx: Faults, tx: Faults) -> None:
@@ -130,7 +138,9 @@ async def test_a_rebooted_board_and_a_board_that_lost_its_state_get_everything_a
         assert ev.reason == "device reports its state lost"
         assert sim.board(1).lamps == lamps_of((1, 2, 3))
         sim.board(1).lamp_failure = True
-        await wait_for(lambda: drv.health.state is HealthState.FAULT and drv.health.code == "LAMP_FAILURE")
+        await wait_for(
+            lambda: drv.health.state is HealthState.FAULT and drv.health.code == "LAMP_FAILURE"
+        )
     finally:
         await close(bench, drv)
 
@@ -176,7 +186,9 @@ async def test_unplugged_bus_and_back() -> None:
 async def test_gpio_led_board() -> None:
     factory = MockFactory()
     pins = [5, 6, 13, 19]
-    drv = GpioBoardDriver("lamps", {"pins": pins, "layout": "fantan", "blink_ms": 50}, pin_factory=factory)
+    drv = GpioBoardDriver(
+        "lamps", {"pins": pins, "layout": "fantan", "blink_ms": 50}, pin_factory=factory
+    )
     await drv.start()
     try:
         assert drv.health.state is HealthState.ONLINE
@@ -207,7 +219,11 @@ async def test_gpio_led_board() -> None:
 
 
 def test_gpio_board_settings_checks() -> None:
-    assert GpioBoardDriver.check_settings({"pins": [1, 2], "layout": "fantan", "lamps": {"1": 0, "4": 5}})
-    assert not GpioBoardDriver.check_settings({"pins": [1, 2, 3, 4], "layout": "fantan", "lamps": {}})
+    assert GpioBoardDriver.check_settings(
+        {"pins": [1, 2], "layout": "fantan", "lamps": {"1": 0, "4": 5}}
+    )
+    assert not GpioBoardDriver.check_settings(
+        {"pins": [1, 2, 3, 4], "layout": "fantan", "lamps": {}}
+    )
     assert BoardDriver.check_settings({"layout": "sicbo", "lamps": {"nonsense": 1}})
     assert list(GpioBoardDriver.used_pins({"pins": (5, 6)})) == [("pins[0]", 5), ("pins[1]", 6)]

@@ -25,17 +25,54 @@ SICBO = {
     (1, 1, 1): {"odd", "single-1", "double-1", "triple-1", "any-triple"},
     (6, 6, 6): {"even", "single-6", "double-6", "triple-6", "any-triple"},
     # art. 5 1), 3), 6), 9), 11), 12)
-    (2, 2, 5): {"small", "odd", "single-2", "single-5", "double-2", "total-9", "combo-2-5", "pair-single-2-5"},
+    (2, 2, 5): {
+        "small",
+        "odd",
+        "single-2",
+        "single-5",
+        "double-2",
+        "total-9",
+        "combo-2-5",
+        "pair-single-2-5",
+    },
     # art. 5 10) three dice specified, 13) four numbers (three of the four shown)
-    (1, 2, 3): {"small", "even", "single-1", "single-2", "single-3", "total-6", "combo-1-2", "combo-1-3",
-                "combo-2-3", "three-1-2-3", "four-1-2-3-4", "four-1-2-3-5", "four-1-2-3-6"},
-    (4, 6, 5): {"big", "odd", "single-4", "single-5", "single-6", "total-15", "combo-4-5", "combo-4-6",
-                "combo-5-6", "three-4-5-6", "four-1-4-5-6", "four-2-4-5-6", "four-3-4-5-6"},
+    (1, 2, 3): {
+        "small",
+        "even",
+        "single-1",
+        "single-2",
+        "single-3",
+        "total-6",
+        "combo-1-2",
+        "combo-1-3",
+        "combo-2-3",
+        "three-1-2-3",
+        "four-1-2-3-4",
+        "four-1-2-3-5",
+        "four-1-2-3-6",
+    },
+    (4, 6, 5): {
+        "big",
+        "odd",
+        "single-4",
+        "single-5",
+        "single-6",
+        "total-15",
+        "combo-4-5",
+        "combo-4-6",
+        "combo-5-6",
+        "three-4-5-6",
+        "four-1-4-5-6",
+        "four-2-4-5-6",
+        "four-3-4-5-6",
+    },
 }
 
 
 @pytest.mark.parametrize(("dice", "want"), SICBO.items())
-def test_sicbo_winning_areas_57_2004_art_5_and_7(dice: tuple[int, int, int], want: set[str]) -> None:
+def test_sicbo_winning_areas_57_2004_art_5_and_7(
+    dice: tuple[int, int, int], want: set[str]
+) -> None:
     assert set(sicbo_areas(dice)) == want
 
 
@@ -52,12 +89,16 @@ FPC = {
 
 
 @pytest.mark.parametrize(("dice", "want"), FPC.items())
-def test_fish_prawn_crab_winning_areas_59_2004_art_5_and_7(dice: tuple[int, int, int], want: set[str]) -> None:
+def test_fish_prawn_crab_winning_areas_59_2004_art_5_and_7(
+    dice: tuple[int, int, int], want: set[str]
+) -> None:
     assert set(fpc_areas(dice)) == want
 
 
 @pytest.mark.parametrize("dice", list(itertools.product(range(1, 7), repeat=3)))
-def test_every_throw_lights_known_areas_and_one_of_small_big_unless_a_triple(dice: tuple[int, int, int]) -> None:
+def test_every_throw_lights_known_areas_and_one_of_small_big_unless_a_triple(
+    dice: tuple[int, int, int],
+) -> None:
     for areas, layout in ((sicbo_areas(dice), "sicbo"), (fpc_areas(dice), "fish-prawn-crab")):
         assert set(areas) <= set(LAYOUTS[layout])
         assert len(areas) == len(set(areas))

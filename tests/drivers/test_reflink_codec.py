@@ -114,11 +114,25 @@ def test_frame_round_trip(frame: Frame) -> None:
     assert got == [(frame, wire)]
 
 
-def _body(version: int, control: int, address: int, session: int, seq: int, payload: bytes,
-          length: int | None = None) -> bytes:
+def _body(
+    version: int,
+    control: int,
+    address: int,
+    session: int,
+    seq: int,
+    payload: bytes,
+    length: int | None = None,
+) -> bytes:
     """A frame body built by hand from the layout in docs/protocols/reflink.md."""
-    head = struct.pack("<BBBHBB", version, control, address, session, seq,
-                       len(payload) if length is None else length)
+    head = struct.pack(
+        "<BBBHBB",
+        version,
+        control,
+        address,
+        session,
+        seq,
+        len(payload) if length is None else length,
+    )
     return head + payload + struct.pack("<I", zlib.crc32(head + payload))
 
 
@@ -126,7 +140,13 @@ def test_hand_built_body_decodes() -> None:
     body = _body(1, 0x80, 0x00, 0x1234, 7, b"\x10\x01\x00")
     f = decode_body(body)
     assert (f.kind, f.from_device, f.address, f.session, f.seq, f.payload) == (
-        FrameKind.DATA, True, 0, 0x1234, 7, b"\x10\x01\x00")
+        FrameKind.DATA,
+        True,
+        0,
+        0x1234,
+        7,
+        b"\x10\x01\x00",
+    )
 
 
 @pytest.mark.parametrize(
@@ -188,8 +208,9 @@ def test_arbitrary_bytes_never_raise_and_never_invent_frames(data: bytes, cuts: 
 
 @FUZZ
 @given(frames, frames, st.binary(max_size=40), st.lists(st.integers(0, 600), max_size=10))
-def test_frames_survive_any_chunking_and_garbage_between(a: Frame, b: Frame, garbage: bytes,
-                                                          cuts: list[int]) -> None:
+def test_frames_survive_any_chunking_and_garbage_between(
+    a: Frame, b: Frame, garbage: bytes, cuts: list[int]
+) -> None:
     stream = a.to_wire() + garbage + b.to_wire()
     dec = FrameDecoder()
     got = []

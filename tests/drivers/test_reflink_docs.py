@@ -120,9 +120,20 @@ _ROW = re.compile(r"^\| (0x[0-9A-F]{2}) \| ([A-Z_]+) \| (host|device) \| ([^|]*)
 def test_message_tables_match_the_code(page: str) -> None:
     text = (DOCS / f"{page}.md").read_text(encoding="utf-8")
     rows = {(int(t, 16), n, s, f.strip()) for t, n, s, f in _ROW.findall(text)}
-    defs = COMMON if page == "reflink" else [m for m in PROFILES[page].by_id.values() if m not in COMMON]
-    want = {(m.type_id, m.name, m.sender.value,
-             " ".join(f"{fd.name}:{fd.kind}" for fd in m.fields) or "—") for m in defs}
+    defs = (
+        COMMON
+        if page == "reflink"
+        else [m for m in PROFILES[page].by_id.values() if m not in COMMON]
+    )
+    want = {
+        (
+            m.type_id,
+            m.name,
+            m.sender.value,
+            " ".join(f"{fd.name}:{fd.kind}" for fd in m.fields) or "—",
+        )
+        for m in defs
+    }
     assert rows == want
 
 
@@ -145,9 +156,15 @@ def test_every_setting_is_documented() -> None:
     from drivers.sign.driver import SignDriver
 
     common = (DOCS / "reflink.md").read_text(encoding="utf-8")
-    for page, classes in [("shoe", [ShoeDriver, UsbShoeDriver]), ("shaker", [ShakerDriver]),
-                          ("board", [BoardDriver, GpioBoardDriver]), ("sign", [SignDriver])]:
+    for page, classes in [
+        ("shoe", [ShoeDriver, UsbShoeDriver]),
+        ("shaker", [ShakerDriver]),
+        ("board", [BoardDriver, GpioBoardDriver]),
+        ("sign", [SignDriver]),
+    ]:
         text = common + (DOCS / f"{page}.md").read_text(encoding="utf-8")
         for cls in classes:
             for key in cls.SETTINGS:
-                assert re.search(rf"`{key}`|^{key} = ", text, re.M), f"{cls.driver_name}: {key} not documented"
+                assert re.search(rf"`{key}`|^{key} = ", text, re.M), (
+                    f"{cls.driver_name}: {key} not documented"
+                )

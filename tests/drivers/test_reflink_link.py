@@ -89,7 +89,9 @@ class Net:
                 self.dev_events.setdefault(d.address, []).extend(d.take_events())
             if moved:
                 continue
-            deadlines = [x for x in (e.next_deadline() for e in (self.host, *self.devices)) if x is not None]
+            deadlines = [
+                x for x in (e.next_deadline() for e in (self.host, *self.devices)) if x is not None
+            ]
             if not deadlines or self.now > until:
                 return
             self.now = max(self.now, min(deadlines))
@@ -99,12 +101,24 @@ class Net:
         raise AssertionError("network did not settle")
 
 
-def make_net(seed: int = 0, *, drop: float = 0.0, garbage: float = 0.0, chunk: int = 0,
-             addresses: tuple[int, ...] = (0,), responder: bool = True) -> Net:
+def make_net(
+    seed: int = 0,
+    *,
+    drop: float = 0.0,
+    garbage: float = 0.0,
+    chunk: int = 0,
+    addresses: tuple[int, ...] = (0,),
+    responder: bool = True,
+) -> Net:
     rng = random.Random(seed)
     devices = [
-        LinkEndpoint(Role.DEVICE, 0x2000 + a, address=a, timers=TIMERS,
-                     responder=(lambda addr, p: b"re:" + p) if responder else None)
+        LinkEndpoint(
+            Role.DEVICE,
+            0x2000 + a,
+            address=a,
+            timers=TIMERS,
+            responder=(lambda addr, p: b"re:" + p) if responder else None,
+        )
         for a in addresses
     ]
     host = LinkEndpoint(Role.HOST, 0x1000, timers=TIMERS)
@@ -151,16 +165,18 @@ def test_device_never_gives_up_and_backs_off() -> None:
 def test_lost_ack_gives_a_duplicate_that_is_not_delivered_twice() -> None:
     host = LinkEndpoint(Role.HOST, 1, timers=TIMERS)
     calls = []
-    dev = LinkEndpoint(Role.DEVICE, 2, timers=TIMERS, responder=lambda a, p: calls.append(p) or b"R")
+    dev = LinkEndpoint(
+        Role.DEVICE, 2, timers=TIMERS, responder=lambda a, p: calls.append(p) or b"R"
+    )
     host.send(b"cmd", 0.0, address=0)
-    (_, data), = host.take_output()
+    ((_, data),) = host.take_output()
     dev.feed(data, 0.0)
-    (_, ack1), = dev.take_output()  # this ACK is lost
+    ((_, ack1),) = dev.take_output()  # this ACK is lost
     host.tick(0.1)
-    (_, again), = host.take_output()
+    ((_, again),) = host.take_output()
     assert again == data  # a retransmission is the identical frame
     dev.feed(again, 0.1)
-    (_, ack2), = dev.take_output()
+    ((_, ack2),) = dev.take_output()
     assert ack2 == ack1  # the same ACK, same reply, again
     assert calls == [b"cmd"]  # carried out once
     assert len(of(dev.take_events(), Received)) == 1
@@ -200,7 +216,10 @@ def test_multidrop_addresses_echo_and_broadcast() -> None:
     net.run()
     assert [r.payload for r in of(net.dev_events[1], Received)] == [b"to1", b"all"]
     assert [r.payload for r in of(net.dev_events[2], Received)] == [b"to2", b"all"]
-    assert [a.reply for a in of(net.host_events, Acked)] == [b"re:to1", b"re:to2"]  # broadcast: no ACK
+    assert [a.reply for a in of(net.host_events, Acked)] == [
+        b"re:to1",
+        b"re:to2",
+    ]  # broadcast: no ACK
     # each device heard the other's traffic and ignored it
     assert net.devices[0].counters.ignored >= 2 and net.devices[1].counters.ignored >= 2
 
@@ -208,7 +227,7 @@ def test_multidrop_addresses_echo_and_broadcast() -> None:
 def test_host_ignores_its_own_echo() -> None:
     host = LinkEndpoint(Role.HOST, 1, timers=TIMERS)
     host.send(b"x", 0.0, address=3)
-    (_, wire), = host.take_output()
+    ((_, wire),) = host.take_output()
     host.feed(wire, 0.0)  # half-duplex transceivers hear themselves
     assert host.counters.ignored == 1 and not host.take_events()
 
@@ -238,11 +257,17 @@ def test_garbage_is_reported_as_rejected_frames() -> None:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), drop=st.sampled_from([0.0, 0.1, 0.3]),
-       garbage=st.sampled_from([0.0, 0.01, 0.03]), chunk=st.sampled_from([0, 1, 7]),
-       n_dev=st.integers(0, 25), n_host=st.integers(0, 10))
-def test_exactly_once_in_order_under_loss_and_garbage(seed: int, drop: float, garbage: float, chunk: int,
-                                                        n_dev: int, n_host: int) -> None:
+@given(
+    seed=st.integers(0, 10_000),
+    drop=st.sampled_from([0.0, 0.1, 0.3]),
+    garbage=st.sampled_from([0.0, 0.01, 0.03]),
+    chunk=st.sampled_from([0, 1, 7]),
+    n_dev=st.integers(0, 25),
+    n_host=st.integers(0, 10),
+)
+def test_exactly_once_in_order_under_loss_and_garbage(
+    seed: int, drop: float, garbage: float, chunk: int, n_dev: int, n_host: int
+) -> None:
     """Every device message arrives once, in order; every host request is either
     acknowledged with the right reply or reported failed, never both."""
     net = make_net(seed, drop=drop, garbage=garbage, chunk=chunk)
@@ -250,7 +275,10 @@ def test_exactly_once_in_order_under_loss_and_garbage(seed: int, drop: float, ga
     sent_dev = [f"ev{i}".encode() for i in range(n_dev)]
     for p in sent_dev:
         dev.send(p, net.now)
-    tokens = {net.host.send(f"rq{i}".encode(), net.now, address=0): f"rq{i}".encode() for i in range(n_host)}
+    tokens = {
+        net.host.send(f"rq{i}".encode(), net.now, address=0): f"rq{i}".encode()
+        for i in range(n_host)
+    }
     net.run(until=600)
     assert [r.payload for r in of(net.host_events, Received)] == sent_dev
     acked = {a.token: a.reply for a in of(net.host_events, Acked)}

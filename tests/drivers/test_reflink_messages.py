@@ -74,7 +74,9 @@ def test_every_message_round_trips(profile: Profile, defn: MessageDef, data: st.
 @pytest.mark.parametrize("profile", PROFILES, ids=[p.name for p in PROFILES])
 @FUZZ
 @given(payload=st.binary(max_size=80), sender=st.sampled_from(list(Sender)))
-def test_arbitrary_payloads_raise_only_message_error(profile: Profile, payload: bytes, sender: Sender) -> None:
+def test_arbitrary_payloads_raise_only_message_error(
+    profile: Profile, payload: bytes, sender: Sender
+) -> None:
     try:
         msg = profile.decode(payload, sender)
     except CodecError as exc:
@@ -100,7 +102,9 @@ MODELS: list[type[DeviceModel]] = [ShoeModel, ShakerModel, BoardModel, SignModel
 @pytest.mark.parametrize("model_cls", MODELS, ids=[m.__name__ for m in MODELS])
 @FUZZ
 @given(payloads=st.lists(st.binary(max_size=60), max_size=8))
-def test_simulated_devices_answer_anything(model_cls: type[DeviceModel], payloads: list[bytes]) -> None:
+def test_simulated_devices_answer_anything(
+    model_cls: type[DeviceModel], payloads: list[bytes]
+) -> None:
     model = model_cls()
     for p in payloads:
         reply = model.handle(0, p)
@@ -116,4 +120,8 @@ def test_unknown_request_is_refused_and_hello_identifies(model_cls: type[DeviceM
     assert (refused.name, refused["request"], refused["reason"]) == ("REFUSED", 0x7E, 1)
     ident = model.profile.decode(model.handle(0, b"\x01\x01"), Sender.DEVICE)
     assert ident.name == "IDENT"
-    assert (ident["link_version"], ident["profile"], ident["major"]) == (1, model.profile.profile_id, 1)
+    assert (ident["link_version"], ident["profile"], ident["major"]) == (
+        1,
+        model.profile.profile_id,
+        1,
+    )

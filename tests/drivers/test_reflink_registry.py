@@ -15,11 +15,28 @@ from firmware_host.config import ConfigInvalid
 SECTIONS = {
     "shoe": ({"driver": "shoe-ref", "port": "/dev/ttyUSB1", "decks": 8}, ShoeDriver),
     "shoe2": ({"driver": "shoe-ref-usb", "usb": "usb:1209:5348:SHOE1"}, UsbShoeDriver),
-    "shaker": ({"driver": "shaker-ref", "port": "socket://127.0.0.1:7002", "dice": 3, "dome_pin": 17,
-                "bell_pin": 27}, ShakerDriver),
-    "board": ({"driver": "board-ref", "port": "/dev/ttyRS485", "address": 3, "layout": "sicbo"}, BoardDriver),
-    "lamps": ({"driver": "board-gpio", "pins": [5, 6, 13, 19], "layout": "fantan"}, GpioBoardDriver),
-    "sign": ({"driver": "sign-ref", "port": "loop://", "currency": "HKD", "label": "JACKPOT"}, SignDriver),
+    "shaker": (
+        {
+            "driver": "shaker-ref",
+            "port": "socket://127.0.0.1:7002",
+            "dice": 3,
+            "dome_pin": 17,
+            "bell_pin": 27,
+        },
+        ShakerDriver,
+    ),
+    "board": (
+        {"driver": "board-ref", "port": "/dev/ttyRS485", "address": 3, "layout": "sicbo"},
+        BoardDriver,
+    ),
+    "lamps": (
+        {"driver": "board-gpio", "pins": [5, 6, 13, 19], "layout": "fantan"},
+        GpioBoardDriver,
+    ),
+    "sign": (
+        {"driver": "sign-ref", "port": "loop://", "currency": "HKD", "label": "JACKPOT"},
+        SignDriver,
+    ),
 }
 
 
@@ -38,12 +55,21 @@ def test_every_reflink_driver_validates_and_builds() -> None:
     [
         ({"driver": "shoe-ref"}, "devices.x.port: required"),
         ({"driver": "shoe-ref", "port": "p", "decks": 13}, "devices.x.decks"),
-        ({"driver": "shoe-ref", "port": "p", "baud_rate": 9600}, "devices.x.baud_rate: unknown key"),
+        (
+            {"driver": "shoe-ref", "port": "p", "baud_rate": 9600},
+            "devices.x.baud_rate: unknown key",
+        ),
         ({"driver": "shoe-ref-usb", "usb": "usb:zz:01"}, "devices.x.usb"),
         ({"driver": "shaker-ref", "port": "p", "dice": 5}, "devices.x.dice"),
         ({"driver": "board-ref", "port": "p", "layout": "craps"}, "devices.x.layout"),
-        ({"driver": "board-ref", "port": "p", "layout": "sicbo", "lamps": {"no-such-area": 1}}, "devices.x.lamps"),
-        ({"driver": "board-ref", "port": "p", "layout": "sicbo", "address": 255}, "devices.x.address"),
+        (
+            {"driver": "board-ref", "port": "p", "layout": "sicbo", "lamps": {"no-such-area": 1}},
+            "devices.x.lamps",
+        ),
+        (
+            {"driver": "board-ref", "port": "p", "layout": "sicbo", "address": 255},
+            "devices.x.address",
+        ),
         ({"driver": "sign-ref", "port": "p", "currency": "mop"}, "devices.x.currency"),
     ],
 )
@@ -57,8 +83,12 @@ def test_bad_sections_name_the_key(section: dict[str, object], fragment: str) ->
 
 def test_two_devices_cannot_share_a_gpio_pin() -> None:
     errors: list[str] = []
-    validate_devices({
-        "shaker": {"driver": "shaker-ref", "port": "p", "bell_pin": 5},
-        "lamps": {"driver": "board-gpio", "pins": [5, 6], "layout": "fantan"},
-    }, "devices", errors)
+    validate_devices(
+        {
+            "shaker": {"driver": "shaker-ref", "port": "p", "bell_pin": 5},
+            "lamps": {"driver": "board-gpio", "pins": [5, 6], "layout": "fantan"},
+        },
+        "devices",
+        errors,
+    )
     assert any("GPIO5" in e for e in errors), errors

@@ -105,11 +105,14 @@ def test_model_sequence_and_knobs() -> None:
     assert [type(e) for e in evs()][-1] is DiceUnreadable
 
 
-async def rig(dice: int = 3, rx: Faults | None = None, tx: Faults | None = None, **settings: object
-              ) -> tuple[ShakerSimulator, Bench, ShakerDriver]:
+async def rig(
+    dice: int = 3, rx: Faults | None = None, tx: Faults | None = None, **settings: object
+) -> tuple[ShakerSimulator, Bench, ShakerDriver]:
     sim = ShakerSimulator(dice=dice, seed=21, timers=SIM_TIMERS)
     bench = Bench(sim, rx=rx, tx=tx)
-    drv = ShakerDriver("shaker", {"port": "unused", "dice": dice, **FAST, **settings}, **driver_kwargs(bench))
+    drv = ShakerDriver(
+        "shaker", {"port": "unused", "dice": dice, **FAST, **settings}, **driver_kwargs(bench)
+    )
     return sim, bench, drv
 
 
@@ -198,7 +201,9 @@ async def test_dome_and_bell_on_gpio_with_bounce_and_stuck() -> None:
     # switches to ground with external pull-ups: low = active
     dome.drive_low()  # the dome is open at start
     bell.drive_high()
-    sim, bench, drv = await rig(dome_pin=17, bell_pin=27, pull="none", debounce_ms=10, bell_stuck_s=1)
+    sim, bench, drv = await rig(
+        dome_pin=17, bell_pin=27, pull="none", debounce_ms=10, bell_stuck_s=1
+    )
     drv.pin_factory = factory
     sub = drv.events()
     await drv.start()

@@ -74,8 +74,13 @@ def test_tracker_turns_every_message_into_its_event() -> None:
     evs = feed(t, m)
     cards = [e for e in evs if isinstance(e, CardDealt)]
     assert [(c.seq, c.card) for c in cards] == list(enumerate(dealt, 1))
-    for fault, cls in [("jam", ShoeJam), ("misread", CardMisread), ("duplicate", DuplicateCard),
-                       ("door_open", DoorOpened), ("door_close", DoorClosed)]:
+    for fault, cls in [
+        ("jam", ShoeJam),
+        ("misread", CardMisread),
+        ("duplicate", DuplicateCard),
+        ("door_open", DoorOpened),
+        ("door_close", DoorClosed),
+    ]:
         m.inject(fault)
         (ev,) = feed(t, m)
         assert isinstance(ev, cls), fault
@@ -94,7 +99,10 @@ def test_tracker_reports_a_sequence_gap_and_duplicates_beyond_the_shoe() -> None
     assert [(g.expected, g.seq) for g in gaps] == [(2, 3)]
     dups = [e for e in evs if isinstance(e, DuplicateCard)]
     assert [(d.card, d.seq) for d in dups] == [("AS", 4)]
-    assert [e.card for e in evs if isinstance(e, CardDealt)] == ["AS", "KH"]  # the duplicate is not dealt
+    assert [e.card for e in evs if isinstance(e, CardDealt)] == [
+        "AS",
+        "KH",
+    ]  # the duplicate is not dealt
 
 
 def test_deck_check_from_the_simulator_names_injected_cards() -> None:

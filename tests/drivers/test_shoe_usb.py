@@ -19,9 +19,18 @@ async def test_shoe_over_usb_bulk_with_unplug_and_reset() -> None:
     dev = FakeUsbDevice(0x1209, 0x5348, "SHOE0001")
     sim = ShoeSimulator(decks=1, seed=9, timers=SIM_TIMERS)
     serving = asyncio.create_task(sim.serve(dev.device_connection()))
-    drv = UsbShoeDriver("shoe", {"usb": "usb:1209:5348:SHOE0001", "decks": 1, **FAST,
-                                 "ack_timeout_ms": 40, "reset_after": 3},
-                        usb_backend=FakeUsbBackend(dev), backoff=Backoff(0.01, 0.05, jitter=0.1))
+    drv = UsbShoeDriver(
+        "shoe",
+        {
+            "usb": "usb:1209:5348:SHOE0001",
+            "decks": 1,
+            **FAST,
+            "ack_timeout_ms": 40,
+            "reset_after": 3,
+        },
+        usb_backend=FakeUsbBackend(dev),
+        backoff=Backoff(0.01, 0.05, jitter=0.1),
+    )
     sub = drv.events()
     await drv.start()
     try:

@@ -24,8 +24,13 @@ from drivers.testing import Faults
 
 @pytest.mark.parametrize(
     ("amount", "digits", "text"),
-    [(0, 2, "MOP 0.00"), (5, 2, "MOP 0.05"), (123456789, 2, "MOP 1,234,567.89"), (1000, 0, "MOP 1,000"),
-     (10**18 + 1, 2, "MOP 10,000,000,000,000,000.01")],
+    [
+        (0, 2, "MOP 0.00"),
+        (5, 2, "MOP 0.05"),
+        (123456789, 2, "MOP 1,234,567.89"),
+        (1000, 0, "MOP 1,000"),
+        (10**18 + 1, 2, "MOP 10,000,000,000,000,000.01"),
+    ],
 )
 def test_amounts_are_formatted_from_integers(amount: int, digits: int, text: str) -> None:
     assert format_amount(amount, digits, "MOP") == text
@@ -34,12 +39,19 @@ def test_amounts_are_formatted_from_integers(amount: int, digits: int, text: str
 def test_the_sign_alternates_amount_and_fault_message() -> None:
     t = [100.0]
     m = SignModel(clock=lambda: t[0])
-    m.handle(0, m.profile.encode("AMOUNT", amount=250000, digits=2, currency="HKD", label="JACKPOT"))
+    m.handle(
+        0, m.profile.encode("AMOUNT", amount=250000, digits=2, currency="HKD", label="JACKPOT")
+    )
     assert m.display() == "JACKPOT HKD 2,500.00"
     m.handle(0, m.profile.encode("FAULT", text="JACKPOT OFFLINE", period_ms=2000))
     shown = [m.display(100.0 + 0.5 * i) for i in range(9)]
-    assert shown == ["JACKPOT HKD 2,500.00"] * 4 + ["JACKPOT OFFLINE"] * 4 + ["JACKPOT HKD 2,500.00"]
-    m.handle(0, m.profile.encode("HIT", amount=250000, digits=2, currency="HKD", text="WINNER", seconds=10))
+    assert shown == ["JACKPOT HKD 2,500.00"] * 4 + ["JACKPOT OFFLINE"] * 4 + [
+        "JACKPOT HKD 2,500.00"
+    ]
+    m.handle(
+        0,
+        m.profile.encode("HIT", amount=250000, digits=2, currency="HKD", text="WINNER", seconds=10),
+    )
     assert m.display(101.0) == "WINNER HKD 2,500.00"
     assert m.display(111.0) in ("JACKPOT HKD 2,500.00", "JACKPOT OFFLINE")
     m.handle(0, m.profile.encode("FAULT_CLEAR"))
@@ -49,23 +61,35 @@ def test_the_sign_alternates_amount_and_fault_message() -> None:
     # nothing from the host for more than 10 s: the sign alternates its own NO LINK
     # (docs/protocols/sign.md: after 10 s, NO LINK and the amount 2 s each, NO LINK first)
     assert [m.display(112.0 + s) for s in (9.5, 10.5, 11.5, 12.5, 13.5, 14.5)] == [
-        "JACKPOT HKD 2,500.00", "NO LINK", "NO LINK", "JACKPOT HKD 2,500.00", "JACKPOT HKD 2,500.00",
-        "NO LINK"]
+        "JACKPOT HKD 2,500.00",
+        "NO LINK",
+        "NO LINK",
+        "JACKPOT HKD 2,500.00",
+        "JACKPOT HKD 2,500.00",
+        "NO LINK",
+    ]
 
 
-async def rig(rx: Faults | None = None, tx: Faults | None = None) -> tuple[SignSimulator, Bench, SignDriver]:
+async def rig(
+    rx: Faults | None = None, tx: Faults | None = None
+) -> tuple[SignSimulator, Bench, SignDriver]:
     sim = SignSimulator(timers=SIM_TIMERS)
     bench = Bench(sim, rx=rx, tx=tx)
-    drv = SignDriver("sign", {"port": "unused", "currency": "MOP", "label": "JACKPOT", **FAST},
-                     **driver_kwargs(bench))
+    drv = SignDriver(
+        "sign",
+        {"port": "unused", "currency": "MOP", "label": "JACKPOT", **FAST},
+        **driver_kwargs(bench),
+    )
     return sim, bench, drv
 
 
 @pytest.mark.parametrize(
     ("rx", "tx"),
-    [(Faults(chunk_size=1), Faults(chunk_size=1)),
-     (Faults(garbage_rate=0.01, seed=1), Faults(garbage_rate=0.01, seed=2)),
-     (Faults(drop_rate=0.2, seed=3), Faults(drop_rate=0.2, seed=4))],
+    [
+        (Faults(chunk_size=1), Faults(chunk_size=1)),
+        (Faults(garbage_rate=0.01, seed=1), Faults(garbage_rate=0.01, seed=2)),
+        (Faults(drop_rate=0.2, seed=3), Faults(drop_rate=0.2, seed=4)),
+    ],
     ids=["byte-at-a-time", "garbage-1pct", "dropped-writes"],
 )
 async def test_amounts_reach_the_sign(rx: Faults, tx: Faults) -> None:
