@@ -46,20 +46,26 @@ class SignDriver(RefDriver):
     def __init__(self, name: str, settings: Mapping[str, Any], **kwargs: Any) -> None:
         super().__init__(name, settings, **kwargs)
         self.amount: int | None = None
+        self.currency: str = self.settings["currency"]
         self.fault_text: str | None = None
         self.hit: tuple[int, str, float | None] | None = None  # amount, text, until (monotonic)
         self._lock = asyncio.Lock()
 
-    def _amount_fields(self, amount: int) -> dict[str, Any]:
+    def _amount_fields(self, amount: int, currency: str | None = None) -> dict[str, Any]:
         if isinstance(amount, bool) or not isinstance(amount, int) or not 0 <= amount < 1 << 64:
             raise ValueError(
                 f"amount must be a non-negative integer count of minor units, got {amount!r}"
             )
-        return {
-            "amount": amount,
-            "digits": self.settings["minor_digits"],
-            "currency": self.settings["currency"],
-        }
+        cur = self.currency if currency is None else currency
+        if not (
+            isinstance(cur, str)
+            and len(cur) == 3
+            and cur.isascii()
+            and cur.isalpha()
+            and cur.isupper()
+        ):
+            raise ValueError(f"currency must be a 3-letter ISO 4217 code, got {cur!r}")
+        return {"amount": amount, "digits": self.settings["minor_digits"], "currency": cur}
 
     async def _send(self, name: str, **values: Any) -> bool:
         if not self.online:
@@ -75,10 +81,11 @@ class SignDriver(RefDriver):
                 return False
         return True
 
-    async def show_amount(self, amount: int) -> bool:
-        """The progressive amount, in minor units."""
-        fields = self._amount_fields(amount)
+    async def show_amount(self, amount: int, currency: str | None = None) -> bool:
+        """The progressive amount, in minor units (``currency``: the configured one if None)."""
+        fields = self._amount_fields(amount, currency)
         self.amount = amount
+        self.currency = fields["currency"]
         if self.hit is not None and self.hit[2] is None:
             self.hit = None
         return await self._send("AMOUNT", **fields, label=self.settings["label"])
@@ -126,10 +133,10 @@ class SignDriver(RefDriver):
         return {
             "sign": {
                 "amount": self.amount,
-                "currency": s["currency"],
+                "currency": self.currency,
                 "text": None
                 if self.amount is None
-                else format_amount(self.amount, s["minor_digits"], s["currency"]),
+                else format_amount(self.amount, s["minor_digits"], self.currency),
                 "fault": self.fault_text,
                 "hit": None
                 if self.hit is None

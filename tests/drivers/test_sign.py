@@ -137,6 +137,11 @@ async def test_hit_fault_and_resync_after_link_loss() -> None:
         with pytest.raises(ValueError):
             await drv.show_amount(-1)
         assert drv.get_status()["sign"]["text"] == "MOP 1,005.00"
+        # the jackpot controller passes its currency along: show_amount(pool, currency)
+        assert await drv.show_amount(250, "HKD")
+        assert sim.display() == "JACKPOT HKD 2.50"
+        with pytest.raises(ValueError):
+            await drv.show_amount(1, "hk")
     finally:
         await drv.stop()
         await bench.close()
