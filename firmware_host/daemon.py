@@ -39,10 +39,9 @@ from .config import (
 )
 from .console import ConsoleSession, ConsoleSettings, Lockout, serve_socket, serve_stream
 from .floor import FloorRequests
-from .journal import Journal, JournalSettings
+from .journal import Journal, JournalSettings, RoundRecord
 from .mqtt import FloorLink, MqttSettings
 from .procedures import Procedure, make_procedure
-from .journal import RoundRecord
 from .rounds import Phase, RoundEngine
 from .sdnotify import Notifier
 
@@ -106,6 +105,8 @@ class TableDaemon:
         self.link: FloorLink | None = None
         self.floor: FloorRequests | None = None
         self.drivers: dict[str, Any] = {}
+        self.jackpot: Any = None
+        self._jackpot_sign: str | None = None
         self._device_kinds: dict[str, str] = {}
         self.procedure: Procedure | None = None
         self.console_settings: ConsoleSettings = cfg.section("console") or ConsoleSettings()
@@ -158,10 +159,16 @@ class TableDaemon:
 
         self.engine = RoundEngine(self.cfg, j)
         self.engine.play_stop = self._play_stop_reason
+        self.jackpot = self._make_jackpot(j)
+        self.engine.jackpot = self.jackpot
         self.floor = FloorRequests(self.engine)
         self.link = FloorLink(self.mqtt_settings, self.cfg.table_id, j, handler=self._on_request)
         self.engine.on_phase.append(self._phase_changed)
         self.link.start()
+        if self.jackpot is not None:
+            self.jackpot.link = self.link
+            self.jackpot.display(force=True)
+            self._tasks.append(asyncio.create_task(self._jackpot_display(), name="jackpot-display"))
         resumed = self.engine.resume()
         for payload in resumed:
             log.warning(
@@ -174,6 +181,7 @@ class TableDaemon:
         self.notifier.status("starting devices")
         await self._start_drivers()
         self.procedure = make_procedure(self)
+        self.floor.procedure = self.procedure
         self.engine.manual_results = self.procedure.manual_results
         self._tasks.append(asyncio.create_task(self.procedure.run(), name="procedure"))
         await self._start_console()
@@ -210,6 +218,39 @@ class TableDaemon:
             self.journal.append_event("power_down", {"reason": reason})
             self.journal.close()
         self.notifier.close()
+
+    # -- jackpot -----------------------------------------------------------------
+    def _make_jackpot(self, journal: Journal) -> Any:
+        """The progressive jackpot of a stud poker table that offers one (61/2004 art. 10)."""
+        rules = self.cfg.rules
+        if self.cfg.game_id != "stud-poker" or not getattr(rules, "jackpot_offered", False):
+            return None
+        from .jackpot import JackpotController
+
+        js = self.cfg.section("jackpot") or {"meter_max": 0, "display_ms": 1000, "sign": ""}
+        ctl = JackpotController(
+            journal,
+            rules.jackpot_params(),
+            meter_max=js["meter_max"] or None,
+            display_ms=js["display_ms"],
+            currency=self.cfg.money.currency,
+        )
+        if not ctl.meter.balanced():
+            # A jackpot meter mismatch is a latched fault: play stops until a technician clears it.
+            journal.set_fault(
+                "JACKPOT_METER_MISMATCH",
+                f"pool {ctl.meter.pool} + overflow {ctl.meter.overflow} != expected {ctl.meter.expected_total()}",
+            )
+        self._jackpot_sign = js.get("sign") or None
+        return ctl
+
+    async def _jackpot_display(self) -> None:
+        while True:
+            await asyncio.sleep(0.25)
+            if self.jackpot is not None:
+                if self.jackpot.sign is None and self._jackpot_sign:
+                    self.jackpot.sign = self.drivers.get(self._jackpot_sign)
+                self.jackpot.flush_display()
 
     # -- drivers -----------------------------------------------------------------
     async def _start_drivers(self) -> None:

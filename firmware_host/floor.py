@@ -33,6 +33,8 @@ COMMANDS: dict[str, frozenset[str]] = {
     "void_throw": frozenset({"reason"}),
     "result": frozenset({"outcome"}),
     "status": frozenset(),
+    "decide": frozenset({"seat", "action", "hand", "amount", "bet_id"}),
+    "jackpot_paid": frozenset({"hit_id"}),
 }
 
 
@@ -93,6 +95,8 @@ class FloorRequests:
     ) -> None:
         self.engine = engine
         self.table_id = engine.cfg.table_id
+        #: The game procedure (player decisions go to it); set by the daemon.
+        self.procedure: Any = None
         #: Extra commands handled by the daemon (device self-test...), name -> handler.
         self.on_command = on_command
         self.counters = {
@@ -205,6 +209,20 @@ class FloorRequests:
                 return {"round_id": e.reopen_betting(reason, source=source).round_id}
             payload = e.void_round(reason, source=source)
             return {"round_id": payload["round_id"], "status": "void"}
+        if command == "decide":
+            decide = getattr(self.procedure, "decide", None) if self.procedure else None
+            if decide is None:
+                raise RequestError("NOT_SUPPORTED", "this table takes no player decisions")
+            result: JSON = decide(args, source)
+            return result
+        if command == "jackpot_paid":
+            if e.jackpot is None:
+                raise RequestError("NOT_SUPPORTED", "this table has no progressive jackpot")
+            hit_id = args.get("hit_id")
+            if not isinstance(hit_id, str):
+                raise RequestError("MALFORMED_REQUEST", "jackpot_paid needs a 'hit_id' string")
+            paid: JSON = e.jackpot.confirm_payment(hit_id, who=operator)
+            return paid
         if command == "result":
             if not e.manual_results:
                 raise RequestError(

@@ -102,6 +102,344 @@ class ManualProcedure(Procedure):
     """Every phase from commands (floor MQTT ``commands/request`` or the console)."""
 
 
+def _kind(event: Any) -> str:
+    return type(event).__name__
+
+
+class WheelProcedure(Procedure):
+    """Roulette driven by the wheel's game states (Cammegh SS2, 60/2004).
+
+    - state 2 (place your bets) with no round in flight: betting opens (art. 3 1):
+      after the previous round has been paid);
+    - betting closes at the first state 4 (no more bets), or already at state 3 (the
+      ball is launched) under betting procedure 1 (art. 3 2) 1));
+    - the winning number (emitted once per spin by the driver, only from a valid
+      state-5 line) is the result (art. 4);
+    - a voided spin (miss-spin: a chip or object in the wheel, 60/2004 art. 2 2)-3))
+      keeps the bets locked and the ball is launched again; a wheel that stops or
+      faults before the result voids the round and refunds every bet.
+    """
+
+    manual_results = False
+
+    def __init__(self, daemon: TableDaemon, wheel: str) -> None:
+        super().__init__(daemon)
+        self.wheel = wheel
+        self.procedure = getattr(self.engine.rules, "betting_procedure", 2)
+        self.auto_open = True
+
+    async def on_device_event(self, device: str, event: Any) -> None:
+        await super().on_device_event(device, event)
+        if device != self.wheel:
+            return
+        kind = _kind(event)
+        e = self.engine
+        if kind == "GameStateChanged":
+            state = event.state
+            if state == 2 and e.phase is Phase.IDLE and self.auto_open:
+                self.try_open(f"{device}:state 2")
+            elif state == 3 and self.procedure == 1:
+                self.try_close(f"{device}:state 3 (ball launched)")
+            elif state == 4:
+                self.try_close(f"{device}:state 4 (no more bets)")
+            elif state in (1, 6) and e.phase is Phase.CLOSED and event.previous in (3, 4):
+                e.void_round(
+                    f"the wheel left the game (state {event.previous} -> {state}) before a result",
+                    source=device,
+                )
+        elif kind == "WinningNumber":
+            if event.void_reason:
+                self.fault(
+                    "result_refused",
+                    {
+                        "source": device,
+                        "number": event.number,
+                        "reason": f"spin already void: {event.void_reason}",
+                    },
+                )
+                return
+            if event.number > 36:
+                self.fault(
+                    "result_refused",
+                    {
+                        "source": device,
+                        "number": event.number,
+                        "reason": "not a single-zero pocket",
+                    },
+                )
+                return
+            if e.phase is Phase.OPEN:  # state 4 lost on the line: the ball has settled
+                self.try_close(f"{device}:winning number")
+            self.try_result({"number": event.number}, f"{device}:spin {event.spin}")
+        elif kind == "GameVoided" and e.phase in (Phase.OPEN, Phase.CLOSED):
+            if event.restart_required:
+                e.void_spin(f"{event.reason}: {event.message}", source=device)
+                restart = getattr(self.daemon.drivers.get(device), "restart", None)
+                if restart is not None:
+                    await restart()
+            else:
+                e.void_round(f"{event.reason}: {event.message}", source=device)
+
+
+class DiceProcedure(Procedure):
+    """Sic bo and fish-prawn-crab by the shaker, the bell and the dome (57/2004 and
+    59/2004 art. 2-3).
+
+    - the dice shaken under the dome (art. 2 1)) open betting;
+    - the croupier's bell closes it (art. 3 1));
+    - the dome lifted asks the shaker to read the dice; all flat is the result
+      (art. 3 2)); a die stacked or tilted voids the throw (art. 3 3)): the bets stay,
+      new ones may be added (art. 3 4)) and the dice are shaken again.
+    """
+
+    manual_results = False
+
+    def __init__(self, daemon: TableDaemon, shaker: str) -> None:
+        super().__init__(daemon)
+        self.shaker = shaker
+
+    @property
+    def driver(self) -> Any:
+        return self.daemon.drivers.get(self.shaker)
+
+    async def on_device_event(self, device: str, event: Any) -> None:
+        await super().on_device_event(device, event)
+        if device != self.shaker:
+            return
+        kind = _kind(event)
+        e = self.engine
+        if kind == "ShakeFinished":
+            if e.phase is Phase.IDLE:
+                self.try_open(f"{device}:shaken")
+        elif kind == "Bell":
+            self.try_close(f"{device}:bell")
+        elif kind == "DomeOpened" and not getattr(event, "initial", False):
+            if e.phase is Phase.CLOSED and self.driver is not None:
+                await self.driver.read_dice()
+        elif kind == "DiceRead":
+            if e.phase is not Phase.CLOSED:
+                self.fault(
+                    "result_refused",
+                    {
+                        "source": device,
+                        "dice": list(event.dice),
+                        "reason": f"dice read in phase {e.phase.value}",
+                    },
+                )
+                return
+            if event.valid:
+                self.try_result({"dice": list(event.dice)}, f"{device}:shake {event.shake}")
+            else:
+                lie = ", ".join(
+                    f"die {i + 1} {f}" for i, f in enumerate(event.flags) if f != "flat"
+                )
+                e.reopen_betting(f"dice not flat ({lie}): throw void, shaken again", source=device)
+                if self.driver is not None:
+                    await self.driver.request_shake()
+        elif kind in ("NoShake", "DiceUnreadable", "ShakerFault"):
+            self.fault(
+                "device_problem",
+                {
+                    "device": device,
+                    "kind": kind,
+                    **{k: v for k, v in event.to_json().items() if k not in ("raw", "device")},
+                },
+            )
+
+
+class KeypadProcedure(Procedure):
+    """Fantan by the dealer's keypad (58/2004 art. 4-5): ``confirm`` with no round
+    opens betting; the bell closes it; a number key then ``confirm`` enters the
+    result (1-4, art. 3 2)); ``void`` asks for a void, which a logged-in operator
+    confirms from the console."""
+
+    manual_results = True
+
+    def __init__(self, daemon: TableDaemon, keypad: str) -> None:
+        super().__init__(daemon)
+        self.keypad = keypad
+        self.pending: int | None = None
+
+    async def on_device_event(self, device: str, event: Any) -> None:
+        await super().on_device_event(device, event)
+        if device != self.keypad:
+            return
+        key = getattr(event, "key", None)
+        kind = _kind(event)
+        e = self.engine
+        if kind == "Bell" or key == "bell":
+            self.try_close(f"{device}:bell")
+        elif key in ("1", "2", "3", "4") or kind == "KeypadNumber":
+            value = getattr(event, "value", key)
+            self.pending = int(value) if value is not None else None
+        elif key == "confirm" or kind == "KeypadConfirm":
+            if e.phase is Phase.IDLE:
+                self.try_open(f"{device}:confirm")
+            elif e.phase is Phase.CLOSED and self.pending is not None:
+                self.try_result({"number": self.pending}, f"{device}:keypad")
+                self.pending = None
+        elif key == "void" or kind == "KeypadVoidRequest":
+            self.fault(
+                "void_requested",
+                {"device": device, "round_id": e.current.round_id if e.current else None},
+            )
+
+
+class ShoeProcedure(Procedure):
+    """Card games card by card from the shoe, in the order the cards leave it.
+
+    Betting closes at the first card. The game's pure deal state says what is due
+    next; a card the rules do not allow (a misdeal, 55/2004 art. 10) is refused and
+    published as a fault, and the deal stays as it was for the dealer to correct or
+    void. Player decisions (blackjack, stud poker) arrive as ``decide`` commands.
+    When the deal is complete its outcome is the round's result.
+    """
+
+    manual_results = True
+
+    def __init__(self, daemon: TableDaemon, shoe: str) -> None:
+        super().__init__(daemon)
+        self.shoe = shoe
+        self.deal: Any = None
+        self._round_id: str | None = None
+
+    def _start_deal(self) -> Any:
+        from .games import baccarat, blackjack, stud_poker
+
+        e = self.engine
+        gid = e.cfg.game_id
+        seats = sorted({b.seat for b in e.bets()})
+        if gid == "baccarat":
+            return baccarat.BaccaratDeal.start(e.rules)
+        if gid == "blackjack":
+            return blackjack.BlackjackDeal.start(
+                e.rules, sorted({b.seat for b in e.bets() if b.bet_type == "main"})
+            )
+        if gid == "stud-poker":
+            return stud_poker.StudDeal.start(e.rules, seats)
+        raise RulesError(
+            f"{gid} is not dealt from a shoe here; enter its result by command",
+            code="NOT_SUPPORTED",
+        )
+
+    def _ensure_deal(self) -> Any:
+        cur = self.engine.current
+        if cur is None:
+            return None
+        if self.deal is None or self._round_id != cur.round_id:
+            self.deal = self._start_deal()
+            self._round_id = cur.round_id
+        return self.deal
+
+    def _finish_if_complete(self, source: str) -> None:
+        d = self.deal
+        if d is not None and d.expect().kind == "complete":
+            self.try_result(self.engine.game.outcome_json(d.outcome()), source)
+            if self.engine.current is None or self.engine.current.round_id != self._round_id:
+                self.deal = None
+
+    async def on_device_event(self, device: str, event: Any) -> None:
+        await super().on_device_event(device, event)
+        if device != self.shoe:
+            return
+        kind = _kind(event)
+        e = self.engine
+        if kind == "CardDealt":
+            if e.phase is Phase.OPEN:
+                self.try_close(f"{device}:first card")
+            if e.phase is not Phase.CLOSED:
+                self.fault(
+                    "card_refused",
+                    {
+                        "card": event.card,
+                        "seq": event.seq,
+                        "reason": f"card dealt in phase {e.phase.value}",
+                    },
+                )
+                return
+            from .games.cards import Card
+
+            try:
+                d = self._ensure_deal()
+                self.deal = d.deal(Card.parse(event.card))
+            except RulesError as exc:
+                self.fault(
+                    "misdeal",
+                    {
+                        "card": event.card,
+                        "seq": event.seq,
+                        "code": exc.code,
+                        "message": exc.message,
+                    },
+                )
+                return
+            self._finish_if_complete(f"{device}:card {event.seq}")
+        elif hasattr(event, "fault"):
+            self.fault(
+                "device_problem",
+                {
+                    "device": device,
+                    "kind": kind,
+                    "fault": event.fault,
+                    "message": getattr(event, "message", ""),
+                },
+            )
+
+    def decide(self, args: Mapping[str, JSON], source: str) -> JSON:
+        """A player's decision (blackjack: hit, stand, double, split...; stud: raise/fold)."""
+        e = self.engine
+        if e.phase is not Phase.CLOSED:
+            raise RulesError(f"no decision in phase {e.phase.value}", code="WRONG_PHASE")
+        d = self._ensure_deal()
+        seat = args.get("seat")
+        action = args.get("action")
+        if e.cfg.game_id == "stud-poker":
+            new = d.decide(seat, action)
+            if action == "raise":
+                ante = next(b for b in e.bets() if b.seat == seat and b.bet_type == "ante")
+                e.add_decision_bet(
+                    {
+                        "bet_id": f"{ante.bet_id}.raise",
+                        "seat": seat,
+                        "bet_type": "raise",
+                        "stake": 2 * ante.stake,
+                    }
+                )
+        else:
+            extra = {k: args[k] for k in ("hand", "amount", "bet_id") if k in args}
+            new = d.decide(seat, action, **extra)
+        self.deal = new
+        self._finish_if_complete(source)
+        return {"expect": new.expect().to_json()}
+
+
 def make_procedure(daemon: TableDaemon) -> Procedure:
-    """The procedure for the table's game and devices."""
+    """The procedure for the table's game and the devices it has.
+
+    A table without the device its game reads results from runs the manual
+    procedure (results entered by command); so do mah-jong and P'ai Kao, whose
+    results are declared by the inspector, and Super Pan 9.
+    """
+    kinds = {name: daemon._device_kinds.get(name, "") for name in daemon.drivers}
+
+    def device_of(*drivers: str) -> str | None:
+        return next((n for n, k in kinds.items() if k in drivers), None)
+
+    gid = daemon.cfg.game_id
+    if gid == "roulette":
+        wheel = device_of("cammegh-ss2", "gpio-wheel")
+        if wheel:
+            return WheelProcedure(daemon, wheel)
+    elif gid in ("sicbo", "fish-prawn-crab"):
+        shaker = device_of("shaker-ref")
+        if shaker:
+            return DiceProcedure(daemon, shaker)
+    elif gid == "fantan":
+        keypad = device_of("keypad-gpio")
+        if keypad:
+            return KeypadProcedure(daemon, keypad)
+    elif gid in ("baccarat", "blackjack", "stud-poker"):
+        shoe = device_of("shoe-ref", "shoe-ref-usb")
+        if shoe:
+            return ShoeProcedure(daemon, shoe)
     return ManualProcedure(daemon)

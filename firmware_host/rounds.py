@@ -237,6 +237,22 @@ class RoundEngine:
         self._notify_phase()
         return self._current
 
+    def void_spin(self, reason: str, *, source: str = "device") -> RoundRecord:
+        """A null spin (60/2004 art. 2 2)-3)): the ball is launched again; the bets stay
+        locked (no new bets, art. 3 2)) and the next spin's number decides the round."""
+        rnd = self._require([Phase.OPEN, Phase.CLOSED], "void the spin")
+        self._current = self.journal.set_phase(
+            rnd.round_id,
+            Phase.CLOSED.value,
+            at=self._clock(),
+            outbox=[self._event("spin_void", {"reason": reason, "source": source})],
+        )
+        self.journal.append_event(
+            "spin_void", {"round_id": rnd.round_id, "reason": reason, "source": source}
+        )
+        self._notify_phase()
+        return self._current
+
     def record_frames(self, device: str, frames: Sequence[tuple[str, bytes]]) -> None:
         """Keep raw device frames against the current round (game recall)."""
         rid = self._current.round_id if self._current else None
