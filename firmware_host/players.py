@@ -59,7 +59,93 @@ def _roulette(rng: random.Random) -> tuple[str, JSON]:
     return kind, None
 
 
-SAMPLERS: dict[str, Callable[[random.Random], tuple[str, JSON]]] = {"roulette": _roulette}
+def _sicbo(rng: random.Random) -> tuple[str, JSON]:
+    kind = rng.choice(
+        [
+            "small",
+            "big",
+            "small",
+            "big",
+            "single",
+            "total",
+            "even",
+            "odd",
+            "any_triple",
+            "specific_triple",
+            "two_dice",
+            "specific_double",
+            "three_specified",
+            "four_numbers",
+            "double_single",
+        ]
+    )
+    faces = rng.sample(range(1, 7), 4)
+    return kind, {
+        "single": faces[0],
+        "specific_triple": faces[0],
+        "specific_double": faces[0],
+        "total": rng.randint(4, 17),
+        "two_dice": faces[:2],
+        "three_specified": faces[:3],
+        "four_numbers": faces,
+        "double_single": faces[:2],
+    }.get(kind)
+
+
+def _fish_prawn_crab(rng: random.Random) -> tuple[str, JSON]:
+    figures = ["fish", "prawn", "gourd", "coin", "crab", "rooster"]
+    colours = ["red", "green", "blue"]
+    kind = rng.choice(
+        [
+            "small",
+            "big",
+            "figure",
+            "figure",
+            "figure",
+            "one_colour",
+            "two_colour",
+            "three_colour",
+            "any_three_colour",
+            "specific_triple",
+            "any_triple",
+            "total",
+        ]
+    )
+    return kind, {
+        "figure": rng.choice(figures),
+        "specific_triple": rng.choice(figures),
+        "total": rng.randint(4, 17),
+        "one_colour": rng.choice(colours),
+        "two_colour": rng.choice(colours),
+        "three_colour": rng.choice(colours),
+    }.get(kind)
+
+
+def _fantan(rng: random.Random) -> tuple[str, JSON]:
+    kind = rng.choice(["fan", "nim", "nga", "sam_hong", "kwok"])
+    n = rng.sample([1, 2, 3, 4], 4)
+    return kind, {
+        "fan": n[0],
+        "nim": {"win": n[0], "push": n[1]},
+        "nga": {"win": n[:2], "push": n[2]},
+        "sam_hong": n[:3],
+        "kwok": n[:2],
+    }[kind]
+
+
+def _baccarat(rng: random.Random) -> tuple[str, JSON]:
+    return rng.choice(
+        ["player", "banker", "player", "banker", "tie", "player_pair", "banker_pair"]
+    ), None
+
+
+SAMPLERS: dict[str, Callable[[random.Random], tuple[str, JSON]]] = {
+    "roulette": _roulette,
+    "sicbo": _sicbo,
+    "fish-prawn-crab": _fish_prawn_crab,
+    "fantan": _fantan,
+    "baccarat": _baccarat,
+}
 
 
 class SimulatedPlayers:

@@ -112,10 +112,11 @@ def resolve_settings(
 ) -> dict[str, Any]:
     """Validated settings with defaults (``driver``/``enabled`` ignored); ConfigInvalid if bad."""
     # already-validated settings hold tuples where the TOML had lists
+    # (and None where an optional key was left out: validating it again would refuse it)
     data = {
         k: list(v) if isinstance(v, tuple) else v
         for k, v in settings.items()
-        if k not in ("driver", "enabled")
+        if k not in ("driver", "enabled") and v is not None
     }
     errors: list[str] = []
     out = validate_fields(specs, data, where, errors)

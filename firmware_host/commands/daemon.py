@@ -71,7 +71,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from ..demo import run_demo
 
-    _logging("WARNING")
+    _logging("ERROR")  # the demo prints what matters; faults show as events
     return asyncio.run(
         run_demo(
             game=args.game,
