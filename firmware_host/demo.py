@@ -19,7 +19,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -426,9 +425,9 @@ def _bj_total(deal: Any, seat: int | None, hand: int | None) -> int:
 
 
 async def _start_sims(
-    game: str, seed: int, speed: float, tmp: Path
-) -> tuple[dict[str, Any], dict[str, Any], Callable[[], Any]]:
-    """Simulated devices on pseudo-terminals; returns (devices config, sims, closer)."""
+    game: str, seed: int, speed: float
+) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+    """Simulated devices on pseudo-terminals; returns (devices config, sims, closers)."""
     sims: dict[str, Any] = {}
     devices: dict[str, Any] = {}
     closers: list[Any] = []
@@ -436,8 +435,10 @@ async def _start_sims(
         from drivers.cammegh.sim import CammeghSim, SimTiming
 
         k = 1 / max(speed, 0.05)
+        # Every state lasts several status lines, whatever the speed: the driver (like
+        # the real wheel's host) reads the game from the status lines.
         timing = SimTiming(
-            status_interval=0.1,
+            status_interval=0.1 * min(1.0, k),
             before_game=0.5 * k,
             braking=0.1 * k,
             launch=0.2 * k,
@@ -448,36 +449,183 @@ async def _start_sims(
             self_test=1.0,
             no_ball_stop=10.0,
         )
-        sim = CammeghSim(seed=seed, timing=timing)
-        server = await sim.serve_pty()
-        await sim.power_on()
-        sims["wheel"] = sim
+        wheel = CammeghSim(seed=seed, timing=timing)
+        server = await wheel.serve_pty()
+        await wheel.power_on()
+        sims["wheel"] = wheel
         devices["wheel"] = {"driver": "cammegh-ss2", "port": str(server.path)}
-        closers.append(sim.stop)
+        closers.append(wheel.stop)
     elif game in ("sicbo", "fish-prawn-crab"):
         from drivers.shaker.sim import ShakerSimulator
 
-        sim = ShakerSimulator(seed=seed)
-        server = await sim.serve_pty()
-        sims["shaker"] = sim
+        shaker = ShakerSimulator(seed=seed)
+        server = await shaker.serve_pty()
+        sims["shaker"] = shaker
         devices["shaker"] = {"driver": "shaker-ref", "port": str(server.path)}
-        closers.append(sim.close)
+        closers.append(shaker.close)
     elif game in ("baccarat", "blackjack", "stud-poker"):
         from drivers.shoe.sim import ShoeSimulator
 
         decks = {"baccarat": 8, "blackjack": 6, "stud-poker": 1}[game]
-        sim = ShoeSimulator(decks=decks, seed=seed)
-        server = await sim.serve_pty()
-        sims["shoe"] = sim
+        shoe = ShoeSimulator(decks=decks, seed=seed)
+        server = await shoe.serve_pty()
+        sims["shoe"] = shoe
         devices["shoe"] = {"driver": "shoe-ref", "port": str(server.path)}
-        closers.append(sim.close)
+        closers.append(shoe.close)
+    return devices, sims, closers
 
-    async def close() -> None:
-        for c in closers:
+
+def to_toml(doc: dict[str, Any]) -> str:
+    """A table document as TOML (scalars, lists, nested tables: what table files hold)."""
+
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        raise TypeError(f"cannot write {v!r} as TOML")
+
+    lines: list[str] = []
+
+    def table(path: list[str], d: dict[str, Any]) -> None:
+        scalars = {k: v for k, v in d.items() if not isinstance(v, dict)}
+        subs = {k: v for k, v in d.items() if isinstance(v, dict)}
+        if path and (scalars or not subs):
+            lines.append(
+                "["
+                + ".".join(
+                    json.dumps(p) if not p.replace("_", "").replace("-", "").isalnum() else p
+                    for p in path
+                )
+                + "]"
+            )
+        for k, v in scalars.items():
+            lines.append(f"{k} = {value(v)}")
+        if scalars:
+            lines.append("")
+        for k, v in subs.items():
+            table([*path, k], v)
+
+    table([], doc)
+    return "\n".join(lines) + "\n"
+
+
+class DemoTable:
+    """A whole simulated table: broker (embedded unless given), simulators, daemon,
+    players and the floor's subscriber. ``async with DemoTable(...) as t:`` then
+    ``await t.play(n)``; ``t.rounds`` holds every settled round the floor received."""
+
+    def __init__(
+        self,
+        game: str,
+        *,
+        broker: str | None = None,
+        speed: float = 1.0,
+        seed: int = 1,
+        bets: int = 6,
+        quiet: bool = True,
+        printer: bool = False,
+    ) -> None:
+        self.game = game
+        self.broker = broker
+        self.speed = speed
+        self.seed = seed
+        self.bets = bets
+        self.quiet = quiet
+        self.print = printer
+        self.tmp = Path(tempfile.mkdtemp(prefix="tablectl-demo-"))
+        self.embedded: EmbeddedBroker | None = None
+        self.closers: list[Any] = []
+        self.rounds: list[JSON] = []
+        self.ids: list[str] = []
+        self.config_path = self.tmp / "table.toml"
+
+    async def __aenter__(self) -> DemoTable:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        if self.broker:
+            self.host, self.port = parse_broker_url(self.broker)
+        else:
+            self.embedded = EmbeddedBroker()
+            ep = await self.embedded.start()
+            self.host, self.port = ep.host, ep.port
+        self.devices, self.sims, self.closers = await _start_sims(self.game, self.seed, self.speed)
+        doc = table_document(self.game, self.devices)
+        self.config_path.write_text(to_toml(doc))
+        self.cfg = validate_document(doc, str(self.config_path))
+        mqtt = settings_for_demo(f"mqtt://{self.host}:{self.port}")
+        self.daemon = TableDaemon(
+            self.cfg,
+            config_path=self.config_path,
+            state_dir=self.tmp,
+            runtime_dir=self.tmp,
+            mqtt=mqtt,
+        )
+        self.printer = RoundPrinter(self.cfg, self.quiet)
+        await self.daemon.start()
+        self.players = SimulatedPlayers(self.cfg, self.seed)
+        self.floor = FloorClient(
+            self.host,
+            self.port,
+            self.cfg.table_id,
+            client_id=f"demo-floor-{self.seed}",
+            on_message=self._on_message,
+        )
+        await self.floor.start()
+        self.dealer = Dealer(
+            self.game,
+            self.daemon,
+            self.floor,
+            self.players,
+            self.sims,
+            self.speed,
+            self.bets,
+            self.seed,
+        )
+
+    def _on_message(self, msg: FloorMessage) -> None:
+        if msg.topic == "rounds":
+            r = msg.json()
+            self.ids.append(r["round_id"])
+            if r["round_id"] not in {x["round_id"] for x in self.rounds}:
+                self.rounds.append(r)
+        if self.print:
+            self.printer.on_message(msg)
+
+    async def play(self, rounds: int) -> list[JSON]:
+        """Play until ``rounds`` more rounds have reached the floor."""
+        target = len(self.rounds) + rounds
+        while len(self.rounds) < target:
+            before = len(self.rounds)
+            await self.dealer.play_round()
+            deadline = time.monotonic() + 30
+            while len(self.rounds) == before and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            if len(self.rounds) == before:
+                raise TimeoutError("no settled round arrived within 30 s")
+            await self.dealer.pause(0.4)
+        return self.rounds
+
+    async def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.floor.stop()
+        with contextlib.suppress(Exception):
+            await self.daemon.stop("demo finished")
+        for c in self.closers:
             with contextlib.suppress(Exception):
                 await c()
-
-    return devices, sims, close
+        if self.embedded is not None:
+            await self.embedded.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 async def run_demo(
@@ -486,62 +634,30 @@ async def run_demo(
     if game not in GAME_IDS:
         print(f"error: unknown game {game!r}; games: {', '.join(GAME_IDS)}", file=sys.stderr)
         return 2
-    tmp = Path(tempfile.mkdtemp(prefix="tablectl-demo-"))
-    embedded = None
+    t = DemoTable(game, broker=broker, speed=speed, seed=seed, bets=bets, quiet=quiet, printer=True)
+    await t.start()
     try:
-        if broker:
-            host, port = parse_broker_url(broker)
-        else:
-            embedded = EmbeddedBroker()
-            ep = await embedded.start()
-            host, port = ep.host, ep.port
-        devices, sims, close_sims = await _start_sims(game, seed, speed, tmp)
-        cfg = validate_document(table_document(game, devices), "<demo>")
-        mqtt = settings_for_demo(f"mqtt://{host}:{port}")
-        daemon = TableDaemon(cfg, state_dir=tmp, runtime_dir=tmp, mqtt=mqtt)
-        printer = RoundPrinter(cfg, quiet)
-        printer.target = rounds
+        cfg = t.cfg
         _out(f"tablectl demo: {cfg.game.title} ({cfg.game.regulation}), table {cfg.table_id}")
-        _out(f"  broker: {'embedded amqtt' if embedded else 'external'} on {host}:{port}")
-        for name, dev in devices.items():
+        _out(f"  broker: {'embedded amqtt' if t.embedded else 'external'} on {t.host}:{t.port}")
+        for name, dev in t.devices.items():
             _out(f"  device {name}: {dev['driver']} simulator on {dev['port']}")
+        _out(f"  configuration: {t.config_path}; journal: {t.tmp / 'journal.sqlite3'}")
+        _out(f"  technician console: tablectl console --socket {t.tmp / 'console.sock'}")
         _out(
-            f"  journal: {tmp / 'journal.sqlite3'}; console: tablectl console --socket {tmp / 'console.sock'}"
-        )
-        _out(
-            f"  the floor's view: mosquitto_sub -h {host} -p {port} -t '{PREFIX}/tables/{cfg.table_id}/#' -v"
+            f"  the floor's view: mosquitto_sub -h {t.host} -p {t.port} -t '{PREFIX}/tables/{cfg.table_id}/#' -v"
         )
         _out("")
-        await daemon.start()
-        players = SimulatedPlayers(cfg, seed)
-        floor = FloorClient(
-            host, port, cfg.table_id, client_id=f"demo-floor-{seed}", on_message=printer.on_message
-        )
-        await floor.start()
-        dealer = Dealer(game, daemon, floor, players, sims, speed, bets, seed)
-        rc = 0
         try:
-            while not rounds or printer.count < rounds:
-                before = printer.count
-                await dealer.play_round()
-                deadline = time.monotonic() + 30
-                while printer.count == before and time.monotonic() < deadline:
-                    await asyncio.sleep(0.02)
-                if printer.count == before:
-                    _out("   ! no settled round arrived within 30 s")
-                    rc = 1
-                    break
-                await dealer.pause(0.4)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            await floor.stop()
-            await daemon.stop("demo finished")
-            await close_sims()
-        if rounds and rc == 0:
-            _out(f"\n{printer.count} rounds settled and received by the floor.")
-        return rc
+            if rounds:
+                await t.play(rounds)
+            else:
+                while True:
+                    await t.play(1)
+        except TimeoutError as exc:
+            _out(f"   ! {exc}")
+            return 1
+        _out(f"\n{len(t.rounds)} rounds settled and received by the floor.")
+        return 0
     finally:
-        if embedded is not None:
-            await embedded.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        await t.stop()
