@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from drivers.reflink.bench import FAST, SIM_TIMERS, Bench, collect, driver_kwargs, wait_online
 from drivers.reflink.decode import capture_bytes, decoder_for
-from drivers.reflink.frame import Frame, FrameKind
+from drivers.reflink.frame import Frame, FrameDecoder, FrameKind
+from drivers.reflink.tool import DECODERS
+from drivers.shaker.model import ShakerModel
 from drivers.shoe.driver import ShoeDriver
 from drivers.shoe.events import CardDealt
+from drivers.shoe.model import ShoeModel
 from drivers.shoe.sim import ShoeSimulator
 from drivers.testing import Faults
 
@@ -69,3 +75,58 @@ def test_board_and_sign_captures_list_requests() -> None:
         "number": 17,
         "history": "00",
     }
+
+
+# -- fuzzing at the event level ------------------------------------------------------------
+
+
+FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FUZZ
+@given(data=st.binary(max_size=600), name=st.sampled_from(sorted(DECODERS)))
+def test_arbitrary_bytes_yield_no_event(data: bytes, name: str) -> None:
+    valid = FrameDecoder().feed(data + b"\x00")
+    records = list(DECODERS[name](data))
+    if not valid:
+        assert {r["kind"] for r in records} <= {"BadFrame"}
+
+
+def _event_frames() -> list[bytes]:
+    shoe = ShoeModel(decks=1, seed=1)
+    shoe.shuffle()
+    for _ in range(3):
+        shoe.deal()
+    shoe.inject("jam")
+    shaker = ShakerModel(seed=1)
+    shaker.shake()
+    return [
+        Frame(FrameKind.DATA, True, 0, 77, i, p).to_wire() for i, p in enumerate(shoe.take_outbox())
+    ] + [
+        Frame(FrameKind.DATA, True, 0, 78, i, p).to_wire()
+        for i, p in enumerate(shaker.take_outbox())
+    ]
+
+
+EVENT_FRAMES = _event_frames()
+
+
+@FUZZ
+@given(
+    index=st.integers(0, len(EVENT_FRAMES) - 1),
+    pos=st.integers(0, 10_000),
+    kind=st.sampled_from(["flip", "insert", "delete"]),
+    val=st.integers(1, 255),
+)
+def test_a_damaged_event_frame_yields_no_event(index: int, pos: int, kind: str, val: int) -> None:
+    wire = bytearray(EVENT_FRAMES[index])
+    i = 1 + pos % (len(wire) - 2)
+    if kind == "flip":
+        wire[i] ^= val
+    elif kind == "insert":
+        wire.insert(i, val)
+    else:
+        del wire[i]
+    for name in ("shoe-ref", "shaker-ref"):
+        kinds = {r["kind"] for r in DECODERS[name](bytes(wire))}
+        assert kinds <= {"BadFrame"}, kinds
