@@ -99,3 +99,19 @@ def test_defaults_fill_in() -> None:
     cfg = validate_document({"table": {"id": "t1", "game": "fantan"}})
     assert cfg.money.payable_unit == 1 and cfg.money.currency == "MOP"
     assert cfg.limits.min_stake == 1
+
+
+def test_production_example_is_valid_once_its_files_exist(tmp_path: Path) -> None:
+    """config/production/roulette-01.toml names TLS and password files under /etc/tablectl."""
+    text = (ROOT / "config" / "production" / "roulette-01.toml").read_text()
+    text = text.replace("/etc/tablectl/", f"{tmp_path}/")
+    for name in ("tls/ca.crt", "tls/roulette-01.crt", "tls/roulette-01.key", "mqtt-password"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    f = tmp_path / "table.toml"
+    f.write_text(text)
+    cfg = load_config(f)
+    assert cfg.section("mqtt").tls and cfg.section("console").operators["tech1"].startswith(
+        "pbkdf2_sha256$"
+    )
+    assert set(cfg.section("devices")) == {"wheel"}
