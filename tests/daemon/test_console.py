@@ -101,7 +101,7 @@ async def test_login_recall_void_and_audit(table) -> None:  # type: ignore[no-un
     e.record_frames("keypad", [("rx", b"KEY 2\r\n")])
     e.submit_result({"number": 2})
     recall = await term.cmd("recall 1")
-    assert "fan" in recall and "KEY 2".encode().hex() in recall and "settled" in recall
+    assert "fan" in recall and b"KEY 2".hex() in recall and "settled" in recall
     status = await term.cmd("status")
     assert "phase: idle" in status
     # a privileged command needs a login

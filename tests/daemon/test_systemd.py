@@ -4,6 +4,7 @@ STOPPING and a clean exit on SIGTERM; a blocked loop stops the WATCHDOG pings.""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import socket
@@ -102,7 +103,7 @@ def test_started_as_systemd_would(tmp_path: Path, broker) -> None:
         time.sleep(1.2)
         pings = [t for t in listener.times("WATCHDOG=1") if t > ready]
         assert len(pings) >= 3, pings  # every 0.2 s (half of WATCHDOG_USEC)
-        gaps = [b - a for a, b in zip(pings, pings[1:], strict=False)]
+        gaps = [b - a for a, b in itertools.pairwise(pings)]
         assert max(gaps) < 0.6, gaps
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
