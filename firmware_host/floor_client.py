@@ -106,7 +106,7 @@ class FloorClient:
         if self.on_message is not None:
             self.on_message(msg)
 
-    async def request(self, kind: str, body: Mapping[str, JSON], timeout: float = 10.0) -> JSON:
+    async def request(self, kind: str, body: Mapping[str, JSON], timeout: float = 30.0) -> JSON:
         """Send on ``<kind>/request`` (``bets`` or ``commands``), await the response."""
         while self._client is None:
             await asyncio.sleep(0.05)
