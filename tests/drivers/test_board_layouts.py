@@ -111,7 +111,7 @@ def test_every_throw_lights_known_areas_and_one_of_small_big_unless_a_triple(
 def test_bad_dice_and_unknown_layouts_are_refused() -> None:
     for bad in [(0, 1, 2), (1, 2), (1, 2, 7), (1, 2, True)]:
         with pytest.raises(LayoutError):
-            sicbo_areas(bad)  # type: ignore[arg-type]
+            sicbo_areas(bad)
     with pytest.raises(LayoutError):
         lamp_map("craps")
     with pytest.raises(LayoutError):

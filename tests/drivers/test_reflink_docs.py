@@ -156,12 +156,13 @@ def test_every_setting_is_documented() -> None:
     from drivers.sign.driver import SignDriver
 
     common = (DOCS / "reflink.md").read_text(encoding="utf-8")
-    for page, classes in [
+    pages: list[tuple[str, list[type[Any]]]] = [
         ("shoe", [ShoeDriver, UsbShoeDriver]),
         ("shaker", [ShakerDriver]),
         ("board", [BoardDriver, GpioBoardDriver]),
         ("sign", [SignDriver]),
-    ]:
+    ]
+    for page, classes in pages:
         text = common + (DOCS / f"{page}.md").read_text(encoding="utf-8")
         for cls in classes:
             for key in cls.SETTINGS:

@@ -164,10 +164,13 @@ def test_device_never_gives_up_and_backs_off() -> None:
 
 def test_lost_ack_gives_a_duplicate_that_is_not_delivered_twice() -> None:
     host = LinkEndpoint(Role.HOST, 1, timers=TIMERS)
-    calls = []
-    dev = LinkEndpoint(
-        Role.DEVICE, 2, timers=TIMERS, responder=lambda a, p: calls.append(p) or b"R"
-    )
+    calls: list[bytes] = []
+
+    def responder(address: int, payload: bytes) -> bytes:
+        calls.append(payload)
+        return b"R"
+
+    dev = LinkEndpoint(Role.DEVICE, 2, timers=TIMERS, responder=responder)
     host.send(b"cmd", 0.0, address=0)
     ((_, data),) = host.take_output()
     dev.feed(data, 0.0)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from gpiozero.pins.mock import MockFactory
 
@@ -12,7 +14,7 @@ from drivers.shoe.driver import ShoeDriver, UsbShoeDriver
 from drivers.sign.driver import SignDriver
 from firmware_host.config import ConfigInvalid
 
-SECTIONS = {
+SECTIONS: dict[str, tuple[dict[str, object], type[Any]]] = {
     "shoe": ({"driver": "shoe-ref", "port": "/dev/ttyUSB1", "decks": 8}, ShoeDriver),
     "shoe2": ({"driver": "shoe-ref-usb", "usb": "usb:1209:5348:SHOE1"}, UsbShoeDriver),
     "shaker": (
