@@ -1,0 +1,55 @@
+"""Smoke test of ``python -m bench``: the package imports, one cheap figure is measured,
+the table is printed and the JSON written. (The benchmarks themselves are run by hand:
+``python -m bench --quick``; see docs/performance.md.)"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.__main__ import main
+from bench.common import percentile, render_table
+from bench.peers import poker_peers
+from bench.rules import settle_throughput
+
+
+def test_percentile_interpolates_between_ranks() -> None:
+    # Worked by hand: the median of 1..4 is 2.5; p99 of (0, 10) is 0 + 0.99 * 10.
+    assert percentile([4, 1, 3, 2], 50) == 2.5
+    assert percentile([0, 10], 99) == pytest.approx(9.9)
+    assert percentile([7], 99) == 7
+
+
+def test_one_settlement_figure_is_measured_and_printed() -> None:
+    fig = settle_throughput("fantan", rounds=3, repeats=1)
+    assert fig.value is not None and fig.value > 0
+    assert fig.stats["n"] == 1
+    assert "settle fantan" in render_table([fig])
+
+
+def test_poker_peers_agree_or_say_skipped() -> None:
+    figs = poker_peers(500, 1)
+    ours, *peers = figs
+    assert ours.value is not None and ours.value > 0
+    for f in peers:
+        if f.skipped is not None:
+            assert f.skipped == "package not installed"
+        else:  # same hands, same categories: the peers are standard poker evaluators
+            assert f.stats["category_agreement"] == 1.0
+            assert f.stats["order_agreement"] == 1.0
+
+
+def test_machine_section_prints_the_table_and_writes_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "bench.json"
+    assert main(["--quick", "--only", "machine", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    names = [f["name"] for f in doc["figures"]]
+    assert names == ["fsync of a 4 KiB append", "CPU micro-benchmark"]
+    assert doc["mode"] == "quick" and doc["machine"]["nproc"] >= 1
+    assert doc["machine"]["journal_fs"]["fstype"]
+    printed = capsys.readouterr().out
+    assert "QUICK MODE" in printed and "fsync of a 4 KiB append" in printed
