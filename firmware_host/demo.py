@@ -572,6 +572,8 @@ class DemoTable:
         )
         self.printer = RoundPrinter(self.cfg, self.quiet)
         await self.daemon.start()
+        assert self.daemon.link is not None
+        await self.daemon.link.wait_subscribed(30)
         self.players = SimulatedPlayers(self.cfg, self.seed)
         self.floor = FloorClient(
             self.host,

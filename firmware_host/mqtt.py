@@ -347,6 +347,8 @@ class FloorLink:
         self._idle = asyncio.Event()
         self._stop = asyncio.Event()
         self._connected = asyncio.Event()
+        #: Set once the request topics are subscribed on the current connection.
+        self._subscribed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
@@ -445,6 +447,11 @@ class FloorLink:
     async def wait_connected(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self._connected.wait(), timeout)
 
+    async def wait_subscribed(self, timeout: float | None = None) -> None:
+        """Until the request topics are subscribed: requests sent before that, on the
+        very first connection of a new session, would not reach the table."""
+        await asyncio.wait_for(self._subscribed.wait(), timeout)
+
     async def wait_idle(self, timeout: float | None = None) -> None:
         """Until everything queued (outbox, snapshots, responses) has been acknowledged."""
 
@@ -535,6 +542,7 @@ class FloorLink:
                     log.exception("mqtt: unexpected error in the floor link")
                     self._on_error(exc)
                 finally:
+                    self._subscribed.clear()
                     if self._connected.is_set():
                         self._connected.clear()
                         self.stats.disconnects += 1
@@ -648,6 +656,7 @@ class FloorLink:
         if self.handler is not None:
             await client.subscribe([(self.topic(t), 1) for t in REQUEST_TOPICS])
         subscribed.set()
+        self._subscribed.set()
         async for message in client.messages:
             rel = self._relative(message.topic.value)
             if rel not in REQUEST_TOPICS:

@@ -56,6 +56,7 @@ async def test_manual_round_over_mqtt(broker, tmp_path: Path) -> None:
         mqtt=MqttSettings(host=broker.host, port=broker.port, reconnect_min_ms=50),
     )
     await d.start()
+    await d.link.wait_subscribed(30)
     try:
         async with FloorClient(broker.host, broker.port, cfg.table_id) as floor:
             r = await floor.command("open_betting")
