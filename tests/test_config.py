@@ -115,3 +115,22 @@ def test_production_example_is_valid_once_its_files_exist(tmp_path: Path) -> Non
         "pbkdf2_sha256$"
     )
     assert set(cfg.section("devices")) == {"wheel"}
+
+
+def test_older_versions_are_migrated_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of an older format version is upgraded step by step before validation."""
+    import firmware_host.config as config
+
+    def v1_to_v2(doc: dict) -> dict:  # e.g. a key renamed in format 2
+        doc = dict(doc)
+        table = dict(doc["table"])
+        table["payable_unit"] = table.pop("chip", 1)
+        doc["table"] = table
+        return doc
+
+    monkeypatch.setattr(config, "CURRENT_VERSION", 2)
+    monkeypatch.setitem(config.MIGRATIONS, 1, v1_to_v2)
+    cfg = validate_document({"version": 1, "table": {"id": "t", "game": "fantan", "chip": 100}})
+    assert cfg.version == 2 and cfg.money.payable_unit == 100
+    with pytest.raises(ConfigInvalid, match="version: 3 is newer"):
+        validate_document({"version": 3, "table": {"id": "t", "game": "fantan"}})
