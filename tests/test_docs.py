@@ -33,3 +33,24 @@ def test_config_keys_are_documented() -> None:
             assert re.search(rf"`{key}`", block), (
                 f"[{section}] {key} is not in docs/configuration.md"
             )
+
+
+def test_every_registered_section_key_is_documented() -> None:
+    from firmware_host.console import CONSOLE_SPECS
+    from firmware_host.daemon import DAEMON_SPECS
+    from firmware_host.jackpot import JACKPOT_SPECS
+    from firmware_host.journal import JOURNAL_SPECS
+    from firmware_host.mqtt import MQTT_SPECS
+
+    text = (ROOT / "docs" / "configuration.md").read_text()
+    for section, specs in (
+        ("mqtt", MQTT_SPECS),
+        ("journal", JOURNAL_SPECS),
+        ("console", CONSOLE_SPECS),
+        ("jackpot", JACKPOT_SPECS),
+        ("daemon", DAEMON_SPECS),
+    ):
+        assert f"## `[{section}]`" in text, section
+        block = text.split(f"## `[{section}]`", 1)[1].split("\n## ", 1)[0]
+        for key in specs:
+            assert f"`{key}`" in block, f"[{section}] {key} is not in docs/configuration.md"
