@@ -122,6 +122,36 @@ def _outcome_text(game: str, o: JSON) -> str:
         return f"dice {o['dice']} total {o['total']} {extra}".rstrip()
     if game == "fantan":
         return f"number {o['number']}" + (f" ({o['buttons']} buttons)" if "buttons" in o else "")
+    try:
+        if game == "baccarat":
+            return (
+                f"player {' '.join(o['player'])} ({o['player_total']})  banker {' '.join(o['banker'])} "
+                f"({o['banker_total']})  -> {o['winner']}"
+            )
+        if game == "blackjack":
+            places = "; ".join(
+                f"seat {p['seat']}: "
+                + " | ".join(
+                    f"{' '.join(h['cards'])} ({h['total']} {h['status']})" for h in p["hands"]
+                )
+                for p in o["places"]
+            )
+            d = o["dealer"]
+            return f"dealer {' '.join(d['cards'])} ({d['total']}); {places}"
+        if game == "stud-poker":
+            seats = "; ".join(
+                f"seat {k}: {' '.join(v['cards'])} {v['hand']} {v['action']}"
+                for k, v in o["seats"].items()
+            )
+            q = "qualifies" if o["dealer_qualifies"] else "does not qualify"
+            return f"dealer {' '.join(o['dealer'])} {o['dealer_hand']} ({q}); {seats}"
+        if game in ("super-pan-9", "paikao"):
+            hands = " ".join(f"{k}:{'+'.join(v)}" for k, v in o["hands"].items())
+            return f"banker place {o['banker']}, dice {o['dice']}, first served {o['first_place']}; {hands}"
+        if game == "mahjong":
+            return f"seat {o['winner']} wins on {o['win']['tile']} ({o['win']['by']}), banker {o['banker']}, stake {o['stake']}"
+    except (KeyError, TypeError):
+        pass
     text = json.dumps(o, ensure_ascii=False)
     return text if len(text) < 160 else text[:157] + "..."
 
@@ -410,17 +440,10 @@ class Dealer:
 
 
 def _bj_total(deal: Any, seat: int | None, hand: int | None) -> int:
-    """Best total of a blackjack hand from the deal's JSON (for the demo's strategy only)."""
-    try:
-        data = deal.to_json()
-        for place in data.get("places", []):
-            if place.get("seat") == seat:
-                cards = place["hands"][hand or 0]["cards"]
-                values = [min(10, "A23456789TJQK".index(c[0]) + 1) for c in cards]
-                total = sum(values)
-                return total + 10 if 1 in values and total + 10 <= 21 else total
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
-        pass
+    """A blackjack hand's total as the deal state reports it (the demo's strategy only)."""
+    for place in deal.summary_json().get("places", []):
+        if place.get("seat") == seat:
+            return int(place["hands"][hand or 0]["total"])
     return 12
 
 
