@@ -64,7 +64,8 @@ class Subscription:
 
     async def get(self, timeout: float | None = None) -> DeviceEvent:
         """The next event (``TimeoutError`` after ``timeout`` seconds)."""
-        return await asyncio.wait_for(self.__anext__(), timeout)
+        async with asyncio.timeout(timeout):
+            return await self.__anext__()
 
     def get_nowait(self) -> DeviceEvent | None:
         """The next queued event, or None."""

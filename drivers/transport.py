@@ -72,6 +72,7 @@ __all__ = [
     "PtyServer",
     "StreamConnection",
     "TcpServer",
+    "cancel_and_wait",
     "is_unplug_error",
     "open_connection",
     "open_serial",
@@ -86,6 +87,26 @@ class LinkSilent(LinkError):
     """No byte arrived for longer than the link's ``silence_timeout``."""
 
     code = "LINK_SILENT"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+async def cancel_and_wait(*tasks: asyncio.Future[Any] | None, timeout: float | None = None) -> None:
+    """Cancel ``tasks`` and wait until they are finished.
+
+    Unlike ``task.cancel(); with suppress(CancelledError): await task``, this never
+    swallows the *caller's* own cancellation (``asyncio.wait`` propagates it), and
+    marks the tasks' exceptions as retrieved.
+    """
+    pending: list[asyncio.Future[Any]] = [t for t in tasks if t is not None and not t.done()]
+    for t in pending:
+        t.cancel()
+    if pending:
+        await asyncio.wait(pending, timeout=timeout)
+    for done in tasks:
+        if done is not None and done.done() and not done.cancelled():
+            done.exception()
 
 
 # --------------------------------------------------------------------------- connections
@@ -516,18 +537,16 @@ class PtyServer:
     async def unplug(self) -> None:
         await self.pty.unplug()
         if self.task is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(self.task, 2.0)
+            await asyncio.wait([self.task], timeout=2.0)
+            if not self.task.done():
+                await cancel_and_wait(self.task)
 
     def replug(self) -> None:
         self.pty.replug()
         self._start()
 
     async def close(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
+        await cancel_and_wait(self.task)
         await self.pty.close()
 
 
@@ -735,10 +754,7 @@ class Link:
         """Stop reconnecting and close the connection; idempotent."""
         self._stopping = True
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(task)
         await self._close_conn()
         if self.state.up or self.state.reason != "stopped":
             self._set_state(False, "stopped", "")
@@ -765,10 +781,12 @@ class Link:
         task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
 
     async def wait_up(self, timeout: float | None = None) -> None:
-        await asyncio.wait_for(self._up_event.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await self._up_event.wait()
 
     async def wait_down(self, timeout: float | None = None) -> None:
-        await asyncio.wait_for(self._down_event.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await self._down_event.wait()
 
     # -- internals
     def _set_state(self, up: bool, reason: str, code: str) -> None:
@@ -795,11 +813,8 @@ class Link:
                 log.exception("%s: on_state callback failed", self.name)
 
     async def _close_conn(self) -> None:
-        if self._connect_task is not None:
-            self._connect_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._connect_task
-            self._connect_task = None
+        task, self._connect_task = self._connect_task, None
+        await cancel_and_wait(task)
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(Exception):
@@ -808,7 +823,8 @@ class Link:
     async def _run(self) -> None:
         while not self._stopping:
             try:
-                conn = await asyncio.wait_for(self._opener(), self.open_timeout)
+                async with asyncio.timeout(self.open_timeout):
+                    conn = await self._opener()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # LinkError, OSError, TimeoutError, a bug in the opener
@@ -856,12 +872,16 @@ class Link:
 
     async def _read_loop(self, conn: Connection) -> None:
         timeout = self.silence_timeout
-        while True:
+        while not self._stopping:
             if timeout is None:
                 data = await conn.read()
             else:
                 try:
-                    data = await asyncio.wait_for(conn.read(), timeout)
+                    # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a
+                    # cancellation that races with a completed read (gh-86296), and
+                    # stop() would then wait for ever.
+                    async with asyncio.timeout(timeout):
+                        data = await conn.read()
                 except TimeoutError:
                     raise LinkSilent(f"silent for {timeout:g} s") from None
             self.stats.bytes_rx += len(data)

@@ -24,7 +24,7 @@ from firmware_host.config import FieldSpec
 
 from ..base import DeviceEvent, DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase
-from ..transport import Backoff, Link, LinkState, Opener, serial_opener
+from ..transport import Backoff, Link, LinkState, Opener, cancel_and_wait, serial_opener
 from . import codec
 from .codec import (
     Direction,
@@ -193,13 +193,9 @@ class CammeghDriver(DriverBase):
     async def stop(self) -> None:
         """Stop the watchdog, pending commands and the link; idempotent."""
         self._running = False
-        tasks = [t for t in (self._watchdog, *self._tasks) if t is not None]
+        tasks = [self._watchdog, *self._tasks]
         self._watchdog = None
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_and_wait(*tasks)
         await self.link.stop()
         self.set_health(HealthState.OFFLINE, "STOPPED", "driver stopped")
 
@@ -354,7 +350,8 @@ class CammeghDriver(DriverBase):
                 self.counters["tx.commands"] += 1
                 await self.link.write(line)
                 try:
-                    return await asyncio.wait_for(fut, timeout or self.reply_timeout)
+                    async with asyncio.timeout(timeout or self.reply_timeout):
+                        return await fut
                 except TimeoutError:
                     self.counters["tx.timeouts"] += 1
                     cmd = line.rstrip(b"\r\n").decode("ascii")
@@ -457,7 +454,8 @@ class CammeghDriver(DriverBase):
             while True:
                 self._self_test_event.clear()
                 try:
-                    await asyncio.wait_for(self._self_test_event.wait(), quiet)
+                    async with asyncio.timeout(quiet):
+                        await self._self_test_event.wait()
                 except TimeoutError:
                     break
             codes = tuple(self._self_test_codes)

@@ -28,7 +28,6 @@ Choices where the real behaviour is unknown (documented in
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -43,6 +42,7 @@ from ..transport import (
     Opener,
     PtyServer,
     TcpServer,
+    cancel_and_wait,
     pipe_pair,
     serve_pty,
     serve_tcp,
@@ -83,15 +83,15 @@ class SimTiming:
 
     @classmethod
     def fast(cls) -> SimTiming:
-        """For tests: a whole game in about half a second, ~4 status lines per state."""
+        """For tests: a game in about a quarter of a second, 3-4 status lines per state."""
         return cls(
             status_interval=0.02,
             before_game=0.06,
-            braking=0.04,
-            launch=0.04,
-            ball_in_rim=0.08,
-            no_more_bets=0.12,
-            result=0.1,
+            braking=0.02,
+            launch=0.02,
+            ball_in_rim=0.06,
+            no_more_bets=0.06,
+            result=0.08,
             power_down=0.06,
             self_test=0.1,
             no_ball_stop=2.0,
@@ -132,8 +132,10 @@ class CammeghSim:
         self.rng = random.Random(seed)
         self.timing = timing or SimTiming()
         self.mode = mode
-        self.state = GameState(state)
-        self.spin_number = spin  # the status line's spin counter (1..256)
+        self.history: set[tuple[int, int]] = set()  # every (spin, state) the wheel was in
+        self.spin_number = spin
+        self._state = GameState(state)
+        self.history.add((spin, int(state)))  # the status line's spin counter (1..256)
         self.win: int | None = None
         self.flags = WarningFlag(0)
         self.speed = 0 if state == GameState.CLOSE_TABLE else 165
@@ -161,6 +163,7 @@ class CammeghSim:
         self._silent_until = 0.0
         self._restart = asyncio.Event()
         self._result_cond = asyncio.Condition()
+        self._result_lock = asyncio.Lock()  # no status line between the bare line and state 5
         self._servers: list[PtyServer | TcpServer] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -173,12 +176,7 @@ class CammeghSim:
         for server in self._servers:
             await server.close()
         self._servers.clear()
-        tasks = [t for t in (self._ticker, self._game, self._power, *self._tasks) if t]
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await cancel_and_wait(self._ticker, self._game, self._power, *self._tasks)
         self._ticker = self._game = self._power = None
         for conn in list(self._conns):
             await conn.close()
@@ -267,7 +265,8 @@ class CammeghSim:
         while True:
             await asyncio.sleep(self.timing.status_interval)
             if self.mode & ModeBit.AUTO_STATUS and not self.quiet:
-                await self.send_status()
+                async with self._result_lock:
+                    await self.send_status()
 
     # ------------------------------------------------------------------ commands
     async def _reply(self, letter: str, text: str = "") -> None:
@@ -401,6 +400,15 @@ class CammeghSim:
 
     # ------------------------------------------------------------------ game model
     @property
+    def state(self) -> GameState:
+        return self._state
+
+    @state.setter
+    def state(self, value: GameState) -> None:
+        self._state = GameState(value)
+        self.history.add((self.spin_number, int(value)))
+
+    @property
     def game_running(self) -> bool:
         return self._game is not None and not self._game.done()
 
@@ -432,9 +440,8 @@ class CammeghSim:
             number = self._next.popleft()
         self._start_game(number, direction)
         async with self._result_cond:
-            await asyncio.wait_for(
-                self._result_cond.wait_for(lambda: len(self.results) > before), timeout
-            )
+            async with asyncio.timeout(timeout):
+                await self._result_cond.wait_for(lambda: len(self.results) > before)
         return self.results[before][1]
 
     async def wait_state(self, state: GameState, timeout: float = 10.0) -> None:
@@ -442,7 +449,8 @@ class CammeghSim:
             while self.state != state:
                 await asyncio.sleep(self.timing.status_interval / 4)
 
-        await asyncio.wait_for(poll(), timeout)
+        async with asyncio.timeout(timeout):
+            await poll()
 
     async def power_on(self) -> None:
         """As if the host sent ``*P 1`` (no reply is sent)."""
@@ -466,7 +474,8 @@ class CammeghSim:
             self._cancel_game()
             if self._power is not None:
                 self._power.cancel()
-            self.state, self.spin_number, self.win = GameState.CLOSE_TABLE, 1, None
+            self.spin_number, self.win = 1, None
+            self.state = GameState.CLOSE_TABLE
             self.flags, self.speed = WarningFlag(0), 0
         elif name == "garbage_line":
             data = bytes(self.rng.randrange(256) for _ in range(self.rng.randrange(1, 40)))
@@ -577,15 +586,16 @@ class CammeghSim:
         await asyncio.sleep(t.no_more_bets)
         if number is None:
             number = self.rng.randrange(self.pockets)
-        if not self.mode & ModeBit.NO_WINNING_LINE:
-            shown = number
-            if self._pending.pop("line_mismatch", False):
-                shown = (number + 1) % self.pockets
-            await self.send(encode_winning_line(shown))
         # The state-5 line follows at the next status tick, never a state-4 line
         # between (the real wheel: 15-497 ms after the bare line).
-        self.win = number
-        self.state = GameState.WINNING_NUMBER
+        async with self._result_lock:
+            if not self.mode & ModeBit.NO_WINNING_LINE:
+                shown = number
+                if self._pending.pop("line_mismatch", False):
+                    shown = (number + 1) % self.pockets
+                await self.send(encode_winning_line(shown))
+            self.win = number
+            self.state = GameState.WINNING_NUMBER
         async with self._result_cond:
             self.results.append((self.spin_number, number))
             self._result_cond.notify_all()

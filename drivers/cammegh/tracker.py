@@ -85,6 +85,7 @@ class WheelTracker:
         self.bare: WinningLine | None = None  # bare line since the previous status line
         self.pending: Status | None = None  # a state-5 line waiting for its confirmation
         self.missing: Status | None = None  # first unconfirmed state-5 line of this game
+        self.pending_bare: WinningLine | None = None  # the bare line before ``pending``
         self.last_result: WinningNumber | None = None
         # game in progress
         self.game_open = False
@@ -226,6 +227,7 @@ class WheelTracker:
         else:
             self.unconfirmed += 1
             self.pending = st
+            self.pending_bare = self.bare
             if self.missing is None:
                 self.missing = st
             return out
@@ -244,18 +246,19 @@ class WheelTracker:
                 )
             )
             return out
-        if by == "status" and self.bare is not None:
+        line = self.bare if by == "line" else self.pending_bare
+        if by == "status" and line is not None and line.number != st.win:
             out.append(
                 self._warning(
                     st,
                     "RESULT_LINE_MISMATCH",
-                    f"winning-number line said {pocket_text(self.bare.number)}, "
+                    f"winning-number line said {pocket_text(line.number)}, "
                     f"status says {pocket_text(st.win)}; the status line is taken",
                     Action.WARN,
                     "suggested",
                 )
             )
-        raw = st.raw if by == "status" or self.bare is None else self.bare.raw + b"\n" + st.raw
+        raw = st.raw if by == "status" or line is None else line.raw + b"\n" + st.raw
         ev = WinningNumber(
             device=self.device,
             raw=raw,

@@ -6,6 +6,8 @@ the vendor guide pages as [G p.N] and the real capture as [obs]).
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -250,7 +252,7 @@ def test_decoder_is_independent_of_chunking(cuts: list[int]) -> None:
     dec = LineDecoder()
     got = []
     points = [0, *sorted(set(cuts)), len(STREAM)]
-    for a, b in zip(points, points[1:], strict=False):
+    for a, b in itertools.pairwise(points):
         got += dec.feed(STREAM[a:b])
     assert got == whole
     assert [type(f).__name__ for f in whole] == [

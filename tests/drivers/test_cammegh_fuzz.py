@@ -130,7 +130,9 @@ def test_inserted_garbage_never_makes_a_wrong_or_second_result(
     clean, sent = stream_of(numbers, first)
     buf = bytearray(clean)
     inserts = data.draw(
-        st.lists(st.tuples(st.integers(0, len(clean)), st.binary(min_size=1, max_size=3)), max_size=30)
+        st.lists(
+            st.tuples(st.integers(0, len(clean)), st.binary(min_size=1, max_size=3)), max_size=30
+        )
     )
     for pos, junk in sorted(inserts, reverse=True):
         buf[pos:pos] = junk

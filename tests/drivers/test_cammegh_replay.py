@@ -13,6 +13,7 @@ a pseudo-terminal (pyserial on the slave side, like a USB-serial adapter).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import time
 from pathlib import Path
@@ -145,6 +146,6 @@ async def test_capture_replays_through_a_pty_to_the_readme_numbers(tmp_path: Pat
             spins.append(ev.spin)
     assert numbers == readme_numbers()
     # consecutive results never share a spin number (one per spin)
-    assert all(a != b for a, b in zip(spins, spins[1:], strict=False))
+    assert all(a != b for a, b in itertools.pairwise(spins))
     assert driver.decoder.garbled == 4  # the capture's torn lines (README: 5, one of them "1")
     print(f"pty replay of {len(rx)} lines took {elapsed:.2f} s")
