@@ -1,0 +1,8 @@
+"""Roulette wheel on GPIO (``gpio-wheel``): rotor index sensor(s) and a ball-at-rest sensor.
+
+- :mod:`.model`: sans-I/O phase/pocket logic and the game cycle;
+- :mod:`.driver`: :class:`~drivers.gpio_wheel.driver.GpioWheelDriver` (gpiozero);
+- :mod:`.sim`: a physical wheel model driving MockFactory pins.
+
+Protocol notes: ``docs/protocols/gpio-wheel.md``.
+"""

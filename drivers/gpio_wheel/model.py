@@ -1,0 +1,397 @@
+"""Roulette wheel on two (or three) GPIO sensors, sans I/O: pulses in, events out.
+
+Sensors ([docs/protocols/gpio-wheel.md]):
+
+- **rotor index** (A): a marker on the rotor passes a fixed sensor once per
+  revolution. The time between two index pulses is the rotor period ``T``.
+- optional **second index** (B), a little clockwise of A: A-then-B means the rotor
+  turns clockwise, B-then-A anticlockwise. Without it the direction is configured.
+- **ball at rest**: a fixed sensor under the pocket ring. A ball resting in a pocket
+  turns with the rotor and passes it once per revolution; a ball still running on
+  the track or bouncing does not pass it regularly.
+
+Calibration: ``index_pocket`` is the pocket in front of the ball sensor at the
+moment the index pulse fires. Pockets are laid out clockwise in the single-zero
+order :data:`~firmware_host.games.roulette.WHEEL_ORDER`; if the rotor turns clockwise
+by ``φ`` of a revolution after the index pulse, the pocket in front of the ball
+sensor is ``WHEEL_ORDER[k0 - 37 φ]`` (``k0`` the index of ``index_pocket``);
+anticlockwise, ``k0 + 37 φ``. Each pulse is timed at its centre (mean of its rising
+and falling edges), so the pulse width does not bias the phase.
+
+Game cycle (states numbered like the Cammegh SS2 so round logic treats both wheels
+alike): 6 rotor stopped -> 2 armed, betting (the previous ball must be gone for
+``launch_quiet_revs`` revolutions before a new result may be read) -> 4 first
+ball pulse (the ball is dropping into the pockets) -> 5 result: ``settle_revs``
+consecutive ball pulses about one period apart in the same pocket -> after
+``arm_delay`` back to 2 with the next spin number.
+
+Faults: rotor stopped (no index pulse for ``stall_revs`` periods), speed outside
+``[min_rpm, max_rpm]``, direction reversed during a game, the wrong direction for
+the configured one, no ball settled within ``ball_timeout``, a sensor stuck active.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from firmware_host.games.roulette import WHEEL_ORDER
+
+from ..base import DeviceEvent
+from ..cammegh.codec import STATE_NAMES
+from ..cammegh.events import GameStateChanged, GameVoided, WheelWarning, WinningNumber
+
+__all__ = ["POCKETS", "WheelGeometry", "WheelModel", "pocket_after"]
+
+POCKETS = len(WHEEL_ORDER)  # 37
+CLOCKWISE, ANTICLOCKWISE = "clockwise", "anticlockwise"
+
+
+def pocket_after(index_pocket: int, phase: float, direction: str) -> int:
+    """The pocket at the ball sensor ``phase`` revolutions after the index pulse."""
+    k0 = WHEEL_ORDER.index(index_pocket)
+    step = -POCKETS * phase if direction == CLOCKWISE else POCKETS * phase
+    return WHEEL_ORDER[round(k0 + step) % POCKETS]
+
+
+@dataclass(frozen=True)
+class WheelGeometry:
+    """Calibration and limits (seconds, rpm)."""
+
+    index_pocket: int = 0
+    direction: str = "auto"  # "auto" (needs index B), "clockwise", "anticlockwise"
+    min_rpm: float = 10.0
+    max_rpm: float = 60.0
+    settle_revs: int = 2
+    launch_quiet_revs: float = 1.5
+    period_tolerance: float = 0.15  # a resting ball passes every T * (1 +/- this)
+    stall_revs: float = 2.5  # no index pulse for this many periods: rotor stopped
+    stall_min: float = 3.0  # ... and at least this many seconds
+    ball_timeout: float = 90.0  # armed this long without a settled ball: "no ball"
+    arm_delay: float = 5.0  # result shown this long before the next game is armed
+    auto_arm: bool = True
+    stuck_after: float = 2.0  # a sensor active this long is stuck
+    min_pulse: float = 0.0005  # shorter pulses are electrical glitches
+    min_index_gap: float = 0.5  # index pulses closer than this many periods: chatter
+
+
+@dataclass
+class _Pulse:
+    start: float | None = None
+    stuck: bool = False
+
+
+@dataclass
+class _Rotor:
+    last_index: float | None = None
+    period: float | None = None
+    direction: str | None = None
+    last_a: float | None = None
+    last_b: float | None = None
+    stopped: bool = True
+    speed_fault: str = ""
+    speed_kind: str = ""  # "", "slow", "fast"
+    fresh: bool = True  # the next index pulse starts a new period measurement
+
+
+@dataclass
+class _Game:
+    spin: int = 0
+    state: int = 6
+    since: float = 0.0
+    armed_at: float = 0.0
+    quiet_since: float | None = None  # last ball pulse after arming (None: none yet)
+    launched: bool = False
+    direction: str | None = None
+    hits: list[tuple[float, int]] = field(default_factory=list)
+    result: int | None = None
+    voided: str = ""
+
+
+class WheelModel:
+    """The GPIO wheel's behaviour; the driver feeds it pin edges with their times."""
+
+    def __init__(self, device: str = "", geometry: WheelGeometry | None = None) -> None:
+        self.device = device
+        self.geo = geometry or WheelGeometry()
+        if self.geo.index_pocket not in WHEEL_ORDER:
+            raise ValueError(f"index_pocket {self.geo.index_pocket} is not a pocket")
+        self.rotor = _Rotor()
+        self.game = _Game()
+        self.pulses = {"index": _Pulse(), "index_b": _Pulse(), "ball": _Pulse()}
+        self.fault: tuple[str, str] | None = None
+        self.ignored_ball_pulses = 0
+        self.glitches = 0
+        self.results = 0
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def rpm(self) -> float | None:
+        p = self.rotor.period
+        return None if p is None or self.rotor.stopped else 60.0 / p
+
+    def _speed10(self) -> int:
+        rpm = self.rpm
+        return round(rpm * 10) if rpm is not None else 0
+
+    def _direction(self) -> str | None:
+        if self.geo.direction in (CLOCKWISE, ANTICLOCKWISE):
+            return self.geo.direction
+        return self.rotor.direction
+
+    def _warn(self, code: str, message: str, action: str = "warn") -> WheelWarning:
+        return WheelWarning(
+            device=self.device,
+            code=code,
+            message=message,
+            flags=0,
+            flag_names=(),
+            state=self.game.state,
+            spin=self.game.spin,
+            action=action,
+            source="gpio-wheel",
+        )
+
+    def _set_state(self, state: int, now: float) -> list[DeviceEvent]:
+        g = self.game
+        if state == g.state:
+            return []
+        prev, g.state, g.since = g.state, state, now
+        return [
+            GameStateChanged(
+                device=self.device,
+                state=state,
+                state_name=STATE_NAMES[state],
+                previous=prev,
+                spin=g.spin,
+                speed=self._speed10(),
+                direction=self._direction() or "unknown",
+            )
+        ]
+
+    def _void(self, reason: str, message: str) -> list[DeviceEvent]:
+        g = self.game
+        if g.voided or g.state not in (2, 4):
+            return []
+        g.voided = reason
+        return [
+            self._warn(reason, message, "void"),
+            GameVoided(
+                device=self.device,
+                spin=g.spin,
+                reason=reason,
+                message=message,
+                restart_required=False,
+                source="gpio-wheel",
+            ),
+        ]
+
+    # ------------------------------------------------------------------ commands
+    def arm(self, now: float) -> list[DeviceEvent]:
+        """Start a new game (state 2): the next settled ball is its result."""
+        if self.rotor.stopped:
+            return [self._warn("ROTOR_STOPPED", "cannot start a game: the rotor is not turning")]
+        g = self.game
+        spin = g.spin + 1
+        self.game = _Game(spin=spin, state=g.state, since=now, armed_at=now)
+        self.game.direction = self._direction()
+        out = self._set_state(2, now)
+        if self.geo.direction == "auto" and self.rotor.direction is None:
+            out.append(self._warn("DIRECTION_UNKNOWN", "no second index sensor reading yet"))
+        return out
+
+    # ------------------------------------------------------------------ sensor edges
+    def edge(self, sensor: str, level: bool, now: float) -> list[DeviceEvent]:
+        """A debounced-free raw edge of ``sensor`` ("index", "index_b", "ball")."""
+        p = self.pulses[sensor]
+        out = self.tick(now)  # timeouts first, in the edge's own time base
+        if level:
+            p.start = now
+            return out
+        if p.start is None:
+            return out  # a falling edge without its rising edge (started mid-pulse)
+        centre = (p.start + now) / 2
+        width = now - p.start
+        p.start = None
+        if width < self.geo.min_pulse:
+            self.glitches += 1
+            return out
+        if p.stuck:
+            p.stuck = False
+            out.append(
+                self._warn(f"{sensor.upper()}_SENSOR_RELEASED", f"{sensor} sensor works again")
+            )
+            self._refresh_fault()
+        if sensor == "index":
+            out += self._index(centre, now)
+        elif sensor == "index_b":
+            self._index_b(centre)
+        else:
+            out += self._ball(centre, now)
+        return out
+
+    def _pair_gap(self) -> float:
+        return 0.25 * self.rotor.period if self.rotor.period else 1.0
+
+    def _index_b(self, t: float) -> None:
+        """B shortly after A: clockwise (A is anticlockwise of B)."""
+        r = self.rotor
+        r.last_b = t
+        if r.last_a is not None and 0 < t - r.last_a < self._pair_gap():
+            r.direction = CLOCKWISE
+
+    def _index(self, t: float, now: float) -> list[DeviceEvent]:
+        r = self.rotor
+        out: list[DeviceEvent] = []
+        if (
+            r.last_index is not None
+            and r.period is not None
+            and t - r.last_index < self.geo.min_index_gap * r.period
+        ):
+            self.glitches += 1  # a second pulse within half a turn: chatter, not a revolution
+            return out
+        if r.fresh:
+            r.period = None  # (re)starting: the time since the last pulse is not a period
+            r.fresh = False
+        elif r.last_index is not None:
+            period = t - r.last_index
+            if period > 0:
+                r.period = period
+        r.last_index = t
+        r.last_a = t
+        if r.last_b is not None and 0 < t - r.last_b < self._pair_gap():
+            r.direction = ANTICLOCKWISE  # B shortly before A
+        if r.period is None:
+            return out
+        was_stopped = r.stopped
+        r.stopped = False
+        rpm = 60.0 / r.period
+        fault = kind = ""
+        if rpm < self.geo.min_rpm:
+            kind, fault = "slow", f"rotor at {rpm:.1f} rpm, below {self.geo.min_rpm:g}"
+        elif rpm > self.geo.max_rpm:
+            kind, fault = "fast", f"rotor at {rpm:.1f} rpm, above {self.geo.max_rpm:g}"
+        if kind and kind != r.speed_kind:
+            out.append(self._warn("ROTOR_SPEED", fault))
+        r.speed_fault, r.speed_kind = fault, kind
+        g = self.game
+        d = self._direction()
+        if d and g.direction and d != g.direction and g.state == 4:
+            # Reversing the rotor between games (state 2) is normal; with the ball
+            # already dropping into the pockets it is not.
+            out += self._void(
+                "DIRECTION_CHANGED",
+                f"the rotor reversed ({g.direction} -> {d}) with the ball in the pockets",
+            )
+        if g.state in (2, 4) and g.result is None:
+            g.direction = d
+        if was_stopped:
+            if self.geo.direction not in ("auto", d) and d is not None:
+                out.append(self._warn("WRONG_DIRECTION", f"rotor turns {d}"))
+            if self.geo.auto_arm and g.state in (5, 6):
+                out += self.arm(now)
+        self._refresh_fault()
+        return out
+
+    def _ball(self, t: float, now: float) -> list[DeviceEvent]:
+        g = self.game
+        out: list[DeviceEvent] = []
+        if g.state not in (2, 4) or g.result is not None:
+            self.ignored_ball_pulses += 1  # the ball resting after a result, or no game
+            return out
+        if not g.launched:
+            # the previous ball is still in its pocket (or the croupier holds it)
+            g.quiet_since = t
+            self.ignored_ball_pulses += 1
+            return out
+        if g.state == 2:
+            out += self._set_state(4, now)  # the ball is dropping into the pockets
+        r = self.rotor
+        d = self._direction()
+        if r.period is None or r.last_index is None or d is None or r.stopped:
+            return out
+        phase = ((t - r.last_index) / r.period) % 1.0
+        pocket = pocket_after(self.geo.index_pocket, phase, d)
+        tol = self.geo.period_tolerance * r.period
+        if g.hits and abs((t - g.hits[-1][0]) - r.period) <= tol and g.hits[-1][1] == pocket:
+            g.hits.append((t, pocket))
+        else:
+            g.hits = [(t, pocket)]  # a bounce, or the first pass of a resting ball
+        if len(g.hits) >= self.geo.settle_revs:
+            g.result = pocket
+            self.results += 1
+            out += self._set_state(5, now)
+            out.append(
+                WinningNumber(
+                    device=self.device,
+                    number=pocket,
+                    pocket=str(pocket),
+                    spin=g.spin,
+                    direction=d,
+                    speed=self._speed10(),
+                    confirmed_by=f"{len(g.hits)} passes",
+                    void_reason=g.voided,
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------ time
+    def tick(self, now: float) -> list[DeviceEvent]:
+        """Timeouts: call regularly (the driver does, every 100 ms)."""
+        out: list[DeviceEvent] = []
+        r, g, geo = self.rotor, self.game, self.geo
+        for name, p in self.pulses.items():
+            if p.start is not None and not p.stuck and now - p.start > geo.stuck_after:
+                p.stuck = True
+                out.append(
+                    self._warn(
+                        f"{name.upper()}_SENSOR_STUCK", f"{name} sensor stuck active", "fault"
+                    )
+                )
+                if name == "ball":
+                    out += self._void("BALL_SENSOR_STUCK", "the ball sensor is stuck active")
+        if r.last_index is not None and not r.stopped:
+            limit = max(geo.stall_min, geo.stall_revs * (r.period or geo.stall_min))
+            if now - r.last_index > limit:
+                r.stopped = r.fresh = True
+                out.append(
+                    self._warn("ROTOR_STOPPED", f"no index pulse for {limit:.1f} s", "fault")
+                )
+                out += self._void("ROTOR_STOPPED", "the rotor stopped during the game")
+                out += self._set_state(6, now)
+        if g.state == 2 and not g.launched and r.period is not None:
+            quiet_from = g.quiet_since if g.quiet_since is not None else g.armed_at
+            if now - quiet_from >= geo.launch_quiet_revs * r.period:
+                g.launched = True
+        if g.state in (2, 4) and g.result is None and now - g.armed_at > geo.ball_timeout:
+            out += self._void("NO_BALL", f"no ball settled within {geo.ball_timeout:g} s")
+        if g.state == 5 and geo.auto_arm and now - g.since >= geo.arm_delay and not r.stopped:
+            out += self.arm(now)
+        self._refresh_fault()
+        return out
+
+    def _refresh_fault(self) -> None:
+        stuck = [n for n, p in self.pulses.items() if p.stuck]
+        if stuck:
+            self.fault = (f"{stuck[0].upper()}_SENSOR_STUCK", f"{stuck[0]} sensor stuck active")
+        elif self.rotor.stopped and self.rotor.period is not None:
+            self.fault = ("ROTOR_STOPPED", "the rotor is not turning")
+        elif self.rotor.speed_fault:
+            self.fault = ("ROTOR_SPEED", self.rotor.speed_fault)
+        else:
+            self.fault = None
+
+    def snapshot(self) -> dict[str, object]:
+        g = self.game
+        return {
+            "state": g.state,
+            "state_name": STATE_NAMES[g.state],
+            "spin": g.spin,
+            "rpm": round(self.rpm, 2) if self.rpm is not None else None,
+            "direction": self._direction(),
+            "launched": g.launched,
+            "result": g.result,
+            "void_reason": g.voided,
+            "results": self.results,
+            "ignored_ball_pulses": self.ignored_ball_pulses,
+            "glitches": self.glitches,
+        }
