@@ -98,7 +98,8 @@ class DebouncedInput:
     ``pull_up=True`` (the default) suits a switch to ground: pressed = low =
     active. Callbacks run on the loop with the time of the edge that started the
     accepted level: ``on_press(ts)``, ``on_release(ts, held_seconds)``,
-    ``on_stuck(ts)``, ``on_unstuck(ts, held_seconds)``.
+    ``on_stuck(ts)``, ``on_unstuck(ts, held_seconds)``, and ``on_change(ts, level)``
+    for every accepted change (level sensors: a dome lock, a door).
 
     An input already active at :meth:`start` is not a press (a key held at boot
     must not enter a result); it becomes "stuck" if it stays active ``stuck_after``.
@@ -118,6 +119,7 @@ class DebouncedInput:
         on_release: Callable[[float, float], None] | None = None,
         on_stuck: Callable[[float], None] | None = None,
         on_unstuck: Callable[[float, float], None] | None = None,
+        on_change: Callable[[float, bool], None] | None = None,
     ) -> None:
         self.pin = pin
         self.pin_factory = pin_factory
@@ -130,6 +132,7 @@ class DebouncedInput:
         self.on_release = on_release
         self.on_stuck = on_stuck
         self.on_unstuck = on_unstuck
+        self.on_change = on_change
         self.device: Any = None
         self.active = False  # the accepted (debounced) level
         self.stuck = False
@@ -205,6 +208,8 @@ class DebouncedInput:
         held = since - self._accepted_since
         self.active = level
         self._accepted_since = since
+        if self.on_change is not None:
+            self.on_change(since, level)
         if level:
             self._arm_stuck(since)
             if self.on_press is not None:

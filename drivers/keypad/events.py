@@ -1,0 +1,90 @@
+"""Events of the dealer inputs. Each has ``key``: the input that produced it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..base import DeviceEvent
+
+__all__ = [
+    "Bell",
+    "ButtonStuck",
+    "DomeClosed",
+    "DomeOpened",
+    "KeypadConfirm",
+    "KeypadNumber",
+    "KeypadRejected",
+    "KeypadResult",
+    "KeypadVoidRequest",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeypadNumber(DeviceEvent):
+    """A number key (fantan 1-4): the result about to be confirmed."""
+
+    key: str
+    value: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeypadConfirm(DeviceEvent):
+    """The confirm key; ``value`` is the number key pressed before it (None if none)."""
+
+    key: str = "confirm"
+    value: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeypadResult(DeviceEvent):
+    """A number confirmed by the confirm key: the dealer's result (fantan 1-4)."""
+
+    key: str = "confirm"
+    value: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeypadVoidRequest(DeviceEvent):
+    """The dealer asks to void the round (an operator confirms it)."""
+
+    key: str = "void"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeypadRejected(DeviceEvent):
+    """Input that cannot be taken (two number keys at once, confirm with no number)."""
+
+    key: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Bell(DeviceEvent):
+    """The croupier's bell / no-more-bets button."""
+
+    key: str = "bell"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ButtonStuck(DeviceEvent):
+    """An input held longer than ``stuck_ms`` (``stuck=True``), or released again."""
+
+    key: str
+    stuck: bool = True
+    held: float = 0.0  # seconds held, on release
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DomeOpened(DeviceEvent):
+    """The dome (dice) or cup (fantan) is unlocked / lifted; ``initial``: so at start."""
+
+    key: str = "dome"
+    initial: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DomeClosed(DeviceEvent):
+    """The dome is down and locked; ``initial``: so at start."""
+
+    key: str = "dome"
+    initial: bool = False
