@@ -46,7 +46,7 @@ class Keys:
         self.seen: list[DeviceEvent] = []
 
     def pin(self, key: str) -> Any:
-        return self.factory.pin(PINS[key] if key in PINS else DOME)
+        return self.factory.pin(PINS.get(key, DOME))
 
     async def press(self, key: str, hold: float = SETTLE, bounce: int = 0) -> None:
         """Press (line low, pull-up wiring), with contact bounce, hold, release."""
