@@ -282,6 +282,19 @@ class RoundEngine:
             return BetAnswer(
                 False, "", "BET_MISSING_FIELD", "bet_id is required on the floor interface", rid
             )
+        if self.jackpot is not None and bet.bet_type == "jackpot":
+            # 61/2004 art. 11 1), 4): a jackpot bet carried from a void game plays in the
+            # seat's next game; a second one there could never be settled.
+            held = [b for b in self.jackpot.meter.state.carried if b.seat == bet.seat]
+            if held:
+                return BetAnswer(
+                    False,
+                    bet.bet_id,
+                    "JACKPOT_ALREADY_CARRIED",
+                    f"seat {bet.seat} already has jackpot bet {held[0].bet_id!r} carried from a "
+                    "void game; it plays in this game (61/2004 art. 11 1))",
+                    rid,
+                )
         try:
             self.journal.place_bet(rid, bet, phases=[Phase.OPEN.value])
         except BetConflict as exc:
@@ -350,7 +363,13 @@ class RoundEngine:
         # Settle once, purely, before anything is journaled: an outcome that does not
         # fit the round's bets (a stud place dealt without an ante...) is refused here
         # and the round stays as it was, for the dealer to correct or void.
-        self.game.settle(self.rules, outcome, self.bets(), self.cfg.money)
+        if self.jackpot is not None:  # with the jackpot's carried bets (art. 11 1))
+            stud: Any = self.game
+            stud.settle_with_jackpot(
+                self.rules, outcome, self.bets(), self.cfg.money, self.jackpot.meter.state
+            )
+        else:
+            self.game.settle(self.rules, outcome, self.bets(), self.cfg.money)
         self._current = self.journal.set_phase(
             rnd.round_id,
             Phase.RESULT.value,
