@@ -117,7 +117,11 @@ class WheelProcedure(Procedure):
       state-5 line) is the result (art. 4);
     - a voided spin (miss-spin: a chip or object in the wheel, 60/2004 art. 2 2)-3))
       keeps the bets locked and the ball is launched again; a wheel that stops or
-      faults before the result voids the round and refunds every bet.
+      faults before the result voids the round and refunds every bet;
+    - a round belongs to the spin the wheel showed when it opened: if the wheel is
+      seen on another spin before that spin's result was read (the link was down
+      through state 5), the round is voided and every bet refunded; a later spin's
+      number never settles it.
     """
 
     manual_results = False
@@ -127,6 +131,27 @@ class WheelProcedure(Procedure):
         self.wheel = wheel
         self.procedure = getattr(self.engine.rules, "betting_procedure", 2)
         self.auto_open = True
+        #: (round_id, spin number) of the round in flight.
+        self.round_spin: tuple[str, int] | None = None
+
+    def _same_spin(self, spin: int, device: str) -> bool:
+        """Whether the round in flight (if any) is played on ``spin``; if not, its own
+        spin ended unseen: void it (bets refunded) and return False."""
+        cur = self.engine.current
+        if cur is None:
+            return True
+        if self.round_spin is None or self.round_spin[0] != cur.round_id:
+            self.round_spin = (cur.round_id, spin)  # first spin seen for this round
+            return True
+        known = self.round_spin[1]
+        if known == spin:
+            return True
+        self.engine.void_round(
+            f"the result of spin {known} was not read (the wheel is at spin {spin}): "
+            "every bet refunded",
+            source=device,
+        )
+        return False
 
     async def on_device_event(self, device: str, event: Any) -> None:
         await super().on_device_event(device, event)
@@ -136,8 +161,12 @@ class WheelProcedure(Procedure):
         e = self.engine
         if kind == "GameStateChanged":
             state = event.state
+            if state in (2, 3, 4, 5):
+                self._same_spin(event.spin, device)
             if state == 2 and e.phase is Phase.IDLE and self.auto_open:
                 self.try_open(f"{device}:state 2")
+                if e.current is not None:
+                    self.round_spin = (e.current.round_id, event.spin)
             elif state == 3 and self.procedure == 1:
                 self.try_close(f"{device}:state 3 (ball launched)")
             elif state == 4:
@@ -155,6 +184,16 @@ class WheelProcedure(Procedure):
                         "source": device,
                         "number": event.number,
                         "reason": f"spin already void: {event.void_reason}",
+                    },
+                )
+                return
+            if not self._same_spin(event.spin, device):
+                self.fault(
+                    "result_refused",
+                    {
+                        "source": device,
+                        "number": event.number,
+                        "reason": f"spin {event.spin} is not the spin of the round (voided)",
                     },
                 )
                 return
