@@ -754,11 +754,13 @@ class FloorLink:
             else:
                 payload = dumps(body).encode("utf-8")
             batch.append(_Item("snapshot", suffix, payload, 1, True, (suffix, version)))
-        for key, (topic, raw) in list(self._responses.items())[: max(0, room - len(batch))]:
-            batch.append(_Item("response", topic, raw, 1, False, key))
+        # The journal's outbox (rounds, lifecycle events) before responses: a stream of
+        # requests must never hold back the table's own output.
         if len(batch) < room:
             for e in self.journal.outbox_pending(room - len(batch)):
                 batch.append(self._outbox_item(e))
+        for key, (topic, raw) in list(self._responses.items())[: max(0, room - len(batch))]:
+            batch.append(_Item("response", topic, raw, 1, False, key))
         return batch
 
     @staticmethod
