@@ -264,14 +264,15 @@ class Dealer:
         await self.wait_phase(Phase.OPEN)
         await self.place_bets()
         await self.pause(0.3)
-        await self.command("close_betting")
-        while self.engine.phase is not Phase.IDLE:
+        await self.command("close_betting")  # the bell
+        deadline = time.monotonic() + 20
+        while self.engine.phase is not Phase.IDLE and time.monotonic() < deadline:
+            await asyncio.sleep(0.3)
             if self.engine.phase is Phase.CLOSED:
-                await shaker.read_dice()
-            else:  # a void throw reopened betting; the shaker shook again
+                await shaker.read_dice()  # the dome is lifted: read the dice now
+            elif self.engine.phase is Phase.OPEN:  # a void throw: shaken again, bets stay
                 await self.pause(0.2)
                 await self.command("close_betting")
-            await asyncio.sleep(0.1)
 
     _round_fish_prawn_crab = _round_sicbo
 

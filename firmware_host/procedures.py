@@ -18,6 +18,7 @@ a ``result_refused`` fault event; it is never settled.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -224,11 +225,13 @@ class DiceProcedure(Procedure):
     """Sic bo and fish-prawn-crab by the shaker, the bell and the dome (57/2004 and
     59/2004 art. 2-3).
 
-    - the dice shaken under the dome (art. 2 1)) open betting;
-    - the croupier's bell closes it (art. 3 1));
-    - the dome lifted asks the shaker to read the dice; all flat is the result
-      (art. 3 2)); a die stacked or tilted voids the throw (art. 3 3)): the bets stay,
-      new ones may be added (art. 3 4)) and the dice are shaken again.
+    - the dice shaken under the dome (art. 2 1)) open betting; the shaker reads them at
+      once, but that reading stays sealed in the controller (not journaled as a result,
+      not published) until betting closes;
+    - the croupier's bell (or a close command) closes betting (art. 3 1)); the sealed
+      reading, or a reading taken when the dome is lifted, is then the result (art. 3 2));
+    - a die stacked or tilted voids the throw (art. 3 3)): the bets stay, new bets may be
+      added (art. 3 4)) and the dice are shaken again.
     """
 
     manual_results = False
@@ -236,10 +239,33 @@ class DiceProcedure(Procedure):
     def __init__(self, daemon: TableDaemon, shaker: str) -> None:
         super().__init__(daemon)
         self.shaker = shaker
+        self.sealed: Any = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.engine.on_phase.append(self._phase_changed)
 
     @property
     def driver(self) -> Any:
         return self.daemon.drivers.get(self.shaker)
+
+    def _phase_changed(self, phase: Phase, rnd: Any) -> None:
+        if phase is Phase.CLOSED and self.sealed is not None:
+            reading, self.sealed = self.sealed, None
+            task = asyncio.get_running_loop().create_task(self._take(reading))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _take(self, event: Any) -> None:
+        """A reading while betting is closed: the result, or a void throw."""
+        e = self.engine
+        if e.phase is not Phase.CLOSED:
+            return
+        if event.valid:
+            self.try_result({"dice": list(event.dice)}, f"{self.shaker}:shake {event.shake}")
+            return
+        lie = ", ".join(f"die {i + 1} {f}" for i, f in enumerate(event.flags) if f != "flat")
+        e.reopen_betting(f"dice not flat ({lie}): throw void, shaken again", source=self.shaker)
+        if self.driver is not None:
+            await self.driver.request_shake()
 
     async def on_device_event(self, device: str, event: Any) -> None:
         await super().on_device_event(device, event)
@@ -248,6 +274,7 @@ class DiceProcedure(Procedure):
         kind = _kind(event)
         e = self.engine
         if kind == "ShakeFinished":
+            self.sealed = None
             if e.phase is Phase.IDLE:
                 self.try_open(f"{device}:shaken")
         elif kind == "Bell":
@@ -256,7 +283,11 @@ class DiceProcedure(Procedure):
             if e.phase is Phase.CLOSED and self.driver is not None:
                 await self.driver.read_dice()
         elif kind == "DiceRead":
-            if e.phase is not Phase.CLOSED:
+            if e.phase is Phase.OPEN:
+                self.sealed = event  # the throw under the dome: taken when betting closes
+            elif e.phase is Phase.CLOSED:
+                await self._take(event)
+            else:
                 self.fault(
                     "result_refused",
                     {
@@ -265,16 +296,6 @@ class DiceProcedure(Procedure):
                         "reason": f"dice read in phase {e.phase.value}",
                     },
                 )
-                return
-            if event.valid:
-                self.try_result({"dice": list(event.dice)}, f"{device}:shake {event.shake}")
-            else:
-                lie = ", ".join(
-                    f"die {i + 1} {f}" for i, f in enumerate(event.flags) if f != "flat"
-                )
-                e.reopen_betting(f"dice not flat ({lie}): throw void, shaken again", source=device)
-                if self.driver is not None:
-                    await self.driver.request_shake()
         elif kind in ("NoShake", "DiceUnreadable", "ShakerFault"):
             self.fault(
                 "device_problem",
@@ -287,40 +308,49 @@ class DiceProcedure(Procedure):
 
 
 class KeypadProcedure(Procedure):
-    """Fantan by the dealer's keypad (58/2004 art. 4-5): ``confirm`` with no round
-    opens betting; the bell closes it; a number key then ``confirm`` enters the
-    result (1-4, art. 3 2)); ``void`` asks for a void, which a logged-in operator
-    confirms from the console."""
+    """Fantan by the dealer's keypad (58/2004 art. 4-5).
+
+    - ``confirm`` alone with no round in flight opens betting (after the croupier has
+      set the buttons apart under the cup, art. 2 and art. 4);
+    - the bell closes it (art. 4: the croupier rings and announces the count);
+    - a number key then ``confirm`` (the driver's ``KeypadResult``, 1..4, art. 3 2):
+      a remainder of zero is entered as 4) is the result;
+    - ``void`` asks for a void: published and logged; a logged-in operator voids the
+      round from the console (a keypad has no operator identity).
+    """
 
     manual_results = True
 
     def __init__(self, daemon: TableDaemon, keypad: str) -> None:
         super().__init__(daemon)
         self.keypad = keypad
-        self.pending: int | None = None
 
     async def on_device_event(self, device: str, event: Any) -> None:
         await super().on_device_event(device, event)
         if device != self.keypad:
             return
-        key = getattr(event, "key", None)
         kind = _kind(event)
         e = self.engine
-        if kind == "Bell" or key == "bell":
+        if kind == "Bell":
             self.try_close(f"{device}:bell")
-        elif key in ("1", "2", "3", "4") or kind == "KeypadNumber":
-            value = getattr(event, "value", key)
-            self.pending = int(value) if value is not None else None
-        elif key == "confirm" or kind == "KeypadConfirm":
+        elif kind == "KeypadConfirm" and event.value is None:
             if e.phase is Phase.IDLE:
                 self.try_open(f"{device}:confirm")
-            elif e.phase is Phase.CLOSED and self.pending is not None:
-                self.try_result({"number": self.pending}, f"{device}:keypad")
-                self.pending = None
-        elif key == "void" or kind == "KeypadVoidRequest":
+        elif kind == "KeypadResult":
+            self.try_result({"number": event.value}, f"{device}:keypad")
+        elif kind == "KeypadVoidRequest":
             self.fault(
                 "void_requested",
                 {"device": device, "round_id": e.current.round_id if e.current else None},
+            )
+        elif kind in ("KeypadRejected", "ButtonStuck"):
+            self.fault(
+                "device_problem",
+                {
+                    "device": device,
+                    "kind": kind,
+                    **{k: v for k, v in event.to_json().items() if k not in ("raw", "device")},
+                },
             )
 
 

@@ -1,0 +1,133 @@
+"""Game procedures driven by devices: fantan by the dealer's keypad on GPIO
+(58/2004 art. 3-5) and sic bo by the shaker with a voided throw (57/2004 art. 3 3)-4))."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from gpiozero.pins.mock import MockFactory
+
+from firmware_host.config import validate_document
+from firmware_host.daemon import TableDaemon
+from firmware_host.mqtt import MqttSettings
+from firmware_host.procedures import DiceProcedure, KeypadProcedure
+from firmware_host.rounds import Phase
+
+PINS = {"1": 5, "2": 6, "3": 13, "4": 19, "confirm": 26, "void": 21, "bell": 20}
+SETTLE = 0.08
+
+
+async def wait_for(pred: Any, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not pred():
+        assert loop.time() < deadline, "condition not reached"
+        await asyncio.sleep(0.01)
+
+
+async def press(factory: MockFactory, key: str) -> None:
+    pin = factory.pin(PINS[key])
+    pin.drive_low()
+    await asyncio.sleep(SETTLE)
+    pin.drive_high()
+    await asyncio.sleep(SETTLE)
+
+
+async def test_fantan_by_the_keypad(tmp_path: Path, amqtt_broker: Any) -> None:
+    factory = MockFactory()
+    cfg = validate_document(
+        {
+            "table": {"id": "kp-1", "game": "fantan"},
+            "devices": {"keypad": {"driver": "keypad-gpio", "pins": PINS}},
+        }
+    )
+    d = TableDaemon(
+        cfg,
+        state_dir=tmp_path,
+        runtime_dir=tmp_path,
+        pin_factory=factory,
+        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
+    )
+    await d.start()
+    try:
+        assert isinstance(d.procedure, KeypadProcedure)
+        e = d.engine
+        await press(factory, "confirm")  # confirm alone: betting opens (art. 4)
+        await wait_for(lambda: e.phase is Phase.OPEN)
+        assert e.place_bet(
+            {"bet_id": "a", "seat": 1, "bet_type": "fan", "selection": 3, "stake": 1000}
+        ).accepted
+        await press(factory, "3")
+        await press(factory, "confirm")  # a result while betting is open is refused, not settled
+        await asyncio.sleep(0.1)
+        assert e.phase is Phase.OPEN
+        await press(factory, "bell")  # no more bets (art. 4)
+        await wait_for(lambda: e.phase is Phase.CLOSED)
+        await press(factory, "3")
+        await press(factory, "confirm")
+        await wait_for(lambda: e.phase is Phase.IDLE)
+        last = d.journal.recall(1)[0]
+        assert last.settlement["outcome"] == {"number": 3}
+        assert last.settlement["bets"][0]["net"] == 2850  # 3:1 less 5% of the prize (art. 7, 9)
+        kinds = [ev.kind for ev in d.journal.events(30)]
+        assert "result_refused" in kinds
+    finally:
+        await d.stop()
+
+
+async def test_sicbo_tilted_dice_void_the_throw_bets_stay(
+    tmp_path: Path, amqtt_broker: Any
+) -> None:
+    from drivers.shaker.sim import ShakerSimulator
+
+    sim = ShakerSimulator(seed=3)
+    server = await sim.serve_pty()
+    cfg = validate_document(
+        {
+            "table": {"id": "sb-1", "game": "sicbo"},
+            "devices": {"shaker": {"driver": "shaker-ref", "port": str(server.path)}},
+        }
+    )
+    d = TableDaemon(
+        cfg,
+        state_dir=tmp_path,
+        runtime_dir=tmp_path,
+        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
+    )
+    await d.start()
+    try:
+        assert isinstance(d.procedure, DiceProcedure)
+        e = d.engine
+        shaker = d.drivers["shaker"]
+        await wait_for(lambda: shaker.health.state.value == "online")
+        await shaker.request_shake()  # shaken under the dome: betting opens (art. 2 1))
+        await wait_for(lambda: e.phase is Phase.OPEN)
+        assert e.place_bet({"bet_id": "s", "seat": 1, "bet_type": "small", "stake": 100}).accepted
+        # That shake read one die tilted, sealed until betting closes. Closing makes it the
+        # throw's reading: void (art. 3 3)), betting reopens, the dice are shaken again.
+        await sim.throw((2, 2, 3), ("flat", "tilted", "flat"))
+        await wait_for(lambda: d.procedure.sealed is not None and not d.procedure.sealed.valid)
+        e.close_betting()
+        await wait_for(lambda: e.phase is Phase.OPEN)
+        assert e.place_bet(
+            {"bet_id": "b", "seat": 2, "bet_type": "big", "stake": 100}
+        ).accepted  # art. 3 4)
+        assert [b.bet_id for b in e.bets()] == ["s", "b"]  # the earlier bet stayed
+        await wait_for(
+            lambda: d.procedure.sealed is not None and d.procedure.sealed.valid
+        )  # the new shake
+        sealed = d.procedure.sealed
+        e.close_betting()
+        await wait_for(lambda: e.phase is Phase.IDLE)
+        kinds = [ev.kind for ev in d.journal.events(40)]
+        assert "spin_void" not in kinds
+        payload = d.journal.recall(1)[0].settlement
+        assert len(payload["bets"]) == 2 and payload["status"] == "settled"
+        assert payload["outcome"]["dice"] == list(sealed.dice)
+        void_events = [ev for ev in d.journal.events(40) if ev.kind == "round_void"]
+        assert void_events == []  # the throw was void, never the round
+    finally:
+        await d.stop()
+        await sim.close()
