@@ -24,7 +24,7 @@ import enum
 import json
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -47,7 +47,7 @@ class SimRunner(Protocol):
         options: dict[str, Any] | None = ...,
         out: Callable[[str], None] = ...,
         stop: asyncio.Event | None = ...,
-    ) -> Awaitable[None]: ...
+    ) -> Coroutine[Any, Any, None]: ...
 
 
 @dataclass(frozen=True)
