@@ -11,7 +11,8 @@ Results [ref §4.1, §4.2, §12.7]:
   line (a torn status line such as ``1`` looks exactly like one);
 - it must be confirmed before it is emitted: either the bare winning-number line
   received just before it (since the previous status line) carries the same
-  number, or the next status line repeats it (same spin, same number). A single
+  number and the previous status line shows the same spin number (it only changes
+  on 5 -> 2), or the next status line repeats it (same spin, same number). A single
   line with a substituted digit can therefore not produce a result;
 - one result per spin: after a result is emitted, no other is taken until two
   consecutive status lines show another (state, spin) — the next game, or the
