@@ -89,11 +89,22 @@ class DeviceEvent:
         return type(self).__name__
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = _jsonable(asdict(self))
         d.pop("monotonic", None)
         d["raw"] = self.raw.decode("latin-1")
         d["kind"] = self.kind
         return d
+
+
+def _jsonable(value: Any) -> Any:
+    """Enums to their values, tuples to lists, recursively (events nest Health)."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
