@@ -89,7 +89,7 @@ class DeviceEvent:
         return type(self).__name__
 
     def to_json(self) -> dict[str, Any]:
-        d = _jsonable(asdict(self))
+        d: dict[str, Any] = _jsonable(asdict(self))
         d.pop("monotonic", None)
         d["raw"] = self.raw.decode("latin-1")
         d["kind"] = self.kind
