@@ -14,6 +14,7 @@ import atexit
 import datetime as dt
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,11 +24,11 @@ from typing import Any
 from . import __version__
 from .common import (
     Figure,
-    cpu_microbench,
     disk_workdir_base,
     fsync_latency,
     latency_summary,
     machine_info,
+    nbody,
     render_table,
     spread,
     workdir,
@@ -81,15 +82,17 @@ def machine_figures(quick: bool) -> tuple[list[Figure], dict[str, JSON]]:
         info = machine_info(d)
         fs = fsync_latency(d, 200 if quick else 1000)
     info["journal_dir_choice"] = why
-    runs = [cpu_microbench() for _ in range(5 if quick else 11)]
-    cst = spread(runs)
+    steps = 100_000 if quick else 500_000
+    runs = [nbody(steps) for _ in range(3 if quick else 5)]
+    # seconds per million steps (the Pi 4 reference: 5 million steps, docs/performance.md)
+    cst = spread([1e6 * r / steps for r in runs])
     figs = [
         Figure("machine", "fsync of a 4 KiB append", fs["p99"], "ms (p99)", fs,
                note=f"journal directory: {info['journal_fs']['fstype']} on "
                     f"{info['journal_fs']['device']} ({why})"),
-        Figure("machine", "CPU micro-benchmark", cst["median"], "s", cst,
-               note="bench.common.cpu_microbench: fixed pure-Python work; run the same on "
-                    "another machine for a single-core speed ratio"),
+        Figure("machine", "CPU: n-body, s per 1M steps", cst["median"], "s", cst,
+               note=f"bench.common.nbody ({steps} steps per run, Benchmarks Game algorithm, "
+                    "pure Python, one core): the single-core speed reference"),
     ]  # fmt: skip
     return figs, info
 
@@ -123,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: list[Figure] = []
     machine: dict[str, JSON] = {}
     timings: dict[str, float] = {}
+    loads: dict[str, tuple[float, float]] = {}
     broker: Broker | None = None
     extra: Broker | None = None
 
@@ -131,12 +135,15 @@ def main(argv: list[str] | None = None) -> int:
             return
         _log(f"[{name}]")
         t0 = time.perf_counter()
+        load0 = os.getloadavg()[0]
         try:
             figures.extend(fn())
         except Exception as exc:
             logging.exception("section %s failed", name)
             figures.append(Figure(name, f"{name} (section failed)", None, "", skipped=repr(exc)))
         timings[name] = time.perf_counter() - t0
+        # The 1-minute load average around each section: this machine may be shared.
+        loads[name] = (round(load0, 2), round(os.getloadavg()[0], 2))
 
     try:
         figs, machine = machine_figures(args.quick)
@@ -201,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
         f"machine: {machine.get('nproc')} CPUs ({machine.get('cpu_model')}), "
         f"Python {machine.get('python')}, SQLite {machine.get('sqlite')}, "
         f"journal on {machine.get('journal_fs', {}).get('fstype')}, "
-        f"load average at start {tuple(round(x, 2) for x in machine.get('loadavg_at_start', ()))}",
+        f"load average at start {tuple(round(x, 2) for x in machine.get('loadavg_at_start', ()))}, "
+        f"at end {tuple(round(x, 2) for x in os.getloadavg())} (a shared machine: see the JSON "
+        "for each section's)",
     ]
     if "broker" in machine:
         header.append(f"broker: {machine['broker']}")
@@ -224,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             "started_at": started_at,
             "duration_s": duration,
             "section_seconds": timings,
+            "section_loadavg_1min_start_end": loads,
+            "loadavg_at_end": os.getloadavg(),
             "machine": machine,
             "figures": [f.to_json() for f in figures],
         }

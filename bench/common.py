@@ -248,21 +248,58 @@ def fsync_latency(directory: Path, n: int = 200) -> dict[str, Any]:
     return latency_summary(samples)
 
 
-def cpu_microbench() -> float:
-    """A fixed CPU-bound pure-Python workload (integer maths, dicts, calls, strings);
-    seconds for one run. The same code on another machine gives the speed ratio."""
+def nbody(steps: int) -> float:
+    """The Computer Language Benchmarks Game's n-body simulation (five planets, pure
+    Python, the classic Python program's algorithm); returns seconds for ``steps``.
 
-    def fib(n: int) -> int:
-        return n if n < 2 else fib(n - 1) + fib(n - 2)
-
+    It is the CPU micro-benchmark of ``python -m bench``: published timings of the same
+    program on a Raspberry Pi 4 give a single-core speed ratio (docs/performance.md)."""
+    pi = 3.14159265358979323
+    solar_mass = 4 * pi * pi
+    days_per_year = 365.24
+    bodies: list[Any] = [
+        [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], solar_mass],
+        [[4.84143144246472090e00, -1.16032004402742839e00, -1.03622044471123109e-01],
+         [1.66007664274403694e-03 * days_per_year, 7.69901118419740425e-03 * days_per_year,
+          -6.90460016972063023e-05 * days_per_year], 9.54791938424326609e-04 * solar_mass],
+        [[8.34336671824457987e00, 4.12479856412430479e00, -4.03523417114321381e-01],
+         [-2.76742510726862411e-03 * days_per_year, 4.99852801234917238e-03 * days_per_year,
+          2.30417297573763929e-05 * days_per_year], 2.85885980666130812e-04 * solar_mass],
+        [[1.28943695621391310e01, -1.51111514016986312e01, -2.23307578892655734e-01],
+         [2.96460137564761618e-03 * days_per_year, 2.37847173959480950e-03 * days_per_year,
+          -2.96589568540237556e-05 * days_per_year], 4.36624404335156298e-05 * solar_mass],
+        [[1.53796971148509165e01, -2.59193146099879641e01, 1.79258772950371181e-01],
+         [2.68067772490389322e-03 * days_per_year, 1.62824170038242295e-03 * days_per_year,
+          -9.51592254519715870e-05 * days_per_year], 5.15138902046611451e-05 * solar_mass],
+    ]  # fmt: skip
+    pairs: list[Any] = [(bodies[i], bodies[j]) for i in range(5) for j in range(i + 1, 5)]
+    # offset the sun's momentum
+    px = py = pz = 0.0
+    for _r, [vx, vy, vz], m in bodies:
+        px -= vx * m
+        py -= vy * m
+        pz -= vz * m
+    bodies[0][1] = [px / solar_mass, py / solar_mass, pz / solar_mass]
+    dt = 0.01
     t0 = time.perf_counter()
-    acc = 0
-    d: dict[int, int] = {}
-    for i in range(200_000):
-        acc = (acc * 31 + i) % 1_000_003
-        d[i & 1023] = acc
-    s = ",".join(str(v) for v in d.values())
-    acc += len(s) + fib(22)
+    for _ in range(steps):
+        for ([x1, y1, z1], v1, m1), ([x2, y2, z2], v2, m2) in pairs:
+            dx = x1 - x2
+            dy = y1 - y2
+            dz = z1 - z2
+            mag = dt * ((dx * dx + dy * dy + dz * dz) ** (-1.5))
+            b1m = m1 * mag
+            b2m = m2 * mag
+            v1[0] -= dx * b2m
+            v1[1] -= dy * b2m
+            v1[2] -= dz * b2m
+            v2[0] += dx * b1m
+            v2[1] += dy * b1m
+            v2[2] += dz * b1m
+        for r, [vx, vy, vz], _m in bodies:
+            r[0] += dt * vx
+            r[1] += dt * vy
+            r[2] += dt * vz
     return time.perf_counter() - t0
 
 

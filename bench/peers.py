@@ -55,8 +55,8 @@ def _pkg_version(dist: str) -> str:
 RANKS = "23456789TJQKA"
 SUITS_OURS = "DCHS"  # index = project suit index (card code & 3)
 
-# project category -> treys rank class (treys has no separate royal flush)
-_TREYS_CLASS = {9: 1, 8: 1, 7: 2, 6: 3, 5: 4, 4: 5, 3: 6, 2: 7, 1: 8, 0: 9}
+# project category -> treys rank class (treys 0.1.8: 0 royal flush .. 9 high card)
+_TREYS_CLASS = {9: 0, 8: 1, 7: 2, 6: 3, 5: 4, 4: 5, 3: 6, 2: 7, 1: 8, 0: 9}
 _POKERKIT_LABEL = {
     0: "HIGH_CARD",
     1: "ONE_PAIR",
