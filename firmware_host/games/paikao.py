@@ -86,16 +86,19 @@ class Tile:
         if isinstance(text, Tile):
             return text
         if not isinstance(text, str):
-            raise OutcomeError(f"a tile is a string such as '6/6' or '2/4', got {text!r}",
-                               code="TILE_INVALID")
+            raise OutcomeError(
+                f"a tile is a string such as '6/6' or '2/4', got {text!r}", code="TILE_INVALID"
+            )
         parts = text.replace(" ", "").split("/")
         if len(parts) != 2 or not all(p.isdigit() and len(p) == 1 for p in parts):
-            raise OutcomeError(f"not a tile: {text!r} (two halves 1..6 such as '6/6', '2/4')",
-                               code="TILE_INVALID")
+            raise OutcomeError(
+                f"not a tile: {text!r} (two halves 1..6 such as '6/6', '2/4')", code="TILE_INVALID"
+            )
         a, b = sorted(int(p) for p in parts)
         if not 1 <= a <= b <= 6:
-            raise OutcomeError(f"not a tile of the set: {text!r} (halves are 1..6 pips)",
-                               code="TILE_INVALID")
+            raise OutcomeError(
+                f"not a tile of the set: {text!r} (halves are 1..6 pips)", code="TILE_INVALID"
+            )
         return Tile(a, b)
 
     @property
@@ -336,17 +339,23 @@ def parse_outcome_json(rules: PaiKaoRules, raw: JSON) -> PaiKaoOutcome:
     )
     set_game = raw.get("set_game", 1)
     if set_game not in (1, 2) or isinstance(set_game, bool):
-        raise OutcomeError(f"{what}: set_game is 1 or 2 (a set serves two games, art. 2 (a)), "
-                           f"got {set_game!r}", code="SET_GAME_INVALID")
+        raise OutcomeError(
+            f"{what}: set_game is 1 or 2 (a set serves two games, art. 2 (a)), got {set_game!r}",
+            code="SET_GAME_INVALID",
+        )
     first: tuple[Tile, ...] = ()
     if "first_game_tiles" in raw:
         if set_game != 2:
-            raise OutcomeError(f"{what}: first_game_tiles only belong to the second game of a set",
-                               code="SET_GAME_INVALID")
+            raise OutcomeError(
+                f"{what}: first_game_tiles only belong to the second game of a set",
+                code="SET_GAME_INVALID",
+            )
         first = tuple(parse_tiles(raw["first_game_tiles"], f"{what}: first_game_tiles"))
         if len(first) != TILES_PER_GAME:
-            raise OutcomeError(f"{what}: the first game of a set used {TILES_PER_GAME} tiles, "
-                               f"got {len(first)}", code="SET_GAME_INVALID")
+            raise OutcomeError(
+                f"{what}: the first game of a set used {TILES_PER_GAME} tiles, got {len(first)}",
+                code="SET_GAME_INVALID",
+            )
     if ("hands" in raw) == ("tiles" in raw):
         raise OutcomeError(
             f"{what}: give either 'hands' (place -> two tiles) or 'tiles' (in dealing order)",
@@ -363,18 +372,25 @@ def parse_outcome_json(rules: PaiKaoRules, raw: JSON) -> PaiKaoOutcome:
                 raise OutcomeError(f"{what}: place {place} is given twice")
             parsed = parse_tiles(tiles, f"{what}: place {place}")
             if len(parsed) != 2:
-                raise OutcomeError(f"{what}: place {place} must hold two tiles (art. 2 (d)), "
-                                   f"got {len(parsed)}", code="HAND_SIZE")
+                raise OutcomeError(
+                    f"{what}: place {place} must hold two tiles (art. 2 (d)), got {len(parsed)}",
+                    code="HAND_SIZE",
+                )
             hands[place] = (parsed[0], parsed[1])
         missing = [p for p in range(1, PLACES + 1) if p not in hands]
         if missing:
-            raise OutcomeError(f"{what}: all eight places receive two tiles (art. 2 (d)); "
-                               f"missing place(s) {missing}", code="HAND_MISSING")
+            raise OutcomeError(
+                f"{what}: all eight places receive two tiles (art. 2 (d)); "
+                f"missing place(s) {missing}",
+                code="HAND_MISSING",
+            )
     else:
         tiles = parse_tiles(raw["tiles"], f"{what}: tiles")
         if len(tiles) != TILES_PER_GAME:
-            raise OutcomeError(f"{what}: a game deals {TILES_PER_GAME} tiles (art. 2 (a)), "
-                               f"got {len(tiles)}", code="HAND_SIZE")
+            raise OutcomeError(
+                f"{what}: a game deals {TILES_PER_GAME} tiles (art. 2 (a)), got {len(tiles)}",
+                code="HAND_SIZE",
+            )
         for i, p in enumerate(setup.service_order):
             hands[p] = (tiles[2 * i], tiles[2 * i + 1])
     check_set([*first, *(t for ts in hands.values() for t in ts)], what)
@@ -451,15 +467,22 @@ class PaiKaoDeal:
         t = Tile.parse(tile)
         exp = self.expect()
         if exp.kind == "dice":
-            raise Misdeal(f"tile {t} dealt before the dice were shaken (art. 2 (b))",
-                          code="MISDEAL_BEFORE_DICE")
+            raise Misdeal(
+                f"tile {t} dealt before the dice were shaken (art. 2 (b))",
+                code="MISDEAL_BEFORE_DICE",
+            )
         if exp.kind == "complete":
-            raise Misdeal(f"tile {t} dealt after the eight places have their two tiles "
-                          "(art. 2 (d))", code="MISDEAL_EXTRA_TILE")
+            raise Misdeal(
+                f"tile {t} dealt after the eight places have their two tiles (art. 2 (d))",
+                code="MISDEAL_EXTRA_TILE",
+            )
         if self.remaining()[t] <= 0:
-            raise Misdeal(f"tile {t}: the set holds no more of it in this "
-                          f"{'second' if self.set_game == 2 else 'first'} game (art. 1 (a), "
-                          "art. 2 (a))", code="MISDEAL_TILE_EXCESS")
+            raise Misdeal(
+                f"tile {t}: the set holds no more of it in this "
+                f"{'second' if self.set_game == 2 else 'first'} game (art. 1 (a), "
+                "art. 2 (a))",
+                code="MISDEAL_TILE_EXCESS",
+            )
         return replace(self, tiles=(*self.tiles, t))
 
     def outcome(self) -> PaiKaoOutcome:
@@ -470,21 +493,33 @@ class PaiKaoDeal:
         for i, p in enumerate(setup.service_order):
             hands[p] = (self.tiles[2 * i], self.tiles[2 * i + 1])
         return PaiKaoOutcome(
-            setup, tuple(hands[p] for p in range(1, PLACES + 1)), self.set_game,
+            setup,
+            tuple(hands[p] for p in range(1, PLACES + 1)),
+            self.set_game,
             self.first_game_tiles,
         )
 
     def second_game(
-        self, rules: PaiKaoRules, *, banker: int, banker_capital: int,
+        self,
+        rules: PaiKaoRules,
+        *,
+        banker: int,
+        banker_capital: int,
         casino_capital: int | None = None,
     ) -> PaiKaoDeal:
         """The next game, dealt from the 16 tiles this (first) game left (art. 2 (a))."""
         if self.set_game != 1 or self.expect().kind != "complete":
-            raise RoundStateError("only a complete first game of a set has a second game",
-                                  code="SET_GAME_INVALID")
-        return PaiKaoDeal.start(rules, banker=banker, banker_capital=banker_capital,
-                                casino_capital=casino_capital, set_game=2,
-                                first_game_tiles=self.tiles)
+            raise RoundStateError(
+                "only a complete first game of a set has a second game", code="SET_GAME_INVALID"
+            )
+        return PaiKaoDeal.start(
+            rules,
+            banker=banker,
+            banker_capital=banker_capital,
+            casino_capital=casino_capital,
+            set_game=2,
+            first_game_tiles=self.tiles,
+        )
 
     def to_json(self) -> dict[str, JSON]:
         return {
@@ -531,6 +566,27 @@ class PaiKao(BankerGame[PaiKaoRules, PaiKaoOutcome]):
 
     def parse_outcome(self, rules: PaiKaoRules, raw: JSON) -> PaiKaoOutcome:
         return parse_outcome_json(rules, raw)
+
+    def sample_outcomes(self, rules: Any) -> list[PaiKaoOutcome]:
+        """The documented example (docs/rules), for the contract tests."""
+        example = {
+            "banker": 1,
+            "banker_capital": 100000,
+            "casino_capital": 0,
+            "dice": [1, 2, 3, 3],
+            "set_game": 1,
+            "hands": {
+                "1": ["6/6", "1/6"],
+                "2": ["2/4", "1/2"],
+                "3": ["3/3", "1/3"],
+                "4": ["5/5", "4/6"],
+                "5": ["1/1", "3/5"],
+                "6": ["4/5", "2/3"],
+                "7": ["2/2", "5/6"],
+                "8": ["1/5", "3/4"],
+            },
+        }
+        return [self.parse_outcome(rules, example)]
 
     def outcome_json(self, outcome: PaiKaoOutcome) -> JSON:
         out = outcome.setup.to_json()

@@ -273,7 +273,11 @@ class SuperPan9Deal:
         if self.dice is None:
             raise RoundStateError("the dice have not been shaken yet", code="DICE_NOT_SHAKEN")
         return RoundSetup(
-            self.places, self.banker, self.banker_capital, self.casino_capital, self.dice,
+            self.places,
+            self.banker,
+            self.banker_capital,
+            self.casino_capital,
+            self.dice,
             self.declared,
         )
 
@@ -290,25 +294,41 @@ class SuperPan9Deal:
             )
         parsed = parse_dice(list(dice) if isinstance(dice, tuple) else dice)
         return SuperPan9Deal(
-            self.places, self.banker, self.banker_capital, self.casino_capital, self.declared,
-            parsed, (),
+            self.places,
+            self.banker,
+            self.banker_capital,
+            self.casino_capital,
+            self.declared,
+            parsed,
+            (),
         )
 
     def deal(self, card: Card | str) -> SuperPan9Deal:
         c = Card.parse(card) if isinstance(card, str) else card
         exp = self.expect()
         if exp.kind == "dice":
-            raise Misdeal(f"card {c} dealt before the dice were shaken (art. 2 2))",
-                          code="MISDEAL_BEFORE_DICE")
+            raise Misdeal(
+                f"card {c} dealt before the dice were shaken (art. 2 2))",
+                code="MISDEAL_BEFORE_DICE",
+            )
         if exp.kind == "complete":
-            raise Misdeal(f"card {c} dealt after every place has its two cards (art. 2 3))",
-                          code="MISDEAL_EXTRA_CARD")
+            raise Misdeal(
+                f"card {c} dealt after every place has its two cards (art. 2 3))",
+                code="MISDEAL_EXTRA_CARD",
+            )
         if c in self.cards:
-            raise Misdeal(f"card {c} dealt twice from one 52-card deck (art. 1 1))",
-                          code="MISDEAL_DUPLICATE_CARD")
+            raise Misdeal(
+                f"card {c} dealt twice from one 52-card deck (art. 1 1))",
+                code="MISDEAL_DUPLICATE_CARD",
+            )
         return SuperPan9Deal(
-            self.places, self.banker, self.banker_capital, self.casino_capital, self.declared,
-            self.dice, (*self.cards, c),
+            self.places,
+            self.banker,
+            self.banker_capital,
+            self.casino_capital,
+            self.declared,
+            self.dice,
+            (*self.cards, c),
         )
 
     def outcome(self) -> SuperPan9Outcome:
@@ -369,6 +389,28 @@ class SuperPan9(BankerGame[SuperPan9Rules, SuperPan9Outcome]):
 
     def parse_outcome(self, rules: SuperPan9Rules, raw: JSON) -> SuperPan9Outcome:
         return parse_outcome_json(rules, raw)
+
+    def sample_outcomes(self, rules: Any) -> list[SuperPan9Outcome]:
+        """The documented example (docs/rules), for the contract tests."""
+        example = {
+            "banker": 1,
+            "banker_capital": 100000,
+            "casino_capital": 0,
+            "declared": -1,
+            "dice": [1, 2, 3, 4],
+            "hands": {
+                "1": ["5S", "4H"],
+                "2": ["9S", "KD"],
+                "3": ["2S", "3D"],
+                "4": ["KS", "QD"],
+                "5": ["AS", "AD"],
+                "6": ["7S", "2D"],
+                "7": ["6S", "3C"],
+                "8": ["8S", "AH"],
+                "9": ["9H", "JC"],
+            },
+        }
+        return [self.parse_outcome(rules, example)]
 
     def outcome_json(self, outcome: SuperPan9Outcome) -> JSON:
         out = outcome.setup.to_json()
@@ -481,4 +523,3 @@ def exact_place_vs_banker(decks: int, equal_high_card: str) -> dict[str, Fractio
 
 
 GAME = SuperPan9()
-
