@@ -286,7 +286,9 @@ class Dealer:
         await self.command("result", outcome={"buttons": self.rng.randint(20, 120)})
 
     # cards from the shoe: betting closes at the first card; decisions by the players.
-    async def _round_cards(self, bets: list[dict[str, JSON]]) -> None:
+    async def _round_cards(
+        self, bets: list[dict[str, JSON]], setup: dict[str, JSON] | None = None
+    ) -> None:
         shoe = self.sims["shoe"]
         proc = self.daemon.procedure
         # Stud poker uses one deck shuffled for every game (61/2004 art. 1 1), art. 3); the
@@ -296,6 +298,8 @@ class Dealer:
             await self.pause(0.1)
         await self.command("open_betting")
         await self.place_bets(bets)
+        if setup is not None:
+            await self.command("deal_setup", **setup)
         await self.pause(0.3)
         deadline = time.monotonic() + 60
         while self.engine.phase in (Phase.OPEN, Phase.CLOSED):
@@ -487,10 +491,10 @@ async def _start_sims(
         sims["shaker"] = shaker
         devices["shaker"] = {"driver": "shaker-ref", "port": str(server.path)}
         closers.append(shaker.close)
-    elif game in ("baccarat", "blackjack", "stud-poker"):
+    elif game in ("baccarat", "blackjack", "stud-poker", "super-pan-9"):
         from drivers.shoe.sim import ShoeSimulator
 
-        decks = {"baccarat": 8, "blackjack": 6, "stud-poker": 1}[game]
+        decks = {"baccarat": 8, "blackjack": 6, "stud-poker": 1, "super-pan-9": 1}[game]
         shoe = ShoeSimulator(decks=decks, seed=seed)
         server = await shoe.serve_pty()
         sims["shoe"] = shoe

@@ -35,6 +35,7 @@ COMMANDS: dict[str, frozenset[str]] = {
     "status": frozenset(),
     "decide": frozenset({"seat", "action", "hand", "amount", "bet_id"}),
     "jackpot_paid": frozenset({"hit_id"}),
+    "deal_setup": frozenset({"banker", "banker_capital", "casino_capital", "declared", "dice"}),
 }
 
 
@@ -215,6 +216,12 @@ class FloorRequests:
                 raise RequestError("NOT_SUPPORTED", "this table takes no player decisions")
             result: JSON = decide(args, source)
             return result
+        if command == "deal_setup":
+            setup = getattr(self.procedure, "deal_setup", None) if self.procedure else None
+            if setup is None:
+                raise RequestError("NOT_SUPPORTED", "this table takes no deal setup")
+            out: JSON = setup(args, source)
+            return out
         if command == "jackpot_paid":
             if e.jackpot is None:
                 raise RequestError("NOT_SUPPORTED", "this table has no progressive jackpot")

@@ -371,6 +371,8 @@ class ShoeProcedure(Procedure):
         self.shoe = shoe
         self.deal: Any = None
         self._round_id: str | None = None
+        #: Super Pan 9: the banker, capital, declaration and dice of the round in flight.
+        self.setup: dict[str, JSON] | None = None
 
     def _start_deal(self) -> Any:
         from .games import baccarat, blackjack, stud_poker
@@ -386,6 +388,23 @@ class ShoeProcedure(Procedure):
             )
         if gid == "stud-poker":
             return stud_poker.StudDeal.start(e.rules, seats)
+        if gid == "super-pan-9":
+            from .games import super_pan_9
+
+            st = self.setup
+            if st is None:
+                raise RulesError(
+                    "Super Pan 9: send deal_setup (banker, capital, declaration, dice) before the cards",
+                    code="SETUP_REQUIRED",
+                )
+            deal = super_pan_9.SuperPan9Deal.start(
+                e.rules,
+                banker=st["banker"],
+                banker_capital=st["banker_capital"],
+                declared=st.get("declared", 0),
+                casino_capital=st.get("casino_capital"),
+            )
+            return deal.shake(st["dice"])
         raise RulesError(
             f"{gid} is not dealt from a shoe here; enter its result by command",
             code="NOT_SUPPORTED",
@@ -454,6 +473,26 @@ class ShoeProcedure(Procedure):
                 },
             )
 
+    def deal_setup(self, args: Mapping[str, JSON], source: str) -> JSON:
+        """Super Pan 9 (261/96/M art. 2, 5): the banker's place, capital and declared
+        add/subtract, and the four dice, fixed before the first card."""
+        e = self.engine
+        if e.cfg.game_id != "super-pan-9":
+            raise RulesError("deal_setup is for Super Pan 9", code="NOT_SUPPORTED")
+        if e.phase not in (Phase.OPEN, Phase.CLOSED) or (
+            self.deal is not None and self._round_id == getattr(e.current, "round_id", None)
+        ):
+            raise RulesError(
+                "deal_setup comes once per round, before the first card", code="WRONG_PHASE"
+            )
+        previous, self.setup = self.setup, dict(args)
+        try:
+            self._start_deal()  # validates the banker, capital, declaration and dice
+        except Exception:
+            self.setup = previous
+            raise
+        return {"setup": self.setup, "source": source}
+
     def decide(self, args: Mapping[str, JSON], source: str) -> JSON:
         """A player's decision (blackjack: hit, stand, double, split...; stud: raise/fold)."""
         e = self.engine
@@ -487,7 +526,7 @@ def make_procedure(daemon: TableDaemon) -> Procedure:
 
     A table without the device its game reads results from runs the manual
     procedure (results entered by command); so do mah-jong and P'ai Kao, whose
-    results are declared by the inspector, and Super Pan 9.
+    results are declared by the inspector (no tile reader).
     """
     kinds = {name: daemon._device_kinds.get(name, "") for name in daemon.drivers}
 
@@ -507,7 +546,7 @@ def make_procedure(daemon: TableDaemon) -> Procedure:
         keypad = device_of("keypad-gpio")
         if keypad:
             return KeypadProcedure(daemon, keypad)
-    elif gid in ("baccarat", "blackjack", "stud-poker"):
+    elif gid in ("baccarat", "blackjack", "stud-poker", "super-pan-9"):
         shoe = device_of("shoe-ref", "shoe-ref-usb")
         if shoe:
             return ShoeProcedure(daemon, shoe)
