@@ -32,7 +32,7 @@ Decisions where the texts are silent are listed in ``docs/rules/super-pan-9.md``
 from __future__ import annotations
 
 import abc
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol, TypeVar
@@ -77,8 +77,9 @@ def parse_dice(raw: JSON, what: str = "dice") -> tuple[int, int, int, int]:
     banker must shake again (261/96/M art. 2 4), 195/92/M art. 2 (e)).
     """
     if not isinstance(raw, list) or len(raw) != 4:
-        raise OutcomeError(f"{what}: four dice faces 1..6 expected, got {raw!r}",
-                           code="DICE_INVALID")
+        raise OutcomeError(
+            f"{what}: four dice faces 1..6 expected, got {raw!r}", code="DICE_INVALID"
+        )
     for d in raw:
         if d is None or (isinstance(d, str) and d.strip().lower() in BAD_DIE_WORDS):
             raise DiceReshake(
@@ -86,8 +87,9 @@ def parse_dice(raw: JSON, what: str = "dice") -> tuple[int, int, int, int]:
                 "shake the four dice again (261/96/M art. 2 4); 195/92/M art. 2 (e))"
             )
     if not all(isinstance(d, int) and not isinstance(d, bool) and 1 <= d <= 6 for d in raw):
-        raise OutcomeError(f"{what}: four dice faces 1..6 expected, got {raw!r}",
-                           code="DICE_INVALID")
+        raise OutcomeError(
+            f"{what}: four dice faces 1..6 expected, got {raw!r}", code="DICE_INVALID"
+        )
     return (raw[0], raw[1], raw[2], raw[3])
 
 
@@ -406,9 +408,7 @@ def settle_bank(
     return BankSettlement(tuple(steps), tuple(layer_results), tuple(wager_amounts))
 
 
-def order_wagers(
-    wagers: Sequence[Wager], served: Sequence[int], mode: str
-) -> list[Wager]:
+def order_wagers(wagers: Sequence[Wager], served: Sequence[int], mode: str) -> list[Wager]:
     """Put ``wagers`` (given in the order placed) in settlement order.
 
     ``served``: place by place in the service order, "da direita para a esquerda"
@@ -442,6 +442,7 @@ class BankerOutcome(Protocol):
 
 
 RB = TypeVar("RB", bound=BankerRules)
+T = TypeVar("T")
 OB = TypeVar("OB", bound=BankerOutcome)
 
 
@@ -750,3 +751,56 @@ def deal_target(order: Sequence[int], dealt: int, per_place: int = 2) -> int | N
     """The place the next item goes to, each place taking ``per_place`` in a row."""
     i = dealt // per_place
     return order[i] if i < len(order) else None
+
+
+def parse_two_each(
+    raw: Mapping[str, Any],
+    *,
+    places: int,
+    service_order: Sequence[int],
+    key: str,
+    noun: str,
+    parse_items: Callable[[JSON, str], Sequence[T]],
+    article: str,
+    what: str,
+) -> dict[int, tuple[T, T]]:
+    """Every place's two cards or tiles, given by place (``hands``) or in dealing order
+    (``key``: ``cards``/``tiles``), which goes two by two along the service order."""
+    if ("hands" in raw) == (key in raw):
+        raise OutcomeError(
+            f"{what}: give either 'hands' (place -> two {noun}s) or '{key}' (in dealing order)",
+            code="OUTCOME_MISSING_FIELD",
+        )
+    hands: dict[int, tuple[T, T]] = {}
+    if "hands" in raw:
+        h = raw["hands"]
+        if not isinstance(h, Mapping):
+            raise OutcomeError(f"{what}: hands must map each place to its two {noun}s, got {h!r}")
+        for k, items in h.items():
+            place = parse_place_key(k, places, f"{what}: hands")
+            if place in hands:
+                raise OutcomeError(f"{what}: place {place} is given twice")
+            parsed = parse_items(items, f"{what}: place {place}")
+            if len(parsed) != 2:
+                raise OutcomeError(
+                    f"{what}: place {place} must hold two {noun}s ({article}), got {len(parsed)}",
+                    code="HAND_SIZE",
+                )
+            hands[place] = (parsed[0], parsed[1])
+        missing = [p for p in range(1, places + 1) if p not in hands]
+        if missing:
+            raise OutcomeError(
+                f"{what}: every place receives two {noun}s ({article}); missing place(s) {missing}",
+                code="HAND_MISSING",
+            )
+        return hands
+    items = parse_items(raw[key], f"{what}: {key}")
+    if len(items) != 2 * places:
+        raise OutcomeError(
+            f"{what}: {places} places take {2 * places} {noun}s in dealing order ({article}), "
+            f"got {len(items)}",
+            code="HAND_SIZE",
+        )
+    for i, p in enumerate(service_order):
+        hands[p] = (items[2 * i], items[2 * i + 1])
+    return hands

@@ -53,8 +53,8 @@ from .banker import (
     deal_target,
     one_place_lines,
     parse_dice,
-    parse_place_key,
     parse_setup,
+    parse_two_each,
 )
 from .base import JSON, MathLine, MathReport
 from .errors import OutcomeError, RoundStateError, RulesError
@@ -356,43 +356,16 @@ def parse_outcome_json(rules: PaiKaoRules, raw: JSON) -> PaiKaoOutcome:
                 f"{what}: the first game of a set used {TILES_PER_GAME} tiles, got {len(first)}",
                 code="SET_GAME_INVALID",
             )
-    if ("hands" in raw) == ("tiles" in raw):
-        raise OutcomeError(
-            f"{what}: give either 'hands' (place -> two tiles) or 'tiles' (in dealing order)",
-            code="OUTCOME_MISSING_FIELD",
-        )
-    hands: dict[int, tuple[Tile, Tile]] = {}
-    if "hands" in raw:
-        h = raw["hands"]
-        if not isinstance(h, Mapping):
-            raise OutcomeError(f"{what}: hands must map each place to its two tiles, got {h!r}")
-        for key, tiles in h.items():
-            place = parse_place_key(key, PLACES, f"{what}: hands")
-            if place in hands:
-                raise OutcomeError(f"{what}: place {place} is given twice")
-            parsed = parse_tiles(tiles, f"{what}: place {place}")
-            if len(parsed) != 2:
-                raise OutcomeError(
-                    f"{what}: place {place} must hold two tiles (art. 2 (d)), got {len(parsed)}",
-                    code="HAND_SIZE",
-                )
-            hands[place] = (parsed[0], parsed[1])
-        missing = [p for p in range(1, PLACES + 1) if p not in hands]
-        if missing:
-            raise OutcomeError(
-                f"{what}: all eight places receive two tiles (art. 2 (d)); "
-                f"missing place(s) {missing}",
-                code="HAND_MISSING",
-            )
-    else:
-        tiles = parse_tiles(raw["tiles"], f"{what}: tiles")
-        if len(tiles) != TILES_PER_GAME:
-            raise OutcomeError(
-                f"{what}: a game deals {TILES_PER_GAME} tiles (art. 2 (a)), got {len(tiles)}",
-                code="HAND_SIZE",
-            )
-        for i, p in enumerate(setup.service_order):
-            hands[p] = (tiles[2 * i], tiles[2 * i + 1])
+    hands = parse_two_each(
+        raw,
+        places=PLACES,
+        service_order=setup.service_order,
+        key="tiles",
+        noun="tile",
+        parse_items=parse_tiles,
+        article="195/92/M art. 2 (d)",
+        what=what,
+    )
     check_set([*first, *(t for ts in hands.values() for t in ts)], what)
     return PaiKaoOutcome(setup, tuple(hands[p] for p in range(1, PLACES + 1)), set_game, first)
 

@@ -49,8 +49,8 @@ from .banker import (
     deal_target,
     one_place_lines,
     parse_dice,
-    parse_place_key,
     parse_setup,
+    parse_two_each,
 )
 from .base import JSON, MathLine, MathReport
 from .cards import Card, cards_str
@@ -185,42 +185,16 @@ def parse_outcome_json(rules: SuperPan9Rules, raw: JSON) -> SuperPan9Outcome:
         what=what,
     )
     n = rules.places
-    if ("hands" in raw) == ("cards" in raw):
-        raise OutcomeError(
-            f"{what}: give either 'hands' (place -> two cards) or 'cards' (in dealing order)",
-            code="OUTCOME_MISSING_FIELD",
-        )
-    hands: dict[int, tuple[Card, Card]] = {}
-    if "hands" in raw:
-        h = raw["hands"]
-        if not isinstance(h, Mapping):
-            raise OutcomeError(f"{what}: hands must map each place to its two cards, got {h!r}")
-        for key, cards in h.items():
-            place = parse_place_key(key, n, f"{what}: hands")
-            if place in hands:
-                raise OutcomeError(f"{what}: place {place} is given twice")
-            parsed = _parse_cards(cards, f"{what}: place {place}")
-            if len(parsed) != 2:
-                raise OutcomeError(
-                    f"{what}: place {place} must hold two cards (art. 2 3)), got {len(parsed)}",
-                    code="HAND_SIZE",
-                )
-            hands[place] = (parsed[0], parsed[1])
-        missing = [p for p in range(1, n + 1) if p not in hands]
-        if missing:
-            raise OutcomeError(
-                f"{what}: every place receives two cards; missing place(s) {missing}",
-                code="HAND_MISSING",
-            )
-    else:
-        cards = _parse_cards(raw["cards"], f"{what}: cards")
-        if len(cards) != 2 * n:
-            raise OutcomeError(
-                f"{what}: {n} places take {2 * n} cards in dealing order, got {len(cards)}",
-                code="HAND_SIZE",
-            )
-        for i, p in enumerate(setup.service_order):
-            hands[p] = (cards[2 * i], cards[2 * i + 1])
+    hands = parse_two_each(
+        raw,
+        places=n,
+        service_order=setup.service_order,
+        key="cards",
+        noun="card",
+        parse_items=_parse_cards,
+        article="261/96/M art. 2 3)",
+        what=what,
+    )
     _check_one_deck([c for cs in hands.values() for c in cs], what)
     return SuperPan9Outcome(setup, tuple(hands[p] for p in range(1, n + 1)))
 
