@@ -104,7 +104,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--only", metavar="SECTIONS", help=f"comma-separated subset of: {', '.join(SECTIONS)}"
     )
+    p.add_argument(
+        "--workdir",
+        metavar="DIR",
+        help="where the journals and the fsync probe go (default: the temp dir if it is on "
+        "a disk, else .bench-work/); on a Pi, a directory on the journal's own card or disk",
+    )
     args = p.parse_args(argv)
+    if args.workdir:
+        os.environ["BENCH_WORKDIR"] = args.workdir
     only = SECTIONS if not args.only else tuple(s.strip() for s in args.only.split(","))
     unknown = set(only) - set(SECTIONS)
     if unknown:

@@ -212,6 +212,12 @@ def disk_workdir_base() -> tuple[Path, str]:
 
     Returns (base, why). A journal on tmpfs would hide the fsync cost the goal includes.
     """
+    chosen = os.environ.get("BENCH_WORKDIR")
+    if chosen:  # python -m bench --workdir DIR
+        base = Path(chosen)
+        base.mkdir(parents=True, exist_ok=True)
+        fs = filesystem_of(base)
+        return base, f"--workdir {base} ({fs['fstype']} on {fs['device']})"
     tmp = Path(tempfile.gettempdir())
     fs = filesystem_of(tmp)
     if fs["fstype"] not in MEMORY_FS:
