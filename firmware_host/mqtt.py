@@ -744,8 +744,13 @@ class FloorLink:
         return any(self._snap_sent.get(k) != v for k, (v, _) in self._snapshots.items())
 
     def _next_batch(self) -> list[_Item]:
+        """What to publish next. On a new connection the ``state`` snapshot goes first
+        (availability before anything else); after that the journal's outbox (settled
+        rounds, lifecycle events) goes before snapshots, which only need their latest
+        value, and responses come last: neither a burst of snapshot updates nor a
+        stream of requests may hold back the table's own output."""
         room = self.settings.max_inflight
-        batch: list[_Item] = []
+        snapshots: list[_Item] = []
         for suffix, (version, body) in list(self._snapshots.items()):
             if self._snap_sent.get(suffix) == version:
                 continue
@@ -753,12 +758,14 @@ class FloorLink:
                 payload = self._state_payload("online")
             else:
                 payload = dumps(body).encode("utf-8")
-            batch.append(_Item("snapshot", suffix, payload, 1, True, (suffix, version)))
-        # The journal's outbox (rounds, lifecycle events) before responses: a stream of
-        # requests must never hold back the table's own output.
+            snapshots.append(_Item("snapshot", suffix, payload, 1, True, (suffix, version)))
+        announced = "state" in self._snap_sent or "state" not in self._snapshots
+        batch: list[_Item] = [] if announced else snapshots
         if len(batch) < room:
             for e in self.journal.outbox_pending(room - len(batch)):
                 batch.append(self._outbox_item(e))
+        if announced and len(batch) < room:
+            batch.extend(snapshots[: room - len(batch)])
         for key, (topic, raw) in list(self._responses.items())[: max(0, room - len(batch))]:
             batch.append(_Item("response", topic, raw, 1, False, key))
         return batch

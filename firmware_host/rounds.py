@@ -19,6 +19,7 @@ never read. Nothing is settled twice: the journal refuses it.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 import secrets
@@ -350,37 +351,34 @@ class RoundEngine:
         return bet
 
     def submit_result(self, raw_outcome: JSON, *, source: str = "device") -> Mapping[str, JSON]:
-        """The round's outcome as read from the hardware: journal it, then settle.
+        """The round's outcome as read from the hardware: settle it and journal the
+        outcome, the settlement, its outbox entries and the jackpot in ONE transaction.
 
-        Refused (:class:`RoundFault`, nothing settled) unless betting is closed; an
-        impossible outcome raises :class:`~firmware_host.games.errors.OutcomeError`.
+        Settling is pure and happens first: an outcome that does not fit the round's bets
+        (a stud place dealt without an ante...) is refused with nothing journaled and the
+        round stays as it was, for the dealer to correct or void. Refused
+        (:class:`RoundFault`) unless betting is closed; an impossible outcome raises
+        :class:`~firmware_host.games.errors.OutcomeError`.
         """
         rnd = self._require([Phase.CLOSED, Phase.RESULT], "take a result")
         if rnd.phase == Phase.RESULT.value and rnd.outcome is not None:
             raise RoundFault(f"round {rnd.round_id} already has its result", code="RESULT_TWICE")
         outcome = self.game.parse_outcome(self.rules, raw_outcome)
         canonical = self.game.outcome_json(outcome)
-        # Settle once, purely, before anything is journaled: an outcome that does not
-        # fit the round's bets (a stud place dealt without an ante...) is refused here
-        # and the round stays as it was, for the dealer to correct or void.
-        if self.jackpot is not None:  # with the jackpot's carried bets (art. 11 1))
-            stud: Any = self.game
-            stud.settle_with_jackpot(
-                self.rules, outcome, self.bets(), self.cfg.money, self.jackpot.meter.state
-            )
-        else:
-            self.game.settle(self.rules, outcome, self.bets(), self.cfg.money)
-        self._current = self.journal.set_phase(
-            rnd.round_id,
-            Phase.RESULT.value,
-            outcome=canonical,
-            at=self._clock(),
-            outbox=[self._event("result", {"outcome": canonical, "source": source})],
-        )
-        return self._settle(self._current)
+        event = self._event("result", {"outcome": canonical, "source": source})
+        return self._settle(rnd, outcome, canonical, [event])
 
-    def _settle(self, rnd: RoundRecord) -> Mapping[str, JSON]:
-        outcome = self.game.parse_outcome(self.rules, rnd.outcome)
+    def _settle(
+        self,
+        rnd: RoundRecord,
+        outcome: Any = None,
+        canonical: JSON = None,
+        outbox: Sequence[OutboxMessage] = (),
+    ) -> Mapping[str, JSON]:
+        """Settle ``rnd`` (with ``outcome``, or the one journaled before a restart)."""
+        if outcome is None:
+            outcome = self.game.parse_outcome(self.rules, rnd.outcome)
+            canonical = rnd.outcome
         bets = [b.to_bet() for b in self.journal.bets(rnd.round_id, include_cancelled=False)]
         extras: dict[str, JSON] = {}
         hits: list[Any] = []
@@ -397,15 +395,19 @@ class RoundEngine:
         for hook in self.settlement_hooks:
             extras.update(hook(rnd, settlement))
         at = self._clock()
+        stamps = dict(rnd.timestamps)
+        stamps.setdefault(Phase.RESULT.value, iso_utc(at))
+        rnd = dataclasses.replace(rnd, timestamps=stamps)
         payload = self._payload(rnd, "settled", settlement.to_json(), at, extras=extras)
         try:
             self.journal.settle_round(
                 rnd.round_id,
-                rnd.outcome,
+                canonical,
                 payload,
                 jp_state,
                 jackpot_name="progressive",
                 jackpot_hits=hits,
+                outbox=outbox,
                 at=at,
             )
         except BaseException:

@@ -91,7 +91,10 @@ class CammeghDriver(DriverBase):
             "int", 1000, doc="how long to wait for a command's reply", range=(100, 10000)
         ),
         "reconnect_max_ms": FieldSpec(
-            "int", 5000, doc="cap of the reconnect backoff", range=(100, 60000)
+            "int",
+            1000,
+            doc="cap of the reconnect backoff (back online within 2 s of the port returning)",
+            range=(100, 60000),
         ),
         "pockets": FieldSpec(
             "int",
