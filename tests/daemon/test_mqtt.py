@@ -281,8 +281,11 @@ async def test_rounds_settled_while_the_broker_is_down_arrive_in_order_after(
         await asyncio.sleep(0.2)
         assert not link.connected
         await asyncio.to_thread(broker_process.start)
+        # The floor's own persistent session (created above, before the broker went down):
+        # rounds the link publishes before the floor reconnects are queued for it. A new
+        # client id here raced the link's reconnect and could miss the first rounds.
         async with Collector(
-            broker_process.host, broker_process.port, f"{ROOT}/rounds", "floor-3"
+            broker_process.host, broker_process.port, f"{ROOT}/rounds", "floor-2"
         ) as col:
             await link.wait_idle(20)
             await col.wait_for(lambda: len(col.on("rounds")) >= 25, what="25 rounds")
