@@ -153,9 +153,10 @@ class FloorRequests:
         return {**self._base(data["request_id"]), "action": action, **answer.to_json()}
 
     def handle_command_request(self, payload: bytes) -> dict[str, JSON]:
-        rid = _peek_request_id(payload)
+        rid: str | None = None
         try:
             data = _decode(payload, COMMAND_REQUEST_KEYS, "command request")
+            rid = data["request_id"]
             command = data.get("command")
             args = data.get("args", {})
             if not isinstance(args, dict):
@@ -168,6 +169,7 @@ class FloorRequests:
             result = self._run(command, args, operator)
         except RequestError as exc:
             self.counters["commands_error"] += 1
+            rid = rid or _peek_request_id(payload)
             return {**self._base(rid), "status": "error", "code": exc.code, "message": exc.message}
         except RulesError as exc:
             self.counters["commands_error"] += 1

@@ -379,12 +379,13 @@ class ShoeProcedure(Procedure):
 
         e = self.engine
         gid = e.cfg.game_id
-        seats = sorted({b.seat for b in e.bets()})
+        bets = e.bets()  # one read of the journal
+        seats = sorted({b.seat for b in bets})
         if gid == "baccarat":
             return baccarat.BaccaratDeal.start(e.rules)
         if gid == "blackjack":
             return blackjack.BlackjackDeal.start(
-                e.rules, sorted({b.seat for b in e.bets() if b.bet_type == "main"})
+                e.rules, sorted({b.seat for b in bets if b.bet_type == "main"})
             )
         if gid == "stud-poker":
             return stud_poker.StudDeal.start(e.rules, seats)
