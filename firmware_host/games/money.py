@@ -60,11 +60,16 @@ class MoneyRules:
 
     def round_gain(self, exact: Fraction) -> int:
         """Round an exact amount owed *to the player* (never more than exact under FLOOR)."""
-        return _round(exact, self.payable_unit, self.rounding, toward_house_is_down=True)
+        return _round_ratio(
+            exact.numerator, exact.denominator, self.payable_unit, self.rounding
+        )
 
     def round_loss(self, exact: Fraction) -> int:
-        """Round an exact amount owed *by the player* (never less than exact under FLOOR)."""
-        return -_round(-exact, self.payable_unit, self.rounding, toward_house_is_down=False)
+        """Round an exact amount owed *by the player* (never less than exact under FLOOR;
+        under NEAREST an exact half goes to the house, so the loss is rounded up)."""
+        return -_round_ratio(
+            -exact.numerator, exact.denominator, self.payable_unit, self.rounding
+        )
 
     def format(self, amount: int) -> str:
         """Human-readable amount, e.g. ``MOP 1,234.50``; for display only."""
@@ -75,26 +80,20 @@ class MoneyRules:
         return f"{sign}{self.currency} {major:,}"
 
 
-def _round(exact: Fraction, unit: int, rule: Rounding, *, toward_house_is_down: bool) -> int:
-    """Round ``exact`` to a multiple of ``unit``.
+def _round_ratio(num: int, den: int, unit: int, rule: Rounding) -> int:
+    """Round the exact amount ``num / den`` (``den > 0``) to a multiple of ``unit``,
+    in integers only (the settlement of every bet comes through here).
 
-    ``toward_house_is_down`` tells which direction favours the house: down for
-    amounts the player receives, up for amounts (expressed negated) the player
-    pays. Returns an int multiple of ``unit``.
+    Rounding *down* always favours the house: for an amount the player receives it
+    pays less; for an amount the player pays, passed negated, it takes more. So
+    FLOOR rounds down, and NEAREST rounds to the nearest multiple with an exact
+    half going down.
     """
-    q = exact / unit
-    floor = q.numerator // q.denominator
-    if floor == q:
-        return floor * unit
-    if rule is Rounding.FLOOR:
-        return floor * unit
-    frac = q - floor
-    if frac > Fraction(1, 2):
-        return (floor + 1) * unit
-    if frac < Fraction(1, 2):
-        return floor * unit
-    # An exact half goes to the house.
-    return (floor if toward_house_is_down else floor + 1) * unit
+    d = den * unit
+    q, r = divmod(num, d)  # floor division: 0 <= r < d
+    if r and rule is Rounding.NEAREST and 2 * r > d:
+        q += 1
+    return q * unit
 
 
 def check_stake(stake: object) -> int:
@@ -104,6 +103,14 @@ def check_stake(stake: object) -> int:
     if stake <= 0:
         raise InvalidStake(f"stake must be positive, got {stake}")
     return stake
+
+
+_ZERO = Fraction(0)
+_ONE = Fraction(1)
+
+
+def _fraction(value: Fraction | int) -> Fraction:
+    return value if isinstance(value, Fraction) else Fraction(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,25 +125,25 @@ class Verdict:
     """
 
     result: Result
-    odds: Fraction = Fraction(0)
-    commission_rate: Fraction = Fraction(0)
-    loss_fraction: Fraction = Fraction(1)
+    odds: Fraction = _ZERO
+    commission_rate: Fraction = _ZERO
+    loss_fraction: Fraction = _ONE
     #: Short reason shown to supervisors, e.g. "zero: only a straight on 0 wins (60/2004 art. 8)".
     reason: str = ""
 
     @staticmethod
     def win(
-        odds: Fraction | int, commission_rate: Fraction = Fraction(0), reason: str = ""
+        odds: Fraction | int, commission_rate: Fraction = _ZERO, reason: str = ""
     ) -> Verdict:
-        return Verdict("win", Fraction(odds), Fraction(commission_rate), Fraction(1), reason)
+        return Verdict("win", _fraction(odds), _fraction(commission_rate), _ONE, reason)
 
     @staticmethod
-    def lose(reason: str = "", loss_fraction: Fraction = Fraction(1)) -> Verdict:
-        return Verdict("lose", loss_fraction=Fraction(loss_fraction), reason=reason)
+    def lose(reason: str = "", loss_fraction: Fraction = _ONE) -> Verdict:
+        return Verdict("lose", loss_fraction=_fraction(loss_fraction), reason=reason)
 
     @staticmethod
     def push(reason: str = "") -> Verdict:
-        return Verdict("push", loss_fraction=Fraction(0), reason=reason)
+        return Verdict("push", loss_fraction=_ZERO, reason=reason)
 
     def net_per_unit(self) -> Fraction:
         """Exact expected-value contribution per unit staked (no rounding): for math."""
@@ -163,23 +170,42 @@ class Amounts:
 
 
 def settle_amounts(stake: int, verdict: Verdict, money: MoneyRules) -> Amounts:
-    """Turn a verdict into integer money by the table's rounding rule."""
+    """Turn a verdict into integer money by the table's rounding rule.
+
+    Integer arithmetic on the fractions' numerators and denominators (a ``Fraction``
+    is built only for a breakage that is not zero): this is the hot path of every
+    settlement, and exactly what the ``Fraction`` expressions in the comments say.
+    """
     check_stake(stake)
     if verdict.result == "push":
-        return Amounts("push", 0, 0, 0, Fraction(0))
+        return _PUSH
+    unit, rule = money.payable_unit, money.rounding
     if verdict.result == "lose":
-        exact_loss = stake * verdict.loss_fraction
-        lost = money.round_loss(exact_loss)
-        lost = min(lost, stake)
+        ln, ld = verdict.loss_fraction.numerator, verdict.loss_fraction.denominator
+        if ln == ld:  # the whole stake: the chips on the layout, nothing to round
+            return Amounts("lose", 0, 0, -stake, _ZERO)
+        exact_n = stake * ln  # exact loss = stake * loss_fraction = exact_n / ld
+        lost = min(-_round_ratio(-exact_n, ld, unit, rule), stake)
         # breakage is exact net minus paid net: (-exact_loss) - (-lost)
-        return Amounts("lose", 0, 0, -lost, lost - exact_loss)
-    exact_prize = stake * verdict.odds
-    exact_net = exact_prize * (1 - verdict.commission_rate)
-    net = money.round_gain(exact_net)
-    payout = money.round_gain(exact_prize)
+        return Amounts("lose", 0, 0, -lost, _ratio(lost * ld - exact_n, ld))
+    odds, rate = verdict.odds, verdict.commission_rate
+    # exact prize = stake * odds = prize_n / prize_d
+    prize_n, prize_d = stake * odds.numerator, odds.denominator
+    # exact net = prize * (1 - rate) = net_n / net_d
+    net_n = prize_n * (rate.denominator - rate.numerator)
+    net_d = prize_d * rate.denominator
+    net = _round_ratio(net_n, net_d, unit, rule)
+    payout = _round_ratio(prize_n, prize_d, unit, rule)
     if payout < net:  # NEAREST can round the net up past a prize rounded down
         payout = net
-    return Amounts("win", payout, payout - net, net, exact_net - net)
+    return Amounts("win", payout, payout - net, net, _ratio(net_n - net * net_d, net_d))
+
+
+def _ratio(num: int, den: int) -> Fraction:
+    return _ZERO if num == 0 else Fraction(num, den)
+
+
+_PUSH = Amounts("push", 0, 0, 0, _ZERO)
 
 
 def fraction_str(value: Fraction) -> str:

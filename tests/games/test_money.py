@@ -88,3 +88,78 @@ def test_loss_never_exceeds_the_stake(stake: int, frac: Fraction) -> None:
     a = settle_amounts(stake, Verdict.lose(loss_fraction=frac), FLOOR)
     assert -stake <= a.net <= 0
     assert a.net + a.breakage == -stake * frac
+
+
+def test_nearest_partial_loss_gives_the_exact_half_to_the_house() -> None:
+    # docs/rules/money.md: under NEAREST an exact half goes to the house, on a loss too.
+    # Surrender (blackjack art. 16) of half a stake of 300 at a payable unit of 100: the
+    # exact loss is 150, 1.5 units; the house takes 200. (This once rounded to 100.)
+    money = MoneyRules(payable_unit=100, rounding=Rounding.NEAREST)
+    a = settle_amounts(300, Verdict.lose(loss_fraction=Fraction(1, 2)), money)
+    assert a.net == -200 and a.breakage == Fraction(50)
+
+
+@pytest.mark.parametrize("rounding", list(Rounding))
+def test_a_whole_loss_is_the_whole_stake_whatever_the_unit(rounding: Rounding) -> None:
+    # A losing bet's chips are on the layout: all of them are taken, nothing is rounded,
+    # even for a stake that is not a multiple of the payable unit.
+    money = MoneyRules(payable_unit=100, rounding=rounding)
+    a = settle_amounts(150, Verdict.lose(), money)
+    assert (a.net, a.breakage) == (-150, 0)
+
+
+def _reference(stake: int, v: Verdict, money: MoneyRules) -> tuple[int, int, int, Fraction]:
+    """settle_amounts written plainly with Fractions, as the docstrings define it."""
+    unit = money.payable_unit
+
+    def house_round(x: Fraction) -> int:  # x / unit rounded so that "down" favours the house
+        q = x / unit
+        fl = q.numerator // q.denominator
+        if money.rounding is Rounding.NEAREST and q - fl > Fraction(1, 2):
+            fl += 1
+        return fl * unit
+
+    if v.result == "push":
+        return 0, 0, 0, Fraction(0)
+    if v.result == "lose":
+        exact = stake * v.loss_fraction
+        lost = stake if v.loss_fraction == 1 else min(-house_round(-exact), stake)
+        return 0, 0, -lost, lost - exact
+    prize = stake * v.odds
+    exact_net = prize * (1 - v.commission_rate)
+    net = house_round(exact_net)
+    payout = max(house_round(prize), net)
+    return payout, payout - net, net, exact_net - net
+
+
+@given(
+    stake=st.integers(1, 10**12),
+    verdict=st.one_of(
+        st.builds(Verdict.win, odds, rates),
+        st.builds(lambda f: Verdict.lose(loss_fraction=f), st.fractions(0, 1, max_denominator=8)),
+        st.just(Verdict.push()),
+    ),
+    unit=st.sampled_from([1, 5, 100, 1000]),
+    rounding=st.sampled_from(list(Rounding)),
+)
+def test_integer_settlement_equals_the_fraction_definition(
+    stake: int, verdict: Verdict, unit: int, rounding: Rounding
+) -> None:
+    money = MoneyRules(payable_unit=unit, rounding=rounding)
+    a = settle_amounts(stake, verdict, money)
+    assert (a.payout, a.commission, a.net, a.breakage) == _reference(stake, verdict, money)
+    assert type(a.breakage) is Fraction
+
+
+@given(stake=st.integers(1, 10**9), frac=st.fractions(0, 1, max_denominator=8))
+def test_nearest_loss_is_within_half_a_unit_and_halves_go_to_the_house(
+    stake: int, frac: Fraction
+) -> None:
+    money = MoneyRules(payable_unit=100, rounding=Rounding.NEAREST)
+    a = settle_amounts(stake, Verdict.lose(loss_fraction=frac), money)
+    exact_net = -stake * frac
+    assert a.net + a.breakage == exact_net
+    if a.net != -stake:  # not capped at the stake
+        assert abs(a.breakage) <= 50
+        if abs(a.breakage) == 50:
+            assert a.net < exact_net  # the half went to the house
