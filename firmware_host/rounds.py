@@ -126,6 +126,11 @@ class RoundEngine:
         self.on_phase: list[Callable[[Phase, RoundRecord | None], None]] = []
         in_flight = journal.in_flight_rounds(cfg.table_id)
         self._current = in_flight[-1] if in_flight else None
+        #: The bets in play in one round, as journaled: ``(round_id, {bet_id: Bet})`` in
+        #: the order placed. Kept beside the journal (which stays the record) so that a
+        #: result is settled without reading the round's bets back; loaded from the
+        #: journal for any other round (after a restart).
+        self._bets: tuple[str, dict[str, Bet]] | None = None
 
     # -- state -----------------------------------------------------------------
     @property
@@ -169,6 +174,12 @@ class RoundEngine:
         if data:
             payload["data"] = dict(data)
         return OutboxMessage("events", payload, qos=1, retain=False, round_id=rid)
+
+    def _bets_of(self, round_id: str) -> dict[str, Bet]:
+        if self._bets is None or self._bets[0] != round_id:
+            records = self.journal.bets(round_id, include_cancelled=False)
+            self._bets = (round_id, {b.bet_id: b.to_bet() for b in records})
+        return self._bets[1]
 
     def _notify_phase(self) -> None:
         for cb in self.on_phase:
@@ -297,7 +308,7 @@ class RoundEngine:
                     rid,
                 )
         try:
-            self.journal.place_bet(rid, bet, phases=[Phase.OPEN.value])
+            record, _ = self.journal.place_bet(rid, bet, phases=[Phase.OPEN.value])
         except BetConflict as exc:
             return BetAnswer(
                 False,
@@ -310,6 +321,15 @@ class RoundEngine:
             return BetAnswer(
                 False, bet.bet_id, "BETTING_CLOSED", str(exc.args[0]) if exc.args else str(exc), rid
             )
+        if record.status != "placed":
+            return BetAnswer(
+                False,
+                bet.bet_id,
+                "BET_ID_CANCELLED",
+                f"bet {bet.bet_id!r} was cancelled in round {rid}; a new bet needs a new bet_id",
+                rid,
+            )
+        self._bets_of(rid)[record.bet_id] = record.to_bet()
         return BetAnswer(True, bet.bet_id, round_id=rid, bet=bet.to_json())
 
     def cancel_bet(self, bet_id: object) -> BetAnswer:
@@ -333,21 +353,26 @@ class RoundEngine:
             )
         except (PhaseNotAllowed, RoundFinished) as exc:
             return BetAnswer(False, bet_id, "BETTING_CLOSED", str(exc), rid)
+        self._bets_of(rid).pop(bet_id, None)
         return BetAnswer(True, bet_id, round_id=rid)
 
     def bets(self) -> list[Bet]:
+        """The bets in play in the round in flight, in the order placed."""
         if self._current is None:
             return []
-        return [
-            b.to_bet() for b in self.journal.bets(self._current.round_id, include_cancelled=False)
-        ]
+        return list(self._bets_of(self._current.round_id).values())
 
     def add_decision_bet(self, raw: Mapping[str, JSON]) -> Bet:
         """A bet created by a player's decision after betting closed (stud raise,
         blackjack double/split/insurance): validated by the rules core, journaled."""
         rnd = self._require([Phase.CLOSED], "add a decision bet")
         bet = self.game.parse_bet(self.rules, raw, self.cfg.limits)
-        self.journal.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
+        record, _ = self.journal.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
+        if record.status != "placed":
+            raise RoundFault(
+                f"bet {bet.bet_id!r} was cancelled in round {rnd.round_id}", code="BET_ID_CANCELLED"
+            )
+        self._bets_of(rnd.round_id)[record.bet_id] = record.to_bet()
         return bet
 
     def submit_result(self, raw_outcome: JSON, *, source: str = "device") -> Mapping[str, JSON]:
@@ -376,10 +401,11 @@ class RoundEngine:
         outbox: Sequence[OutboxMessage] = (),
     ) -> Mapping[str, JSON]:
         """Settle ``rnd`` (with ``outcome``, or the one journaled before a restart)."""
+
         if outcome is None:
             outcome = self.game.parse_outcome(self.rules, rnd.outcome)
             canonical = rnd.outcome
-        bets = [b.to_bet() for b in self.journal.bets(rnd.round_id, include_cancelled=False)]
+        bets = list(self._bets_of(rnd.round_id).values())
         extras: dict[str, JSON] = {}
         hits: list[Any] = []
         jp_state = None

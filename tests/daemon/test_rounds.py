@@ -103,6 +103,64 @@ def test_bets_are_idempotent_by_id(tmp_path: Path) -> None:
     assert e.bets() == []
 
 
+def test_a_cancelled_bet_id_is_not_answered_accepted_again(tmp_path: Path) -> None:
+    # The journal keeps a cancelled bet under its id; placing the same id again must not
+    # be answered "accepted" while the bet stays cancelled (it would not be settled).
+    e = engine(tmp_path)
+    e.open_betting()
+    assert e.place_bet(bet("a", "red", None, 5000)).accepted
+    assert e.cancel_bet("a").accepted
+    again = e.place_bet(bet("a", "red", None, 5000))
+    assert (again.accepted, again.code) == (False, "BET_ID_CANCELLED")
+    assert e.place_bet(bet("a2", "red", None, 5000)).accepted
+    e.close_betting()
+    payload = e.submit_result({"number": 1})
+    assert [b["bet_id"] for b in payload["bets"]] == ["a2"]
+
+
+_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["place", "place", "cancel", "conflict", "restart"]),
+        st.integers(0, 6),
+        st.integers(1, 4),
+    ),
+    max_size=40,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=_ops, number=st.integers(0, 36))
+def test_bets_in_play_are_the_journaled_ones_through_any_sequence(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int, int]], number: int
+) -> None:
+    # The engine keeps the round's bets in memory to settle without reading them back;
+    # whatever the order of places, re-deliveries, conflicts, cancels and restarts, the
+    # bets settled are exactly the journal's bets in play, in the order placed.
+    d = tmp_path_factory.mktemp("bets")
+    e = engine(d)
+    e.open_betting()
+    for op, i, k in ops:
+        if op == "restart":
+            e = RoundEngine(e.cfg, Journal(d / "j.sqlite3"))
+        elif op == "cancel":
+            e.cancel_bet(f"b{i}")
+        elif op == "conflict":
+            e.place_bet(bet(f"b{i}", "black", None, 2500 * k))
+        else:
+            answer = e.place_bet(bet(f"b{i}", "straight", [i + k], 2500 * k))
+            assert answer.accepted or answer.code in ("BET_ID_CONFLICT", "BET_ID_CANCELLED")
+        journaled = [
+            r.to_bet() for r in e.journal.bets(e.current.round_id, include_cancelled=False)
+        ]
+        assert e.bets() == journaled
+    e.close_betting()
+    expected = [r.bet_id for r in e.journal.bets(e.current.round_id, include_cancelled=False)]
+    payload = e.submit_result({"number": number})
+    assert [b["bet_id"] for b in payload["bets"]] == expected
+
+
 def test_void_refunds_every_bet(tmp_path: Path) -> None:
     # 60/2004 art. 2 2): the croupier declares the spin null; here the dealer voids the round.
     e = engine(tmp_path)
