@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hashlib
 import logging
 import os
@@ -190,6 +191,12 @@ class TableDaemon:
             asyncio.create_task(self.notifier.run_watchdog(self._healthy), name="watchdog")
         )
         self._phase_changed(self.engine.phase, self.engine.current)
+        # Everything loaded so far (modules, configuration, drivers) lives as long as
+        # the process: move it out of the collector's reach, so that a full collection
+        # during play scans only what play allocated (measured during the bench's play:
+        # 11.8 ms without, 0.6 ms with; docs/performance.md).
+        gc.collect()
+        gc.freeze()
         self.ready.set()
         self.notifier.ready(f"table {self.cfg.table_id} ({self.cfg.game_id}) up")
         log.info("table %s (%s) ready", self.cfg.table_id, self.cfg.game_id)
