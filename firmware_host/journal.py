@@ -15,7 +15,9 @@ Storage choices and why:
   writer. Writes whose loss cannot hurt (raw device frames, "published" marks on
   the outbox) commit with ``synchronous=NORMAL`` (no fsync of their own); the next
   FULL commit makes them durable too, because the WAL is written in order. So the
-  frames that led to a settled round are on disk once that round is.
+  frames that led to a settled round are on disk once that round is; the frame that
+  carried a device result (the wheel's winning number) is written by the settlement's
+  own transaction (``settle_round(raw_frames=...)``).
 - Each public operation is one short ``BEGIN IMMEDIATE`` transaction on the caller's
   thread (the daemon's event loop): no thread pool, no interleaving.
 - The schema is versioned with ``PRAGMA user_version`` and upgraded by
@@ -1048,6 +1050,7 @@ class Journal:
         events: Sequence[tuple[str, JSON]],
         outbox: Sequence[OutboxMessage],
         at: datetime | None,
+        raw_frames: Sequence[tuple[str, Literal["rx", "tx"], bytes]] = (),
     ) -> int:
         if not isinstance(payload, Mapping):
             raise TypeError("the round payload must be a JSON object (mapping)")
@@ -1103,6 +1106,7 @@ class Journal:
             for kind, data in events:
                 self._append_event(db, kind, data, now)
             self._enqueue(db, outbox, now)
+            self._insert_frames(db, ((round_id, *f) for f in raw_frames), now)
         self._retain()
         return outbox_id
 
@@ -1118,13 +1122,16 @@ class Journal:
         events: Sequence[tuple[str, JSON]] = (),
         outbox: Sequence[OutboxMessage] = (),
         at: datetime | None = None,
+        raw_frames: Sequence[tuple[str, Literal["rx", "tx"], bytes]] = (),
     ) -> int:
         """Settle a round in ONE transaction; return the id of its ``rounds`` outbox entry.
 
         Marks the round settled with its outcome, stores ``payload`` (the round as
         published, ``firmware_host/schemas/round.json``), queues it on ``rounds``
         (QoS 1), saves ``jackpot_state`` and records ``jackpot_hits`` (step 1 of 2),
-        appends ``events`` to the event log and queues ``outbox``. Raises
+        appends ``events`` to the event log, queues ``outbox`` and keeps
+        ``raw_frames`` ``(device, direction, data)``, the device frames that carried the
+        result, against the round. Raises
         :class:`RoundFinished` if the round is already settled or voided, so nothing
         is ever settled twice, and :class:`RoundNotFound` for an unknown round.
         """
@@ -1141,6 +1148,7 @@ class Journal:
             events=events,
             outbox=outbox,
             at=at,
+            raw_frames=raw_frames,
         )
 
     def void_round(
@@ -1325,15 +1333,23 @@ class Journal:
         at: datetime | None = None,
     ) -> list[int]:
         now = self._now(at)
-        ids = []
         with self._tx("add_raw_frames", durable=False) as db:
-            for round_id, device, direction, data in frames:
-                cur = db.execute(
-                    "INSERT INTO raw_frames (round_id, device, direction, data, at) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (round_id, device, direction, bytes(data), now),
-                )
-                ids.append(int(cur.lastrowid or 0))
+            return self._insert_frames(db, frames, now)
+
+    @staticmethod
+    def _insert_frames(
+        db: sqlite3.Connection,
+        frames: Iterable[tuple[str | None, str, Literal["rx", "tx"], bytes]],
+        now: str,
+    ) -> list[int]:
+        ids = []
+        for round_id, device, direction, data in frames:
+            cur = db.execute(
+                "INSERT INTO raw_frames (round_id, device, direction, data, at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (round_id, device, direction, bytes(data), now),
+            )
+            ids.append(int(cur.lastrowid or 0))
         return ids
 
     def raw_frames(self, round_id: str) -> list[RawFrame]:

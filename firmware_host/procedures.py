@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from .games.errors import RulesError
 from .journal import OutboxMessage, iso_utc, utc_now
@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 JSON = Any
+#: A raw device frame: (device, direction, data).
+Frame = tuple[str, Literal["rx", "tx"], bytes]
 
 
 class Procedure:
@@ -52,10 +54,15 @@ class Procedure:
     async def stop(self) -> None:
         return None
 
+    def carries_result(self, event: Any) -> bool:
+        """Whether ``event`` is a result this procedure settles: its raw frames are then
+        journaled with the settlement (one transaction), not on their own before it."""
+        return False
+
     async def on_device_event(self, device: str, event: Any) -> None:
         raw = getattr(event, "raw", b"")
-        if raw:
-            self.engine.record_frames(device, [("rx", raw)])
+        if raw and not self.carries_result(event):
+            self.engine.record_frames([(device, "rx", raw)])
 
     # -- helpers -----------------------------------------------------------------
     def fault(self, kind: str, data: Mapping[str, JSON]) -> None:
@@ -75,10 +82,13 @@ class Procedure:
         journal.append_event(kind, dict(data))
         log.warning("%s: %s", kind, data)
 
-    def try_result(self, outcome: JSON, source: str) -> Mapping[str, JSON] | None:
+    def try_result(
+        self, outcome: JSON, source: str, frames: Sequence[Frame] = ()
+    ) -> Mapping[str, JSON] | None:
         try:
-            return self.engine.submit_result(outcome, source=source)
+            return self.engine.submit_result(outcome, source=source, frames=frames)
         except RulesError as exc:
+            self.engine.record_frames(frames)
             self.fault(
                 "result_refused",
                 {"source": source, "outcome": outcome, "code": exc.code, "message": exc.message},
@@ -126,6 +136,9 @@ class WheelProcedure(Procedure):
     """
 
     manual_results = False
+
+    def carries_result(self, event: Any) -> bool:
+        return _kind(event) == "WinningNumber"
 
     def __init__(self, daemon: TableDaemon, wheel: str) -> None:
         super().__init__(daemon)
@@ -178,39 +191,24 @@ class WheelProcedure(Procedure):
                     source=device,
                 )
         elif kind == "WinningNumber":
+            frames: list[Frame] = [(device, "rx", event.raw)] if event.raw else []
+            rid = e.current.round_id if e.current else None
+            refused = None
             if event.void_reason:
+                refused = f"spin already void: {event.void_reason}"
+            elif not self._same_spin(event.spin, device):
+                refused = f"spin {event.spin} is not the spin of the round (voided)"
+            elif event.number > 36:
+                refused = "not a single-zero pocket"
+            if refused is not None:
+                e.record_frames(frames, rid)
                 self.fault(
-                    "result_refused",
-                    {
-                        "source": device,
-                        "number": event.number,
-                        "reason": f"spin already void: {event.void_reason}",
-                    },
-                )
-                return
-            if not self._same_spin(event.spin, device):
-                self.fault(
-                    "result_refused",
-                    {
-                        "source": device,
-                        "number": event.number,
-                        "reason": f"spin {event.spin} is not the spin of the round (voided)",
-                    },
-                )
-                return
-            if event.number > 36:
-                self.fault(
-                    "result_refused",
-                    {
-                        "source": device,
-                        "number": event.number,
-                        "reason": "not a single-zero pocket",
-                    },
+                    "result_refused", {"source": device, "number": event.number, "reason": refused}
                 )
                 return
             if e.phase is Phase.OPEN:  # state 4 lost on the line: the ball has settled
                 self.try_close(f"{device}:winning number")
-            self.try_result({"number": event.number}, f"{device}:spin {event.spin}")
+            self.try_result({"number": event.number}, f"{device}:spin {event.spin}", frames)
         elif kind == "GameVoided" and e.phase in (Phase.OPEN, Phase.CLOSED):
             if event.restart_required:
                 e.void_spin(f"{event.reason}: {event.message}", source=device)

@@ -26,7 +26,7 @@ import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from . import __version__
 from .config import TableConfig
@@ -265,11 +265,15 @@ class RoundEngine:
         self._notify_phase()
         return self._current
 
-    def record_frames(self, device: str, frames: Sequence[tuple[str, bytes]]) -> None:
-        """Keep raw device frames against the current round (game recall)."""
-        rid = self._current.round_id if self._current else None
+    def record_frames(
+        self, frames: Sequence[tuple[str, Literal["rx", "tx"], bytes]], round_id: str | None = None
+    ) -> None:
+        """Keep raw device frames ``(device, direction, data)`` against ``round_id``, by
+        default the current round (game recall)."""
+        if round_id is None and self._current is not None:
+            round_id = self._current.round_id
         if frames:
-            self.journal.add_raw_frames([(rid, device, d, f) for d, f in frames])  # type: ignore[misc]
+            self.journal.add_raw_frames([(round_id, *f) for f in frames])
 
     def place_bet(self, raw: object) -> BetAnswer:
         """Validate and journal a bet. Never raises for bad input: answers rejected."""
@@ -375,9 +379,17 @@ class RoundEngine:
         self._bets_of(rnd.round_id)[record.bet_id] = record.to_bet()
         return bet
 
-    def submit_result(self, raw_outcome: JSON, *, source: str = "device") -> Mapping[str, JSON]:
+    def submit_result(
+        self,
+        raw_outcome: JSON,
+        *,
+        source: str = "device",
+        frames: Sequence[tuple[str, Literal["rx", "tx"], bytes]] = (),
+    ) -> Mapping[str, JSON]:
         """The round's outcome as read from the hardware: settle it and journal the
-        outcome, the settlement, its outbox entries and the jackpot in ONE transaction.
+        outcome, the settlement, its outbox entries, the jackpot and ``frames``
+        ``(device, direction, data)`` (the raw frames that carried the result) in ONE
+        transaction.
 
         Settling is pure and happens first: an outcome that does not fit the round's bets
         (a stud place dealt without an ante...) is refused with nothing journaled and the
@@ -391,7 +403,7 @@ class RoundEngine:
         outcome = self.game.parse_outcome(self.rules, raw_outcome)
         canonical = self.game.outcome_json(outcome)
         event = self._event("result", {"outcome": canonical, "source": source})
-        return self._settle(rnd, outcome, canonical, [event])
+        return self._settle(rnd, outcome, canonical, [event], frames)
 
     def _settle(
         self,
@@ -399,6 +411,7 @@ class RoundEngine:
         outcome: Any = None,
         canonical: JSON = None,
         outbox: Sequence[OutboxMessage] = (),
+        frames: Sequence[tuple[str, Literal["rx", "tx"], bytes]] = (),
     ) -> Mapping[str, JSON]:
         """Settle ``rnd`` (with ``outcome``, or the one journaled before a restart)."""
 
@@ -435,6 +448,7 @@ class RoundEngine:
                 jackpot_hits=hits,
                 outbox=outbox,
                 at=at,
+                raw_frames=frames,
             )
         except BaseException:
             if jackpot is not None:

@@ -98,7 +98,7 @@ async def test_login_recall_void_and_audit(table) -> None:  # type: ignore[no-un
     e.open_betting()
     e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "fan", "selection": 2, "stake": 500})
     e.close_betting()
-    e.record_frames("keypad", [("rx", b"KEY 2\r\n")])
+    e.record_frames([("keypad", "rx", b"KEY 2\r\n")])
     e.submit_result({"number": 2})
     recall = await term.cmd("recall 1")
     assert "fan" in recall and b"KEY 2".hex() in recall and "settled" in recall

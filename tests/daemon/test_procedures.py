@@ -131,3 +131,55 @@ async def test_sicbo_tilted_dice_void_the_throw_bets_stay(
     finally:
         await d.stop()
         await sim.close()
+
+
+async def test_roulette_result_frame_is_journaled_with_the_settlement(tmp_path: Path) -> None:
+    # 60/2004 art. 4: the result is the pocket where the ball comes to rest, read from the
+    # wheel. The state-5 line that carried it is kept (game recall) against the round, in
+    # the settlement's own transaction: same timestamp as the round's finish.
+    from drivers.cammegh.codec import parse_line
+    from drivers.cammegh.sim import CammeghSim, SimTiming
+
+    timing = SimTiming(
+        status_interval=0.02, before_game=0.06, braking=0.04, launch=0.02, ball_in_rim=0.06,
+        no_more_bets=0.06, result=0.06, power_down=0.06, self_test=0.1, no_ball_stop=10.0,
+    )  # fmt: skip
+    sim = CammeghSim(seed=5, timing=timing)
+    server = await sim.serve_pty()
+    await sim.power_on()
+    cfg = validate_document(
+        {
+            "table": {"id": "rl-1", "game": "roulette"},
+            "devices": {"wheel": {"driver": "cammegh-ss2", "port": str(server.path)}},
+        }
+    )
+    d = TableDaemon(
+        cfg, state_dir=tmp_path, runtime_dir=tmp_path,
+        mqtt=MqttSettings(port=1, reconnect_min_ms=5000, reconnect_max_ms=5000),
+    )  # fmt: skip
+    await d.start()
+    try:
+        e = d.engine
+        assert e is not None and d.journal is not None
+        await wait_for(lambda: e.phase is Phase.OPEN)
+        rid = e.current.round_id
+        alone: list[bytes] = []  # frames journaled on their own, outside a settlement
+        add_raw_frames = d.journal.add_raw_frames
+        d.journal.add_raw_frames = lambda frames, **kw: (  # type: ignore[method-assign]
+            alone.extend(f[3] for f in frames),
+            add_raw_frames(frames, **kw),
+        )[1]
+        assert e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "red", "stake": 2500}).accepted
+        number = await sim.spin()
+        await wait_for(lambda: d.journal.round(rid).status == "settled")
+        rnd = d.journal.round(rid)
+        result = [f for f in d.journal.raw_frames(rid) if f.at == rnd.finished_at]
+        assert len(result) == 1
+        status = parse_line(result[0].data.splitlines()[-1])
+        assert (status.state, status.win) == (5, number)
+        assert result[0].data not in alone  # written by the settlement's transaction
+        assert alone  # the other lines of the game were journaled as they came
+        assert d.journal.settlement(rid)["outcome"]["number"] == number
+    finally:
+        await d.stop()
+        await sim.stop()
