@@ -41,6 +41,9 @@ def mqtt_section(host: str, port: int, client_id: str) -> dict[str, JSON]:
 class DaemonProcess:
     """``python -m firmware_host run`` in a child process, READY timed over NOTIFY_SOCKET."""
 
+    #: How the daemon is started (``bench.stages`` starts it through its own wrapper).
+    module: list[str] = ["-m", "firmware_host"]  # noqa: RUF012 - replaced, never mutated
+
     def __init__(self, doc: dict[str, JSON], directory: Path, name: str) -> None:
         self.doc = doc
         self.dir = directory / name
@@ -79,7 +82,7 @@ class DaemonProcess:
         try:
             self.spawned_at = time.perf_counter()
             self.proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "firmware_host", "run",
+                sys.executable, *self.module, "run",
                 "--config", str(self.config),
                 "--state-dir", str(self.dir),
                 "--runtime-dir", str(self.dir),

@@ -53,3 +53,37 @@ def test_machine_section_prints_the_table_and_writes_json(
     assert doc["machine"]["journal_fs"]["fstype"]
     printed = capsys.readouterr().out
     assert "QUICK MODE" in printed and "fsync of a 4 KiB append" in printed
+
+
+def test_stages_split_each_round_window_into_its_stages(tmp_path: Path) -> None:
+    from bench.stages import split
+
+    # Two rounds (line at 10.000 s and 20.000 s) with the daemon's stamps in between, a
+    # stamp outside every window, and two collector pauses (one inside, one outside).
+    trace = tmp_path / "stages.txt"
+    trace.write_text(
+        "\n".join(
+            [
+                "5.0000000 event",  # outside: ignored
+                "10.0002000 event",
+                "10.0005000 procedure",
+                "10.0015000 settled",
+                "10.0030000 committed",
+                "10.0032000 publish",
+                "10.0020000 gc1 10.0025000",
+                "20.0001000 event",
+                "20.0004000 procedure",
+                "20.0010000 settled",
+                "20.0020000 committed",
+                "20.0021000 publish",
+                "30.0000000 gc2 30.0200000",
+            ]
+        )
+        + "\n"
+    )
+    steps, totals, pauses = split([(10.0, 10.004), (20.0, 20.003)], trace)
+    assert [round(x, 3) for x in steps["event"]] == [0.2, 0.1]
+    assert [round(x, 3) for x in steps["settled"]] == [1.0, 0.6]
+    assert [round(x, 3) for x in steps["floor"]] == [0.8, 0.9]
+    assert [round(x, 3) for x in totals] == [4.0, 3.0]
+    assert [(g, round(ms, 3)) for g, ms in pauses] == [("gc1", 0.5)]

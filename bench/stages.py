@@ -1,0 +1,252 @@
+"""Where the end-to-end latency goes: the result -> floor path split into its stages.
+
+    python -m bench.stages [--bets 100] [--rounds 100] [--json FILE]
+
+The same table as the end-to-end figure (``bench/table.py``: the Cammegh SS2 simulator
+on a pty, ``tablectl run`` in a child process, mosquitto on loopback saving every
+change, the floor's subscriber in this process), with one difference: the daemon is
+started through this module (``python -m bench.stages --daemon ARGS``), which wraps a
+few of the daemon's functions to note the time (``time.perf_counter``, the system-wide
+monotonic clock, so the two processes' stamps compare) at each stage of a result:
+
+==============  =====================================================================
+``line``        the simulator's write of the first state-5 status line returned
+``event``       the wheel driver emits ``WinningNumber`` (serial read, parse, confirm)
+``procedure``   the wheel procedure takes the result (event queue hop)
+``settled``     the journal is asked to settle (rules core settled the bets, payload built)
+``committed``   the settlement's transaction committed (JSON, SQL, fsync)
+``publish``     the link hands the round to the MQTT client
+``floor``       the round arrives at the floor's subscriber
+==============  =====================================================================
+
+and the daemon's garbage-collector pauses that fell inside a round's window. The wraps
+change nothing in what the functions do; their own cost (a few microseconds a stage)
+is included in the figures. Nothing here is used by the daemon in production.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import gc
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .common import percentile
+
+STAGES = ("line", "event", "procedure", "settled", "committed", "publish", "floor")
+ENV = "BENCH_STAGES_FILE"
+
+
+# ---------------------------------------------------------------------------
+# the daemon side
+
+
+def _install(path: str) -> None:
+    """Wrap the daemon's functions so that each stage writes ``<perf_counter> <stage>``."""
+    from drivers.common import DriverBase
+    from firmware_host.journal import Journal
+    from firmware_host.mqtt import FloorLink
+    from firmware_host.procedures import Procedure
+
+    out = open(path, "a", buffering=1)  # noqa: SIM115 - open for the process's life
+
+    def mark(stage: str) -> None:
+        out.write(f"{time.perf_counter():.7f} {stage}\n")
+
+    def before(cls: Any, name: str, stage: str, when: Any = None) -> None:
+        fn = getattr(cls, name)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kw: Any) -> Any:
+            if when is None or when(*args, **kw):
+                mark(stage)
+            return fn(*args, **kw)
+
+        setattr(cls, name, wrapper)
+
+    before(DriverBase, "emit", "event", lambda _s, ev: type(ev).__name__ == "WinningNumber")
+    before(Procedure, "try_result", "procedure")
+    before(Journal, "settle_round", "settled")
+    before(Journal, "_retain", "committed")  # _finish calls it right after the COMMIT
+    publish = FloorLink._publish
+
+    @functools.wraps(publish)
+    async def traced_publish(self: FloorLink, client: Any, item: Any) -> None:
+        if item.kind == "outbox" and item.topic == "rounds":
+            mark("publish")
+        await publish(self, client, item)
+
+    FloorLink._publish = traced_publish  # type: ignore[method-assign]
+
+    started: list[float] = []
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[:] = [time.perf_counter()]
+        elif started:
+            out.write(f"{started[0]:.7f} gc{info['generation']} {time.perf_counter():.7f}\n")
+
+    gc.callbacks.append(on_gc)
+
+
+def _daemon(argv: list[str]) -> int:
+    _install(os.environ[ENV])
+    from firmware_host.cli import main
+
+    return main(argv)
+
+
+# ---------------------------------------------------------------------------
+# the bench side
+
+
+def _read(path: Path) -> tuple[list[tuple[float, str]], list[tuple[float, float, str]]]:
+    marks: list[tuple[float, str]] = []
+    pauses: list[tuple[float, float, str]] = []
+    for line in path.read_text().splitlines():
+        parts = line.split()
+        if parts[1].startswith("gc"):
+            pauses.append((float(parts[0]), float(parts[2]), parts[1]))
+        else:
+            marks.append((float(parts[0]), parts[1]))
+    return marks, pauses
+
+
+def split(
+    windows: list[tuple[float, float]], path: Path
+) -> tuple[dict[str, list[float]], list[float], list[tuple[str, float]]]:
+    """Per stage, the ms since the previous stage, over every round window (line, floor);
+    the total per round; and the collector pauses (generation, ms) inside the windows."""
+    marks, pauses = _read(path)
+    steps: dict[str, list[float]] = {s: [] for s in STAGES[1:]}
+    totals = []
+    for line_at, floor_at in windows:
+        seen = {"line": line_at, "floor": floor_at}
+        for t, stage in marks:
+            if line_at <= t <= floor_at:
+                seen.setdefault(stage, t)
+        prev = line_at
+        for stage in STAGES[1:]:
+            if stage in seen:
+                steps[stage].append((seen[stage] - prev) * 1000)
+                prev = seen[stage]
+        totals.append((floor_at - line_at) * 1000)
+    inside = [
+        (gen, (end - start) * 1000)
+        for start, end, gen in pauses
+        if any(a <= start <= b for a, b in windows)
+    ]
+    return steps, totals, inside
+
+
+async def _run(bets: int, rounds: int) -> dict[str, Any]:
+    from firmware_host.broker import MosquittoProcess, find_mosquitto
+
+    from .common import workdir
+    from .procs import DaemonProcess, kill_leftovers
+    from .table import WheelTable
+
+    if not find_mosquitto():
+        raise SystemExit("bench.stages needs mosquitto (apt-get install mosquitto)")
+    broker = MosquittoProcess(persistence=True, extra_config="set_tcp_nodelay true")
+    broker.start()
+    try:
+        with workdir("stages") as d:
+            trace = d / "stages.txt"
+            trace.write_text("")
+            os.environ[ENV] = str(trace)
+            DaemonProcess.module = ["-m", "bench.stages", "--daemon"]
+            t = WheelTable(broker.host, broker.port, d, "bench-stages")
+            windows = []
+            try:
+                await t.start()
+                await t.play(1)  # warm-up
+                for _ in range(rounds):
+                    _, payload = await t.play(bets)
+                    spin = next(iter(t.wheel.state5_at))
+                    windows.append((t.wheel.state5_at[spin], t.rounds[payload["round_id"]].at))
+            finally:
+                await t.stop()
+                DaemonProcess.module = ["-m", "firmware_host"]
+                kill_leftovers()
+            steps, totals, pauses = split(windows, trace)
+    finally:
+        broker.stop()
+    return {
+        "bets": bets,
+        "rounds": rounds,
+        "total_ms": {
+            "p50": percentile(totals, 50),
+            "p99": percentile(totals, 99),
+            "max": max(totals),
+        },
+        "stages_ms": {
+            s: {
+                "n": len(v),
+                "p50": percentile(v, 50) if v else float("nan"),
+                "p90": percentile(v, 90) if v else float("nan"),
+                "p99": percentile(v, 99) if v else float("nan"),
+                "max": max(v) if v else float("nan"),
+            }
+            for s, v in steps.items()
+        },
+        "gc_pauses_in_windows_ms": [[g, round(ms, 3)] for g, ms in pauses],
+    }
+
+
+def report(res: dict[str, Any]) -> str:
+    rows = [
+        f"result -> floor, {res['bets']} bets, {res['rounds']} rounds: "
+        f"p50 {res['total_ms']['p50']:.2f} ms, p99 {res['total_ms']['p99']:.2f} ms, "
+        f"max {res['total_ms']['max']:.2f} ms",
+        "",
+        f"{'stage (time since the previous one)':<40} {'p50':>7} {'p90':>7} {'p99':>7} {'max':>7}",
+    ]
+    prev = "line"
+    for stage, st in res["stages_ms"].items():
+        rows.append(
+            f"{prev + ' -> ' + stage:<40} {st['p50']:7.2f} {st['p90']:7.2f} "
+            f"{st['p99']:7.2f} {st['max']:7.2f}"
+        )
+        prev = stage
+    p50_sum = sum(st["p50"] for st in res["stages_ms"].values())
+    rows.append(f"{'(sum of the stage medians)':<40} {p50_sum:7.2f}")
+    pauses = res["gc_pauses_in_windows_ms"]
+    rows.append("")
+    rows.append(
+        f"daemon collector pauses inside the windows: {len(pauses)}"
+        + (
+            f" (generations {sorted({g for g, _ in pauses})}, max {max(ms for _, ms in pauses):.2f} ms)"
+            if pauses
+            else ""
+        )
+    )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--daemon"]:
+        return _daemon(argv[1:])
+    ap = argparse.ArgumentParser(prog="python -m bench.stages", description=__doc__.split("\n")[0])
+    ap.add_argument("--bets", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    res = asyncio.run(_run(args.bets, args.rounds))
+    print(report(res))
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())
