@@ -137,14 +137,11 @@ async def test_roulette_result_frame_is_journaled_with_the_settlement(tmp_path: 
     # 60/2004 art. 4: the result is the pocket where the ball comes to rest, read from the
     # wheel. The state-5 line that carried it is kept (game recall) against the round, in
     # the settlement's own transaction: same timestamp as the round's finish.
+    from bench.table import FAST
     from drivers.cammegh.codec import parse_line
-    from drivers.cammegh.sim import CammeghSim, SimTiming
+    from drivers.cammegh.sim import CammeghSim
 
-    timing = SimTiming(
-        status_interval=0.02, before_game=0.06, braking=0.04, launch=0.02, ball_in_rim=0.06,
-        no_more_bets=0.06, result=0.06, power_down=0.06, self_test=0.1, no_ball_stop=10.0,
-    )  # fmt: skip
-    sim = CammeghSim(seed=5, timing=timing)
+    sim = CammeghSim(seed=5, timing=FAST)  # the bench's fast wheel: a game in ~0.3 s
     server = await sim.serve_pty()
     await sim.power_on()
     cfg = validate_document(
