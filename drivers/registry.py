@@ -37,10 +37,12 @@ from firmware_host.config import ConfigInvalid, FieldSpec, register_section, val
 
 __all__ = [
     "COMMON_SETTINGS",
+    "DEVICE_KINDS",
     "DRIVERS",
     "DeviceConfig",
     "create_driver",
     "driver_class",
+    "kind_of",
     "validate_device",
     "validate_devices",
 ]
@@ -69,6 +71,28 @@ _DEVICE_DRIVERS: dict[str, str] = {
 
 #: Configuration driver name -> ``"module:Class"``.
 DRIVERS: dict[str, str] = {**_WHEEL_AND_INPUT_DRIVERS, **_DEVICE_DRIVERS}
+
+#: Configuration driver name -> the kind of device it serves. Games name the kinds
+#: they can use (``Game.result_device``, ``Game.device_kinds``); procedures are chosen
+#: by the kind, never by the driver or the game.
+DEVICE_KINDS: dict[str, str] = {
+    "cammegh-ss2": "wheel",
+    "gpio-wheel": "wheel",
+    "keypad-gpio": "keypad",
+    "shoe-ref": "shoe",
+    "shoe-ref-usb": "shoe",
+    "shaker-ref": "shaker",
+    "board-ref": "board",
+    "board-gpio": "board",
+    "sign-ref": "sign",
+}
+assert set(DEVICE_KINDS) == set(DRIVERS)
+
+
+def kind_of(driver: str) -> str:
+    """The device kind a driver serves (``"wheel"``, ``"shoe"``...)."""
+    return DEVICE_KINDS[driver]
+
 
 #: Keys every ``[devices.<name>]`` section accepts.
 COMMON_SETTINGS: dict[str, FieldSpec] = {

@@ -452,6 +452,8 @@ _DERIVED_KEYS = frozenset(
 
 class Baccarat(Game[BaccaratRules, BaccaratOutcome]):
     game_id = "baccarat"
+    result_device = "shoe"
+    device_kinds = frozenset({"shoe", "board"})
     title = "Baccarat"
     regulation = "55/2004"
     rules_type = BaccaratRules

@@ -1227,6 +1227,8 @@ SAMPLE_ROUNDS: tuple[JSON, ...] = (
 
 class Blackjack(Game[BlackjackRules, BlackjackDeal]):
     game_id = "blackjack"
+    result_device = "shoe"
+    device_kinds = frozenset({"shoe", "board"})
     title = "Blackjack (Vinte e um)"
     regulation = "56/2004"
     rules_type = BlackjackRules

@@ -73,6 +73,8 @@ def _distinct(nums: list[int], bet_type: str) -> None:
 
 class Fantan(DiscreteGame[FantanRules, FantanOutcome]):
     game_id = "fantan"
+    result_device = "keypad"
+    device_kinds = frozenset({"keypad", "board"})
     title = "Fantan"
     regulation = "58/2004"
     rules_type = FantanRules

@@ -87,6 +87,8 @@ def parse_fpc_outcome(raw: JSON) -> ThreeDice:
 
 class FishPrawnCrab(DiscreteGame[FishPrawnCrabRules, ThreeDice]):
     game_id = "fish-prawn-crab"
+    result_device = "shaker"
+    device_kinds = frozenset({"shaker", "board"})
     title = "Fish-prawn-crab"
     regulation = "59/2004"
     rules_type = FishPrawnCrabRules

@@ -172,6 +172,8 @@ def numbers_covered(rules: RouletteRules, bet_type: str, selection: JSON) -> fro
 
 class Roulette(DiscreteGame[RouletteRules, RouletteOutcome]):
     game_id = "roulette"
+    result_device = "wheel"
+    device_kinds = frozenset({"wheel", "board"})
     title = "Roulette (single zero)"
     regulation = "60/2004"
     rules_type = RouletteRules

@@ -131,6 +131,8 @@ def wins(rules: SicboRules, throw: ThreeDice, bet_type: str, sel: JSON) -> bool:
 
 class Sicbo(DiscreteGame[SicboRules, ThreeDice]):
     game_id = "sicbo"
+    result_device = "shaker"
+    device_kinds = frozenset({"shaker", "board"})
     title = "Cussec / Sic bo"
     regulation = "57/2004"
     rules_type = SicboRules

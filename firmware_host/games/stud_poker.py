@@ -740,6 +740,8 @@ _TOP_DERIVED = frozenset({"dealer_hand", "dealer_qualifies", "up_card"})
 
 class StudPoker(Game[StudPokerRules, StudOutcome]):
     game_id = "stud-poker"
+    result_device = "shoe"
+    device_kinds = frozenset({"shoe", "board", "sign"})
     title = "Stud poker"
     regulation = "61/2004"
     rules_type = StudPokerRules

@@ -352,6 +352,8 @@ class SuperPan9Deal:
 
 class SuperPan9(BankerGame[SuperPan9Rules, SuperPan9Outcome]):
     game_id = "super-pan-9"
+    result_device = "shoe"
+    device_kinds = frozenset({"shoe", "board"})
     title = "Super Pan 9"
     regulation = REGULATION
     rules_type = SuperPan9Rules
