@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .config import FieldSpec, register_section, validate_fields
+from .games.errors import CodedError
 
 log = logging.getLogger(__name__)
 
@@ -72,22 +73,10 @@ RoundStatus = Literal["settled", "void"]
 # errors
 
 
-class JournalError(RuntimeError):
+class JournalError(CodedError, RuntimeError):
     """Base of the journal's errors; ``code`` is stable (tests and responses match it)."""
 
     code = "JOURNAL_ERROR"
-
-    def __init__(self, message: str, *, code: str | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-        self.message = message
-
-    def to_json(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
 
 
 class RoundNotFound(JournalError, LookupError):

@@ -8,10 +8,12 @@ they resemble (``ValueError``), as gpiozero does, so generic callers still work.
 from __future__ import annotations
 
 
-class RulesError(ValueError):
-    """Base of every error the rules core raises on bad input."""
+class CodedError(Exception):
+    """The one base of every coded error in the project (rules core, journal, floor
+    requests): a stable ``code`` that floor systems and tests match on, and a message
+    naming what is at fault. Subclasses also inherit the built-in they resemble."""
 
-    code = "RULES_ERROR"
+    code = "ERROR"
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
@@ -24,6 +26,12 @@ class RulesError(ValueError):
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
+
+
+class RulesError(CodedError, ValueError):
+    """Base of every error the rules core raises on bad input."""
+
+    code = "RULES_ERROR"
 
 
 class BetError(RulesError):
