@@ -383,7 +383,8 @@ async def _mqtt_overhead(
 ) -> tuple[list[float], list[float], int]:
     import aiomqtt
 
-    from firmware_host.journal import Journal, OutboxMessage, dumps
+    from firmware_host.journal import Journal, OutboxMessage
+    from firmware_host.jsonio import dumps
     from firmware_host.mqtt import FloorLink, MqttSettings
 
     payloads = _payloads(k)

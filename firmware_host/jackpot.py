@@ -37,7 +37,8 @@ from typing import Any
 from .config import FieldSpec, register_section, validate_fields
 from .games import jackpot as jp
 from .games.base import Bet, Settlement
-from .journal import JackpotHit, Journal, iso_utc, utc_now
+from .journal import JackpotHit, Journal
+from .timefmt import iso_utc, utc_now
 
 log = logging.getLogger(__name__)
 

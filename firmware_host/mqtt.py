@@ -57,7 +57,11 @@ from paho.mqtt.properties import Properties
 
 from . import __version__
 from .config import FieldSpec, register_section, validate_fields
-from .journal import Journal, OutboxEntry, _Latency, check_relative_topic, dumps, iso_utc, utc_now
+from .journal import Journal, OutboxEntry
+from .jsonio import dumps
+from .latency import Latency
+from .timefmt import iso_utc, utc_now
+from .topics import TopicError, check_topic
 
 log = logging.getLogger(__name__)
 
@@ -75,21 +79,6 @@ Handler = Callable[[str, bytes], "Awaitable[Response] | Response"]
 
 MAX_RESPONSES_QUEUED = 10_000
 MAX_INCOMING_QUEUED = 10_000
-
-
-class TopicError(ValueError):
-    """A topic that must not be published (wildcard, empty level, '$' prefix)."""
-
-
-def check_topic(topic: str) -> str:
-    """A full topic name fit for PUBLISH: no wildcards, no empty levels, no '$', <= 65535 bytes."""
-    try:
-        check_relative_topic(topic)
-    except ValueError as exc:
-        raise TopicError(str(exc)) from None
-    if len(topic.encode("utf-8")) > 65535:
-        raise TopicError("topic is longer than 65535 bytes")
-    return topic
 
 
 # ---------------------------------------------------------------------------
@@ -304,7 +293,7 @@ class LinkStats:
     responses_dropped: int = 0
     last_error: str = ""
     connected_since: str | None = None
-    puback: _Latency = field(default_factory=_Latency)
+    puback: Latency = field(default_factory=Latency)
 
 
 class FloorLink:

@@ -24,8 +24,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from .games.errors import RulesError
-from .journal import OutboxMessage, iso_utc, utc_now
+from .journal import OutboxMessage
 from .rounds import SCHEMA_VERSION, Phase
+from .timefmt import iso_utc, utc_now
 
 if TYPE_CHECKING:
     from .daemon import TableDaemon

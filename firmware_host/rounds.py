@@ -40,9 +40,8 @@ from .journal import (
     PhaseNotAllowed,
     RoundFinished,
     RoundRecord,
-    iso_utc,
-    utc_now,
 )
+from .timefmt import iso_utc, utc_now
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import aiomqtt
 
-from firmware_host.journal import Journal, RoundRecord, iso_utc, utc_now
+from firmware_host.journal import Journal, RoundRecord
+from firmware_host.timefmt import iso_utc, utc_now
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from firmware_host.config import ConfigInvalid, validate_document
 from firmware_host.journal import (
-    SCHEMA_VERSION,
+    DB_SCHEMA_VERSION,
     BetConflict,
     BetNotFound,
     FaultNotFound,
@@ -61,7 +61,7 @@ def outbox_rows(j: Journal) -> list[tuple[Any, ...]]:
 def test_opens_in_wal_mode_with_full_synchronous_commits(journal: Journal) -> None:
     assert journal._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert journal._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-    assert journal.schema_version == SCHEMA_VERSION
+    assert journal.schema_version == DB_SCHEMA_VERSION
     assert journal._db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
 
 
@@ -71,14 +71,14 @@ def test_reopening_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> None
         rid = play_round(j)
     with Journal(p) as j:
         assert j.round(rid).status == "settled"
-        assert j.schema_version == SCHEMA_VERSION
+        assert j.schema_version == DB_SCHEMA_VERSION
 
 
 def test_a_newer_journal_schema_is_refused(tmp_path: Path) -> None:
     p = tmp_path / "j.sqlite3"
     Journal(p).close()
     db = sqlite3.connect(p)
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.execute(f"PRAGMA user_version = {DB_SCHEMA_VERSION + 1}")
     db.close()
     with pytest.raises(JournalCorrupt) as exc:
         Journal(p)

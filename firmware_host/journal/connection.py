@@ -1,0 +1,171 @@
+"""The journal's one SQLite connection: pragmas, migrations and the transaction helper.
+
+Storage choices and why:
+
+- WAL mode with ``synchronous=FULL``: a commit returns only after the write-ahead
+  log is on disk, and readers (``tablectl audit``, the console) never block the
+  writer. Writes whose loss cannot hurt (raw device frames, "published" marks on
+  the outbox, retention) commit with ``synchronous=NORMAL`` (no fsync of their own);
+  the next FULL commit makes them durable too, because the WAL is written in order.
+  So the frames that led to a settled round are on disk once that round is; the
+  frame that carried a device result (the wheel's winning number) is written by the
+  settlement's own transaction (``settle_round(raw_frames=...)``).
+- Each public operation is one short ``BEGIN IMMEDIATE`` transaction on the caller's
+  thread (the daemon's event loop): no thread pool, no interleaving.
+- The schema is versioned with ``PRAGMA user_version`` and upgraded by
+  :data:`~.schema.DB_MIGRATIONS` when an older file is opened; a newer file is refused.
+
+Every other part of the journal (outbox, audit log, jackpot, rounds...) is a mixin
+over :class:`Connection` and writes only inside :meth:`Connection._tx`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Self
+
+from ..latency import Latency
+from ..timefmt import iso_utc, utc_now
+from .errors import JournalCorrupt, JournalError
+from .schema import DB_MIGRATIONS, DB_SCHEMA_VERSION
+
+log = logging.getLogger(__name__)
+
+
+class Connection:
+    """The SQLite file, opened, checked and migrated; one transaction at a time."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        integrity_check: str = "quick",
+        clock: Callable[[], datetime] = utc_now,
+        readonly: bool = False,
+    ) -> None:
+        self.path = str(path)
+        self.readonly = readonly
+        self._clock = clock
+        self._latency: dict[str, Latency] = {}
+        #: Run once after the current transaction commits (dropped on rollback).
+        self._after_commit: list[Callable[[], None]] = []
+        if readonly:
+            uri = Path(self.path).resolve().as_uri() + "?mode=ro"
+            self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5.0)
+        else:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
+        try:
+            self._setup(integrity_check)
+        except BaseException:
+            self._db.close()
+            raise
+
+    # -- lifecycle -------------------------------------------------------------
+    def _setup(self, integrity_check: str) -> None:
+        db = self._db
+        db.execute("PRAGMA foreign_keys = ON")
+        db.execute("PRAGMA busy_timeout = 5000")
+        if not self.readonly:
+            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise JournalCorrupt(f"{self.path}: cannot switch to WAL mode (got {mode})")
+            db.execute("PRAGMA synchronous = FULL")
+        if integrity_check != "none":
+            pragma = "quick_check" if integrity_check == "quick" else "integrity_check"
+            try:
+                rows = [r[0] for r in db.execute(f"PRAGMA {pragma}(5)")]
+            except sqlite3.DatabaseError as exc:
+                raise JournalCorrupt(f"{self.path}: {exc}") from exc
+            if rows != ["ok"]:
+                raise JournalCorrupt(f"{self.path}: integrity check failed: {'; '.join(rows)}")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > DB_SCHEMA_VERSION:
+            raise JournalCorrupt(
+                f"{self.path}: journal schema version {version} is newer than this software "
+                f"understands (up to {DB_SCHEMA_VERSION})",
+                code="JOURNAL_TOO_NEW",
+            )
+        if version < DB_SCHEMA_VERSION:
+            if self.readonly:
+                raise JournalCorrupt(
+                    f"{self.path}: journal schema version {version} needs an upgrade; "
+                    "open it read-write once (start the daemon)",
+                    code="JOURNAL_NEEDS_UPGRADE",
+                )
+            self._migrate(version)
+
+    def _migrate(self, version: int) -> None:
+        while version < DB_SCHEMA_VERSION:
+            script = DB_MIGRATIONS[version]
+            version += 1
+            try:
+                self._db.executescript(
+                    f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {version};\nCOMMIT;"
+                )
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise
+            log.info("journal %s: schema upgraded to version %d", self.path, version)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def schema_version(self) -> int:
+        """The file's SQLite schema level (``PRAGMA user_version``)."""
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    # -- transactions ------------------------------------------------------------
+    def _now(self, at: datetime | None = None) -> str:
+        return iso_utc(at if at is not None else self._clock())
+
+    @contextlib.contextmanager
+    def _tx(self, op: str, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` transaction; rolled back on any exception.
+
+        ``durable=False`` commits without its own fsync (``synchronous=NORMAL``): for
+        writes whose loss on power failure is harmless (see the module docstring).
+        The commit time is recorded under ``op`` (:meth:`commit_latency`); the
+        callbacks queued in ``_after_commit`` run after the commit, never on rollback.
+        """
+        if self.readonly:
+            raise JournalError("the journal is open read-only", code="JOURNAL_READONLY")
+        db = self._db
+        if not durable:
+            db.execute("PRAGMA synchronous = NORMAL")
+        t0 = time.perf_counter()
+        self._after_commit.clear()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            self._after_commit.clear()
+            raise
+        finally:
+            if not durable:
+                db.execute("PRAGMA synchronous = FULL")
+        self._latency.setdefault(op, Latency()).add(time.perf_counter() - t0)
+        callbacks, self._after_commit = self._after_commit, []
+        for cb in callbacks:
+            cb()
+
+    def commit_latency(self) -> dict[str, dict[str, float | int]]:
+        """Per operation: count, p50/p99/max commit time in ms (transaction begin to commit)."""
+        return {op: lat.summary() for op, lat in sorted(self._latency.items())}

@@ -1,0 +1,158 @@
+"""The transactional outbox: messages queued in the transaction whose change they announce.
+
+The journal knows nothing of MQTT except that outbox entries carry a topic
+*relative to the table's root* (``rounds``, ``events``, ``jackpot``...), a QoS and
+a retain flag; the publisher (``firmware_host/mqtt.py``) adds
+``<prefix>/tables/<table_id>/``, drains the entries in id order and marks each one
+published after the broker's PUBACK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..jsonio import JSON, dumps
+from ..topics import check_relative_topic
+from .connection import Connection
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxMessage:
+    """A message to publish, written to the outbox in the caller's transaction.
+
+    ``topic`` is relative to the table's root (``events``, ``rounds``...). A mapping
+    or list payload is serialised as compact JSON; bytes and str are stored as is.
+    """
+
+    topic: str
+    payload: JSON | bytes | str
+    qos: int = 1
+    retain: bool = False
+    round_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEntry:
+    id: int
+    topic: str
+    payload: bytes
+    qos: int
+    retain: bool
+    round_id: str | None
+    created_at: str
+    published_at: str | None
+
+
+_OUTBOX_COLS = "id, topic, payload, qos, retain, round_id, created_at, published_at"
+
+
+def _payload_bytes(payload: JSON | bytes | str) -> bytes:
+    if isinstance(payload, bytes | bytearray):
+        return bytes(payload)
+    if isinstance(payload, str):
+        return payload.encode("utf-8")
+    return dumps(payload).encode("utf-8")
+
+
+def _outbox(row: sqlite3.Row) -> OutboxEntry:
+    return OutboxEntry(row[0], row[1], bytes(row[2]), row[3], bool(row[4]), row[5], row[6], row[7])
+
+
+class Outbox(Connection):
+    """Queue messages inside journal transactions; hand them to the publisher in order.
+
+    Methods of the other parts taking ``outbox=`` write those messages in their own
+    transaction, so a lifecycle event is published if and only if the change it
+    announces is committed.
+    """
+
+    #: Called after each commit that queued outbox entries (set by ``Journal``).
+    _listeners: list[Callable[[], None]]
+
+    def add_outbox_listener(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` after each commit that queued outbox entries (wakes publishers)."""
+        self._listeners.append(callback)
+
+    def remove_outbox_listener(self, callback: Callable[[], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(callback)
+
+    def _wake_listeners(self) -> None:
+        for cb in list(self._listeners):
+            try:
+                cb()
+            except Exception:  # a listener must never undo a committed transaction
+                log.exception("outbox listener failed")
+
+    def _enqueue(
+        self, db: sqlite3.Connection, messages: Iterable[OutboxMessage], now: str
+    ) -> list[int]:
+        """Write ``messages`` in the open transaction; the listeners run after its commit."""
+        ids = []
+        for m in messages:
+            check_relative_topic(m.topic)
+            if m.qos not in (0, 1, 2):
+                raise ValueError(f"qos must be 0, 1 or 2, got {m.qos!r}")
+            cur = db.execute(
+                "INSERT INTO outbox (topic, payload, qos, retain, round_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (m.topic, _payload_bytes(m.payload), m.qos, int(m.retain), m.round_id, now),
+            )
+            ids.append(int(cur.lastrowid or 0))
+        if ids and self._wake_listeners not in self._after_commit:
+            self._after_commit.append(self._wake_listeners)
+        return ids
+
+    def enqueue(self, *messages: OutboxMessage) -> list[int]:
+        """Queue messages for publication on their own (one transaction); return their ids."""
+        now = self._now()
+        with self._tx("enqueue") as db:
+            return self._enqueue(db, messages, now)
+
+    def outbox_pending(self, limit: int = 100, *, after_id: int = 0) -> list[OutboxEntry]:
+        """Unpublished entries in publication order (ascending id)."""
+        return [
+            _outbox(r)
+            for r in self._db.execute(
+                f"SELECT {_OUTBOX_COLS} FROM outbox WHERE published_at IS NULL AND id > ? "
+                "ORDER BY id LIMIT ?",
+                (after_id, limit),
+            )
+        ]
+
+    def outbox_pending_count(self) -> int:
+        return int(
+            self._db.execute("SELECT COUNT(*) FROM outbox WHERE published_at IS NULL").fetchone()[0]
+        )
+
+    def outbox_mark_published(self, ids: int | Iterable[int], *, at: datetime | None = None) -> int:
+        """Mark entries published (after the broker's PUBACK); returns how many changed.
+
+        Committed without its own fsync: losing a mark on power failure only means
+        the entry is published again, which consumers handle (dedupe by id).
+        """
+        id_list = [ids] if isinstance(ids, int) else list(ids)
+        if not id_list:
+            return 0
+        now = self._now(at)
+        with self._tx("outbox_mark_published", durable=False) as db:
+            n = 0
+            for i in id_list:
+                n += db.execute(
+                    "UPDATE outbox SET published_at = ? WHERE id = ? AND published_at IS NULL",
+                    (now, i),
+                ).rowcount
+            return n
+
+    def outbox_entry(self, entry_id: int) -> OutboxEntry | None:
+        row = self._db.execute(
+            f"SELECT {_OUTBOX_COLS} FROM outbox WHERE id = ?", (entry_id,)
+        ).fetchone()
+        return None if row is None else _outbox(row)

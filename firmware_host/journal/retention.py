@@ -1,0 +1,80 @@
+"""Retention: what the journal keeps, and for how long.
+
+Raw frames are kept for the last ``raw_frame_rounds`` finished rounds, bets and
+settlement payloads for the last ``full_rounds``, published outbox entries for the
+last ``published_outbox_keep``; the round row (outcome, status, timestamps and a
+totals summary) is kept forever. A round's ``detail`` says what is left of it:
+``full``, ``no_frames`` or ``summary``. Pruning runs after each finished round, in a
+transaction of its own without an fsync (losing it on power failure only means it
+runs again).
+"""
+
+from __future__ import annotations
+
+from .connection import Connection
+
+
+class Retention(Connection):
+    """Prune what is past the retention windows (set by ``Journal``)."""
+
+    #: Finished rounds whose raw frames are kept (at least 10: recall of the last 10 games).
+    raw_frame_rounds: int
+    #: Finished rounds whose bets and settlement payload are kept (>= ``raw_frame_rounds``).
+    full_rounds: int
+    #: Published outbox entries kept after publication.
+    published_outbox_keep: int
+
+    def _retain(self) -> None:
+        """Prune raw frames, full detail and published outbox entries past the windows."""
+        db = self._db
+
+        def nth_finished(n: int) -> int | None:
+            row = db.execute(
+                "SELECT id FROM rounds WHERE status IS NOT NULL ORDER BY id DESC LIMIT 1 OFFSET ?",
+                (n - 1,),
+            ).fetchone()
+            return None if row is None else int(row[0])
+
+        frames_edge = nth_finished(self.raw_frame_rounds)
+        full_edge = nth_finished(self.full_rounds)
+        pub = db.execute("SELECT MAX(id) FROM outbox WHERE published_at IS NOT NULL").fetchone()[0]
+        if frames_edge is None and full_edge is None and pub is None:
+            return
+        with self._tx("retention", durable=False):
+            if frames_edge is not None:
+                old = [
+                    r[0]
+                    for r in db.execute(
+                        "SELECT round_id FROM rounds WHERE detail = 'full' AND id < ? "
+                        "AND status IS NOT NULL",
+                        (frames_edge,),
+                    )
+                ]
+                for rid in old:
+                    db.execute("DELETE FROM raw_frames WHERE round_id = ?", (rid,))
+                    db.execute("UPDATE rounds SET detail = 'no_frames' WHERE round_id = ?", (rid,))
+                edge_opened = db.execute(
+                    "SELECT opened_at FROM rounds WHERE id = ?", (frames_edge,)
+                ).fetchone()[0]
+                db.execute(
+                    "DELETE FROM raw_frames WHERE round_id IS NULL AND at < ?", (edge_opened,)
+                )
+            if full_edge is not None:
+                old = [
+                    r[0]
+                    for r in db.execute(
+                        "SELECT round_id FROM rounds WHERE detail IN ('full', 'no_frames') "
+                        "AND id < ? AND status IS NOT NULL",
+                        (full_edge,),
+                    )
+                ]
+                for rid in old:
+                    db.execute("DELETE FROM raw_frames WHERE round_id = ?", (rid,))
+                    db.execute("DELETE FROM bets WHERE round_id = ?", (rid,))
+                    db.execute("DELETE FROM settlements WHERE round_id = ?", (rid,))
+                    db.execute("UPDATE rounds SET detail = 'summary' WHERE round_id = ?", (rid,))
+            if pub is not None:
+                db.execute(
+                    "DELETE FROM outbox WHERE published_at IS NOT NULL AND id <= ?",
+                    (int(pub) - self.published_outbox_keep,),
+                )

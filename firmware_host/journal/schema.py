@@ -1,0 +1,134 @@
+"""The journal's SQLite schema and its migrations.
+
+The file's schema level is ``PRAGMA user_version``; :class:`~.connection.Connection`
+upgrades an older file with :data:`DB_MIGRATIONS` when it is opened and refuses a newer
+one. This level (:data:`DB_SCHEMA_VERSION`) is the layout of the SQLite file only,
+not the ``schema_version`` carried by published payloads.
+"""
+
+from __future__ import annotations
+
+_SCHEMA_V1 = """
+CREATE TABLE meta (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE rounds (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  round_id TEXT NOT NULL UNIQUE,
+  table_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  game TEXT NOT NULL,
+  rules TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  status TEXT CHECK (status IN ('settled', 'void')),
+  void_reason TEXT,
+  outcome TEXT,
+  timestamps TEXT NOT NULL,
+  opened_at TEXT NOT NULL,
+  finished_at TEXT,
+  summary TEXT,
+  detail TEXT NOT NULL DEFAULT 'full' CHECK (detail IN ('full', 'no_frames', 'summary')),
+  UNIQUE (table_id, seq),
+  CHECK ((status IS NULL) = (finished_at IS NULL))
+) STRICT;
+CREATE INDEX rounds_in_flight ON rounds(id) WHERE status IS NULL;
+CREATE INDEX rounds_finished ON rounds(id) WHERE status IS NOT NULL;
+CREATE INDEX rounds_detail ON rounds(detail, id);
+
+CREATE TABLE bets (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  round_id TEXT NOT NULL REFERENCES rounds(round_id),
+  bet_id TEXT NOT NULL,
+  seat INTEGER NOT NULL,
+  bet_type TEXT NOT NULL,
+  selection TEXT NOT NULL,
+  stake INTEGER NOT NULL CHECK (stake > 0),
+  status TEXT NOT NULL CHECK (status IN ('placed', 'cancelled')),
+  placed_at TEXT NOT NULL,
+  cancelled_at TEXT,
+  UNIQUE (round_id, bet_id)
+) STRICT;
+
+CREATE TABLE raw_frames (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  round_id TEXT REFERENCES rounds(round_id),
+  device TEXT NOT NULL,
+  direction TEXT NOT NULL CHECK (direction IN ('rx', 'tx')),
+  data BLOB NOT NULL,
+  at TEXT NOT NULL
+) STRICT;
+CREATE INDEX raw_frames_round ON raw_frames(round_id);
+
+CREATE TABLE settlements (
+  round_id TEXT PRIMARY KEY REFERENCES rounds(round_id),
+  status TEXT NOT NULL CHECK (status IN ('settled', 'void')),
+  payload TEXT NOT NULL,
+  outbox_id INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE outbox (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  topic TEXT NOT NULL,
+  payload BLOB NOT NULL,
+  qos INTEGER NOT NULL CHECK (qos IN (0, 1, 2)),
+  retain INTEGER NOT NULL CHECK (retain IN (0, 1)),
+  round_id TEXT,
+  created_at TEXT NOT NULL,
+  published_at TEXT
+) STRICT;
+CREATE INDEX outbox_pending ON outbox(id) WHERE published_at IS NULL;
+
+CREATE TABLE jackpot (
+  name TEXT PRIMARY KEY,
+  state TEXT NOT NULL,
+  round_id TEXT,
+  updated_at TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE jackpot_hits (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  hit_id TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  round_id TEXT,
+  amount INTEGER NOT NULL CHECK (amount >= 0),
+  details TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  paid_at TEXT,
+  payment TEXT
+) STRICT;
+CREATE INDEX jackpot_hits_unpaid ON jackpot_hits(id) WHERE paid_at IS NULL;
+
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  data TEXT NOT NULL,
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL
+) STRICT;
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+
+CREATE TABLE faults (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  code TEXT NOT NULL,
+  message TEXT NOT NULL,
+  data TEXT NOT NULL,
+  set_at TEXT NOT NULL,
+  cleared_at TEXT,
+  cleared_by TEXT,
+  clear_reason TEXT
+) STRICT;
+CREATE UNIQUE INDEX faults_active ON faults(code) WHERE cleared_at IS NULL;
+"""
+
+#: ``DB_MIGRATIONS[n]`` upgrades a journal from schema version ``n`` to ``n + 1``.
+#: Version 0 is an empty file. Append, never edit, once a version has shipped.
+DB_MIGRATIONS: tuple[str, ...] = (_SCHEMA_V1,)
+#: The SQLite layout this software writes (``PRAGMA user_version`` of an up-to-date file).
+DB_SCHEMA_VERSION = len(DB_MIGRATIONS)
