@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
-import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,6 +39,7 @@ from .journal import (
     PhaseNotAllowed,
     RoundFinished,
     RoundRecord,
+    new_round_id,
 )
 from .timefmt import iso_utc, utc_now
 
@@ -208,7 +208,7 @@ class RoundEngine:
             raise RoundFault(stopped, code="PLAY_STOPPED")
         at = self._clock()
         seq = self.journal.next_seq(self.cfg.table_id)
-        round_id = f"{self.cfg.table_id}-{seq:06d}-{_token()}"
+        round_id = new_round_id(self.cfg.table_id, seq)
         msg = self._event("betting_open", {"source": source, "seq": seq}, round_id)
         self._current = self.journal.open_round(
             self.cfg.table_id,
@@ -590,8 +590,3 @@ class RoundEngine:
             done.append(self._void(rnd, reason, "restart"))
         self._current = None
         return done
-
-
-def _token() -> str:
-    """Random tail of a round id: ids stay unique on the floor even if a journal is lost."""
-    return secrets.token_hex(4)
