@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .config import FieldSpec, register_section, validate_fields
+from .jsonio import JSON
 
 log = logging.getLogger(__name__)
 
-JSON = Any
 PBKDF2_ITERATIONS = 200_000
 MAX_LINE = 512
 

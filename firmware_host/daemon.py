@@ -41,14 +41,13 @@ from .config import (
 from .console import ConsoleSession, ConsoleSettings, Lockout, serve_socket, serve_stream
 from .floor import FloorRequests
 from .journal import Journal, JournalSettings, RoundRecord
+from .jsonio import JSON
 from .mqtt import FloorLink, MqttSettings
 from .procedures import Procedure, make_procedure
 from .rounds import Phase, RoundEngine
 from .sdnotify import Notifier
 
 log = logging.getLogger(__name__)
-
-JSON = Any
 
 DAEMON_SPECS: dict[str, FieldSpec] = {
     "watchdog_check": FieldSpec("bool", True, doc="withhold watchdog pings while the loop lags"),

@@ -27,11 +27,11 @@ from .config import TableConfig, validate_document
 from .daemon import TableDaemon
 from .floor_client import FloorClient, FloorMessage
 from .games import GAME_IDS
+from .jsonio import JSON
 from .mqtt import settings_for_demo
 from .players import SimulatedPlayers
 from .rounds import Phase
 
-JSON = Any
 PREFIX = "casino"
 
 

@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .games.errors import RulesError
+from .jsonio import JSON
 from .rounds import SCHEMA_VERSION, RoundEngine, RoundFault
 
 log = logging.getLogger(__name__)
 
-JSON = Any
 MAX_PAYLOAD = 64 * 1024
 
 BET_REQUEST_KEYS = frozenset({"request_id", "action", "bet", "bet_id"})

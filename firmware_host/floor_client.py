@@ -18,7 +18,7 @@ from typing import Any
 
 import aiomqtt
 
-JSON = Any
+from .jsonio import JSON
 
 
 @dataclass(frozen=True)

@@ -38,11 +38,11 @@ from .config import FieldSpec, register_section, validate_fields
 from .games import jackpot as jp
 from .games.base import Bet, Settlement
 from .journal import JackpotHit, Journal
+from .jsonio import JSON
 from .timefmt import iso_utc, utc_now
 
 log = logging.getLogger(__name__)
 
-JSON = Any
 NAME = "progressive"
 
 JACKPOT_SPECS: dict[str, FieldSpec] = {

@@ -58,14 +58,13 @@ from paho.mqtt.properties import Properties
 from . import __version__
 from .config import FieldSpec, register_section, validate_fields
 from .journal import Journal, OutboxEntry
-from .jsonio import dumps
+from .jsonio import JSON, dumps
 from .latency import Latency
 from .timefmt import iso_utc, utc_now
 from .topics import TopicError, check_topic
 
 log = logging.getLogger(__name__)
 
-JSON = Any
 #: Schema version of every payload this module builds (``state``, the will, error responses).
 SCHEMA_VERSION = 1
 #: Request topics (relative to the table root) and the response topic of each.

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
 
 from .config import TableConfig
 from .games.errors import BetError
-
-JSON = Any
+from .jsonio import JSON
 
 
 def _roulette(rng: random.Random) -> tuple[str, JSON]:

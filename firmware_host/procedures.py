@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .games.errors import RulesError
 from .journal import OutboxMessage
+from .jsonio import JSON
 from .rounds import SCHEMA_VERSION, Phase
 from .timefmt import iso_utc, utc_now
 
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-JSON = Any
 #: A raw device frame: (device, direction, data).
 Frame = tuple[str, Literal["rx", "tx"], bytes]
 

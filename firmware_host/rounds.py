@@ -41,12 +41,12 @@ from .journal import (
     RoundRecord,
     new_round_id,
 )
+from .jsonio import JSON
 from .timefmt import iso_utc, utc_now
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-JSON = Any
 
 
 class Phase(enum.StrEnum):

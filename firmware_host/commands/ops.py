@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..console import hash_pin
+from ..jsonio import JSON
 
 if TYPE_CHECKING:
     from ..daemon import TableDaemon
 
-JSON = Any
 DEFAULT_RUNTIME = "/run/tablectl"
 DEFAULT_STATE = "/var/lib/tablectl"
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar, Generic, TypeVar
 
+from ..jsonio import JSON as JSON
 from .errors import BetError, InvalidSelection, OutcomeError, StakeOutOfLimits, UnknownBetType
 from .money import Amounts, MoneyRules, Verdict, check_stake, fraction_str, settle_amounts
 from .options import build_rules, rules_json
 
-JSON = Any
 R = TypeVar("R")  # a game's Rules dataclass
 Out = TypeVar("Out")  # a game's Outcome type
 

@@ -41,10 +41,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from ..jsonio import JSON
 from .errors import ConfigError, RulesError
 from .money import fraction_str
-
-JSON = Any
 
 #: Hands that win a jackpot prize (art. 10 2)), best first.
 JACKPOT_HANDS = ("royal_flush", "straight_flush", "four_of_a_kind", "full_house", "flush")
