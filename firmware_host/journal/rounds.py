@@ -193,18 +193,6 @@ class RoundStore(JackpotStore, FrameStore, Retention):
     def round(self, round_id: str) -> RoundRecord:
         return self._get_round(self._db, round_id)
 
-    def last_round(self, table_id: str | None = None) -> RoundRecord | None:
-        if table_id is None:
-            row = self._db.execute(
-                f"SELECT {_ROUND_COLS} FROM rounds ORDER BY id DESC LIMIT 1"
-            ).fetchone()
-        else:
-            row = self._db.execute(
-                f"SELECT {_ROUND_COLS} FROM rounds WHERE table_id = ? ORDER BY id DESC LIMIT 1",
-                (table_id,),
-            ).fetchone()
-        return None if row is None else _round(row)
-
     def set_phase(
         self,
         round_id: str,
@@ -216,9 +204,10 @@ class RoundStore(JackpotStore, FrameStore, Retention):
     ) -> RoundRecord:
         """Move an unfinished round to ``phase`` (and record the outcome, when given).
 
-        The outcome recorded here is what lets a restarted daemon resume a round whose
-        result was read before the crash. ``settled`` and ``void`` are set only by
-        :meth:`settle_round` and :meth:`void_round`.
+        An outcome recorded here survives a restart (``RoundEngine.resume`` settles a
+        round found in phase ``result`` with an outcome); the round engine does not
+        write one today: it settles a result in one transaction. ``settled`` and
+        ``void`` are set only by :meth:`settle_round` and :meth:`void_round`.
         """
         if phase in ("settled", "void"):
             raise ValueError(
