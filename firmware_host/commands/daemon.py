@@ -69,7 +69,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..demo import run_demo
+    from tablesim.demo import run_demo
 
     _logging("ERROR")  # the demo prints what matters; faults show as events
     return asyncio.run(

@@ -22,14 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from firmware_host.config import TableConfig, validate_document
+from firmware_host.daemon import TableDaemon
+from firmware_host.games import GAME_IDS
+from firmware_host.mqtt import settings_for_demo
+from firmware_host.rounds import Phase
+
 from .broker import EmbeddedBroker, parse_broker_url
-from .config import TableConfig, validate_document
-from .daemon import TableDaemon
 from .floor_client import FloorClient, FloorMessage
-from .games import GAME_IDS
-from .mqtt import settings_for_demo
 from .players import SimulatedPlayers
-from .rounds import Phase
 
 JSON = Any
 PREFIX = "casino"
@@ -402,7 +403,7 @@ class Dealer:
         await self.command("result", outcome=outcome)
 
     async def _round_super_pan_9(self) -> None:
-        from .games.cards import deck
+        from firmware_host.games.cards import deck
 
         places = self.engine.rules.places
         cards = [str(c) for c in deck()]
@@ -419,7 +420,7 @@ class Dealer:
         await self._round_banked(outcome, list(range(1, places + 1)), banker)
 
     async def _round_paikao(self) -> None:
-        from .games.paikao import FULL_SET
+        from firmware_host.games.paikao import FULL_SET
 
         tiles = [str(t) for t in FULL_SET]
         self.rng.shuffle(tiles)

@@ -13,7 +13,7 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from firmware_host.broker import (
+from tablesim.broker import (
     AmqttProcess,
     EmbeddedBroker,
     MosquittoProcess,
@@ -148,7 +148,7 @@ def test_require_mosquitto_turns_a_skip_into_a_failure(tmp_path: Path) -> None:
     (tmp_path / "test_x.py").write_text(FIXTURE_CHECK)
     # Hide mosquitto: an empty PATH and a find_mosquitto that finds nothing.
     (tmp_path / "sitecustomize.py").write_text(
-        "import firmware_host.broker as b\nb.find_mosquitto = lambda: None\n"
+        "import tablesim.broker as b\nb.find_mosquitto = lambda: None\n"
     )
     root = Path(__file__).resolve().parents[2]
     base = dict(os.environ, PYTHONPATH=f"{tmp_path}:{root}", PATH="/nonexistent")

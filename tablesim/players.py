@@ -11,8 +11,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from .config import TableConfig
-from .games.errors import BetError
+from firmware_host.config import TableConfig
+from firmware_host.games.errors import BetError
 
 JSON = Any
 

@@ -9,7 +9,7 @@
   ``start()`` it again on the same port with the same persistence file: the
   broker-kill fault tests.
 - :class:`AmqttProcess` is the same for amqtt in a child process
-  (``python -m firmware_host.broker --port N``), for killing amqtt too.
+  (``python -m tablesim.broker --port N``), for killing amqtt too.
 
 Nothing here is used by ``tablectl run``: a production table talks to the floor's
 broker.
@@ -337,7 +337,7 @@ class AmqttProcess(BrokerProcess):
         return [
             sys.executable,
             "-m",
-            "firmware_host.broker",
+            "tablesim.broker",
             "--host",
             self.host,
             "--port",
@@ -346,7 +346,7 @@ class AmqttProcess(BrokerProcess):
 
 
 # ---------------------------------------------------------------------------
-# python -m firmware_host.broker: amqtt as a process
+# python -m tablesim.broker: amqtt as a process
 
 
 async def _serve(host: str, port: int) -> None:
