@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tablesim.demo import table_document
 from tablesim.floor_client import FloorClient, FloorMessage
+from tablesim.tables import table_document
 
 from .common import Figure, latency_summary, workdir
 from .procs import DaemonProcess, floor_nodelay, mqtt_section, stop_all

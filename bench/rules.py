@@ -28,8 +28,8 @@ from typing import Any
 from firmware_host.config import TableConfig, validate_document
 from firmware_host.games import GAME_IDS
 from firmware_host.games.base import Bet
-from tablesim.demo import table_document
 from tablesim.players import SimulatedPlayers
+from tablesim.tables import table_document
 
 from .common import REPO, Figure, spread
 
@@ -108,9 +108,9 @@ def _blackjack_rounds(cfg: TableConfig, n: int, seed: int) -> list[Round]:
 
 
 def _bj_total(deal: Any, seat: int | None, hand: int | None) -> int:
-    from tablesim.demo import _bj_total as demo_total
+    from tablesim.dealer import blackjack_total
 
-    return demo_total(deal, seat, hand)
+    return blackjack_total(deal, seat, hand)
 
 
 def _stud_rounds(cfg: TableConfig, n: int, seed: int) -> list[Round]:

@@ -30,9 +30,9 @@ from typing import Any
 from drivers.cammegh.codec import GameState, encode_status
 from drivers.cammegh.sim import CammeghSim, SimTiming
 from firmware_host.config import validate_document
-from tablesim.demo import table_document
 from tablesim.floor_client import FloorClient, FloorMessage
 from tablesim.players import SimulatedPlayers
+from tablesim.tables import table_document
 
 from .common import (
     Figure,

@@ -7,3 +7,8 @@ packages (``firmware_host``, ``drivers``) through their public surfaces; they ne
 import it (``tests/test_tablesim_boundary.py`` checks), so a production table runs
 without a line of it.
 """
+
+from typing import Any
+
+#: A JSON value as the floor sends and receives it.
+JSON = Any

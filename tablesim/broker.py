@@ -77,19 +77,6 @@ def wait_port(host: str, port: int, *, up: bool = True, timeout: float = 10.0) -
         time.sleep(0.02)
 
 
-def parse_broker_url(url: str) -> tuple[str, int]:
-    """``mqtt://host:port``, ``host:port`` or ``host`` -> (host, port)."""
-    rest = url.split("://", 1)[1] if "://" in url else url
-    rest = rest.rstrip("/")
-    if rest.startswith("["):  # [ipv6]:port
-        host, _, port = rest[1:].partition("]")
-        return host, int(port.lstrip(":") or 1883)
-    host, sep, port = rest.rpartition(":")
-    if not sep:
-        return rest, 1883
-    return host, int(port)
-
-
 # ---------------------------------------------------------------------------
 # amqtt in this event loop
 

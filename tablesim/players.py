@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
 
 from firmware_host.config import TableConfig
 from firmware_host.games.errors import BetError
 
-JSON = Any
+from . import JSON
 
 
 def _roulette(rng: random.Random) -> tuple[str, JSON]:
