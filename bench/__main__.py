@@ -49,7 +49,7 @@ class Broker:
     saved on every change, TCP_NODELAY), or amqtt in a process when mosquitto is missing."""
 
     def __init__(self, persistence: bool = True) -> None:
-        from firmware_host.broker import AmqttProcess, MosquittoProcess, find_mosquitto
+        from tablesim.broker import AmqttProcess, MosquittoProcess, find_mosquitto
 
         self.proc: Any
         if find_mosquitto():

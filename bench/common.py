@@ -325,7 +325,7 @@ def machine_info(journal_dir: Path) -> dict[str, JSON]:
             if line.startswith("MemTotal:"):
                 mem_kb = int(line.split()[1])
     mosq = None
-    from firmware_host.broker import find_mosquitto
+    from tablesim.broker import find_mosquitto
 
     binary = find_mosquitto()
     if binary:

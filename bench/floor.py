@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from firmware_host.demo import table_document
-from firmware_host.floor_client import FloorClient, FloorMessage
+from tablesim.floor_client import FloorClient, FloorMessage
+from tablesim.tables import table_document
 
 from .common import Figure, latency_summary, workdir
 from .procs import DaemonProcess, floor_nodelay, mqtt_section, stop_all

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from firmware_host.demo import to_toml
+from tablesim.tables import to_toml
 
 from .common import REPO
 

@@ -2,7 +2,7 @@
 
 Settlement is timed on the rules core alone (``game.settle(rules, outcome, bets,
 money)``: parse-free, no journal), on rounds built from the games' own material:
-random valid bets from :class:`firmware_host.players.SimulatedPlayers` against the
+random valid bets from :class:`tablesim.players.SimulatedPlayers` against the
 game's outcome space (roulette, sic bo, fish-prawn-crab, fantan) or its sample coups
 (baccarat); complete blackjack deals played by a simple hit-below-17 strategy from a
 shuffled six-deck shoe; the stud poker sample deals with ante/raise/fold bets; super
@@ -26,10 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 from firmware_host.config import TableConfig, validate_document
-from firmware_host.demo import table_document
 from firmware_host.games import GAME_IDS
 from firmware_host.games.base import Bet
-from firmware_host.players import SimulatedPlayers
+from tablesim.players import SimulatedPlayers
+from tablesim.tables import table_document
 
 from .common import REPO, Figure, spread
 
@@ -108,9 +108,9 @@ def _blackjack_rounds(cfg: TableConfig, n: int, seed: int) -> list[Round]:
 
 
 def _bj_total(deal: Any, seat: int | None, hand: int | None) -> int:
-    from firmware_host.demo import _bj_total as demo_total
+    from tablesim.dealer import blackjack_total
 
-    return demo_total(deal, seat, hand)
+    return blackjack_total(deal, seat, hand)
 
 
 def _stud_rounds(cfg: TableConfig, n: int, seed: int) -> list[Round]:

@@ -147,7 +147,7 @@ def split(
 
 
 async def _run(bets: int, rounds: int) -> dict[str, Any]:
-    from firmware_host.broker import MosquittoProcess, find_mosquitto
+    from tablesim.broker import MosquittoProcess, find_mosquitto
 
     from .common import workdir
     from .procs import DaemonProcess, kill_leftovers

@@ -30,9 +30,9 @@ from typing import Any
 from drivers.cammegh.codec import GameState, encode_status
 from drivers.cammegh.sim import CammeghSim, SimTiming
 from firmware_host.config import validate_document
-from firmware_host.demo import table_document
-from firmware_host.floor_client import FloorClient, FloorMessage
-from firmware_host.players import SimulatedPlayers
+from tablesim.floor_client import FloorClient, FloorMessage
+from tablesim.players import SimulatedPlayers
+from tablesim.tables import table_document
 
 from .common import (
     Figure,

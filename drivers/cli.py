@@ -1,9 +1,10 @@
 """``tablectl sim`` and ``tablectl decode``: the technician's tools for devices.
 
-Both are table-driven: :data:`SIMULATORS` and :data:`DECODERS` map a driver name
-(the ``driver =`` of ``[devices.<name>]``) to an entry. Add a device by adding an
-entry; the reflink devices (shoe, shaker, board, sign) are taken from
-``drivers.reflink.tool`` when it is present.
+Both are table-driven: :data:`drivers.simulators.SIMULATORS` and :data:`DECODERS`
+map a driver name (the ``driver =`` of ``[devices.<name>]``) to an entry. Add a
+device by adding an entry; the reflink devices' decoders (shoe, shaker, board,
+sign) are taken from ``drivers.reflink.tool``. ``tablectl sim`` is
+:func:`drivers.simulators.run_simulator`, the one runner of every simulator.
 
 - ``tablectl sim DEVICE [--faults SPEC] [--tcp PORT] [--seed N] [--interval S]
   [--speed X] [--option KEY=VALUE ...]`` serves the simulator on a pseudo-terminal
@@ -24,38 +25,16 @@ import enum
 import json
 import signal
 import sys
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from . import registry  # noqa: F401  (registers the [devices] config section)
-from .testing import Faults, parse_faults
+from .simulators import SIMULATORS, run_simulator
+from .testing import parse_faults
 
-__all__ = ["DECODERS", "SIMULATORS", "DecoderEntry", "SimEntry", "register"]
-
-
-class SimRunner(Protocol):
-    def __call__(
-        self,
-        name: str,
-        *,
-        faults: Faults | None = ...,
-        tcp: int | None = ...,
-        seed: int | None = ...,
-        interval: float | None = ...,
-        options: dict[str, Any] | None = ...,
-        out: Callable[[str], None] = ...,
-        stop: asyncio.Event | None = ...,
-    ) -> Coroutine[Any, Any, None]: ...
-
-
-@dataclass(frozen=True)
-class SimEntry:
-    """How to run one device's simulator (``run`` serves until ``stop`` is set)."""
-
-    description: str
-    run: SimRunner
+__all__ = ["DECODERS", "SIMULATORS", "DecoderEntry", "register"]
 
 
 @dataclass(frozen=True)
@@ -69,62 +48,6 @@ class DecoderEntry:
 # --------------------------------------------------------------------------- cammegh-ss2
 
 
-async def run_cammegh(
-    name: str,
-    *,
-    faults: Faults | None = None,
-    tcp: int | None = None,
-    seed: int | None = None,
-    interval: float | None = None,
-    options: dict[str, Any] | None = None,
-    out: Callable[[str], None] = print,
-    stop: asyncio.Event | None = None,
-) -> None:
-    """The SS2 wheel: idle in state 6 until ``*P 1`` (or ``--option power=on``).
-
-    ``interval``: press the start key every so many seconds (a game each time);
-    ``options``: ``speed`` (time scale, 10 = ten times faster), ``mode`` (operating
-    mode, default 1159), ``spin`` (first spin number), ``power`` (``on``).
-    """
-    from .cammegh.sim import CammeghSim, SimTiming
-
-    opts = dict(options or {})
-    speed = float(opts.get("speed", 1.0))
-    sim = CammeghSim(
-        seed=seed,
-        timing=SimTiming().scaled(1 / speed),
-        mode=int(opts.get("mode", 1159)),
-        spin=int(opts.get("spin", 1)),
-        faults=faults,
-    )
-    if tcp is not None:
-        server: Any = await sim.serve_tcp(port=tcp)
-        where = server.url
-    else:
-        server = await sim.serve_pty(opts.get("link"))
-        where = server.path
-    out(
-        f'{name} simulator: connect the driver to port = "{where}" (faults: {sim.faults.describe()})'
-    )
-    if str(opts.get("power", "")).lower() in ("1", "on", "true") or interval:
-        await sim.power_on()
-    stop = stop or asyncio.Event()
-    seen = 0
-    try:
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(interval or 0.5):
-                    await stop.wait()
-            if interval and not stop.is_set():
-                with contextlib.suppress(RuntimeError, TimeoutError):
-                    await sim.spin(timeout=interval + 120 / speed)
-            for spin, number in sim.results[seen:]:
-                out(f"spin {spin:03d}: {number}")
-            seen = len(sim.results)
-    finally:
-        await sim.stop()
-
-
 def decode_cammegh(data: bytes, args: argparse.Namespace) -> Iterator[dict[str, Any]]:
     from .cammegh.decode import decode_capture
 
@@ -136,28 +59,17 @@ def decode_cammegh(data: bytes, args: argparse.Namespace) -> Iterator[dict[str, 
     )
 
 
-#: Driver name -> simulator entry. Append yours.
-SIMULATORS: dict[str, SimEntry] = {
-    "cammegh-ss2": SimEntry("Cammegh SS2 roulette wheel (RS-232, 9600 8N1)", run_cammegh),
-}
-
 #: Protocol (driver) name -> capture decoder. Append yours.
 DECODERS: dict[str, DecoderEntry] = {
     "cammegh-ss2": DecoderEntry("Cammegh SS2 status/result lines -> wheel events", decode_cammegh),
 }
 
 
-def _add_reflink_devices() -> None:
-    """Take the reflink devices' simulators and decoders from ``drivers.reflink.tool``."""
-    try:
-        from .reflink import tool
-    except ImportError:
-        return
-    for name in getattr(tool, "SIMULATORS", {}):
-        SIMULATORS.setdefault(
-            name, SimEntry(f"{name} (reflink reference protocol)", tool.run_simulator)
-        )
-    for name, fn in getattr(tool, "DECODERS", {}).items():
+def _add_reflink_decoders() -> None:
+    """Take the reflink devices' decoders from ``drivers.reflink.tool``."""
+    from .reflink import tool
+
+    for name, fn in tool.DECODERS.items():
         DECODERS.setdefault(name, DecoderEntry(f"{name} (reflink frames)", _bytes_only(fn)))
 
 
@@ -170,7 +82,7 @@ def _bytes_only(
     return decode
 
 
-_add_reflink_devices()
+_add_reflink_decoders()
 
 
 # --------------------------------------------------------------------------- commands
@@ -258,7 +170,6 @@ def cmd_sim(args: argparse.Namespace) -> int:
     options = _options(args.option)
     if args.speed is not None:
         options["speed"] = args.speed
-    entry = SIMULATORS[args.device]
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -266,7 +177,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
-        await entry.run(
+        await run_simulator(
             args.device,
             faults=faults,
             tcp=args.tcp,

@@ -46,7 +46,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -786,9 +786,3 @@ class FloorLink:
         elif item.ref is not None:
             suffix, version = item.ref
             self._snap_sent[suffix] = version
-
-
-def settings_for_demo(url: str | None, **overrides: Any) -> MqttSettings:
-    """Settings for ``tablectl demo --broker URL`` (short reconnect delays)."""
-    base = MqttSettings.from_url(url) if url else MqttSettings()
-    return replace(base, reconnect_min_ms=100, reconnect_max_ms=2000, **overrides)

@@ -2,11 +2,11 @@
 
 MQTT brokers:
 
-- ``mosquitto_broker``: a :class:`~firmware_host.broker.MosquittoProcess` started on a
+- ``mosquitto_broker``: a :class:`~tablesim.broker.MosquittoProcess` started on a
   free loopback port with on-disk persistence; ``.kill()`` (SIGKILL), ``.start()``
   (same port), ``.restart()``. Skipped when mosquitto is not installed, FAILED when
   ``TABLECTL_REQUIRE_MOSQUITTO=1`` (``.ci/run`` sets it).
-- ``amqtt_broker``: an :class:`~firmware_host.broker.EmbeddedBroker` running in the
+- ``amqtt_broker``: an :class:`~tablesim.broker.EmbeddedBroker` running in the
   test's own event loop (async tests only), like ``tablectl demo``.
 - ``amqtt_process``: amqtt in a child process (killable, in-memory state).
 - ``broker``: mosquitto when available, else ``amqtt_process``; mandatory mosquitto
@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from firmware_host.broker import AmqttProcess, EmbeddedBroker, MosquittoProcess, find_mosquitto
+from tablesim.broker import AmqttProcess, EmbeddedBroker, MosquittoProcess, find_mosquitto
 
 REQUIRE_MOSQUITTO = os.environ.get("TABLECTL_REQUIRE_MOSQUITTO") == "1"
 _MOSQUITTO_FIXTURES = {"mosquitto_broker"}

@@ -182,6 +182,10 @@ class CammeghSim:
             await conn.close()
         self._conns.clear()
 
+    async def close(self) -> None:
+        """The same as :meth:`stop`, under the name every simulator has."""
+        await self.stop()
+
     async def __aenter__(self) -> CammeghSim:
         await self.start()
         return self

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from firmware_host.config import load_config
 from firmware_host.daemon import TableDaemon
-from firmware_host.floor_client import FloorClient
 from firmware_host.mqtt import MqttSettings
 from firmware_host.schemas import validate
+from tablesim.floor_client import FloorClient
 
 FANTAN = """\
 version = 1

@@ -142,7 +142,7 @@ def test_tls_context_options(tmp_path: Path) -> None:
 
 
 async def test_table_keeps_journaling_while_no_broker_answers(journal: Journal) -> None:
-    from firmware_host.broker import free_port
+    from tablesim.broker import free_port
 
     link = FloorLink(
         MqttSettings(port=free_port(), reconnect_min_ms=10, reconnect_max_ms=50), "t1", journal

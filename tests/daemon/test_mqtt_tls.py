@@ -14,9 +14,9 @@ import aiomqtt
 import pytest
 from _mqtt_support import Collector, Received, play_round
 
-from firmware_host.broker import MosquittoProcess, find_mosquitto
 from firmware_host.journal import Journal
 from firmware_host.mqtt import FloorLink, MqttSettings
+from tablesim.broker import MosquittoProcess, find_mosquitto
 
 pytestmark = [pytest.mark.mosquitto]
 

@@ -12,8 +12,8 @@ from firmware_host.config import load_config
 from firmware_host.floor import FloorRequests
 from firmware_host.games.errors import OutcomeError
 from firmware_host.journal import Journal
-from firmware_host.players import SimulatedPlayers
 from firmware_host.rounds import Phase, RoundEngine, RoundFault
+from tablesim.players import SimulatedPlayers
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,6 +18,7 @@ from drivers.base import FrameLog
 from drivers.cammegh.driver import CammeghDriver
 from drivers.cammegh.events import WinningNumber
 from drivers.cli import DECODERS, SIMULATORS
+from drivers.simulators import run_simulator
 from firmware_host.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,9 +98,8 @@ def test_bad_faults_spec(capsys: pytest.CaptureFixture[str]) -> None:
 async def test_sim_entry_on_tcp_plays_games_for_a_driver() -> None:
     lines: list[str] = []
     stop = asyncio.Event()
-    run = SIMULATORS["cammegh-ss2"].run
     task = asyncio.create_task(
-        run(
+        run_simulator(
             "cammegh-ss2",
             tcp=0,
             seed=5,

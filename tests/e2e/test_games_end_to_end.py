@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from firmware_host.config import load_config
-from firmware_host.demo import DemoTable
 from firmware_host.games import GAME_IDS
 from firmware_host.games.errors import BetError
 from firmware_host.schemas import validate
+from tablesim.demo import DemoTable
 
 ROUNDS = 3
 

@@ -19,7 +19,7 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from firmware_host.floor_client import FloorClient
+from tablesim.floor_client import FloorClient
 
 JSON = Any
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from firmware_host.broker import AmqttProcess, MosquittoProcess, find_mosquitto
+from tablesim.broker import AmqttProcess, MosquittoProcess, find_mosquitto
 
 _here = Path(__file__).resolve().parent
 for _p in (_here, _here.parent / "daemon"):

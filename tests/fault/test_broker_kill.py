@@ -31,9 +31,9 @@ from _mqtt_support import Collector
 
 from firmware_host.config import load_config
 from firmware_host.daemon import TableDaemon
-from firmware_host.floor_client import FloorClient
 from firmware_host.mqtt import MqttSettings
 from firmware_host.rounds import Phase
+from tablesim.floor_client import FloorClient
 
 ROUNDS = int(os.environ.get("TABLECTL_FAULT_ROUNDS", "300"))
 

@@ -66,9 +66,9 @@ from _fault_support import (
 )
 from _mqtt_support import Collector
 
-from firmware_host.floor_client import FloorClient
 from firmware_host.jackpot import Meter
 from firmware_host.journal import Journal
+from tablesim.floor_client import FloorClient
 
 TRIALS = int(os.environ.get("TABLECTL_DAEMON_KILLS", "60"))
 TABLE = "fault-stud"

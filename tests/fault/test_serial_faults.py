@@ -50,10 +50,10 @@ from drivers.base import HealthState
 from drivers.cammegh.sim import CammeghSim, SimTiming
 from firmware_host.config import load_config
 from firmware_host.daemon import TableDaemon
-from firmware_host.floor_client import FloorClient
 from firmware_host.mqtt import MqttSettings
-from firmware_host.players import SimulatedPlayers
 from firmware_host.rounds import Phase
+from tablesim.floor_client import FloorClient
+from tablesim.players import SimulatedPlayers
 
 GAMES = int(os.environ.get("TABLECTL_SERIAL_GAMES", "60"))
 ONLINE_WITHIN = 2.0

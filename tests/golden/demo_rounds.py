@@ -32,7 +32,7 @@ def normalize(payload: Any) -> Any:
 
 
 async def play(game: str) -> list[Any]:
-    from firmware_host.demo import DemoTable  # moved by the redesign: keep this import current
+    from tablesim.demo import DemoTable  # moved by the redesign: keep this import current
 
     async with DemoTable(game, speed=SPEED, seed=SEED, bets=BETS) as t:
         rounds = await t.play(ROUNDS)

@@ -9,7 +9,7 @@
   ``start()`` it again on the same port with the same persistence file: the
   broker-kill fault tests.
 - :class:`AmqttProcess` is the same for amqtt in a child process
-  (``python -m firmware_host.broker --port N``), for killing amqtt too.
+  (``python -m tablesim.broker --port N``), for killing amqtt too.
 
 Nothing here is used by ``tablectl run``: a production table talks to the floor's
 broker.
@@ -75,19 +75,6 @@ def wait_port(host: str, port: int, *, up: bool = True, timeout: float = 10.0) -
             state = "accept" if up else "refuse"
             raise TimeoutError(f"{host}:{port} did not {state} connections within {timeout}s")
         time.sleep(0.02)
-
-
-def parse_broker_url(url: str) -> tuple[str, int]:
-    """``mqtt://host:port``, ``host:port`` or ``host`` -> (host, port)."""
-    rest = url.split("://", 1)[1] if "://" in url else url
-    rest = rest.rstrip("/")
-    if rest.startswith("["):  # [ipv6]:port
-        host, _, port = rest[1:].partition("]")
-        return host, int(port.lstrip(":") or 1883)
-    host, sep, port = rest.rpartition(":")
-    if not sep:
-        return rest, 1883
-    return host, int(port)
 
 
 # ---------------------------------------------------------------------------
@@ -337,7 +324,7 @@ class AmqttProcess(BrokerProcess):
         return [
             sys.executable,
             "-m",
-            "firmware_host.broker",
+            "tablesim.broker",
             "--host",
             self.host,
             "--port",
@@ -346,7 +333,7 @@ class AmqttProcess(BrokerProcess):
 
 
 # ---------------------------------------------------------------------------
-# python -m firmware_host.broker: amqtt as a process
+# python -m tablesim.broker: amqtt as a process
 
 
 async def _serve(host: str, port: int) -> None:

@@ -13,13 +13,13 @@ from typing import Any
 import aiomqtt
 import pytest
 
-from firmware_host.broker import (
+from firmware_host.mqtt import MqttSettings
+from tablesim.broker import (
     AmqttProcess,
     EmbeddedBroker,
     MosquittoProcess,
     find_mosquitto,
     free_port,
-    parse_broker_url,
     port_open,
 )
 
@@ -45,10 +45,17 @@ async def retained(host: str, port: int, topic: str) -> bytes | None:
     return None
 
 
-def test_parse_broker_url() -> None:
-    assert parse_broker_url("mqtt://10.0.0.5:1884") == ("10.0.0.5", 1884)
-    assert parse_broker_url("broker.lan") == ("broker.lan", 1883)
-    assert parse_broker_url("[::1]:1999") == ("::1", 1999)
+def test_demo_broker_urls_are_read_by_the_daemons_parser() -> None:
+    """``tablectl demo --broker URL`` is read by ``MqttSettings.from_url``, the parser
+    of the daemon's own settings (one URL syntax, not two)."""
+
+    def host_port(url: str) -> tuple[str, int]:
+        s = MqttSettings.from_url(url)
+        return s.host, s.port
+
+    assert host_port("mqtt://10.0.0.5:1884") == ("10.0.0.5", 1884)
+    assert host_port("broker.lan") == ("broker.lan", 1883)
+    assert host_port("[::1]:1999") == ("::1", 1999)
 
 
 async def test_embedded_amqtt_broker_on_loopback(amqtt_broker: EmbeddedBroker) -> None:
@@ -148,7 +155,7 @@ def test_require_mosquitto_turns_a_skip_into_a_failure(tmp_path: Path) -> None:
     (tmp_path / "test_x.py").write_text(FIXTURE_CHECK)
     # Hide mosquitto: an empty PATH and a find_mosquitto that finds nothing.
     (tmp_path / "sitecustomize.py").write_text(
-        "import firmware_host.broker as b\nb.find_mosquitto = lambda: None\n"
+        "import tablesim.broker as b\nb.find_mosquitto = lambda: None\n"
     )
     root = Path(__file__).resolve().parents[2]
     base = dict(os.environ, PYTHONPATH=f"{tmp_path}:{root}", PATH="/nonexistent")

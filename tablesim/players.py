@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from .config import TableConfig
-from .games.errors import BetError
-from .jsonio import JSON
+from firmware_host.config import TableConfig
+from firmware_host.games.errors import BetError
+from firmware_host.jsonio import JSON
 
 
 def _roulette(rng: random.Random) -> tuple[str, JSON]:

@@ -1,8 +1,13 @@
 """A simulated floor system: the other end of the MQTT contract.
 
-Used by ``tablectl demo`` (players placing bets, the printout of settled rounds), the
-end-to-end tests and the benchmarks. The daemon itself never imports this module:
-its only MQTT code is ``firmware_host/mqtt.py``.
+Used by ``tablectl demo`` (players placing bets, the croupier's commands, the
+printout of settled rounds), the end-to-end tests and the benchmarks. The daemon
+itself never imports this module: its only MQTT code is ``firmware_host/mqtt.py``.
+
+Besides requests and their responses it keeps what a floor system knows of the
+table from its topics (``docs/mqtt.md``): the last retained ``state`` (availability,
+phase, round in flight) and the ids of the rounds received on ``rounds``;
+:meth:`FloorClient.until` waits for a condition on them.
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import aiomqtt
 
-from .jsonio import JSON
+from firmware_host.jsonio import JSON
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,11 @@ class FloorClient:
     client_id: str = "floor-sim"
     messages: list[FloorMessage] = field(default_factory=list)
     on_message: Callable[[FloorMessage], None] | None = None
+    #: The table's last ``state`` payload (availability, game, phase, round_id...).
+    state: JSON = None
+    #: Ids of the rounds received on ``rounds`` (settled or void).
+    finished: set[str] = field(default_factory=set)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _client: aiomqtt.Client | None = None
     _task: asyncio.Task[None] | None = None
     _pending: dict[str, asyncio.Future[JSON]] = field(default_factory=dict)
@@ -54,9 +65,16 @@ class FloorClient:
     def root(self) -> str:
         return f"{self.prefix}/tables/{self.table_id}"
 
-    async def start(self) -> None:
+    async def start(self, timeout: float = 30.0) -> None:
+        """Connect and subscribe to the table's root; TimeoutError if no broker answers."""
         self._task = asyncio.create_task(self._run(), name=f"floor-client-{self.client_id}")
-        await asyncio.wait_for(self._ready.wait(), 30)
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        except TimeoutError:
+            await self.stop()
+            raise TimeoutError(
+                f"no MQTT broker answered at {self.host}:{self.port} within {timeout:g} s"
+            ) from None
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -102,9 +120,71 @@ class FloorClient:
                     fut.set_result(data)
         elif msg.topic == "rounds":
             with contextlib.suppress(ValueError):
-                self._rounds.put_nowait(msg.json())
+                payload = msg.json()
+                self.finished.add(str(payload.get("round_id")))
+                self._rounds.put_nowait(payload)
+        elif msg.topic == "state":
+            with contextlib.suppress(ValueError):
+                self.state = msg.json()
+        self._changed.set()
         if self.on_message is not None:
             self.on_message(msg)
+
+    # -- the table as the floor sees it ----------------------------------------------
+    @property
+    def phase(self) -> str | None:
+        """The table's phase (``idle``, ``open``, ``closed``...) by its last ``state``."""
+        return self.state.get("phase") if isinstance(self.state, dict) else None
+
+    @property
+    def round_id(self) -> str | None:
+        """The round in flight by the table's last ``state``."""
+        return self.state.get("round_id") if isinstance(self.state, dict) else None
+
+    async def until(self, cond: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
+        """Until ``cond()`` holds (checked on every message received); TimeoutError
+        naming ``what`` after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while not cond():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(
+                    f"table {self.table_id}: {what or 'condition'} not seen within {timeout:g} s"
+                )
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
+
+    async def wait_online(self, since: datetime, timeout: float = 30.0) -> JSON:
+        """Until the table says ``online`` on a connection made at ``since`` or later (a
+        retained ``online`` of an earlier run does not count). The table publishes it
+        once its request topics are subscribed: requests sent from then on are read."""
+
+        def online() -> bool:
+            st = self.state
+            if not isinstance(st, dict) or st.get("availability") != "online":
+                return False
+            try:
+                return datetime.fromisoformat(str(st.get("since"))) >= since
+            except ValueError:
+                return False
+
+        await self.until(online, timeout, "availability online")
+        return self.state
+
+    async def wait_phase(self, *phases: str, new_round: bool = False, timeout: float = 30.0) -> str:
+        """Until the table's phase is one of ``phases`` (with ``new_round``: for a round
+        not yet received on ``rounds``); returns the round id in flight (or "")."""
+
+        def reached() -> bool:
+            if self.phase not in phases:
+                return False
+            return not new_round or (
+                self.round_id is not None and self.round_id not in self.finished
+            )
+
+        await self.until(reached, timeout, f"phase {'/'.join(phases)}")
+        return self.round_id or ""
 
     async def request(self, kind: str, body: Mapping[str, JSON], timeout: float = 30.0) -> JSON:
         """Send on ``<kind>/request`` (``bets`` or ``commands``), await the response."""

@@ -1,0 +1,234 @@
+"""``tablectl demo``: a whole table on embedded defaults.
+
+One process runs: an embedded amqtt broker on loopback (unless ``--broker``), the
+game's simulated result device on a pseudo-terminal (served by
+:func:`drivers.simulators.serve_simulator`; the daemon's driver opens it exactly as
+it would open ``/dev/ttyUSB0``), the table daemon on a temporary journal and a table
+file written like a technician's, a floor client, simulated players who place random
+valid bets over MQTT ``bets/request``, a simulated croupier who plays the device and
+sends the croupier's commands (:mod:`tablesim.dealer`), and a printer of each settled
+round as it arrives on ``rounds`` (:mod:`tablesim.printer`).
+
+The demo meets the table only at its public surfaces: the table file, the daemon's
+start and stop, the simulators' wire protocols and the MQTT topics
+(``docs/mqtt.md``); never the daemon's engine, procedure or drivers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from drivers.cammegh.sim import SimTiming
+from drivers.simulators import ServedSim, serve_simulator
+from firmware_host.config import TableConfig, validate_document
+from firmware_host.daemon import TableDaemon
+from firmware_host.games import GAME_IDS
+from firmware_host.jsonio import JSON
+from firmware_host.mqtt import MqttSettings
+
+from .broker import EmbeddedBroker
+from .dealer import Dealer
+from .floor_client import FloorClient, FloorMessage
+from .players import SimulatedPlayers
+from .printer import RoundPrinter, out
+from .tables import DEMO_DRIVERS, table_document, to_toml
+
+PREFIX = "casino"
+
+
+def wheel_timing(speed: float) -> SimTiming:
+    """The demo wheel: a game in about two seconds at speed 1 (the real wheel takes a
+    minute). Every state lasts several status lines whatever the speed: the driver, like
+    the real wheel's host, reads the game from the status lines."""
+    k = 1 / max(speed, 0.05)
+    return SimTiming(
+        status_interval=0.1 * min(1.0, k),
+        before_game=0.5 * k,
+        braking=0.1 * k,
+        launch=0.2 * k,
+        ball_in_rim=0.4 * k,
+        no_more_bets=0.6 * k,
+        result=0.5 * k,
+        power_down=0.3,
+        self_test=1.0,
+        no_ball_stop=10.0,
+    )
+
+
+async def start_devices(
+    cfg: TableConfig, seed: int, speed: float
+) -> tuple[dict[str, Any], dict[str, Any], list[ServedSim]]:
+    """The simulator of the device that reads the game's result (``Game.result_device``),
+    served on a pseudo-terminal: (``[devices]`` sections, simulators by kind, served)."""
+    kind = cfg.game.result_device
+    driver = DEMO_DRIVERS.get(kind or "")
+    if kind is None or driver is None:
+        return {}, {}, []  # results entered by command
+    options: dict[str, Any] = {
+        "wheel": {"timing": wheel_timing(speed), "power": "on"},
+        "shoe": {"decks": getattr(cfg.rules, "decks", 1)},
+    }.get(kind, {})
+    served = await serve_simulator(driver, seed=seed, options=options)
+    await served.start()
+    return {kind: {"driver": driver, "port": served.where}}, {kind: served.sim}, [served]
+
+
+class DemoTable:
+    """A whole simulated table: broker (embedded unless given), simulators, daemon,
+    players and the floor's subscriber. ``async with DemoTable(...) as t:`` then
+    ``await t.play(n)``; ``t.rounds`` holds every settled round the floor received."""
+
+    def __init__(
+        self,
+        game: str,
+        *,
+        broker: str | None = None,
+        speed: float = 1.0,
+        seed: int = 1,
+        bets: int = 6,
+        quiet: bool = True,
+        printer: bool = False,
+    ) -> None:
+        self.game = game
+        self.broker = broker
+        self.speed = speed
+        self.seed = seed
+        self.bets = bets
+        self.quiet = quiet
+        self.print = printer
+        self.tmp = Path(tempfile.mkdtemp(prefix="tablectl-demo-"))
+        self.embedded: EmbeddedBroker | None = None
+        self.served: list[ServedSim] = []
+        self.daemon: TableDaemon | None = None
+        self.floor: FloorClient | None = None
+        self.rounds: list[JSON] = []
+        self.ids: list[str] = []
+        self.config_path = self.tmp / "table.toml"
+
+    async def __aenter__(self) -> DemoTable:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        if self.broker:
+            url = MqttSettings.from_url(self.broker)
+            self.host, self.port = url.host, url.port
+        else:
+            self.embedded = EmbeddedBroker()
+            ep = await self.embedded.start()
+            self.host, self.port = ep.host, ep.port
+        plain = validate_document(table_document(self.game, {}), f"demo:{self.game}")
+        self.devices, self.sims, self.served = await start_devices(plain, self.seed, self.speed)
+        # Short reconnect delays: the broker of a demo is at hand.
+        mqtt = {
+            "host": self.host,
+            "port": self.port,
+            "reconnect_min_ms": 100,
+            "reconnect_max_ms": 2000,
+        }
+        doc = table_document(self.game, self.devices, mqtt=mqtt)
+        self.config_path.write_text(to_toml(doc))
+        self.cfg = validate_document(doc, str(self.config_path))
+        self.printer = RoundPrinter(self.cfg, self.quiet)
+        # The floor subscribes first, so that it sees the table come online.
+        self.floor = FloorClient(
+            self.host,
+            self.port,
+            self.cfg.table_id,
+            prefix=PREFIX,
+            client_id=f"demo-floor-{self.seed}",
+            on_message=self._on_message,
+        )
+        await self.floor.start()
+        started = datetime.now(UTC) - timedelta(seconds=1)  # the table's clock is in ms
+        self.daemon = TableDaemon(
+            self.cfg, config_path=self.config_path, state_dir=self.tmp, runtime_dir=self.tmp
+        )
+        await self.daemon.start()
+        await self.floor.wait_online(started)
+        self.players = SimulatedPlayers(self.cfg, self.seed)
+        self.dealer = Dealer(
+            self.cfg, self.floor, self.players, self.sims, self.speed, self.bets, self.seed
+        )
+
+    def _on_message(self, msg: FloorMessage) -> None:
+        if msg.topic == "rounds":
+            r = msg.json()
+            self.ids.append(r["round_id"])
+            if r["round_id"] not in {x["round_id"] for x in self.rounds}:
+                self.rounds.append(r)
+        if self.print:
+            self.printer.on_message(msg)
+
+    async def play(self, rounds: int) -> list[JSON]:
+        """Play until ``rounds`` more rounds have reached the floor."""
+        target = len(self.rounds) + rounds
+        while len(self.rounds) < target:
+            before = len(self.rounds)
+            await self.dealer.play_round()
+            deadline = time.monotonic() + 30
+            while len(self.rounds) == before and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            if len(self.rounds) == before:
+                raise TimeoutError("no settled round arrived within 30 s")
+            await self.dealer.pause(0.4)
+        return self.rounds
+
+    async def stop(self) -> None:
+        if self.floor is not None:
+            with contextlib.suppress(Exception):
+                await self.floor.stop()
+        if self.daemon is not None:
+            with contextlib.suppress(Exception):
+                await self.daemon.stop("demo finished")
+        for served in self.served:
+            with contextlib.suppress(Exception):
+                await served.close()
+        if self.embedded is not None:
+            await self.embedded.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+async def run_demo(
+    *, game: str, rounds: int, broker: str | None, speed: float, seed: int, bets: int, quiet: bool
+) -> int:
+    if game not in GAME_IDS:
+        print(f"error: unknown game {game!r}; games: {', '.join(GAME_IDS)}", file=sys.stderr)
+        return 2
+    t = DemoTable(game, broker=broker, speed=speed, seed=seed, bets=bets, quiet=quiet, printer=True)
+    try:
+        await t.start()
+        cfg = t.cfg
+        out(f"tablectl demo: {cfg.game.title} ({cfg.game.regulation}), table {cfg.table_id}")
+        out(f"  broker: {'embedded amqtt' if t.embedded else 'external'} on {t.host}:{t.port}")
+        for name, dev in t.devices.items():
+            out(f"  device {name}: {dev['driver']} simulator on {dev['port']}")
+        out(f"  configuration: {t.config_path}; journal: {t.tmp / 'journal.sqlite3'}")
+        out(f"  technician console: tablectl console --socket {t.tmp / 'console.sock'}")
+        out(
+            f"  the floor's view: mosquitto_sub -h {t.host} -p {t.port} -t '{PREFIX}/tables/{cfg.table_id}/#' -v"
+        )
+        out("")
+        if rounds:
+            await t.play(rounds)
+        else:
+            while True:
+                await t.play(1)
+    except TimeoutError as exc:
+        out(f"   ! {exc}")
+        return 1
+    finally:
+        await t.stop()
+    out(f"\n{len(t.rounds)} rounds settled and received by the floor.")
+    return 0

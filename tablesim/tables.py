@@ -1,0 +1,106 @@
+"""The demo's table documents: one table file per game, as a technician would write it.
+
+:func:`table_document` is the configuration the demo, the benchmarks and the tests
+run (limits that let the simulated players bet, the stud poker progressive jackpot);
+:func:`to_toml` writes it as the TOML file ``tablectl run`` and ``tablectl
+check-config`` read. :data:`DEMO_DRIVERS` says which simulated driver plays each kind
+of result device.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+#: Result device kind (``Game.result_device``) -> the driver the demo simulates for it.
+#: A kind missing here (the fantan keypad on GPIO) has no simulator on a serial line:
+#: the demo's croupier enters that game's results by command.
+DEMO_DRIVERS: dict[str, str] = {
+    "wheel": "cammegh-ss2",
+    "shaker": "shaker-ref",
+    "shoe": "shoe-ref",
+}
+
+
+def table_document(
+    game: str, devices: Mapping[str, Any], *, mqtt: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The demo's table of ``game`` with ``devices`` (``[devices.<name>]`` sections) and,
+    when given, an ``[mqtt]`` section."""
+    base: dict[str, Any] = {
+        "version": 1,
+        "table": {
+            "id": f"demo-{game}",
+            "game": game,
+            "name": f"Demo {game}",
+            "currency": "MOP",
+            "payable_unit": 100,
+        },
+        "limits": {"min_stake": 2500, "max_stake": 500000},
+        "devices": dict(devices),
+        "daemon": {"auto_open": True},
+    }
+    if mqtt is not None:
+        base["mqtt"] = dict(mqtt)
+    if game == "stud-poker":
+        base["limits"] = {
+            "min_stake": 10000,
+            "max_stake": 2000000,
+            "bet_types": {
+                "raise": {"min": 20000, "max": 4000000},
+                "jackpot": {"min": 2000, "max": 2000},
+            },
+        }
+        base["pay_table"] = {
+            "stud-poker": {
+                "jackpot_offered": True,
+                "jackpot_stake": 2000,
+                "jackpot_contribution_rate": "7/10",
+                "jackpot_seed": 20000000,
+            }
+        }
+    if game in ("super-pan-9", "paikao"):
+        base["limits"] = {"min_stake": 2500, "max_stake": 5000000}
+    if game == "mahjong":
+        base["limits"] = {"min_stake": 1, "max_stake": 10**9}
+    return base
+
+
+def to_toml(doc: Mapping[str, Any]) -> str:
+    """A table document as TOML (scalars, lists, nested tables: what table files hold)."""
+
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        raise TypeError(f"cannot write {v!r} as TOML")
+
+    lines: list[str] = []
+
+    def table(path: list[str], d: Mapping[str, Any]) -> None:
+        scalars = {k: v for k, v in d.items() if not isinstance(v, Mapping)}
+        subs = {k: v for k, v in d.items() if isinstance(v, Mapping)}
+        if path and (scalars or not subs):
+            lines.append(
+                "["
+                + ".".join(
+                    json.dumps(p) if not p.replace("_", "").replace("-", "").isalnum() else p
+                    for p in path
+                )
+                + "]"
+            )
+        for k, v in scalars.items():
+            lines.append(f"{k} = {value(v)}")
+        if scalars:
+            lines.append("")
+        for k, v in subs.items():
+            table([*path, k], v)
+
+    table([], doc)
+    return "\n".join(lines) + "\n"
