@@ -169,3 +169,53 @@ def test_math_sicbo_follows_the_configured_table(capsys: pytest.CaptureFixture[s
 def test_math_text_output(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "math", "fantan")
     assert rc == 0 and "3.7500%" in out and "3/80" in out
+
+
+def test_settle_refuses_a_stake_the_table_cannot_pay(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 12 point 1, 60/2004 art. 7 1): 35 x 2550 cannot be paid in the MOP 1 chips of
+    # config/roulette.toml; the bet is refused with a code naming the payable unit.
+    rc, _, err = run(
+        capsys, "settle", "roulette", "--outcome", '{"number": 17}', "--bets",
+        '[{"bet_type": "straight", "selection": [17], "stake": 2550}]',
+        "--config", str(ROOT / "config" / "roulette.toml"),
+    )  # fmt: skip
+    assert rc == 2 and "BET_STAKE_PAYABLE_UNIT" in err and "payable unit 100" in err
+
+
+HUGE = "1" + "0" * 4999  # a 5,000-digit stake: more than Python converts from text
+
+
+def test_settle_refuses_a_5000_digit_stake_as_an_invalid_stake(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rc, out, err = run(
+        capsys, "settle", "roulette", "--outcome", '{"number": 17}', "--bets",
+        f'[{{"bet_type": "straight", "selection": [17], "stake": {HUGE}}}]',
+    )  # fmt: skip
+    assert rc == 2 and out == ""
+    assert "BET_INVALID_STAKE" in err and "an integer of 5000 digits" in err
+
+
+def test_the_floor_door_refuses_a_5000_digit_stake_with_its_request_id(tmp_path: Path) -> None:
+    # issue 12 point 7: the same bet on bets/request once answered INTERNAL_ERROR with a
+    # null request id; the MQTT door now gets the rules core's refusal, like every door.
+    from firmware_host.config import load_config
+    from firmware_host.floor import FloorRequests
+    from firmware_host.journal import Journal
+    from firmware_host.rounds import RoundEngine
+
+    e = RoundEngine(load_config(ROOT / "config" / "roulette.toml"), Journal(tmp_path / "j.db"))
+    e.open_betting()
+    payload = (
+        '{"request_id": "r-1", "action": "place", "bet": {"bet_id": "a", "seat": 1, '
+        f'"bet_type": "straight", "selection": [17], "stake": {HUGE}}}}}'
+    ).encode()
+    answer = FloorRequests(e).handle_bet_request(payload)
+    assert (answer["request_id"], answer["status"], answer["code"]) == (
+        "r-1",
+        "rejected",
+        "BET_INVALID_STAKE",
+    )
+    payload = payload.replace(HUGE.encode(), b"2550")
+    answer = FloorRequests(e).handle_bet_request(payload)
+    assert (answer["status"], answer["code"]) == ("rejected", "BET_STAKE_PAYABLE_UNIT")

@@ -15,6 +15,7 @@ from typing import Any
 from ..config import ConfigInvalid, TableConfig, default_config, load_config
 from ..games import GAME_IDS
 from ..games.errors import RulesError
+from ..games.money import parse_json_int
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -69,7 +70,8 @@ def read_json_arg(value: str, what: str) -> Any:
         name = value[1:]
         text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
     try:
-        return json.loads(text)
+        # an integer too long to be an amount stays a marker the checks refuse by name
+        return json.loads(text, parse_int=parse_json_int)
     except json.JSONDecodeError as exc:
         raise RulesError(f"{what} is not valid JSON: {exc}", code="JSON_INVALID") from exc
 

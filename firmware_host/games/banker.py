@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol, TypeVar
 
-from .base import JSON, Bet, BetResult, BetType, Game, Settlement, Totals
+from .base import JSON, Bet, BetResult, BetType, Game, Settlement, Totals, unit_problems
 from .errors import BetError, InvalidSelection, OutcomeError, RoundStateError, RulesError
 from .money import Amounts, MoneyRules, fraction_str
 
@@ -313,6 +313,8 @@ class BankSettlement:
     steps: tuple[Step, ...]
     layers: tuple[LayerResult, ...]
     wagers: tuple[tuple[Wager, Amounts], ...]
+    #: The exact 5% of every commissioned win (art. 9), before any rounding.
+    commission_exact: Fraction = Fraction(0)
 
     @property
     def commission(self) -> int:
@@ -322,21 +324,20 @@ class BankSettlement:
 
     @property
     def breakage(self) -> Fraction:
-        """Exact rounding kept by the house: integer commission minus exact 5%."""
+        """Exact rounding kept by the house: each winner's exact net minus what he got."""
         return sum((a.breakage for _, a in self.wagers), Fraction(0)) + sum(
             (lr.amounts.breakage for lr in self.layers), Fraction(0)
         )
 
-    @property
-    def commission_exact(self) -> Fraction:
-        return self.commission - self.breakage
-
 
 def _win_amounts(gross: int, rate: Fraction, money: MoneyRules) -> Amounts:
-    """A gross win of ``gross`` less ``rate`` commission, rounded "house never overpays"."""
+    """A gross win of ``gross`` less ``rate`` commission: the net rounded "house never
+    overpays" to the payable unit, the commission the regulation's rate of ``gross``
+    (to the minor unit), the rest breakage (``payout = net + commission``)."""
     exact_net = gross * (1 - rate)
     net = min(gross, money.round_gain(exact_net))
-    return Amounts("win", gross, gross - net, net, exact_net - net)
+    commission = money.round_commission(gross * rate)
+    return Amounts("win", net + commission, commission, net, exact_net - net)
 
 
 def settle_bank(
@@ -385,9 +386,11 @@ def settle_bank(
         steps.append(Step(w, w.stake, transfer, tuple(shares)))
 
     wager_amounts: list[tuple[Wager, Amounts]] = []
+    commission_exact = Fraction(0)
     for s in steps:
         if s.transfer > 0:
             amounts = _win_amounts(s.transfer, rate, money)
+            commission_exact += s.transfer * rate
         elif s.transfer < 0:
             amounts = Amounts("lose", 0, 0, s.transfer, Fraction(0))
         else:
@@ -398,6 +401,7 @@ def settle_bank(
     for ly, gross in zip(layers, nets, strict=True):
         if gross > 0 and ly.who not in house_layers:
             amounts = _win_amounts(gross, rate, money)
+            commission_exact += gross * rate
         elif gross > 0:
             amounts = Amounts("win", gross, 0, gross, Fraction(0))
         elif gross < 0:
@@ -405,7 +409,9 @@ def settle_bank(
         else:
             amounts = Amounts("push", 0, 0, 0, Fraction(0))
         layer_results.append(LayerResult(ly, gross, amounts))
-    return BankSettlement(tuple(steps), tuple(layer_results), tuple(wager_amounts))
+    return BankSettlement(
+        tuple(steps), tuple(layer_results), tuple(wager_amounts), commission_exact
+    )
 
 
 def order_wagers(wagers: Sequence[Wager], served: Sequence[int], mode: str) -> list[Wager]:
@@ -479,6 +485,15 @@ class BankerGame(Game[RB, OB]):
     @abc.abstractmethod
     def banker_detail(self, rules: RB, outcome: OB) -> Mapping[str, JSON]:
         """The banker's hand, for the settlement's JSON."""
+
+    def money_problems(self, rules: RB, money: MoneyRules) -> list[str]:
+        """The casino's co-banking capital is paid and collected bet by bet: a whole
+        number of payable units, like the stakes it meets."""
+        return unit_problems(
+            [(f"rules.{self.game_id}.casino_co_bank", rules.casino_co_bank)],
+            money,
+            "the bank's payments out of it could not be made exactly",
+        )
 
     def bet_types(self, rules: RB) -> Sequence[BetType]:
         return (

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar, Generic, TypeVar
 
-from .errors import BetError, InvalidSelection, OutcomeError, StakeOutOfLimits, UnknownBetType
+from .errors import (
+    BetError,
+    InvalidSelection,
+    OutcomeError,
+    StakeNotPayable,
+    StakeOutOfLimits,
+    UnknownBetType,
+)
 from .money import Amounts, MoneyRules, Verdict, check_stake, fraction_str, settle_amounts
 from .options import build_rules, rules_json
 
@@ -124,11 +131,19 @@ class Settlement:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Stake limits of a table, in minor units; per bet type overrides the table's."""
+    """Stake limits of a table, in minor units; per bet type overrides the table's.
+
+    ``payable_unit`` is the table's smallest payable amount (``[table]
+    payable_unit``): a stake must be a whole number of it, or the table could not pay
+    its prize, a whole multiple of the stake (60/2004 art. 7; 57/2004, 59/2004 art. 6),
+    exactly. Every door a bet comes through (MQTT, console, ``tablectl settle``)
+    parses it with these limits, so every door refuses such a stake the same way.
+    """
 
     min_stake: int = 1
     max_stake: int | None = None
     per_bet_type: Mapping[str, tuple[int, int | None]] = field(default_factory=dict)
+    payable_unit: int = 1
 
     def check(self, bet_type: str, stake: int) -> None:
         lo, hi = self.per_bet_type.get(bet_type, (self.min_stake, self.max_stake))
@@ -136,6 +151,13 @@ class Limits:
             raise StakeOutOfLimits(f"stake {stake} for {bet_type} is below the table minimum {lo}")
         if hi is not None and stake > hi:
             raise StakeOutOfLimits(f"stake {stake} for {bet_type} is above the table maximum {hi}")
+        unit = self.payable_unit
+        if stake % unit:
+            raise StakeNotPayable(
+                f"stake {stake} for {bet_type} is not a whole number of the table's payable "
+                f"unit {unit} (the smallest amount it pays): its prize could not be paid "
+                "exactly"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +210,18 @@ class MathReport:
         }
         out.update(self.details)
         return out
+
+
+def unit_problems(amounts: Iterable[tuple[str, int]], money: MoneyRules, why: str) -> list[str]:
+    """Configuration errors for the ``(path, amount)`` pairs that are not a whole
+    number of ``money.payable_unit`` (zero stands for "none" and is never one)."""
+    unit = money.payable_unit
+    return [
+        f"{path}: {amount} is not a whole number of the payable unit table.payable_unit = "
+        f"{unit}: {why}"
+        for path, amount in amounts
+        if amount % unit
+    ]
 
 
 def parse_bet_envelope(raw: object) -> tuple[str, int, str, JSON, int]:
@@ -248,6 +282,12 @@ class Game(abc.ABC, Generic[R, Out]):
 
     def rules_json(self, rules: R) -> dict[str, JSON]:
         return {"regulation": self.regulation, **rules_json(rules)}
+
+    def money_problems(self, rules: R, money: MoneyRules) -> list[str]:
+        """Amounts of the pay table (fixed stakes, fixed prizes, caps) that are not a
+        whole number of the table's payable unit, each as a configuration error with
+        its path: the table could not take or pay them exactly. None by default."""
+        return []
 
     # -- bets ------------------------------------------------------------------
     @abc.abstractmethod

@@ -91,7 +91,10 @@ payable_unit = 100
 
 [limits]
 min_stake = 10000
-max_stake = 2000000
+max_stake = 4000000
+
+[limits.bet_types.ante]
+max = 2000000
 
 [limits.bet_types.raise]
 min = 20000
