@@ -219,3 +219,35 @@ def test_the_floor_door_refuses_a_5000_digit_stake_with_its_request_id(tmp_path:
     payload = payload.replace(HUGE.encode(), b"2550")
     answer = FloorRequests(e).handle_bet_request(payload)
     assert (answer["status"], answer["code"]) == ("rejected", "BET_STAKE_PAYABLE_UNIT")
+
+
+def test_math_reports_the_commission_and_the_breakage_apart_art_9(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # issue 12 point 5, 58/2004 art. 7 1) (3), art. 9, config/fantan.toml (payable unit
+    # 100, minimum 10000): a winning Nga of 10000 is a prize of 5000, commission 5% = 250,
+    # exact net 4750, paid 4700: 50 of breakage. It wins on two numbers in four.
+    rc, out, _ = run(
+        capsys, "math", "fantan", "--json", "--config", str(ROOT / "config" / "fantan.toml")
+    )
+    assert rc == 0
+    data = json.loads(out)
+    nga = next(b for b in data["money"]["bets"] if b["bet"] == "nga")
+    win = Fraction(2, 4)
+    assert nga["stake"] == 10000
+    assert Fraction(nga["commission_exact"]) == 250 * win / 10000
+    assert Fraction(nga["breakage_exact"]) == 50 * win / 10000
+    # the regulation's exact edges are unchanged: the commission is the whole of them
+    edges = {b["bet"]: Fraction(b["house_edge_exact"]) for b in data["bets"]}
+    assert edges["nga"] == 250 * win / 10000 == Fraction(1, 80)
+    rc, text, _ = run(capsys, "math", "fantan", "--config", str(ROOT / "config" / "fantan.toml"))
+    assert "1/80, 1/400" in text and "payable unit 100" in text
+
+
+def test_math_without_breakage_has_no_money_section(capsys: pytest.CaptureFixture[str]) -> None:
+    # Every roulette prize is a whole multiple (60/2004 art. 7): at a MOP 1 unit nothing is
+    # rounded, and the report stays what it was.
+    rc, out, _ = run(
+        capsys, "math", "roulette", "--json", "--config", str(ROOT / "config" / "roulette.toml")
+    )
+    assert rc == 0 and "money" not in json.loads(out)

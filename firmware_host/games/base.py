@@ -387,6 +387,49 @@ class DiscreteGame(Game[R, Out]):
             )
         return MathReport(self.game_id, self.rules_json(rules), "exact", tuple(lines))
 
+    def money_math(self, rules: R, money: MoneyRules, limits: Limits) -> tuple[MoneyLine, ...]:
+        """What the table's payable unit does to each bet of :meth:`math`, at the bet
+        type's minimum stake: the expected commission and breakage per unit staked,
+        apart (58/2004 art. 9: the commission is 5% of the prize; the rounding to the
+        payable unit is not part of it). Settled as a real bet would be."""
+        space = self.outcome_space(rules)
+        out = []
+        for bet_type, selection in self.math_bets(rules):
+            canonical = self.canonical_selection(rules, bet_type, selection)
+            lo, _ = limits.per_bet_type.get(bet_type, (limits.min_stake, limits.max_stake))
+            unit = limits.payable_unit
+            stake = max(lo, unit) + (-max(lo, unit)) % unit  # the smallest stake accepted
+            bet = Bet("math", 0, bet_type, canonical, stake)
+            commission = breakage = Fraction(0)
+            for outcome, p in space:
+                v = self.verdict(rules, outcome, bet)
+                if v.result == "win":  # the regulation's commission, exact
+                    commission += p * v.odds * v.commission_rate
+                breakage += p * settle_amounts(stake, v, money).breakage / stake
+            out.append(MoneyLine(bet_type, canonical, stake, commission, breakage))
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class MoneyLine:
+    """One bet of ``tablectl math`` at a real stake: the regulation's commission and the
+    payable unit's breakage, each as an exact expected amount per unit staked."""
+
+    bet: str
+    selection: JSON
+    stake: int
+    commission: Fraction
+    breakage: Fraction
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "bet": self.bet,
+            "selection": self.selection,
+            "stake": self.stake,
+            "commission_exact": fraction_str(self.commission),
+            "breakage_exact": fraction_str(self.breakage),
+        }
+
 
 def require(cond: bool, message: str) -> None:
     """Raise InvalidSelection(message) unless ``cond``."""
