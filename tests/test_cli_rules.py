@@ -251,3 +251,47 @@ def test_math_without_breakage_has_no_money_section(capsys: pytest.CaptureFixtur
         capsys, "math", "roulette", "--json", "--config", str(ROOT / "config" / "roulette.toml")
     )
     assert rc == 0 and "money" not in json.loads(out)
+
+
+def test_figure_names_work_at_every_door_59_2004_art_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # issue 12 point 3: the audit's command answered OUTCOME_INVALID ... expected [1, 5, 6].
+    bets = '[{"bet_type": "figure", "selection": "crab", "stake": 2000}]'
+    rc, out, err = run(
+        capsys, "settle", "fish-prawn-crab", "--outcome", '{"dice":["fish","crab","rooster"]}',
+        "--bets", bets, "--config", str(ROOT / "config" / "fish-prawn-crab.toml"),
+    )  # fmt: skip
+    assert rc == 0, err
+    data = json.loads(out)
+    assert data["outcome"]["dice"] == [1, 5, 6] and data["bets"][0]["net"] == 2000  # art. 6 3)
+    # the MQTT door: a result entered by command on a table without a shaker
+    from firmware_host.config import load_config
+    from firmware_host.floor import FloorRequests
+    from firmware_host.journal import Journal
+    from firmware_host.rounds import RoundEngine
+
+    cfg = load_config(ROOT / "config" / "fish-prawn-crab.toml")
+    e = RoundEngine(cfg, Journal(tmp_path / "j.db"))
+    e.open_betting()
+    e.close_betting()
+    answer = FloorRequests(e).handle_command_request(
+        b'{"request_id": "r", "command": "result", "args": {"outcome": '
+        b'{"dice": ["fish", "crab", "rooster"]}}}'
+    )
+    assert answer["status"] == "ok", answer
+    assert e.journal.round(answer["data"]["round_id"]).outcome["dice"] == [1, 5, 6]
+
+
+def test_fantan_zero_with_buttons_from_the_command_line_art_3_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # issue 12 point 4: {"number": 0, "buttons": 8} once failed "number 0 disagrees".
+    rc, out, err = run(
+        capsys, "settle", "fantan", "--outcome", '{"number": 0, "buttons": 8}',
+        "--bets", '[{"bet_type": "fan", "selection": 4, "stake": 10000}]',
+    )  # fmt: skip
+    assert rc == 0, err
+    data = json.loads(out)
+    assert data["outcome"] == {"number": 4, "buttons": 8}
+    assert data["bets"][0]["commission"] == 3 * 10000 * 5 // 100  # art. 7 1) (1), art. 9
