@@ -39,7 +39,7 @@ from typing import Any, Protocol, TypeVar
 
 from .base import JSON, Bet, BetResult, BetType, Game, Settlement, Totals, unit_problems
 from .errors import BetError, InvalidSelection, OutcomeError, RoundStateError, RulesError
-from .money import Amounts, MoneyRules, fraction_str
+from .money import MAX_STAKE, Amounts, MoneyRules, fraction_str
 
 #: The house's commission on every win (261/96/M art. 9, 195/92/M art. 9): 5%.
 COMMISSION_RATE = Fraction(1, 20)
@@ -157,6 +157,13 @@ class RoundSetup:
                 f"casino co-banking capital cannot be negative, got {self.casino_capital}",
                 code="CASINO_CAPITAL_INVALID",
             )
+        for what, amount in (("banker", self.banker_capital), ("casino", self.casino_capital)):
+            if amount > MAX_STAKE:  # a capital is staked like a bet: the same ceiling
+                raise OutcomeError(
+                    f"the {what}'s capital {amount} is above {MAX_STAKE}, the largest amount a "
+                    "table accepts",
+                    code=f"{what.upper()}_CAPITAL_INVALID",
+                )
 
     @property
     def dice_total(self) -> int:
@@ -556,6 +563,17 @@ class BankerGame(Game[RB, OB]):
 
     def settle(self, rules: RB, outcome: OB, bets: Sequence[Bet], money: MoneyRules) -> Settlement:
         setup = outcome.setup
+        unit = money.payable_unit
+        for what, amount in (("banker", setup.banker_capital), ("casino", setup.casino_capital)):
+            # the bank pays and collects whole chips, like the stakes it meets: a capital
+            # that is not a whole number of payable units could not be paid out exactly
+            if amount % unit:
+                raise OutcomeError(
+                    f"the {what}'s capital {amount} is not a whole number of the table's payable "
+                    f"unit {unit} (261/96/M art. 5 3), 195/92/M art. 5 (c): the bank pays and "
+                    "collects up to it)",
+                    code="CAPITAL_PAYABLE_UNIT",
+                )
         placed = self.check_bets(setup, bets)
         verdicts = {v.place: v for v in self.place_verdicts(rules, outcome)}
         wagers = [

@@ -29,7 +29,7 @@ from firmware_host.games.baccarat import deal_coup
 from firmware_host.games.base import Bet, DiscreteGame, Limits
 from firmware_host.games.blackjack import BlackjackDeal
 from firmware_host.games.cards import deck
-from firmware_host.games.errors import BetError
+from firmware_host.games.errors import BetError, OutcomeError
 from firmware_host.games.money import MoneyRules, Rounding
 from firmware_host.games.stud_poker import SeatHand, StudOutcome
 
@@ -316,3 +316,25 @@ def test_check_config_refuses_mahjong_shares_the_unit_cannot_pay_135_91_m_art_7(
     with pytest.raises(ConfigInvalid) as exc:
         validate_document({"table": {"id": "t", "game": "mahjong", "payable_unit": 1000}})
     assert any("'25/50'" in e and "payable unit" in e for e in exc.value.errors)
+
+
+@pytest.mark.parametrize("game_id", ["super-pan-9", "paikao"])
+def test_a_bank_capital_the_table_cannot_pay_out_is_refused(game_id: str) -> None:
+    # 261/96/M art. 5 3), 195/92/M art. 5 (c): the bank pays and collects up to its
+    # capital, bet by bet; at a MOP 1 table a capital of 1050 would leave a payment of
+    # 50 avos. The result is refused (the dealer corrects it); a whole capital settles.
+    game = get_game(game_id)
+    rules = game.default_rules()
+    outcome = game.sample_outcomes(rules)[0]
+    raw = game.outcome_json(outcome)
+    money = MoneyRules(payable_unit=100)
+    for key in ("dice_total", "first_place", "service_order"):
+        raw.pop(key, None)
+    odd = game.parse_outcome(rules, {**raw, "banker_capital": 1050})
+    with pytest.raises(OutcomeError) as exc:
+        game.settle(rules, odd, [], money)
+    assert exc.value.code == "CAPITAL_PAYABLE_UNIT"
+    game.settle(rules, game.parse_outcome(rules, {**raw, "banker_capital": 1100}), [], money)
+    with pytest.raises(OutcomeError) as exc:  # a capital is staked like a bet: same ceiling
+        game.parse_outcome(rules, {**raw, "banker_capital": 10**13})
+    assert exc.value.code == "BANKER_CAPITAL_INVALID"
