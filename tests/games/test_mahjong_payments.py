@@ -125,7 +125,7 @@ PRINTED_A = ["$ 25,00/ $ 50,00", "$ 50,00/ $ 100,00", "$ 100,00/ $ 200,00", "$ 2
              "$ 10 000,00/ $ 20 000,00"]
 
 
-@pytest.mark.parametrize(("printed", "plain"), zip(PRINTED_A, [s for s, _ in ART8A], strict=True))
+@pytest.mark.parametrize(("printed", "plain"), list(zip(PRINTED_A, [s for s, _ in ART8A], strict=True)))
 def test_levels_as_the_regulation_prints_them_art_8_a(printed: str, plain: str) -> None:
     # issue 12 point 6: "$ 100,00/ $ 200,00" was read as 10,000/20,000 (the winner got
     # MOP 40,000 instead of 400). The commission is the level's, in patacas, x 100 avos.
