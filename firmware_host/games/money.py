@@ -7,7 +7,7 @@ ever touches a float.
 A bet's exact prize is ``stake * odds``; its exact commission ``prize * rate``.
 A prize that is a whole multiple of the stake (35 to 1, "uma vez a importância da
 aposta") is paid exactly, never rounded: the table refuses at placement a stake it
-could not pay that way (:class:`~base.Limits`, ``BET_STAKE_NOT_PAYABLE``). Only a
+could not pay that way (:class:`~base.Limits`, ``BET_STAKE_PAYABLE_UNIT``). Only a
 genuinely fractional amount (fantan's 1/2 and 1/3 odds, 5% commissions, a blackjack
 3:2 on an odd stake) is rounded to the table's *smallest payable unit* by a named
 rule; the part that is not paid is reported as ``breakage`` (an exact fraction of
