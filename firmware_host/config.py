@@ -32,7 +32,7 @@ from typing import Any
 from .games import GAME_IDS, get_game
 from .games.base import Game, Limits
 from .games.errors import UnknownGame
-from .games.money import MoneyRules, Rounding
+from .games.money import MAX_STAKE, MoneyRules, Rounding
 from .games.options import _coerce, check_value
 
 CURRENT_VERSION = 1
@@ -177,9 +177,14 @@ TABLE_SPECS: dict[str, FieldSpec] = {
 }
 
 LIMIT_SPECS: dict[str, FieldSpec] = {
-    "min_stake": FieldSpec("int", 1, doc="table minimum stake, minor units", range=(1, 10**12)),
+    "min_stake": FieldSpec(
+        "int",
+        None,
+        doc="table minimum stake, minor units (default: the payable unit)",
+        range=(1, MAX_STAKE),
+    ),
     "max_stake": FieldSpec(
-        "int", 10**12, doc="table maximum stake, minor units", range=(1, 10**12)
+        "int", MAX_STAKE, doc="table maximum stake, minor units", range=(1, MAX_STAKE)
     ),
     "bet_types": FieldSpec(
         "table", {}, doc="per bet type limits: [limits.bet_types.<type>] min, max"
@@ -187,8 +192,8 @@ LIMIT_SPECS: dict[str, FieldSpec] = {
 }
 
 BET_LIMIT_SPECS: dict[str, FieldSpec] = {
-    "min": FieldSpec("int", None, doc="minimum stake for this bet type", range=(1, 10**12)),
-    "max": FieldSpec("int", None, doc="maximum stake for this bet type", range=(1, 10**12)),
+    "min": FieldSpec("int", None, doc="minimum stake for this bet type", range=(1, MAX_STAKE)),
+    "max": FieldSpec("int", None, doc="maximum stake for this bet type", range=(1, MAX_STAKE)),
 }
 
 
@@ -218,7 +223,15 @@ class TableConfig:
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
 
-def migrate(doc: dict[str, Any], errors: list[str]) -> dict[str, Any]:
+def migrate(
+    doc: dict[str, Any], errors: list[str], *, require_version: bool = False
+) -> dict[str, Any]:
+    if "version" not in doc and require_version:
+        errors.append(
+            f"version: required key is missing (the configuration format version; this "
+            f"software writes version = {CURRENT_VERSION})"
+        )
+        return doc
     version = doc.get("version", CURRENT_VERSION)
     if isinstance(version, bool) or not isinstance(version, int):
         errors.append(f"version: expected an integer, got {version!r}")
@@ -240,11 +253,18 @@ def migrate(doc: dict[str, Any], errors: list[str]) -> dict[str, Any]:
     return doc
 
 
-def validate_document(doc: Mapping[str, Any], source: str = "<document>") -> TableConfig:
-    """Validate a parsed TOML document; raise :class:`ConfigInvalid` with every error."""
+def validate_document(
+    doc: Mapping[str, Any], source: str = "<document>", *, require_version: bool = False
+) -> TableConfig:
+    """Validate a parsed TOML document; raise :class:`ConfigInvalid` with every error.
+
+    A table *file* must say its format ``version`` (:func:`load_config` requires it:
+    a file whose format is unknown cannot be migrated safely); a document built in
+    code may leave it out and is read as the current version.
+    """
     _load_section_modules()
     errors: list[str] = []
-    doc = migrate(dict(doc), errors)
+    doc = migrate(dict(doc), errors, require_version=require_version)
     known_top = {"version", "table", "limits", "pay_table", "rules", *_SECTIONS}
     for key in doc:
         if key not in known_top:
@@ -293,9 +313,21 @@ def validate_document(doc: Mapping[str, Any], source: str = "<document>") -> Tab
         names = {
             bt.name for bt in game.bet_types(rules if rules is not None else game.default_rules())
         }
-    lo_t, hi_t = limits_raw.get("min_stake", 1), limits_raw.get("max_stake")
+    unit = money.payable_unit if money is not None else 1
+    lo_t, hi_t = limits_raw.get("min_stake"), limits_raw.get("max_stake")
+    if lo_t is None:
+        lo_t = unit  # the smallest stake the table can pay a prize on
     if isinstance(lo_t, int) and isinstance(hi_t, int) and lo_t > hi_t:
         errors.append(f"limits: min_stake {lo_t} is above max_stake {hi_t}")
+    # 60/2004 art. 7, 57/2004 and 59/2004 art. 6: prizes are whole multiples of the
+    # stake, so a stake must be a whole number of payable units (docs/rules/money.md).
+    # A limit that is not promises stakes that every bet request would then refuse.
+    given = doc.get("limits")
+    stake_limits = [
+        (f"limits.{key}", limits_raw.get(key))
+        for key in ("min_stake", "max_stake")
+        if isinstance(given, Mapping) and key in given
+    ]
     for bt, spec in (limits_raw.get("bet_types") or {}).items():
         path = f"limits.bet_types.{bt}"
         if names and bt not in names:
@@ -308,11 +340,29 @@ def validate_document(doc: Mapping[str, Any], source: str = "<document>") -> Tab
         hi = vals.get("max") or hi_t
         if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
             errors.append(f"{path}: min {lo} is above max {hi}")
+        if isinstance(vals.get("max"), int) and isinstance(hi_t, int) and vals["max"] > hi_t:
+            errors.append(
+                f"{path}.max: {vals['max']} is above the table maximum limits.max_stake {hi_t}; "
+                "raise max_stake and give the other bet types their own max"
+            )
+        stake_limits += [(f"{path}.{k}", vals.get(k)) for k in ("min", "max")]
         per_type[bt] = (lo, hi)
+    if names:  # a game without bets (mah-jong) has no stakes to check
+        for path, value in stake_limits:
+            if isinstance(value, int) and value % unit:
+                errors.append(
+                    f"{path}: {value} is not a whole number of the payable unit "
+                    f"table.payable_unit = {unit}: the table could not pay a prize of a whole "
+                    "multiple of such a stake exactly (60/2004 art. 7; 57/2004, 59/2004 art. 6)"
+                )
+    if game is not None and rules is not None and money is not None:
+        errors.extend(game.money_problems(rules, money))
 
     parsed_sections: dict[str, Any] = {}
     for name, validator in _SECTIONS.items():
         parsed_sections[name] = validator(doc.get(name), name, errors)
+    if game is not None:
+        _check_device_kinds(game, parsed_sections.get("devices"), errors)
 
     if errors or money is None or game is None or rules is None:
         raise ConfigInvalid(source, errors or ["configuration is incomplete"])
@@ -322,11 +372,33 @@ def validate_document(doc: Mapping[str, Any], source: str = "<document>") -> Tab
         game_id=game.game_id,
         name=table.get("name", ""),
         money=money,
-        limits=Limits(lo_t, hi_t, per_type),
+        limits=Limits(lo_t, hi_t, per_type, money.payable_unit),
         rules=rules,
         sections=parsed_sections,
         source=source,
     )
+
+
+def _check_device_kinds(game: Game[Any, Any], devices: Any, errors: list[str]) -> None:
+    """Refuse an enabled device of a kind the table's game cannot use (a wheel on a
+    sic bo table): ``Game.device_kinds`` against ``drivers.registry.DEVICE_KINDS``."""
+    if not isinstance(devices, Mapping) or not devices:
+        return
+    try:
+        registry = importlib.import_module("drivers.registry")
+    except ModuleNotFoundError:  # a build without drivers has no devices to check
+        return
+    kinds: Mapping[str, str] = registry.DEVICE_KINDS
+    usable = ", ".join(sorted(game.device_kinds))
+    for name, dev in devices.items():
+        kind = kinds.get(getattr(dev, "driver", ""))
+        if kind is None or not getattr(dev, "enabled", True):
+            continue
+        if kind not in game.device_kinds:
+            errors.append(
+                f"devices.{name}: a {kind} ({dev.driver}) cannot serve a {game.game_id} table; "
+                f"its devices are of kind {usable} (remove the section or set enabled = false)"
+            )
 
 
 def load_config(path: str | Path) -> TableConfig:
@@ -340,7 +412,7 @@ def load_config(path: str | Path) -> TableConfig:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigInvalid(str(p), [f"not valid TOML: {exc}"]) from exc
-    return validate_document(doc, str(p))
+    return validate_document(doc, str(p), require_version=True)
 
 
 def default_config(game_id: str, table_id: str = "demo-1") -> TableConfig:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .games.errors import RulesError
+from .games.money import parse_json_int
 from .jsonio import JSON
 from .rounds import SCHEMA_VERSION, RoundEngine, RoundFault
 
@@ -52,7 +53,7 @@ def _decode(payload: bytes, keys: frozenset[str], what: str) -> dict[str, JSON]:
             "REQUEST_TOO_LARGE", f"{what} is {len(payload)} bytes; the limit is {MAX_PAYLOAD}"
         )
     try:
-        data = json.loads(payload.decode("utf-8"))
+        data = json.loads(payload.decode("utf-8"), parse_int=parse_json_int)
     except UnicodeDecodeError:
         raise RequestError("MALFORMED_JSON", f"{what} is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -78,7 +79,7 @@ def _decode(payload: bytes, keys: frozenset[str], what: str) -> dict[str, JSON]:
 
 def _peek_request_id(payload: bytes) -> str | None:
     try:
-        data = json.loads(payload)
+        data = json.loads(payload, parse_int=parse_json_int)
     except (ValueError, UnicodeDecodeError):
         return None
     rid = data.get("request_id") if isinstance(data, dict) else None

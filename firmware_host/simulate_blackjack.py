@@ -365,8 +365,8 @@ def _fast_round(
         if rules.burn == "round_and_dealer":
             shoe.draw()
         dealer.append(shoe.draw())
-    live = any(h.status == "stood" and (h.split or not is_natural(h.cards)) for h in hands)
-    while live and not is_natural(dealer) and hand_total(dealer)[0] < 17:
+    # 56/2004 art. 6 1): the dealer draws on 16 or less even when no hand is left to beat
+    while not is_natural(dealer) and hand_total(dealer)[0] < 17:
         dealer.append(shoe.draw())
     main2 = 0
     for h in hands:

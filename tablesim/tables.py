@@ -46,8 +46,9 @@ def table_document(
     if game == "stud-poker":
         base["limits"] = {
             "min_stake": 10000,
-            "max_stake": 2000000,
+            "max_stake": 4000000,  # no bet type's max above the table's (issue 12)
             "bet_types": {
+                "ante": {"max": 2000000},
                 "raise": {"min": 20000, "max": 4000000},
                 "jackpot": {"min": 2000, "max": 2000},
             },

@@ -169,3 +169,129 @@ def test_math_sicbo_follows_the_configured_table(capsys: pytest.CaptureFixture[s
 def test_math_text_output(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "math", "fantan")
     assert rc == 0 and "3.7500%" in out and "3/80" in out
+
+
+def test_settle_refuses_a_stake_the_table_cannot_pay(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 12 point 1, 60/2004 art. 7 1): 35 x 2550 cannot be paid in the MOP 1 chips of
+    # config/roulette.toml; the bet is refused with a code naming the payable unit.
+    rc, _, err = run(
+        capsys, "settle", "roulette", "--outcome", '{"number": 17}', "--bets",
+        '[{"bet_type": "straight", "selection": [17], "stake": 2550}]',
+        "--config", str(ROOT / "config" / "roulette.toml"),
+    )  # fmt: skip
+    assert rc == 2 and "BET_STAKE_PAYABLE_UNIT" in err and "payable unit 100" in err
+
+
+HUGE = "1" + "0" * 4999  # a 5,000-digit stake: more than Python converts from text
+
+
+def test_settle_refuses_a_5000_digit_stake_as_an_invalid_stake(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rc, out, err = run(
+        capsys, "settle", "roulette", "--outcome", '{"number": 17}', "--bets",
+        f'[{{"bet_type": "straight", "selection": [17], "stake": {HUGE}}}]',
+    )  # fmt: skip
+    assert rc == 2 and out == ""
+    assert "BET_INVALID_STAKE" in err and "an integer of 5000 digits" in err
+
+
+def test_the_floor_door_refuses_a_5000_digit_stake_with_its_request_id(tmp_path: Path) -> None:
+    # issue 12 point 7: the same bet on bets/request once answered INTERNAL_ERROR with a
+    # null request id; the MQTT door now gets the rules core's refusal, like every door.
+    from firmware_host.config import load_config
+    from firmware_host.floor import FloorRequests
+    from firmware_host.journal import Journal
+    from firmware_host.rounds import RoundEngine
+
+    e = RoundEngine(load_config(ROOT / "config" / "roulette.toml"), Journal(tmp_path / "j.db"))
+    e.open_betting()
+    payload = (
+        '{"request_id": "r-1", "action": "place", "bet": {"bet_id": "a", "seat": 1, '
+        f'"bet_type": "straight", "selection": [17], "stake": {HUGE}}}}}'
+    ).encode()
+    answer = FloorRequests(e).handle_bet_request(payload)
+    assert (answer["request_id"], answer["status"], answer["code"]) == (
+        "r-1",
+        "rejected",
+        "BET_INVALID_STAKE",
+    )
+    payload = payload.replace(HUGE.encode(), b"2550")
+    answer = FloorRequests(e).handle_bet_request(payload)
+    assert (answer["status"], answer["code"]) == ("rejected", "BET_STAKE_PAYABLE_UNIT")
+
+
+def test_math_reports_the_commission_and_the_breakage_apart_art_9(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # issue 12 point 5, 58/2004 art. 7 1) (3), art. 9, config/fantan.toml (payable unit
+    # 100, minimum 10000): a winning Nga of 10000 is a prize of 5000, commission 5% = 250,
+    # exact net 4750, paid 4700: 50 of breakage. It wins on two numbers in four.
+    rc, out, _ = run(
+        capsys, "math", "fantan", "--json", "--config", str(ROOT / "config" / "fantan.toml")
+    )
+    assert rc == 0
+    data = json.loads(out)
+    nga = next(b for b in data["money"]["bets"] if b["bet"] == "nga")
+    win = Fraction(2, 4)
+    assert nga["stake"] == 10000
+    assert Fraction(nga["commission_exact"]) == 250 * win / 10000
+    assert Fraction(nga["breakage_exact"]) == 50 * win / 10000
+    # the regulation's exact edges are unchanged: the commission is the whole of them
+    edges = {b["bet"]: Fraction(b["house_edge_exact"]) for b in data["bets"]}
+    assert edges["nga"] == 250 * win / 10000 == Fraction(1, 80)
+    rc, text, _ = run(capsys, "math", "fantan", "--config", str(ROOT / "config" / "fantan.toml"))
+    assert "1/80, 1/400" in text and "payable unit 100" in text
+
+
+def test_math_without_breakage_has_no_money_section(capsys: pytest.CaptureFixture[str]) -> None:
+    # Every roulette prize is a whole multiple (60/2004 art. 7): at a MOP 1 unit nothing is
+    # rounded, and the report stays what it was.
+    rc, out, _ = run(
+        capsys, "math", "roulette", "--json", "--config", str(ROOT / "config" / "roulette.toml")
+    )
+    assert rc == 0 and "money" not in json.loads(out)
+
+
+def test_figure_names_work_at_every_door_59_2004_art_1(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # issue 12 point 3: the audit's command answered OUTCOME_INVALID ... expected [1, 5, 6].
+    bets = '[{"bet_type": "figure", "selection": "crab", "stake": 2000}]'
+    rc, out, err = run(
+        capsys, "settle", "fish-prawn-crab", "--outcome", '{"dice":["fish","crab","rooster"]}',
+        "--bets", bets, "--config", str(ROOT / "config" / "fish-prawn-crab.toml"),
+    )  # fmt: skip
+    assert rc == 0, err
+    data = json.loads(out)
+    assert data["outcome"]["dice"] == [1, 5, 6] and data["bets"][0]["net"] == 2000  # art. 6 3)
+    # the MQTT door: a result entered by command on a table without a shaker
+    from firmware_host.config import load_config
+    from firmware_host.floor import FloorRequests
+    from firmware_host.journal import Journal
+    from firmware_host.rounds import RoundEngine
+
+    cfg = load_config(ROOT / "config" / "fish-prawn-crab.toml")
+    e = RoundEngine(cfg, Journal(tmp_path / "j.db"))
+    e.open_betting()
+    e.close_betting()
+    answer = FloorRequests(e).handle_command_request(
+        b'{"request_id": "r", "command": "result", "args": {"outcome": '
+        b'{"dice": ["fish", "crab", "rooster"]}}}'
+    )
+    assert answer["status"] == "ok", answer
+    assert e.journal.round(answer["data"]["round_id"]).outcome["dice"] == [1, 5, 6]
+
+
+def test_fantan_zero_with_buttons_from_the_command_line_art_3_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # issue 12 point 4: {"number": 0, "buttons": 8} once failed "number 0 disagrees".
+    rc, out, err = run(
+        capsys, "settle", "fantan", "--outcome", '{"number": 0, "buttons": 8}',
+        "--bets", '[{"bet_type": "fan", "selection": 4, "stake": 10000}]',
+    )  # fmt: skip
+    assert rc == 0, err
+    data = json.loads(out)
+    assert data["outcome"] == {"number": 4, "buttons": 8}
+    assert data["bets"][0]["commission"] == 3 * 10000 * 5 // 100  # art. 7 1) (1), art. 9

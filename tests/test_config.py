@@ -134,3 +134,50 @@ def test_older_versions_are_migrated_in_order(monkeypatch: pytest.MonkeyPatch) -
     assert cfg.version == 2 and cfg.money.payable_unit == 100
     with pytest.raises(ConfigInvalid, match="version: 3 is newer"):
         validate_document({"version": 3, "table": {"id": "t", "game": "fantan"}})
+
+
+# -- issue 12 point 7: what must be refused ----------------------------------------------
+
+
+def test_a_bet_type_maximum_above_the_table_maximum_is_refused() -> None:
+    # A per-bet-type limit narrows the table's; one above max_stake would let a bet type
+    # take more than the table says it takes.
+    with pytest.raises(ConfigInvalid) as exc:
+        validate_document(
+            {"table": {"id": "t", "game": "roulette"},
+             "limits": {"max_stake": 100000, "bet_types": {"straight": {"max": 200000}}}}
+        )  # fmt: skip
+    assert exc.value.errors == [
+        "limits.bet_types.straight.max: 200000 is above the table maximum limits.max_stake "
+        "100000; raise max_stake and give the other bet types their own max"
+    ]
+
+
+def test_a_table_file_without_version_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "table.toml"
+    f.write_text('[table]\nid = "t1"\ngame = "fantan"\n')
+    with pytest.raises(ConfigInvalid) as exc:
+        load_config(f)
+    assert exc.value.errors == [
+        "version: required key is missing (the configuration format version; this software "
+        "writes version = 1)"
+    ]
+    f.write_text('version = 1\n[table]\nid = "t1"\ngame = "fantan"\n')
+    assert load_config(f).version == 1
+
+
+def test_a_device_the_game_cannot_use_is_refused() -> None:
+    # A wheel on a sic bo table: the game's device kinds (Game.device_kinds) are a shaker
+    # and a result board (drivers.registry.DEVICE_KINDS maps each driver to its kind).
+    wheel = {"driver": "cammegh-ss2", "port": "/dev/null"}
+    with pytest.raises(ConfigInvalid) as exc:
+        validate_document({"table": {"id": "t", "game": "sicbo"}, "devices": {"wheel": wheel}})
+    assert exc.value.errors == [
+        "devices.wheel: a wheel (cammegh-ss2) cannot serve a sicbo table; its devices are of "
+        "kind board, shaker (remove the section or set enabled = false)"
+    ]
+    # kept but not started: accepted, as on a roulette table
+    validate_document(
+        {"table": {"id": "t", "game": "sicbo"}, "devices": {"wheel": {**wheel, "enabled": False}}}
+    )
+    validate_document({"table": {"id": "t", "game": "roulette"}, "devices": {"wheel": wheel}})

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol, TypeVar
 
-from .base import JSON, Bet, BetResult, BetType, Game, Settlement, Totals
+from .base import JSON, Bet, BetResult, BetType, Game, Settlement, Totals, unit_problems
 from .errors import BetError, InvalidSelection, OutcomeError, RoundStateError, RulesError
-from .money import Amounts, MoneyRules, fraction_str
+from .money import MAX_STAKE, Amounts, MoneyRules, fraction_str
 
 #: The house's commission on every win (261/96/M art. 9, 195/92/M art. 9): 5%.
 COMMISSION_RATE = Fraction(1, 20)
@@ -157,6 +157,13 @@ class RoundSetup:
                 f"casino co-banking capital cannot be negative, got {self.casino_capital}",
                 code="CASINO_CAPITAL_INVALID",
             )
+        for what, amount in (("banker", self.banker_capital), ("casino", self.casino_capital)):
+            if amount > MAX_STAKE:  # a capital is staked like a bet: the same ceiling
+                raise OutcomeError(
+                    f"the {what}'s capital {amount} is above {MAX_STAKE}, the largest amount a "
+                    "table accepts",
+                    code=f"{what.upper()}_CAPITAL_INVALID",
+                )
 
     @property
     def dice_total(self) -> int:
@@ -313,6 +320,8 @@ class BankSettlement:
     steps: tuple[Step, ...]
     layers: tuple[LayerResult, ...]
     wagers: tuple[tuple[Wager, Amounts], ...]
+    #: The exact 5% of every commissioned win (art. 9), before any rounding.
+    commission_exact: Fraction = Fraction(0)
 
     @property
     def commission(self) -> int:
@@ -322,21 +331,20 @@ class BankSettlement:
 
     @property
     def breakage(self) -> Fraction:
-        """Exact rounding kept by the house: integer commission minus exact 5%."""
+        """Exact rounding kept by the house: each winner's exact net minus what he got."""
         return sum((a.breakage for _, a in self.wagers), Fraction(0)) + sum(
             (lr.amounts.breakage for lr in self.layers), Fraction(0)
         )
 
-    @property
-    def commission_exact(self) -> Fraction:
-        return self.commission - self.breakage
-
 
 def _win_amounts(gross: int, rate: Fraction, money: MoneyRules) -> Amounts:
-    """A gross win of ``gross`` less ``rate`` commission, rounded "house never overpays"."""
+    """A gross win of ``gross`` less ``rate`` commission: the net rounded "house never
+    overpays" to the payable unit, the commission the regulation's rate of ``gross``
+    (to the minor unit), the rest breakage (``payout = net + commission``)."""
     exact_net = gross * (1 - rate)
     net = min(gross, money.round_gain(exact_net))
-    return Amounts("win", gross, gross - net, net, exact_net - net)
+    commission = money.round_commission(gross * rate)
+    return Amounts("win", net + commission, commission, net, exact_net - net)
 
 
 def settle_bank(
@@ -385,9 +393,11 @@ def settle_bank(
         steps.append(Step(w, w.stake, transfer, tuple(shares)))
 
     wager_amounts: list[tuple[Wager, Amounts]] = []
+    commission_exact = Fraction(0)
     for s in steps:
         if s.transfer > 0:
             amounts = _win_amounts(s.transfer, rate, money)
+            commission_exact += s.transfer * rate
         elif s.transfer < 0:
             amounts = Amounts("lose", 0, 0, s.transfer, Fraction(0))
         else:
@@ -398,6 +408,7 @@ def settle_bank(
     for ly, gross in zip(layers, nets, strict=True):
         if gross > 0 and ly.who not in house_layers:
             amounts = _win_amounts(gross, rate, money)
+            commission_exact += gross * rate
         elif gross > 0:
             amounts = Amounts("win", gross, 0, gross, Fraction(0))
         elif gross < 0:
@@ -405,7 +416,9 @@ def settle_bank(
         else:
             amounts = Amounts("push", 0, 0, 0, Fraction(0))
         layer_results.append(LayerResult(ly, gross, amounts))
-    return BankSettlement(tuple(steps), tuple(layer_results), tuple(wager_amounts))
+    return BankSettlement(
+        tuple(steps), tuple(layer_results), tuple(wager_amounts), commission_exact
+    )
 
 
 def order_wagers(wagers: Sequence[Wager], served: Sequence[int], mode: str) -> list[Wager]:
@@ -480,6 +493,15 @@ class BankerGame(Game[RB, OB]):
     def banker_detail(self, rules: RB, outcome: OB) -> Mapping[str, JSON]:
         """The banker's hand, for the settlement's JSON."""
 
+    def money_problems(self, rules: RB, money: MoneyRules) -> list[str]:
+        """The casino's co-banking capital is paid and collected bet by bet: a whole
+        number of payable units, like the stakes it meets."""
+        return unit_problems(
+            [(f"rules.{self.game_id}.casino_co_bank", rules.casino_co_bank)],
+            money,
+            "the bank's payments out of it could not be made exactly",
+        )
+
     def bet_types(self, rules: RB) -> Sequence[BetType]:
         return (
             BetType("place", "Bet on a place against the banker", self.place_article,
@@ -541,6 +563,17 @@ class BankerGame(Game[RB, OB]):
 
     def settle(self, rules: RB, outcome: OB, bets: Sequence[Bet], money: MoneyRules) -> Settlement:
         setup = outcome.setup
+        unit = money.payable_unit
+        for what, amount in (("banker", setup.banker_capital), ("casino", setup.casino_capital)):
+            # the bank pays and collects whole chips, like the stakes it meets: a capital
+            # that is not a whole number of payable units could not be paid out exactly
+            if amount % unit:
+                raise OutcomeError(
+                    f"the {what}'s capital {amount} is not a whole number of the table's payable "
+                    f"unit {unit} (261/96/M art. 5 3), 195/92/M art. 5 (c): the bank pays and "
+                    "collects up to it)",
+                    code="CAPITAL_PAYABLE_UNIT",
+                )
         placed = self.check_bets(setup, bets)
         verdicts = {v.place: v for v in self.place_verdicts(rules, outcome)}
         wagers = [

@@ -17,7 +17,14 @@ from fractions import Fraction
 from typing import Any, ClassVar, Generic, TypeVar
 
 from ..jsonio import JSON as JSON
-from .errors import BetError, InvalidSelection, OutcomeError, StakeOutOfLimits, UnknownBetType
+from .errors import (
+    BetError,
+    InvalidSelection,
+    OutcomeError,
+    StakeNotPayable,
+    StakeOutOfLimits,
+    UnknownBetType,
+)
 from .money import Amounts, MoneyRules, Verdict, check_stake, fraction_str, settle_amounts
 from .options import build_rules, rules_json
 
@@ -124,11 +131,19 @@ class Settlement:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Stake limits of a table, in minor units; per bet type overrides the table's."""
+    """Stake limits of a table, in minor units; per bet type overrides the table's.
+
+    ``payable_unit`` is the table's smallest payable amount (``[table]
+    payable_unit``): a stake must be a whole number of it, or the table could not pay
+    its prize, a whole multiple of the stake (60/2004 art. 7; 57/2004, 59/2004 art. 6),
+    exactly. Every door a bet comes through (MQTT, console, ``tablectl settle``)
+    parses it with these limits, so every door refuses such a stake the same way.
+    """
 
     min_stake: int = 1
     max_stake: int | None = None
     per_bet_type: Mapping[str, tuple[int, int | None]] = field(default_factory=dict)
+    payable_unit: int = 1
 
     def check(self, bet_type: str, stake: int) -> None:
         lo, hi = self.per_bet_type.get(bet_type, (self.min_stake, self.max_stake))
@@ -136,6 +151,13 @@ class Limits:
             raise StakeOutOfLimits(f"stake {stake} for {bet_type} is below the table minimum {lo}")
         if hi is not None and stake > hi:
             raise StakeOutOfLimits(f"stake {stake} for {bet_type} is above the table maximum {hi}")
+        unit = self.payable_unit
+        if stake % unit:
+            raise StakeNotPayable(
+                f"stake {stake} for {bet_type} is not a whole number of the table's payable "
+                f"unit {unit} (the smallest amount it pays): its prize could not be paid "
+                "exactly"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +210,18 @@ class MathReport:
         }
         out.update(self.details)
         return out
+
+
+def unit_problems(amounts: Iterable[tuple[str, int]], money: MoneyRules, why: str) -> list[str]:
+    """Configuration errors for the ``(path, amount)`` pairs that are not a whole
+    number of ``money.payable_unit`` (zero stands for "none" and is never one)."""
+    unit = money.payable_unit
+    return [
+        f"{path}: {amount} is not a whole number of the payable unit table.payable_unit = "
+        f"{unit}: {why}"
+        for path, amount in amounts
+        if amount % unit
+    ]
 
 
 def parse_bet_envelope(raw: object) -> tuple[str, int, str, JSON, int]:
@@ -248,6 +282,12 @@ class Game(abc.ABC, Generic[R, Out]):
 
     def rules_json(self, rules: R) -> dict[str, JSON]:
         return {"regulation": self.regulation, **rules_json(rules)}
+
+    def money_problems(self, rules: R, money: MoneyRules) -> list[str]:
+        """Amounts of the pay table (fixed stakes, fixed prizes, caps) that are not a
+        whole number of the table's payable unit, each as a configuration error with
+        its path: the table could not take or pay them exactly. None by default."""
+        return []
 
     # -- bets ------------------------------------------------------------------
     @abc.abstractmethod
@@ -346,6 +386,49 @@ class DiscreteGame(Game[R, Out]):
                 MathLine(bet_type, canonical, edge, tuple(sorted(dist.items(), reverse=True)))
             )
         return MathReport(self.game_id, self.rules_json(rules), "exact", tuple(lines))
+
+    def money_math(self, rules: R, money: MoneyRules, limits: Limits) -> tuple[MoneyLine, ...]:
+        """What the table's payable unit does to each bet of :meth:`math`, at the bet
+        type's minimum stake: the expected commission and breakage per unit staked,
+        apart (58/2004 art. 9: the commission is 5% of the prize; the rounding to the
+        payable unit is not part of it). Settled as a real bet would be."""
+        space = self.outcome_space(rules)
+        out = []
+        for bet_type, selection in self.math_bets(rules):
+            canonical = self.canonical_selection(rules, bet_type, selection)
+            lo, _ = limits.per_bet_type.get(bet_type, (limits.min_stake, limits.max_stake))
+            unit = limits.payable_unit
+            stake = max(lo, unit) + (-max(lo, unit)) % unit  # the smallest stake accepted
+            bet = Bet("math", 0, bet_type, canonical, stake)
+            commission = breakage = Fraction(0)
+            for outcome, p in space:
+                v = self.verdict(rules, outcome, bet)
+                if v.result == "win":  # the regulation's commission, exact
+                    commission += p * v.odds * v.commission_rate
+                breakage += p * settle_amounts(stake, v, money).breakage / stake
+            out.append(MoneyLine(bet_type, canonical, stake, commission, breakage))
+        return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class MoneyLine:
+    """One bet of ``tablectl math`` at a real stake: the regulation's commission and the
+    payable unit's breakage, each as an exact expected amount per unit staked."""
+
+    bet: str
+    selection: JSON
+    stake: int
+    commission: Fraction
+    breakage: Fraction
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "bet": self.bet,
+            "selection": self.selection,
+            "stake": self.stake,
+            "commission_exact": fraction_str(self.commission),
+            "breakage_exact": fraction_str(self.breakage),
+        }
 
 
 def require(cond: bool, message: str) -> None:

@@ -656,9 +656,11 @@ class BlackjackDeal:
             return None
         if hand_total(self.dealer)[0] >= 17:
             return None  # art. 6 1): stands on 17 or more
-        if not self._live_hands():
-            return None
-        return _DEALER  # art. 6 1): draws on 16 or less
+        # Art. 6 1): "A banca é obrigada a tomar cartas quando o total dos seus pontos
+        # for 16 ou inferior" -- with no exception, even when no hand is left to beat
+        # (every one busted, surrendered or paid): no bet settles differently, but a
+        # dealer who follows the text must not be refused.
+        return _DEALER
 
     def expect(self) -> Expect:
         """What the round needs next."""
@@ -680,6 +682,16 @@ class BlackjackDeal:
     @property
     def complete(self) -> bool:
         return self.phase == "complete"
+
+    @property
+    def decided(self) -> bool:
+        """Every bet's result is known: the round is complete, or all that remains is
+        the dealer's draw to 17 while no hand is left to beat. Art. 6 1) obliges that
+        draw and the live round waits for it (:meth:`expect`), but it changes no bet:
+        an outcome recorded without it (before issue 12, or by hand) still settles."""
+        return self.complete or (
+            self.phase == "dealer" and len(self.dealer) >= 2 and not self._live_hands()
+        )
 
     # -- decisions ---------------------------------------------------------------
     def _refusal(
@@ -876,8 +888,9 @@ class BlackjackDeal:
 
     # -- results and persistence -------------------------------------------------------
     def outcome(self) -> BlackjackDeal:
-        """The finished round (what :meth:`Blackjack.settle` takes)."""
-        if not self.complete:
+        """The finished round (what :meth:`Blackjack.settle` takes): complete, or
+        decided (:attr:`decided`)."""
+        if not self.decided:
             raise RoundStateError(
                 f"the round is not complete: {self.expect().to_json()}", code="ROUND_INCOMPLETE"
             )
@@ -953,7 +966,9 @@ def replay(rules: BlackjackRules, data: JSON, *, require_complete: bool = True) 
     The machine says at each step whether a card or a decision is due, so the two
     lists are merged without ambiguity. Raises :class:`OutcomeError` (keeping the
     machine's code) on a card or decision the rules refuse, on leftovers, or, with
-    ``require_complete``, when the round stops short.
+    ``require_complete``, when the round stops before every bet is decided (a round
+    may stop before the dealer's draws that no hand is left to beat: they change
+    nothing, and rounds recorded before issue 12 stop there).
     """
     if not isinstance(data, Mapping):
         raise OutcomeError(
@@ -1030,7 +1045,7 @@ def replay(rules: BlackjackRules, data: JSON, *, require_complete: bool = True) 
             f"decision #{di} ({decisions[di].to_json()}) left over: {deal.expect().to_json()} is due",
             code="OUTCOME_EXTRA_DECISIONS",
         )
-    if require_complete and not deal.complete:
+    if require_complete and not deal.decided:
         raise OutcomeError(
             f"the round stops before it is complete: {deal.expect().to_json()} is due",
             code="ROUND_INCOMPLETE",

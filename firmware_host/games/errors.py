@@ -56,6 +56,13 @@ class StakeOutOfLimits(BetError):
     code = "BET_STAKE_OUT_OF_LIMITS"
 
 
+class StakeNotPayable(StakeOutOfLimits):
+    """A stake that is not a whole number of the table's payable unit: the table
+    could not pay its prize, a whole multiple of it, exactly (docs/rules/money.md)."""
+
+    code = "BET_STAKE_PAYABLE_UNIT"
+
+
 class BetNotOffered(BetError):
     """The bet type exists in the regulation but this table's layout does not offer it."""
 

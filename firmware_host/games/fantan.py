@@ -46,6 +46,11 @@ _ODDS = {
 #: Art. 9: five per cent of the prizes revert to the bank.
 COMMISSION = Fraction(5, 100)
 
+#: The most covered buttons a count may give. The text leaves the heap's size to
+#: chance (art. 2: "um conjunto de botões, à sorte"); a table's heap is a few hundred.
+#: Decision: a count above this is a keying error, not a result.
+MAX_BUTTONS = 10_000
+
 
 @dataclass(frozen=True, slots=True)
 class FantanRules:
@@ -123,16 +128,22 @@ class Fantan(DiscreteGame[FantanRules, FantanOutcome]):
         given = raw
         if isinstance(raw, dict) and "buttons" in raw and set(raw) <= {"buttons", "number"}:
             b = raw["buttons"]
-            if isinstance(b, bool) or not isinstance(b, int) or b < 1:
-                raise OutcomeError(f"fantan: buttons must be a positive count, got {b!r}")
+            if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_BUTTONS:
+                raise OutcomeError(
+                    f"fantan: buttons must be a count of covered buttons 1..{MAX_BUTTONS}, "
+                    f"got {b!r}"
+                )
             outcome = FantanOutcome(b % 4 or 4, b)
+            if raw.get("number") == 0 and not isinstance(raw.get("number"), bool):
+                given = {**raw, "number": 4}  # art. 3 2): a result of 0 counts as four
             check_derived(given, self.outcome_json(outcome), "fantan")
             return outcome
         if isinstance(raw, dict) and set(raw) == {"number"}:
             raw = raw["number"]
         if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= 4:
             raise OutcomeError(
-                f'fantan outcome must be {{"number": 1..4}} (0 counts as 4) or {{"buttons": N}}, got {given!r}'
+                f'fantan outcome must be {{"number": 1..4}} (0 counts as 4) or {{"buttons": N}}, '
+                f"got {given!r}"
             )
         return FantanOutcome(raw or 4)
 

@@ -30,6 +30,15 @@ FIGURES: dict[str, tuple[int, str]] = {
     "crab": (5, "green"),
     "rooster": (6, "red"),
 }
+#: Every name a die may be read by (art. 1 1)): the API names, and the figures as the
+#: Portuguese and the Chinese texts print them. Latin names are read without regard to
+#: case. Numbers 1..6 (art. 1 1) "Número") are read as they are.
+FIGURE_NAMES: dict[str, int] = {
+    **{name: n for name, (n, _) in FIGURES.items()},
+    "peixe": 1, "camarão": 2, "camarao": 2, "cabaço": 3, "cabaco": 3, "moeda": 4,
+    "caranguejo": 5, "galo": 6,
+    "魚": 1, "蝦": 2, "葫蘆": 3, "金錢": 4, "蟹": 5, "雞": 6,
+}  # fmt: skip
 FACE_FIGURE = {n: name for name, (n, _) in FIGURES.items()}
 FACE_COLOUR = {n: colour for _, (n, colour) in FIGURES.items()}
 COLOURS = ("red", "green", "blue")
@@ -71,18 +80,39 @@ def _figure(selection: JSON, bet_type: str) -> str:
     return selection
 
 
+def normalize_fpc_outcome(raw: JSON) -> JSON:
+    """The outcome with every die read by its figure's name turned into its number.
+
+    ``{"dice": ["fish", "crab", "rooster"]}``, ``["peixe", 5, "galo"]`` and
+    ``{"dice": [1, 5, 6]}`` are the same throw (59/2004 art. 1 1)). This is the one
+    place an outcome's figures are read, whatever door it came through (CLI, MQTT, the
+    shaker's faces, the journal's published form)."""
+    dice = raw.get("dice") if isinstance(raw, dict) else raw
+    if not isinstance(dice, list) or not any(isinstance(d, str) for d in dice):
+        return raw
+    faces: list[JSON] = []
+    unknown = []
+    for d in dice:
+        if isinstance(d, str):
+            n = FIGURE_NAMES.get(d.strip().lower(), FIGURE_NAMES.get(d.strip()))
+            if n is None:
+                unknown.append(d)
+            faces.append(n)
+        else:
+            faces.append(d)
+    if unknown:
+        raise OutcomeError(
+            f"fish-prawn-crab: unknown figure(s) {unknown}; a die is a number 1..6 or one of "
+            f"{', '.join(FIGURES)} (59/2004 art. 1 1); the Portuguese and Chinese names too)"
+        )
+    return dict(raw, dice=faces) if isinstance(raw, dict) else faces
+
+
 def parse_fpc_outcome(raw: JSON) -> ThreeDice:
     """Dice as faces 1..6 or figure names: ``{"dice": [1, 5, 6]}`` or ``["fish", "crab", "rooster"]``."""
-    dice = raw.get("dice") if isinstance(raw, dict) else raw
-    if isinstance(dice, list) and any(isinstance(d, str) for d in dice):
-        unknown = [d for d in dice if d not in FIGURES]
-        if unknown:
-            raise OutcomeError(
-                f"fish-prawn-crab: unknown figure(s) {unknown}; figures are {', '.join(FIGURES)}"
-            )
-        faces = [FIGURES[d][0] for d in dice]
-        raw = dict(raw, dice=faces) if isinstance(raw, dict) else faces
-    return parse_dice(raw, "fish-prawn-crab", frozenset({"figures", "colours", "total"}))
+    return parse_dice(
+        normalize_fpc_outcome(raw), "fish-prawn-crab", frozenset({"figures", "colours", "total"})
+    )
 
 
 class FishPrawnCrab(DiscreteGame[FishPrawnCrabRules, ThreeDice]):
@@ -121,8 +151,9 @@ class FishPrawnCrab(DiscreteGame[FishPrawnCrabRules, ThreeDice]):
         raise InvalidSelection(f"unknown fish-prawn-crab bet type {bet_type!r}")  # pragma: no cover
 
     def parse_outcome(self, rules: FishPrawnCrabRules, raw: JSON) -> ThreeDice:
-        throw = parse_fpc_outcome(raw)
-        check_derived(raw, self.outcome_json(throw), "fish-prawn-crab")
+        given = normalize_fpc_outcome(raw)
+        throw = parse_dice(given, "fish-prawn-crab", frozenset({"figures", "colours", "total"}))
+        check_derived(given, self.outcome_json(throw), "fish-prawn-crab")
         return throw
 
     def outcome_json(self, outcome: ThreeDice) -> JSON:

@@ -23,10 +23,16 @@ Order of payment (art. 10 4), 7)): hands are paid left to right from the croupie
 left (ascending seat); when a royal flush's turn comes while a straight flush of the
 same round is unpaid, the straight flushes are paid first, then every royal flush
 of the round together (they share, art. 10 5)), then the rest left to right. Each
-payment reduces the pool (art. 10 8)) by what the pool can bear; a payment larger
-than the pool (a fixed sum) is completed by the house (``house_funded``). When the
-pool is exhausted it restarts from the seed (art. 10 8)); with ``reset_rule =
-"below_seed"`` it is also topped up to the seed whenever a payment leaves less.
+payment reduces the pool by what the pool can bear; a payment larger than the pool
+(a fixed sum) is completed by the house (``house_funded``). A percentage prize is
+the share of the pool as the payments before it left it (art. 10 7) orders the
+straight flushes before the royal precisely because each payment reduces the
+pool), never of a pool restarted in the same game. The restart comes once, after
+every jackpot prize of the game is paid (art. 10 8): "Depois de efectuado o
+pagamento dos prémios do jackpot ... não restando qualquer montante do bolo, o valor
+do jackpot recomeça de acordo com o montante mínimo"): an emptied pool restarts
+from the seed; with ``reset_rule = "below_seed"`` a pool left below the seed is also
+topped up to it. The restart is recorded on the game's last payment (``seeded``).
 
 Reserved for a later issue (the fields exist, are persisted, and must keep their
 neutral values here): ``meter_max`` (a maximum the meter may show, None = none),
@@ -251,8 +257,10 @@ class Payment:
     from_pool: int
     house_funded: int
     pool_before: int
+    #: The pool after this payment (for the game's last payment, after the restart).
     pool_after: int
-    #: Seed added after this payment (a reset, art. 10 8)).
+    #: Seed added after this payment: the restart of art. 10 8), which comes once, after
+    #: the game's last jackpot payment (0 on every other payment).
     seeded: int
     #: How many royal flushes shared the prize (1 otherwise).
     shared_by: int = 1
@@ -373,15 +381,10 @@ def settle_round(
     seeded_total = 0
 
     def pay(seat: int, hand: str, prize: int, basis: str, shared_by: int = 1) -> None:
-        nonlocal pool, seeded_total
+        nonlocal pool
         before = pool
         from_pool = min(prize, pool)
         pool -= from_pool
-        seeded = 0
-        if pool == 0 or (params.reset_rule == "below_seed" and pool < params.seed):
-            seeded = params.seed - pool if pool < params.seed else 0
-            pool += seeded
-        seeded_total += seeded
         payments.append(
             Payment(
                 seat,
@@ -393,7 +396,7 @@ def settle_round(
                 prize - from_pool,
                 before,
                 pool,
-                seeded,
+                0,
                 shared_by,
             )
         )
@@ -429,6 +432,13 @@ def settle_round(
             royals_paid = True
         else:
             pay(seat, hand, params.fixed(hand), "fixed")
+
+    # Art. 10 8): once every prize of the game is paid, an emptied pool restarts at the
+    # minimum (below_seed: a pool left below it is topped up); recorded on the last payment.
+    if payments and (pool == 0 or (params.reset_rule == "below_seed" and pool < params.seed)):
+        seeded_total = max(params.seed - pool, 0)
+        pool += seeded_total
+        payments[-1] = replace(payments[-1], pool_after=pool, seeded=seeded_total)
 
     new_state = replace(
         state,

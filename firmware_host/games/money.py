@@ -5,10 +5,13 @@ HKD). Odds and commission rates are :class:`fractions.Fraction`. Nothing here
 ever touches a float.
 
 A bet's exact prize is ``stake * odds``; its exact commission ``prize * rate``.
-When those are not whole multiples of the table's *smallest payable unit* (fantan's
-1/2 and 1/3 odds, 5% commissions, a blackjack 3:2 on an odd stake), a named rounding
-rule decides what is paid, and the part that is not paid is reported as
-``breakage`` (an exact fraction of the minor unit) so that nothing is lost from the
+A prize that is a whole multiple of the stake (35 to 1, "uma vez a importância da
+aposta") is paid exactly, never rounded: the table refuses at placement a stake it
+could not pay that way (:class:`~base.Limits`, ``BET_STAKE_PAYABLE_UNIT``). Only a
+genuinely fractional amount (fantan's 1/2 and 1/3 odds, 5% commissions, a blackjack
+3:2 on an odd stake) is rounded to the table's *smallest payable unit* by a named
+rule; the part that is not paid is reported as ``breakage`` (an exact fraction of
+the minor unit), never mixed into the commission, so that nothing is lost from the
 books. See ``docs/rules/money.md``.
 """
 
@@ -71,6 +74,14 @@ class MoneyRules:
             -exact.numerator, exact.denominator, self.payable_unit, self.rounding
         )
 
+    def round_commission(self, exact: Fraction) -> int:
+        """A commission the regulation fixes as a rate of a prize (5%), to the *minor*
+        unit: it is kept, not handed over, so the payable unit does not apply; a
+        fraction of a minor unit is rounded as an amount owed by the player (up under
+        FLOOR, to the nearest with halves up under NEAREST). What the payable unit
+        does not let the table pay is breakage, never commission."""
+        return -_round_ratio(-exact.numerator, exact.denominator, 1, self.rounding)
+
     def format(self, amount: int) -> str:
         """Human-readable amount, e.g. ``MOP 1,234.50``; for display only."""
         sign = "-" if amount < 0 else ""
@@ -96,12 +107,56 @@ def _round_ratio(num: int, den: int, unit: int, rule: Rounding) -> int:
     return q * unit
 
 
+#: The largest stake (and limit) any table accepts, minor units: MOP 10,000,000,000.00.
+#: Every prize of it still fits the journal's 64-bit integers (the largest multiple
+#: of any regulation, 5000 to 1, times this is below 2**63).
+MAX_STAKE = 10**12
+
+
+class OversizedNumber:
+    """What :func:`parse_json_int` makes of an integer too long to be an amount.
+
+    Python refuses to convert a decimal text of more than 4300 digits (a guard
+    against quadratic-time parsing), so ``json.loads`` would raise a bare
+    ``ValueError`` on such a stake and the request would fail without naming what is
+    wrong. Kept as this marker instead, it is refused by every check like any other
+    value of the wrong type (``BET_INVALID_STAKE`` for a stake)."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"<an integer of {self.digits} digits>"
+
+
+#: Digits above which a JSON integer is kept as an :class:`OversizedNumber`.
+MAX_JSON_INT_DIGITS = 30
+
+
+def parse_json_int(text: str) -> int | OversizedNumber:
+    """``parse_int`` for ``json.loads`` wherever amounts arrive from outside (MQTT
+    requests, ``tablectl settle --bets``): an integer of more than
+    :data:`MAX_JSON_INT_DIGITS` digits is no amount of money and becomes an
+    :class:`OversizedNumber` that the checks refuse with their own code."""
+    digits = len(text) - (text[0] == "-")
+    if digits > MAX_JSON_INT_DIGITS:
+        return OversizedNumber(digits)
+    return int(text)
+
+
 def check_stake(stake: object) -> int:
-    """A stake must be a positive integer count of minor units (never a float, never bool)."""
+    """A stake must be a positive integer count of minor units (never a float, never
+    bool), at most :data:`MAX_STAKE`."""
     if isinstance(stake, bool) or not isinstance(stake, int):
         raise InvalidStake(f"stake must be a positive integer number of minor units, got {stake!r}")
     if stake <= 0:
         raise InvalidStake(f"stake must be positive, got {stake}")
+    if stake > MAX_STAKE:
+        raise InvalidStake(
+            f"stake {stake} is above {MAX_STAKE}, the largest amount a table accepts"
+        )
     return stake
 
 
@@ -156,12 +211,19 @@ class Verdict:
 
 @dataclass(frozen=True, slots=True)
 class Amounts:
-    """A settled bet's money, all in minor units except the exact ``breakage``."""
+    """A settled bet's money, all in minor units except the exact ``breakage``.
+
+    On a win ``payout - commission == net`` and ``net + breakage`` is the exact net
+    the regulation gives (prize less commission): the commission is the regulation's
+    rate of the prize, and what the payable unit does not let the table pay is the
+    breakage, never a part of the commission (so ``payout`` is the prize less the
+    breakage)."""
 
     result: Result
-    #: Gross prize paid on top of the returned stake (0 unless a win).
+    #: Gross prize paid on top of the returned stake (0 unless a win): ``net + commission``.
     payout: int
-    #: Commission kept by the house out of the prize.
+    #: Commission kept by the house out of the prize: the regulation's rate of the
+    #: exact prize, to the minor unit (a fraction of a minor unit rounded for the house).
     commission: int
     #: The player's net change: ``payout - commission`` on a win, 0 on a push, ``-lost`` on a loss.
     net: int
@@ -171,6 +233,12 @@ class Amounts:
 
 def settle_amounts(stake: int, verdict: Verdict, money: MoneyRules) -> Amounts:
     """Turn a verdict into integer money by the table's rounding rule.
+
+    A prize that is a whole multiple of the stake, without commission, is paid
+    exactly whatever the payable unit (60/2004 art. 7, 57/2004 and 59/2004 art. 6 fix
+    it as a multiple; a stake the table could not pay so is refused at placement).
+    Otherwise the exact net is rounded to the payable unit, the commission is the
+    regulation's rate of the exact prize to the minor unit, and the rest is breakage.
 
     Integer arithmetic on the fractions' numerators and denominators (a ``Fraction``
     is built only for a breakage that is not zero): this is the hot path of every
@@ -191,14 +259,20 @@ def settle_amounts(stake: int, verdict: Verdict, money: MoneyRules) -> Amounts:
     odds, rate = verdict.odds, verdict.commission_rate
     # exact prize = stake * odds = prize_n / prize_d
     prize_n, prize_d = stake * odds.numerator, odds.denominator
+    rn, rd = rate.numerator, rate.denominator
+    if rn == 0:
+        if prize_d == 1:  # a whole multiple of the stake: paid exactly, never rounded
+            return Amounts("win", prize_n, 0, prize_n, _ZERO)
+        net = _round_ratio(prize_n, prize_d, unit, rule)
+        return Amounts("win", net, 0, net, _ratio(prize_n - net * prize_d, prize_d))
     # exact net = prize * (1 - rate) = net_n / net_d
-    net_n = prize_n * (rate.denominator - rate.numerator)
-    net_d = prize_d * rate.denominator
+    net_n = prize_n * (rd - rn)
+    net_d = prize_d * rd
     net = _round_ratio(net_n, net_d, unit, rule)
-    payout = _round_ratio(prize_n, prize_d, unit, rule)
-    if payout < net:  # NEAREST can round the net up past a prize rounded down
-        payout = net
-    return Amounts("win", payout, payout - net, net, _ratio(net_n - net * net_d, net_d))
+    # exact commission = prize * rate, owed by the player: to the minor unit, a
+    # fraction of a unit rounded as a loss is (up under FLOOR, halves up under NEAREST)
+    commission = -_round_ratio(-prize_n * rn, net_d, 1, rule)  # money.round_commission
+    return Amounts("win", net + commission, commission, net, _ratio(net_n - net * net_d, net_d))
 
 
 def _ratio(num: int, den: int) -> Fraction:

@@ -46,6 +46,7 @@ from .base import (
     Settlement,
     Totals,
     require,
+    unit_problems,
 )
 from .cards import Card, cards_str, deck, parse_cards
 from .errors import BetError, BetNotOffered, OutcomeError, RoundStateError, RulesError
@@ -748,6 +749,20 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
 
     def bet_types(self, rules: StudPokerRules) -> Sequence[BetType]:
         return _BET_TYPES if rules.jackpot_offered else _BET_TYPES[:2]
+
+    def money_problems(self, rules: StudPokerRules, money: MoneyRules) -> list[str]:
+        """The jackpot bet's fixed stake and the fixed sums announced on the table
+        (61/2004 art. 10 1)-3)) and the house maximum (art. 9 5) (7)-(9)) must be
+        whole numbers of the payable unit: the table takes and pays them as they are."""
+        path = "pay_table.stud-poker."
+        amounts = [(path + "max_payout", rules.max_payout)]
+        if rules.jackpot_offered:
+            amounts.append((path + "jackpot_stake", rules.jackpot_stake))
+            amounts += [
+                (f"{path}jackpot_{h}_fixed", rules.jackpot_params().fixed(h))
+                for h in jp.JACKPOT_HANDS
+            ]
+        return unit_problems(amounts, money, "the table could not take or pay it exactly")
 
     def canonical_selection(self, rules: StudPokerRules, bet_type: str, selection: JSON) -> JSON:
         require(

@@ -35,7 +35,9 @@ def test_my_drivers_are_registered() -> None:
 
 
 def test_valid_sections_and_defaults() -> None:
-    cfg = validate_document(doc({"wheel": WHEEL, "keypad": KEYPAD, "spare": {**GPIO_WHEEL}}))
+    # a keypad cannot serve a roulette table (Game.device_kinds): its section is kept disabled
+    keypad = {**KEYPAD, "enabled": False}
+    cfg = validate_document(doc({"wheel": WHEEL, "keypad": keypad, "spare": {**GPIO_WHEEL}}))
     devices = cfg.section("devices")
     wheel = devices["wheel"]
     assert isinstance(wheel, DeviceConfig) and wheel.driver == "cammegh-ss2" and wheel.enabled

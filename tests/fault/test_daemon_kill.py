@@ -91,7 +91,10 @@ payable_unit = 100
 
 [limits]
 min_stake = 10000
-max_stake = 2000000
+max_stake = 4000000
+
+[limits.bet_types.ante]
+max = 2000000
 
 [limits.bet_types.raise]
 min = 20000
@@ -532,12 +535,14 @@ def check_jackpot(j: Journal, got: Deliveries) -> list[str]:
         assert Fraction(jp["credited"]) == RATE * STAKE * len(in_play), rid
         pool += jp["credited"]
         credited += jp["credited"]
-        for h in jp["hits"]:
+        royal_total = None  # art. 10 5): royals of one game share one prize
+        for k, h in enumerate(jp["hits"]):
             hand = h["hand"]
             assert h["pool_before"] == pool, f"{rid}: hit pool_before {h['pool_before']} != {pool}"
             if hand == "royal_flush":  # art. 10 2) (1): the whole pool or the fixed sum
-                expected = max(pool, ROYAL_FIXED) // h["shared_by"]
-                assert h["prize"] in (expected, expected + max(pool, ROYAL_FIXED) % h["shared_by"])
+                royal_total = royal_total or max(pool, ROYAL_FIXED)
+                expected = royal_total // h["shared_by"]
+                assert h["prize"] in (expected, expected + royal_total % h["shared_by"])
             elif hand == "straight_flush":  # art. 10 2) (2): 10% of the pool or the fixed sum
                 assert h["prize"] == max(pool // 10, SF_FIXED)
             else:
@@ -545,8 +550,10 @@ def check_jackpot(j: Journal, got: Deliveries) -> list[str]:
             assert h["from_pool"] == min(h["prize"], pool)
             pool -= h["from_pool"]
             paid += h["from_pool"]
-            if pool == 0:  # art. 10 8): an exhausted pool restarts from the seed
-                assert h["seeded"] == SEED_POOL
+            # art. 10 8): once the game's prizes are paid, an exhausted pool restarts
+            # from the seed (recorded on the last payment)
+            last = k == len(jp["hits"]) - 1
+            assert h["seeded"] == (SEED_POOL if last and pool == 0 else 0)
             pool += h["seeded"]
             seeded += h["seeded"]
             hits[hand] += 1

@@ -151,6 +151,16 @@ def test_commission_on_each_winner_art_9() -> None:
     assert r.commission == 150
 
 
+def test_commission_is_five_percent_and_the_unit_rounding_is_breakage_art_9() -> None:
+    # 261/96/M art. 9, 195/92/M art. 9: the house takes 5% of the win. A place wins 2500
+    # at a table paying MOP 1 (100 avos): 5% is 125; the exact net 2375 is paid as 2300
+    # and the 75 the table cannot pay is breakage, not commission.
+    r = settle_bank([Layer("banker", 10000)], [W(1, 2500, True)], MoneyRules(payable_unit=100))
+    a = r.wagers[0][1]
+    assert (a.commission, a.net, a.breakage) == (2500 * 5 // 100, 2300, 75)
+    assert a.payout == 2425 and r.commission_exact == 125
+
+
 money_rules = st.builds(
     MoneyRules,
     payable_unit=st.sampled_from([1, 5, 100]),
@@ -208,7 +218,8 @@ def test_settlement_properties_art_5_and_9(
     for k in range(len(wagers)):
         assert settle_bank(layers, wagers[:k], money).steps == r.steps[:k]
 
-    # commission exact within one payable unit, never overpaid under FLOOR (art. 9)
+    # the commission is the regulation's 5% of each win, to the minor unit (art. 9); what
+    # the payable unit does not let the table pay is breakage, never commission
     exact_total = Fraction(0)
     winners = [(s.transfer, a) for s, (_, a) in zip(r.steps, r.wagers, strict=True)]
     winners += [(lr.gross, lr.amounts) for lr in r.layers if lr.layer.who != "casino"]
@@ -218,22 +229,24 @@ def test_settlement_properties_art_5_and_9(
             continue
         exact = gross * FIVE_PCT
         exact_total += exact
-        assert a.net + a.commission == gross
+        assert a.payout - a.commission == a.net
+        assert a.net + a.breakage == gross - exact  # the exact net, nothing lost
         assert a.net <= gross
         if money.rounding is Rounding.FLOOR:
-            assert exact <= a.commission < exact + money.payable_unit
+            assert 0 <= a.commission - exact < 1
+            assert 0 <= a.breakage < money.payable_unit  # never overpaid
             assert a.net % money.payable_unit == 0 or a.net == gross
         else:
-            assert abs(a.commission - exact) <= Fraction(money.payable_unit, 2)
+            assert abs(a.commission - exact) <= Fraction(1, 2)
+            assert abs(a.breakage) <= Fraction(money.payable_unit, 2)
     for lr in r.layers:
         if lr.layer.who == "casino":
             assert lr.amounts.commission == 0 and lr.amounts.net == lr.gross
     assert r.commission_exact == exact_total
 
-    # money is conserved: every net, plus the commission, sums to zero; and the integer
-    # commission is the exact 5% plus the breakage
+    # money is conserved: every net, plus the exact commission and the breakage the
+    # house keeps, sums to zero
     nets = sum(a.net for _, a in r.wagers) + sum(lr.amounts.net for lr in r.layers)
-    assert nets + r.commission == 0
     assert nets + r.commission_exact + r.breakage == 0
 
 

@@ -273,8 +273,10 @@ def test_art_9_more_points_than_the_dealer_wins_fewer_loses() -> None:
 def test_art_10_2_blackjack_pays_three_to_two() -> None:
     # 56/2004 art. 10 1), 2): 100 x 3/2 = 150.
     d = play(["AS", "9H", "KD", "7C"])
-    assert d.complete
+    # every bet is decided; the dealer, on 16, still owes his draw (art. 6 1))
+    assert d.decided and d.expect().to == "dealer"
     assert nets(d, [main(100)]) == {"m": 150}
+    assert nets(d.deal("5C"), [main(100)]) == {"m": 150}  # art. 10 5): even against 21
 
 
 def test_art_10_2_odd_stake_three_to_two_goes_through_the_rounding_rule() -> None:
@@ -840,11 +842,35 @@ def test_art_20_one_seated_player_per_place() -> None:
     assert code_of(exc) == "PLACE_TWO_SEATED"
 
 
-def test_a_card_after_a_complete_round_without_a_dealer_draw_is_refused() -> None:
-    # 56/2004 art. 7 1): the dealer's second card is dealt; with every hand busted
-    # the dealer draws no more.
-    d = play(["TS", "6H", "6D", (1, "hit"), "KC", "TC"])
-    assert d.complete and hand_total(d.dealer)[0] == 16
+def test_art_6_1_the_dealer_draws_on_16_even_with_every_hand_busted() -> None:
+    # 56/2004 art. 6 1): "A banca é obrigada a tomar cartas quando o total dos seus pontos
+    # for 16 ou inferior" -- no exception. The audit's round: seat TS 5S hits TC and busts;
+    # the dealer has 6H TD = 16; the card 2C he is obliged to draw was refused as
+    # MISDEAL_ROUND_COMPLETE. It is accepted; a card after he must stand is refused.
+    d = play(["TS", "6H", "5S", (1, "hit"), "TC", "TD"])
+    assert hand_total(d.dealer)[0] == 16 and not d.complete
+    assert d.expect().to == "dealer" and d.decided  # no bet depends on the draw
+    before = nets(d, [main(100)])
+    d = d.deal("2C")
+    assert d.complete and hand_total(d.dealer)[0] == 18
+    assert nets(d, [main(100)]) == before == {"m": -100}  # art. 7 2): the bust loses
     with pytest.raises(Misdeal) as exc:
         d.deal("5C")
-    assert code_of(exc) == "MISDEAL_ROUND_COMPLETE"
+    assert code_of(exc) == "MISDEAL_DEALER_STANDS"
+
+
+def test_art_6_1_a_round_recorded_without_the_draws_no_hand_awaits_still_settles() -> None:
+    # Rounds journaled before this rule stop at the dealer's second card when every hand
+    # has busted; replayed, they settle exactly as the full round does.
+    short = {"seats": [1], "cards": ["TS", "6H", "5S", "TC", "TD"],
+             "decisions": [{"seat": 1, "action": "hit"}]}  # fmt: skip
+    full = {**short, "cards": [*short["cards"], "2C"]}
+    bets = G.parse_bets(R, [main(100)])
+    a = G.settle(R, G.parse_outcome(R, short), bets, M)
+    b = G.settle(R, G.parse_outcome(R, full), bets, M)
+    assert [r.amounts for r in a.results] == [r.amounts for r in b.results]
+    # but a round that stops while a hand still waits for the dealer's total is refused
+    with pytest.raises(OutcomeError) as exc:
+        G.parse_outcome(R, {"seats": [1], "cards": ["TS", "6H", "7S", "TD"],
+                            "decisions": [{"seat": 1, "action": "stand"}]})  # fmt: skip
+    assert code_of(exc) == "ROUND_INCOMPLETE"

@@ -68,9 +68,28 @@ def test_zero_counts_as_four_art_3_2() -> None:
     assert G.parse_outcome(R, {"buttons": 49}).number == 1
 
 
+def test_zero_with_a_button_count_counts_as_four_art_3_2() -> None:
+    # 58/2004 art. 3 2): "Quando o resultado final da operação for 0 (zero) entende-se que
+    # este resultado corresponde a quatro". 8 buttons counted off four by four leave 0.
+    o = G.parse_outcome(R, {"number": 0, "buttons": 8})
+    assert (o.number, o.buttons) == (4, 8)
+    assert G.parse_outcome(R, {"number": 4, "buttons": 8}) == o
+    with pytest.raises(OutcomeError, match="disagrees"):
+        G.parse_outcome(R, {"number": 0, "buttons": 9})  # 9 leaves 1, not 0
+
+
+def test_button_count_is_bounded_art_2() -> None:
+    assert G.parse_outcome(R, {"buttons": 10_000}).number == 4
+    for bad in (10_001, 10**40):
+        with pytest.raises(OutcomeError, match=r"1\.\.10000"):
+            G.parse_outcome(R, {"buttons": bad})
+
+
 @pytest.mark.parametrize(
-    "bad", [5, -1, {"number": 1.0}, {"buttons": 0}, {"buttons": -3}, "3", None]
-)
+    "bad",
+    [5, -1, {"number": 1.0}, {"buttons": 0}, {"buttons": -3}, "3", None,
+     {"number": False, "buttons": 8}],
+)  # fmt: skip
 def test_bad_outcomes_refused(bad) -> None:
     with pytest.raises(OutcomeError):
         G.parse_outcome(R, bad)

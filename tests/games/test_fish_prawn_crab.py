@@ -79,6 +79,27 @@ def test_outcome_accepts_figure_names() -> None:
         G.parse_outcome(R, ["fish", "dragon", "crab"])
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"dice": ["fish", "crab", "rooster"]},  # the audit's case: once OUTCOME_INVALID
+        {"dice": ["fish", 5, "rooster"]},
+        {"dice": ["Peixe", "caranguejo", "GALO"]},  # the Portuguese of art. 1 1)
+        {"dice": ["魚", "蟹", "雞"]},  # the Chinese of art. 1 (一)
+        {"dice": [1, 5, 6], "figures": ["fish", "crab", "rooster"]},  # the published form
+        {"dice": ["fish", "crab", "rooster"], "figures": ["fish", "crab", "rooster"], "total": 12},
+    ],
+)
+def test_figure_names_and_numbers_are_the_same_throw_art_1_1(raw) -> None:
+    # 59/2004 art. 1 1): Peixe (fish) one, Caranguejo (crab) five, Galo (rooster) six.
+    assert G.parse_outcome(R, raw).dice == (1, 5, 6)
+
+
+def test_figure_names_must_agree_with_the_published_fields_art_1_1() -> None:
+    with pytest.raises(OutcomeError, match="disagrees"):
+        G.parse_outcome(R, {"dice": ["fish", "crab", "rooster"], "total": 11})
+
+
 @pytest.mark.parametrize(("bet_type", "selection", "wins", "prize", "article"), CASES)
 def test_math_edges_follow_from_the_pay_table(bet_type, selection, wins, prize, article) -> None:
     p = Fraction(sum(1 for d in THROWS if wins(d)), 216)

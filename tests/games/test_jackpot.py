@@ -253,11 +253,18 @@ def test_pool_accounting_invariants(params, pool, rounds) -> None:
         paid_from_pool = sum(p.from_pool for p in r.payments)
         assert r.state.pool == r.pool_before + r.credited - paid_from_pool + r.seeded
         assert r.state.pool >= 0
-        for p in r.payments:
+        for i, p in enumerate(r.payments):
             assert p.prize == p.from_pool + p.house_funded and p.house_funded >= 0
             assert p.pool_after >= 0
+            # art. 10 8): the restart comes once, after the game's last prize
+            assert p.seeded == 0 or i == len(r.payments) - 1
+            assert p.pool_after == p.pool_before - p.from_pool + p.seeded
+            if i:
+                assert p.pool_before == r.payments[i - 1].pool_after
             if p.seeded:
                 assert p.pool_after >= params.seed
+            if p.hand == "straight_flush":  # art. 10 2) (2): 10% of the pool as it stands
+                assert p.prize == max(p.pool_before // 10, params.straight_flush_fixed)
             if p.hand in ("four_of_a_kind", "full_house", "flush"):
                 assert p.prize == params.fixed(p.hand)
             else:
@@ -285,3 +292,109 @@ def test_pool_accounting_invariants(params, pool, rounds) -> None:
 def test_state_round_trips_through_json(params, pool, residue, seats, hits) -> None:
     s = jp.JackpotState(params, pool, residue, tuple(bets(*seats)), hits)
     assert jp.JackpotState.from_json(s.to_json()) == s
+
+
+# -- several prizes in one game: order of art. 10 4)-7), one restart of art. 10 8) -----------
+# The audit's table: the defaults of [pay_table.stud-poker] (seed and royal fixed sum
+# 10,000,000, straight flush 500,000, flush 50,000; stake 1,000, half to the pool).
+
+AUDIT = jp.JackpotParams(
+    stake=1_000,
+    contribution_rate=Fraction(1, 2),
+    seed=10_000_000,
+    royal_flush_fixed=10_000_000,
+    straight_flush_fixed=500_000,
+    four_of_a_kind_fixed=100_000,
+    full_house_fixed=75_000,
+    flush_fixed=50_000,
+)
+
+
+def game(pool: int, hands: dict[int, str], params: jp.JackpotParams = AUDIT) -> jp.JackpotRound:
+    return jp.settle_round(state(pool, params), bets(*hands, stake=params.stake), hands)
+
+
+def test_two_royals_on_a_pool_below_the_fixed_sum_art_10_5_and_8() -> None:
+    # Art. 10 5): they share the larger of the pool and the fixed sum: 10,000,000 / 2.
+    # Art. 10 8): once paid, the emptied pool restarts at the minimum, 10,000,000 (it
+    # once ended at 5,000,000: the second share was taken out of the fresh seed).
+    r = game(0, {2: "royal_flush", 6: "royal_flush"})
+    pool = 0 + 2 * 500  # this game's contributions
+    assert paid(r) == [(2, "royal_flush", 5_000_000), (6, "royal_flush", 5_000_000)]
+    assert sum(p.from_pool for p in r.payments) == pool
+    assert sum(p.house_funded for p in r.payments) == 10_000_000 - pool
+    assert r.state.pool == 10_000_000 and r.seeded == 10_000_000
+    assert [p.seeded for p in r.payments] == [0, 10_000_000]
+
+
+def test_two_royals_on_a_pool_above_the_fixed_sum_art_10_5_and_8() -> None:
+    r = game(30_000_000, {2: "royal_flush", 6: "royal_flush"})
+    pool = 30_000_000 + 1_000
+    assert paid(r) == [(2, "royal_flush", pool // 2), (6, "royal_flush", pool // 2)]
+    assert sum(p.house_funded for p in r.payments) == 0
+    assert r.state.pool == 10_000_000
+
+
+def test_a_royal_and_a_straight_flush_pool_above_the_fixed_sums_art_10_7() -> None:
+    # Art. 10 7): the straight flush first, 10% of the pool; the royal then takes the rest.
+    r = game(30_000_000, {1: "royal_flush", 4: "straight_flush"})
+    pool = 30_000_000 + 1_000
+    sf = pool // 10
+    assert paid(r) == [(4, "straight_flush", sf), (1, "royal_flush", pool - sf)]
+    assert r.state.pool == 10_000_000
+
+
+def test_a_royal_and_a_straight_flush_pool_below_the_fixed_sums_art_10_7() -> None:
+    r = game(2_000_000, {1: "royal_flush", 4: "straight_flush"})
+    pool = 2_000_000 + 1_000
+    # 10% is 200,100 < 500,000: the fixed sum; the royal's 10,000,000 beats what is left
+    assert paid(r) == [(4, "straight_flush", 500_000), (1, "royal_flush", 10_000_000)]
+    royal = r.payments[1]
+    assert (royal.from_pool, royal.house_funded) == (pool - 500_000, 10_000_000 - pool + 500_000)
+    assert r.state.pool == 10_000_000
+
+
+def test_several_straight_flushes_pool_above_the_fixed_sum_art_10_6() -> None:
+    # Art. 10 6): each 10% of the pool or the fixed sum; paid left to right (art. 10 4)),
+    # each from the pool the one before left (docs/rules/stud-poker.md).
+    r = game(30_000_000, {2: "straight_flush", 5: "straight_flush"})
+    pool = 30_000_000 + 1_000
+    first = pool // 10
+    second = (pool - first) // 10
+    assert paid(r) == [(2, "straight_flush", first), (5, "straight_flush", second)]
+    assert r.state.pool == pool - first - second and r.seeded == 0
+
+
+def test_several_straight_flushes_pool_below_the_fixed_sum_art_10_6() -> None:
+    r = game(2_000_000, {2: "straight_flush", 5: "straight_flush"})
+    pool = 2_000_000 + 1_000
+    assert paid(r) == [(2, "straight_flush", 500_000), (5, "straight_flush", 500_000)]
+    assert r.state.pool == pool - 1_000_000 and r.seeded == 0
+
+
+def test_a_straight_flush_after_the_pool_is_emptied_gets_its_fixed_sum_art_10_2_2_and_8() -> None:
+    # Four of a kind at place 1 empties a pool of 50,000; the straight flush at place 3
+    # then takes the larger of 10% of what is left (nothing) and 500,000, not 10% of a
+    # seed put back in the middle of the game (once 1,000,000: an overpayment).
+    r = game(50_000, {1: "four_of_a_kind", 3: "straight_flush"})
+    assert paid(r) == [(1, "four_of_a_kind", 100_000), (3, "straight_flush", 500_000)]
+    assert r.payments[1].from_pool == 0 and r.payments[1].house_funded == 500_000
+    assert r.state.pool == 10_000_000
+
+
+def test_a_flush_after_a_royal_is_paid_before_the_restart_art_10_8() -> None:
+    # The royal takes the pool; the flush's 50,000 is the house's; then the restart: the
+    # pool stands at the minimum, not 50,000 below it (once 9,950,000).
+    r = game(20_000_000, {1: "royal_flush", 5: "flush"})
+    assert paid(r) == [(1, "royal_flush", 20_001_000), (5, "flush", 50_000)]
+    assert r.payments[1].house_funded == 50_000
+    assert r.state.pool == 10_000_000
+
+
+def test_below_seed_tops_up_once_after_the_game_art_10_8() -> None:
+    below = jp.JackpotParams(**{**_fields(AUDIT), "reset_rule": "below_seed"})
+    r = game(10_100_000, {1: "straight_flush", 2: "flush"}, below)
+    pool = 10_100_000 + 1_000
+    sf = pool // 10
+    assert paid(r) == [(1, "straight_flush", sf), (2, "flush", 50_000)]
+    assert r.state.pool == 10_000_000 and r.seeded == 10_000_000 - (pool - sf - 50_000)

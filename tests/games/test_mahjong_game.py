@@ -126,12 +126,28 @@ def _doc(**sections: Any) -> dict[str, Any]:
         ({"amounts": {"25/50": [3, 2, 1]}}, {}, "never lower for a higher grade"),
         ({"amounts": {"25/50": [1, 2, 3]}}, {"variant": "simplified"}, "not a stake level"),
         ({}, {"variant": "riichi"}, "authorised choices"),
+        # issue 12 point 6: the printed form is read as the regulation means it ...
+        ({"amounts": {"$ 100,00/ $ 200,00": [1, 2, 3], "100/200": [1, 2, 3]}}, {},
+         "are the same stake level 100/200"),
+        # ... and what is ambiguous is refused, not read 100 times too high
+        ({"amounts": {"1,0000/2,0000": [1, 2, 3]}}, {}, "not written in an accepted form"),
+        ({"amounts": {"$1,000/$2,000": [1, 2, 3]}}, {}, "thousands or decimals?"),
     ],
 )
 def test_pay_table_is_checked_art_6_8(pay: dict[str, Any], rules: dict[str, Any], needle: str) -> None:
     with pytest.raises(ConfigInvalid) as e:
         validate_document(_doc(pay_table={"mahjong": pay}, rules={"mahjong": rules}))
     assert needle in "\n".join(e.value.errors)
+
+
+def test_pay_table_key_as_the_regulation_prints_it_art_8() -> None:
+    # "$ 100,00/ $ 200,00" (135/91/M art. 8 (a)) is the level 100/200, not 10,000/20,000.
+    cfg = validate_document(_doc(pay_table={"mahjong": {"amounts": {"$ 100,00/ $ 200,00": [
+        10000, 20000, 40000]}}}))  # fmt: skip
+    raw = {"stake": "100/200", "banker": 0, "winner": 0, "round_wind": "E",
+           "concealed": "12m 456p 789s 222p 55m", "win": {"tile": "3m", "by": "self_drawn"}}
+    s = G.settle(cfg.rules, G.parse_outcome(cfg.rules, raw), [], cfg.money)
+    assert s.extras["mahjong"]["payments"][0]["amount"] == 3 * 2 * 10000
 
 
 def test_default_pay_table_follows_the_stake_level_decision() -> None:

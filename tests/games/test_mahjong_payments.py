@@ -113,8 +113,49 @@ def test_a_level_not_in_the_table_is_refused_art_8() -> None:
 
 
 def test_stake_level_spellings_art_8() -> None:
-    for text in ("$1,000/$2,000", "1000/2000", "$ 1 000 / $ 2 000"):
+    for text in ("1000/2000", "$1000/$2000", "$ 1 000 / $ 2 000", "$ 1 000,00/ $ 2 000,00"):
         assert G.parse_outcome(CONV, declare(PLAIN, "3m", stake=text)).stake == (1000, 2000)
+
+
+# Art. 8 (a) and (b) exactly as the Portuguese text prints the levels: decimal comma,
+# a space between thousands ("$ 1 000,00/ $ 2 000,00").
+PRINTED_A = ["$ 25,00/ $ 50,00", "$ 50,00/ $ 100,00", "$ 100,00/ $ 200,00", "$ 200,00/ $ 400,00",
+             "$ 300,00/ $ 600,00", "$ 500,00/ $ 1 000,00", "$ 1 000,00/ $ 2 000,00",
+             "$ 2 000,00/ $ 4 000,00", "$ 3 000,00/ $ 6 000,00", "$ 5 000,00/ $ 10 000,00",
+             "$ 10 000,00/ $ 20 000,00"]
+
+
+@pytest.mark.parametrize(("printed", "plain"), list(zip(PRINTED_A, [s for s, _ in ART8A], strict=True)))
+def test_levels_as_the_regulation_prints_them_art_8_a(printed: str, plain: str) -> None:
+    # issue 12 point 6: "$ 100,00/ $ 200,00" was read as 10,000/20,000 (the winner got
+    # MOP 40,000 instead of 400). The commission is the level's, in patacas, x 100 avos.
+    p = plan(declare(PLAIN, "3m", stake=printed))
+    q = plan(declare(PLAIN, "3m", stake=plain))
+    assert amounts(p) == amounts(q) and p.commission == q.commission
+    assert p.commission == dict(ART8A)[plain] * 100
+
+
+def test_the_audit_case_100_200_pays_the_winner_mop_400_art_7_8() -> None:
+    # A kai vu at 100/200 (default share MOP 100), winner not the banker: the banker pays
+    # double, so the winner receives 4 x MOP 100 = MOP 400; commission MOP 40 (art. 8 (a)).
+    p = plan(declare(PLAIN, "3m", stake="$ 100,00/ $ 200,00"))
+    assert amounts(p)[1] == 4 * 100 * 100 and p.commission == 40 * 100
+    p = plan(declare("12s 5s5s", "3s", stake="$ 300,00/ $ 600,00"), SIMP)  # art. 8 (b)
+    assert p.commission == 60 * 100
+
+
+@pytest.mark.parametrize(
+    "text", ["1,0000/2,0000", "$1,000/$2,000", "1.000/2.000", "100,50/200", "100/200/400", "cem"]
+)
+def test_ambiguous_or_malformed_levels_are_refused_with_the_accepted_forms_art_8(
+    text: str,
+) -> None:
+    # "1,0000/2,0000" was read as 10,000/20,000; a comma before three digits is a thousands
+    # separator in one notation and a decimal one in the other: refused, never guessed.
+    with pytest.raises(OutcomeError) as e:
+        G.parse_outcome(CONV, declare(PLAIN, "3m", stake=text))
+    assert e.value.code == "MAHJONG_STAKE_LEVEL"
+    assert '"$ 1 000,00/ $ 2 000,00"' in e.value.message and '"25/50"' in e.value.message
 
 
 # -- art. 9 (a) 4), (b) 3): no more than the winner's capital ---------------------------

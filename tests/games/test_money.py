@@ -35,6 +35,29 @@ def test_payable_unit_rounds_to_chips() -> None:
     assert a.net == 1500 and a.breakage == Fraction(75)
 
 
+@pytest.mark.parametrize(("stake", "odds"), [(2550, 35), (2050, 1), (50, 1), (150, 2)])
+def test_a_whole_multiple_prize_is_never_rounded_60_2004_art_7(stake: int, odds: int) -> None:
+    # 60/2004 art. 7 "1賠35 ... 1賠1", 57/2004 and 59/2004 art. 6 "uma vez a importância da
+    # aposta": the prize is the stake times the figure, whatever the payable unit (such a
+    # stake is refused at placement; one that got past is still paid the regulation's prize).
+    for rounding in Rounding:
+        a = settle_amounts(
+            stake, Verdict.win(odds), MoneyRules(payable_unit=100, rounding=rounding)
+        )
+        assert (a.payout, a.commission, a.net, a.breakage) == (stake * odds, 0, stake * odds, 0)
+
+
+def test_fantan_nga_commission_is_five_percent_and_rounding_is_breakage_art_9() -> None:
+    # 58/2004 art. 7 1) (3): Nga pays half the stake; art. 9: 5% of the prize to the bank.
+    # Stake MOP 100 at a MOP 1 payable unit: prize 5000, commission 250, exact net 4750;
+    # the table pays 4700 and the 50 it cannot pay is breakage, not commission.
+    a = settle_amounts(
+        10000, Verdict.win(Fraction(1, 2), Fraction(5, 100)), MoneyRules(payable_unit=100)
+    )
+    assert (a.commission, a.net, a.breakage) == (10000 // 2 * 5 // 100, 4700, 50)
+    assert a.payout == a.net + a.commission == 4950
+
+
 def test_partial_loss_rounds_against_the_player() -> None:
     # Surrender of half an odd stake: the player never gets back more than half.
     a = settle_amounts(101, Verdict.lose(loss_fraction=Fraction(1, 2)), FLOOR)
@@ -71,15 +94,21 @@ def test_win_never_pays_a_fraction_and_accounts_for_every_unit(
     money = MoneyRules(payable_unit=unit, rounding=rounding)
     a = settle_amounts(stake, Verdict.win(o, rate), money)
     exact_net = stake * o * (1 - rate)
+    exact_commission = stake * o * rate
     for v in (a.payout, a.commission, a.net):
         assert isinstance(v, int)
-    assert a.net % unit == 0 and a.payout % unit == 0
+    if rate == 0 and o.denominator == 1:
+        assert a.net == stake * o and a.breakage == 0  # a whole multiple is never rounded
+    else:
+        assert a.net % unit == 0
     assert a.payout - a.commission == a.net
     assert a.net + a.breakage == exact_net  # nothing lost from the books
-    assert a.commission >= 0
+    # the commission is the regulation's, to the minor unit; rounding is breakage
     if rounding is Rounding.FLOOR:
+        assert 0 <= a.commission - exact_commission < 1
         assert 0 <= a.breakage < unit  # the house never overpays, by less than a unit
     else:
+        assert abs(a.commission - exact_commission) <= Fraction(1, 2)
         assert abs(a.breakage) <= Fraction(unit, 2)
 
 
@@ -126,10 +155,17 @@ def _reference(stake: int, v: Verdict, money: MoneyRules) -> tuple[int, int, int
         lost = stake if v.loss_fraction == 1 else min(-house_round(-exact), stake)
         return 0, 0, -lost, lost - exact
     prize = stake * v.odds
+    if v.commission_rate == 0 and v.odds.denominator == 1:
+        return int(prize), 0, int(prize), Fraction(0)  # a whole multiple is never rounded
     exact_net = prize * (1 - v.commission_rate)
     net = house_round(exact_net)
-    payout = max(house_round(prize), net)
-    return payout, payout - net, net, exact_net - net
+    exact_commission = prize * v.commission_rate  # owed by the player: rounded for the house
+    c = exact_commission.numerator // exact_commission.denominator
+    if c < exact_commission and (
+        money.rounding is Rounding.FLOOR or exact_commission - c >= Fraction(1, 2)
+    ):
+        c += 1
+    return net + c, c, net, exact_net - net
 
 
 @given(

@@ -387,10 +387,12 @@ def test_settlement_conserves_money_art_5_9(
                      **({"selection": place} if bt == "place" else {})})
     s = settle(raw, bets, money=MoneyRules(payable_unit=unit))
     nets = sum(b["net"] for b in s["bets"]) + s["banker"]["net"] + s["bank"]["casino_net"]
-    assert nets + s["totals"]["commission"] == 0
-    assert abs(s["banker"]["gross"]) <= 50 * capital
     exact, breakage = Fraction(s["commission_exact"]), Fraction(s["totals"]["breakage"])
-    assert exact + breakage == s["totals"]["commission"]
+    # art. 9: the commission is 5% of each win; the payable unit's rounding is breakage,
+    # kept by the house besides the commission; nothing is lost
+    assert nets + exact + breakage == 0
+    assert abs(s["totals"]["commission"] - exact) < len(s["bets"]) + 1
+    assert abs(s["banker"]["gross"]) <= 50 * capital
     assert breakage >= 0
     for b in s["bets"]:
         if b["bet_type"] == "place":

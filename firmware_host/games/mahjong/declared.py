@@ -10,6 +10,7 @@ that is well formed but is not a win is *not* refused here: it is a false win
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -165,22 +166,66 @@ class DeclaredWin:
         return out
 
 
-def parse_level(text: str) -> tuple[int, int] | None:
-    """``"25/50"`` (also ``"$25/$50"``, ``"1,000/2,000"``) -> (25, 50); None if not that shape."""
-    parts = text.replace("$", "").replace(",", "").replace(" ", "").split("/")
-    if len(parts) == 2 and all(p.isdigit() for p in parts):
-        return int(parts[0]), int(parts[1])
-    return None
+#: One figure of a stake level, in whole patacas: plain digits, or digits in groups of
+#: three separated by spaces as the regulation prints them ("1 000"), optionally with a
+#: dollar sign before and two decimal digits after a comma (135/91/M art. 8 prints
+#: "$ 100,00") or a point.
+_FIGURE = re.compile(r"^\$?\s*([0-9]{1,3}(?:\s[0-9]{3})+|[0-9]+)(?:[,.]([0-9]{2}))?$")
+
+LEVEL_FORMS = (
+    '"25/50", "$25/$50", "1000/2000", or as 135/91/M art. 8 prints them, with a decimal '
+    'comma and spaces between thousands: "$ 25,00/ $ 50,00", "$ 1 000,00/ $ 2 000,00"'
+)
+
+
+def parse_level(text: str) -> tuple[int, int]:
+    """A stake level of art. 8 as its two figures in whole patacas: ``"25/50"``,
+    ``"$25/$50"``, or as the regulation prints it, ``"$ 100,00/ $ 200,00"`` or
+    ``"$ 1 000,00/ $ 2 000,00"`` (decimal comma, spaces between thousands) -> (100, 200).
+
+    Anything else is refused (code ``MAHJONG_STAKE_LEVEL``, the message shows the
+    accepted forms): a comma or point before three digits ("1,000", "1.000") is a
+    thousands separator in one notation and a decimal one in the other, so it is
+    ambiguous; cents are never part of a level.
+    """
+    parts = text.split("/")
+    figures = []
+    for part in parts if len(parts) == 2 else ():
+        m = _FIGURE.match(part.strip())
+        if m is None:
+            break
+        if m.group(2) not in (None, "00"):
+            raise _err(
+                f"stake level {text!r}: the levels of 135/91/M art. 8 are whole patacas "
+                f"({part.strip()!r} has cents); write it {LEVEL_FORMS}",
+                "MAHJONG_STAKE_LEVEL",
+            )
+        figures.append(int(re.sub(r"\s", "", m.group(1))))
+    if len(figures) != 2:
+        raise _err(
+            f"stake level {text!r} is not written in an accepted form: {LEVEL_FORMS} (a "
+            "comma or point before three digits, as in \"1,000\", is refused: thousands or "
+            "decimals?)",
+            "MAHJONG_STAKE_LEVEL",
+        )
+    return figures[0], figures[1]
 
 
 def parse_stake(value: object, levels: Mapping[tuple[int, int], Any], variant: str) -> tuple[int, int]:
     """The declared stake level, one of ``levels`` (art. 8)."""
-    level = parse_level(value) if isinstance(value, str) else None
-    if level is not None and level in levels:
-        return level
     known = ", ".join(f"{a}/{b}" for a, b in levels)
+    if not isinstance(value, str):
+        raise _err(
+            f"stake must be a stake level of 135/91/M art. 8 ({variant}) written as a string, "
+            f"one of {known}; got {value!r}",
+            "MAHJONG_STAKE_LEVEL",
+        )
+    level = parse_level(value)
+    if level in levels:
+        return level
     raise _err(
-        f"stake must be a stake level of 135/91/M art. 8 ({variant}): one of {known}; got {value!r}",
+        f"stake must be a stake level of 135/91/M art. 8 ({variant}): one of {known}; got "
+        f"{value!r} (read as {level[0]}/{level[1]})",
         "MAHJONG_STAKE_LEVEL",
     )
 

@@ -25,7 +25,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..base import JSON, Bet, BetResult, BetType, Game, Limits, MathReport, Settlement, Totals
+from ..base import (
+    JSON,
+    Bet,
+    BetResult,
+    BetType,
+    Game,
+    Limits,
+    MathReport,
+    Settlement,
+    Totals,
+    unit_problems,
+)
 from ..errors import ConfigError, RulesError, UnknownBetType
 from ..money import Amounts, MoneyRules
 from ..options import option
@@ -96,6 +107,21 @@ class Mahjong(Game[MahjongRules, DeclaredWin]):
     title = "Mah-jong"
     regulation = "Portaria 135/91/M"
     rules_type = MahjongRules
+
+    def money_problems(self, rules: MahjongRules, money: MoneyRules) -> list[str]:
+        """Every level's single shares (configured or default) are handed over between
+        players as they are (135/91/M art. 7): whole numbers of the payable unit."""
+        table = effective_table(rules.variant, rules.amounts, money.minor_digits)
+        unit = money.payable_unit
+        return unit_problems(
+            [
+                (f"pay_table.mahjong.amounts.{level_text(level)!r}", bad[0])
+                for level, shares in table.items()
+                if (bad := [a for a in shares if a % unit])
+            ],
+            money,
+            "the players could not pay it exactly (a level not configured pays its two figures)",
+        )
 
     # -- no bets: the players play each other --------------------------------
     def bet_types(self, rules: MahjongRules) -> Sequence[BetType]:

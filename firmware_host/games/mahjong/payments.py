@@ -59,12 +59,20 @@ def check_amounts(variant: str, amounts: Mapping[str, Sequence[int]]) -> str | N
     """Config check of ``[pay_table.mahjong] amounts`` for ``variant``; an error text or None."""
     levels = COMMISSION[variant]
     grades = GRADES[variant]
+    seen: dict[Level, str] = {}
     for key, values in amounts.items():
-        level = parse_level(key)
+        try:
+            level = parse_level(key)
+        except OutcomeError as exc:
+            return f"amounts: {exc.message}"
         if level not in levels:
             known = ", ".join(level_text(lv) for lv in levels)
-            return (f"amounts: {key!r} is not a stake level of {COMMISSION_ARTICLE[variant]} "
-                    f"({variant}); levels: {known}")
+            return (f"amounts: {key!r} (read as {level_text(level)}) is not a stake level of "
+                    f"{COMMISSION_ARTICLE[variant]} ({variant}); levels: {known}")
+        if level in seen:
+            return (f"amounts: {seen[level]!r} and {key!r} are the same stake level "
+                    f"{level_text(level)}; give it once")
+        seen[level] = key
         if len(values) != len(grades):
             return (f"amounts.{key!r}: give {len(grades)} single-share amounts in minor units "
                     f"({', '.join(grades)}), got {list(values)}")
