@@ -89,7 +89,7 @@ SECTION_MODULES = (
     "firmware_host.mqtt",
     "firmware_host.daemon",
     "firmware_host.console",
-    "firmware_host.jackpot",
+    "firmware_host.table.jackpot",
     "drivers.registry",
 )
 _sections_loaded = False

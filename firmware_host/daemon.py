@@ -39,12 +39,12 @@ from .config import (
     validate_fields,
 )
 from .console import ConsoleSession, ConsoleSettings, Lockout, serve_socket, serve_stream
-from .floor import FloorRequests
 from .journal import Journal, JournalSettings, RoundRecord
 from .mqtt import FloorLink, MqttSettings
-from .procedures import Procedure, make_procedure
-from .rounds import Phase, RoundEngine
 from .sdnotify import Notifier
+from .table.engine import Phase, RoundEngine
+from .table.floor import FloorRequests
+from .table.procedures import Procedure, make_procedure
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +232,7 @@ class TableDaemon:
         rules = self.cfg.rules
         if self.cfg.game_id != "stud-poker" or not getattr(rules, "jackpot_offered", False):
             return None
-        from .jackpot import JackpotController
+        from .table.jackpot import JackpotController
 
         js = self.cfg.section("jackpot") or {"meter_max": 0, "display_ms": 1000, "sign": ""}
         ctl = JackpotController(

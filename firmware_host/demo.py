@@ -29,7 +29,7 @@ from .floor_client import FloorClient, FloorMessage
 from .games import GAME_IDS
 from .mqtt import settings_for_demo
 from .players import SimulatedPlayers
-from .rounds import Phase
+from .table.engine import Phase
 
 JSON = Any
 PREFIX = "casino"

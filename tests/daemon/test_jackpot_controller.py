@@ -11,9 +11,15 @@ from hypothesis import strategies as st
 
 from firmware_host.config import load_config
 from firmware_host.games import jackpot as jp
-from firmware_host.jackpot import JackpotController, Meter, adjust_meter, apply_meter, new_meter
 from firmware_host.journal import Journal
-from firmware_host.rounds import RoundEngine
+from firmware_host.table.engine import RoundEngine
+from firmware_host.table.jackpot import (
+    JackpotController,
+    Meter,
+    adjust_meter,
+    apply_meter,
+    new_meter,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG = load_config(ROOT / "config" / "stud-poker.toml")

@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from firmware_host.config import load_config
-from firmware_host.floor import FloorRequests
 from firmware_host.games.errors import OutcomeError
 from firmware_host.journal import Journal
 from firmware_host.players import SimulatedPlayers
-from firmware_host.rounds import Phase, RoundEngine, RoundFault
+from firmware_host.table.engine import Phase, RoundEngine, RoundFault
+from firmware_host.table.floor import FloorRequests
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -33,7 +33,7 @@ from firmware_host.config import load_config
 from firmware_host.daemon import TableDaemon
 from firmware_host.floor_client import FloorClient
 from firmware_host.mqtt import MqttSettings
-from firmware_host.rounds import Phase
+from firmware_host.table.engine import Phase
 
 ROUNDS = int(os.environ.get("TABLECTL_FAULT_ROUNDS", "300"))
 

@@ -67,8 +67,8 @@ from _fault_support import (
 from _mqtt_support import Collector
 
 from firmware_host.floor_client import FloorClient
-from firmware_host.jackpot import Meter
 from firmware_host.journal import Journal
+from firmware_host.table.jackpot import Meter
 
 TRIALS = int(os.environ.get("TABLECTL_DAEMON_KILLS", "60"))
 TABLE = "fault-stud"

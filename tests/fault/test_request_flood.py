@@ -53,8 +53,8 @@ from _fault_support import (
 )
 from _flood_requests import MAX_PAYLOAD, valid_bet
 
-from firmware_host import floor as floor_module
 from firmware_host.floor_client import FloorClient
+from firmware_host.table import floor as floor_module
 
 ROUNDS = int(os.environ.get("TABLECTL_FLOOD_ROUNDS", "20"))  # measured with, and without
 FLOOD = int(os.environ.get("TABLECTL_FLOOD_REQUESTS", "5000"))  # at least

@@ -53,7 +53,7 @@ from firmware_host.daemon import TableDaemon
 from firmware_host.floor_client import FloorClient
 from firmware_host.mqtt import MqttSettings
 from firmware_host.players import SimulatedPlayers
-from firmware_host.rounds import Phase
+from firmware_host.table.engine import Phase
 
 GAMES = int(os.environ.get("TABLECTL_SERIAL_GAMES", "60"))
 ONLINE_WITHIN = 2.0

@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .games.errors import RulesError
-from .rounds import SCHEMA_VERSION, RoundEngine, RoundFault
+from ..games.errors import RulesError
+from .engine import SCHEMA_VERSION, RoundEngine, RoundFault
 
 log = logging.getLogger(__name__)
 

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from . import __version__
-from .config import TableConfig
-from .games.base import Bet, Settlement
-from .games.errors import BetError, OutcomeError, RulesError
-from .journal import (
+from .. import __version__
+from ..config import TableConfig
+from ..games.base import Bet, Settlement
+from ..games.errors import BetError, OutcomeError, RulesError
+from ..journal import (
     BetConflict,
     BetNotFound,
     Journal,

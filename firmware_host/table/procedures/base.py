@@ -23,12 +23,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from .games.errors import RulesError
-from .journal import OutboxMessage, iso_utc, utc_now
-from .rounds import SCHEMA_VERSION, Phase
+from ...games.errors import RulesError
+from ...journal import OutboxMessage, iso_utc, utc_now
+from ..engine import SCHEMA_VERSION, Phase
 
 if TYPE_CHECKING:
-    from .daemon import TableDaemon
+    from ...daemon import TableDaemon
 
 log = logging.getLogger(__name__)
 
@@ -373,7 +373,7 @@ class ShoeProcedure(Procedure):
         self.setup: dict[str, JSON] | None = None
 
     def _start_deal(self) -> Any:
-        from .games import baccarat, blackjack, stud_poker
+        from ...games import baccarat, blackjack, stud_poker
 
         e = self.engine
         gid = e.cfg.game_id
@@ -388,7 +388,7 @@ class ShoeProcedure(Procedure):
         if gid == "stud-poker":
             return stud_poker.StudDeal.start(e.rules, seats)
         if gid == "super-pan-9":
-            from .games import super_pan_9
+            from ...games import super_pan_9
 
             st = self.setup
             if st is None:
@@ -444,7 +444,7 @@ class ShoeProcedure(Procedure):
                     },
                 )
                 return
-            from .games.cards import Card
+            from ...games.cards import Card
 
             try:
                 d = self._ensure_deal()

@@ -34,10 +34,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .config import FieldSpec, register_section, validate_fields
-from .games import jackpot as jp
-from .games.base import Bet, Settlement
-from .journal import JackpotHit, Journal, iso_utc, utc_now
+from ..config import FieldSpec, register_section, validate_fields
+from ..games import jackpot as jp
+from ..games.base import Bet, Settlement
+from ..journal import JackpotHit, Journal, iso_utc, utc_now
 
 log = logging.getLogger(__name__)
 
