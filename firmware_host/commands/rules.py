@@ -140,6 +140,10 @@ def cmd_math(args: argparse.Namespace) -> int:
     }
     try:
         cfg = _config_for(args.game, args.config)
+        if cfg.game.math_needs_simulator:
+            from ..simulate_blackjack import simulate
+
+            options["simulate"] = simulate
         report = cfg.game.math(cfg.rules, **options)
     except (RulesError, ConfigInvalid) as exc:
         return _fail(exc)
