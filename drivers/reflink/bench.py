@@ -71,7 +71,7 @@ async def wait_online(driver: Any, timeout: float = 3.0) -> None:
 
 
 async def collect(
-    sub: Subscription,
+    sub: Subscription[DeviceEvent],
     kind: type[DeviceEvent] | tuple[type[DeviceEvent], ...],
     n: int,
     timeout: float = 5.0,
@@ -87,7 +87,7 @@ async def collect(
     return out
 
 
-def drain(sub: Subscription) -> list[DeviceEvent]:
+def drain(sub: Subscription[DeviceEvent]) -> list[DeviceEvent]:
     out = []
     while (ev := sub.get_nowait()) is not None:
         out.append(ev)

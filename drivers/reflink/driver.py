@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from firmware_host.config import ConfigInvalid, FieldSpec, validate_fields
 
 from ..base import CodecError, DeviceTimeout, DriverError, HealthState, LinkError
-from ..common import DriverBase
+from ..common import DriverBase, E
 from ..transport import Backoff, LinkState, Opener, serial_opener
 from .aio import ReflinkHost, acquire_host, release_host, wait_event
 from .link import LinkTimers
@@ -125,7 +125,7 @@ def resolve_settings(
     return out
 
 
-class RefDriver(DriverBase):
+class RefDriver(DriverBase[E]):
     """Base of the reflink drivers; subclasses set ``profile`` and handle messages."""
 
     profile: ClassVar[Profile]
