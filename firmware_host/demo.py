@@ -169,7 +169,7 @@ def table_document(game: str, devices: dict[str, Any]) -> dict[str, Any]:
         },
         "limits": {"min_stake": 2500, "max_stake": 500000},
         "devices": devices,
-        "daemon": {"auto_open": True},
+        "daemon": {"simulated": True},
     }
     if game == "stud-poker":
         base["limits"] = {

@@ -1,5 +1,5 @@
-"""Operations commands: ``tablectl console`` and ``tablectl audit``; and the console
-backend that lets a technician look into (and, logged in, act on) the running daemon."""
+"""Operations commands: ``tablectl console`` and ``tablectl audit``. (What the console
+sees of the running table is ``firmware_host/console_backend.py``.)"""
 
 from __future__ import annotations
 
@@ -10,16 +10,10 @@ import getpass
 import json
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ..console import hash_pin
 
-if TYPE_CHECKING:
-    from ..daemon import TableDaemon
-
-JSON = Any
 DEFAULT_RUNTIME = "/run/tablectl"
 DEFAULT_STATE = "/var/lib/tablectl"
 
@@ -119,148 +113,3 @@ async def _console_client(path: str) -> int:
         await asyncio.wait_for(out_task, 1.0)
     writer.close()
     return 0
-
-
-class DaemonConsoleBackend:
-    """What the console sees of the daemon (implements ``console.ConsoleBackend``)."""
-
-    def __init__(self, daemon: TableDaemon) -> None:
-        self.d = daemon
-
-    @property
-    def _journal(self) -> Any:
-        assert self.d.journal is not None
-        return self.d.journal
-
-    @property
-    def _engine(self) -> Any:
-        assert self.d.engine is not None
-        return self.d.engine
-
-    def status(self) -> JSON:
-        d = self.d
-        return {
-            **self._engine.get_status(),
-            "name": d.cfg.name,
-            "journal": self._journal.get_status(),
-            "mqtt": d.link.get_status() if d.link else None,
-            "loop_lag_ms": round(d.loop_lag * 1000, 1),
-            "faults": [f.code for f in self._journal.active_faults()],
-        }
-
-    def devices(self) -> JSON:
-        return {name: drv.get_status() for name, drv in self.d.drivers.items()} or {
-            "devices": "none configured"
-        }
-
-    async def self_test(self, device: str) -> JSON:
-        drv = self.d.drivers.get(device)
-        if drv is None:
-            return {
-                "error": f"no device {device!r}; devices: {', '.join(self.d.drivers) or 'none'}"
-            }
-        test = getattr(drv, "self_test", None)
-        if test is None:
-            return {"device": device, "self_test": "not supported by this device"}
-        self._journal.append_event("device_self_test", {"device": device})
-        result = await test()
-        return {
-            "device": device,
-            "result": result if isinstance(result, (dict, list, str, int)) else str(result),
-        }
-
-    async def lamp_test(self) -> JSON:
-        out: dict[str, JSON] = {}
-        for name, drv in self.d.drivers.items():
-            lamp = getattr(drv, "lamp_test", None)
-            if lamp is not None:
-                out[name] = str(await lamp())
-        return out or {"lamp_test": "no board or sign configured"}
-
-    def recall(self, n: int) -> JSON:
-        return [r.to_json() for r in self._journal.recall(n)]
-
-    def round_info(self) -> JSON:
-        e = self._engine
-        cur = e.current
-        if cur is None:
-            return {"phase": "idle", "round": None}
-        return {
-            "round_id": cur.round_id,
-            "seq": cur.seq,
-            "phase": cur.phase,
-            "timestamps": dict(cur.timestamps),
-            "bets": [b.to_json() for b in e.bets()],
-        }
-
-    def jackpot(self) -> JSON:
-        jp = getattr(self.d, "jackpot", None)
-        if jp is None:
-            return {"jackpot": "this table has no progressive jackpot"}
-        return jp.get_status()
-
-    def events(self, n: int) -> JSON:
-        return [
-            f"{e.id} {e.at} {e.kind} {json.dumps(e.data, ensure_ascii=True)}"
-            for e in self._journal.events(n)
-        ]
-
-    def faults(self) -> JSON:
-        return [f.to_json() for f in self._journal.active_faults()] or ["no latched fault"]
-
-    def check_config(self) -> JSON:
-        from ..config import ConfigInvalid, load_config
-
-        if self.d.config_path is None:
-            return {"config": "no file (built-in configuration)"}
-        try:
-            cfg = load_config(self.d.config_path)
-        except ConfigInvalid as exc:
-            return {"config": str(self.d.config_path), "ok": False, "errors": exc.errors}
-        return {
-            "config": str(self.d.config_path),
-            "ok": True,
-            "table": cfg.table_id,
-            "game": cfg.game_id,
-        }
-
-    def audit_event(self, kind: str, data: Mapping[str, JSON]) -> None:
-        self._journal.append_event(kind, dict(data))
-
-    def _privileged(self, action: str, who: str, why: str, **data: JSON) -> None:
-        self._journal.append_event(
-            "privileged_action", {"action": action, "operator": who, "why": why, **data}
-        )
-
-    def void_round(self, reason: str, who: str) -> JSON:
-        self._privileged("void_round", who, reason)
-        payload = self._engine.void_round(f"{reason} (console, {who})", source=f"console:{who}")
-        return {"round_id": payload["round_id"], "status": "void", "refunded": len(payload["bets"])}
-
-    def _jackpot(self) -> Any:
-        jp = getattr(self.d, "jackpot", None)
-        if jp is None:
-            raise RuntimeError("this table has no progressive jackpot")
-        return jp
-
-    def jackpot_adjust(self, amount: int, reason: str, who: str) -> JSON:
-        jp = self._jackpot()
-        self._privileged("jackpot_adjust", who, reason, amount=amount)
-        return jp.adjust(amount, reason=reason, who=who)
-
-    def jackpot_reset(self, reason: str, who: str) -> JSON:
-        jp = self._jackpot()
-        self._privileged("jackpot_reset", who, reason)
-        return jp.reset(reason=reason, who=who)
-
-    def jackpot_params(self, key: str, value: str, reason: str, who: str) -> JSON:
-        jp = self._jackpot()
-        self._privileged("jackpot_param", who, reason, key=key, value=value)
-        return jp.set_param(key, value, reason=reason, who=who)
-
-    def clear_fault(self, code: str, reason: str, who: str) -> JSON:
-        self._privileged("clear_fault", who, reason, code=code)
-        fault = self._journal.clear_fault(code, by=who, reason=reason)
-        if self.d.engine is not None:
-            self.d._phase_changed(self.d.engine.phase, self.d.engine.current)
-        return fault.to_json()

@@ -101,6 +101,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     for f in args.files:
         try:
             cfg = load_config(f)
+            _check_assembly(cfg)
         except ConfigInvalid as exc:
             for e in exc.errors:
                 print(f"{f}: {e}")
@@ -110,6 +111,15 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"{f}: ok (table {cfg.table_id}, game {cfg.game_id}, version {cfg.version})")
     return rc
+
+
+def _check_assembly(cfg: TableConfig) -> None:
+    """What the daemon itself would refuse: options set but never read, GPIO missing."""
+    from ..assembly import assembly_problems
+
+    problems = assembly_problems(cfg)
+    if problems:
+        raise ConfigInvalid(cfg.source, problems)
 
 
 def cmd_settle(args: argparse.Namespace) -> int:

@@ -34,9 +34,7 @@ DEALER_AK = ["AD", "KC", "7C", "4S", "2S"]
 
 def engine(tmp_path: Path, meter_max: int | None = None) -> RoundEngine:
     j = Journal(tmp_path / "j.sqlite3")
-    e = RoundEngine(CFG, j)
-    e.jackpot = JackpotController(j, PARAMS, meter_max=meter_max)
-    return e
+    return RoundEngine(CFG, j, jackpot=JackpotController(j, PARAMS, meter_max=meter_max))
 
 
 def play(e: RoundEngine, hands: dict[int, list[str]], jackpot_seats: set[int], tag: str) -> dict:

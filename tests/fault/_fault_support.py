@@ -20,6 +20,7 @@ import aiomqtt
 import pytest
 
 from firmware_host.floor_client import FloorClient
+from firmware_host.table.extension import TableExtension
 
 JSON = Any
 
@@ -258,3 +259,17 @@ class DaemonProcess:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
         except OSError:
             return ""
+
+
+class RoundRecorder(TableExtension):
+    """A table extension that keeps every finished round's payload (settled or void)."""
+
+    name = "test-recorder"
+
+    def __init__(self, out: list[dict[str, Any]]) -> None:
+        self.out = out
+
+    def round_settled(self, payload: Mapping[str, Any]) -> None:
+        self.out.append(dict(payload))
+
+    round_voided = round_settled
