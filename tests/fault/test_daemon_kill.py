@@ -491,8 +491,9 @@ def check_journal_and_floor(j: Journal, got: Deliveries) -> None:
 
 
 def check_resume(j: Journal, killed_in: dict[str, str]) -> str:
-    """A restart settles a round whose outcome was journaled, exactly as it would have
-    been, and voids (refunds) one whose result was never read, saying why."""
+    """A restart voids (refunds) every round in flight, saying why. (The RESULT bucket,
+    an outcome journaled without its settlement, must stay empty: the controller
+    journals a result only in the transaction that settles it.)"""
     settled = voided = 0
     for rid, where in killed_in.items():
         rnd = j.round(rid)
