@@ -1,4 +1,4 @@
-"""Rules-core commands: ``check-config``, ``settle``, ``math``, ``score``.
+"""Rules-core subcommands of tablectl: ``check-config``, ``settle``, ``math``, ``score``.
 
 These are the supervisor's tools: "is this table file valid", "what should this
 round have paid", "what is the house edge of every bet under this pay table".

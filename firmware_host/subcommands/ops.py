@@ -1,5 +1,6 @@
-"""Operations commands: ``tablectl console`` and ``tablectl audit``. (What the console
-sees of the running table is ``firmware_host/console_backend.py``.)"""
+"""Operations subcommands of tablectl: ``tablectl console`` and ``tablectl audit``.
+
+(What the console sees of the running table is ``firmware_host/console_backend.py``.)"""
 
 from __future__ import annotations
 
