@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .games.base import JSON
 from .journal import Journal
 from .mqtt import FloorLink
 from .table.engine import RoundEngine
 from .table.jackpot import JackpotController
 from .table.state import TableState
-
-JSON = Any
 
 
 @dataclass

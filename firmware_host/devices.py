@@ -21,11 +21,11 @@ from drivers.base import DeviceEvent, Health, HealthChanged
 from drivers.common import Subscription
 from drivers.registry import DEVICE_KINDS, DeviceConfig, create_driver, driver_class
 
+from .games.base import JSON
 from .table.procedures import Device
 
 log = logging.getLogger(__name__)
 
-JSON = Any
 
 
 class Driver(Protocol):

@@ -28,10 +28,10 @@ than the pool (a fixed sum) is completed by the house (``house_funded``). When t
 pool is exhausted it restarts from the seed (art. 10 8)); with ``reset_rule =
 "below_seed"`` it is also topped up to the seed whenever a payment leaves less.
 
-Reserved for a later issue (the fields exist, are persisted, and must keep their
-neutral values here): ``meter_max`` (a maximum the meter may show, None = none),
-``overflow`` (contributions diverted above that maximum) and ``pending_params``
-(a parameter change that takes effect after the next hit).
+The meter maximum, its overflow and parameter changes after the next hit are the
+table's (``firmware_host/table/jackpot.py``: ``Meter``, :func:`apply_meter` there);
+the fields of the same names here exist and are persisted but must keep their
+neutral values (``JACKPOT_RESERVED``).
 """
 
 from __future__ import annotations

@@ -30,12 +30,12 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from ..games.base import JSON
 from ..journal import RecalledRound, RoundRecord
 from .phase import Phase
 
 log = logging.getLogger(__name__)
 
-JSON = Any
 #: Interval of :meth:`TableExtension.tick`, seconds.
 TICK_SECONDS = 0.25
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..journal import Fault, RoundRecord
 from .extension import TableExtension, TableExtensions
 from .phase import Phase
-
-JSON = Any
 
 
 class FaultJournal(Protocol):

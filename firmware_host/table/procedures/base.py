@@ -15,17 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from drivers.base import DeviceEvent
 
+from ...games.base import JSON
 from ...games.errors import RulesError
 from ...journal import utc_now
 from ..engine import Frame, RoundEngine
 from ..extension import TableExtensions
 from ..phase import Phase
-
-JSON = Any
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,11 @@ from typing import Any
 from drivers.base import DeviceEvent
 from drivers.shoe.events import CardDealt, ShoeFault
 
-from ...games.base import DealState
+from ...games.base import JSON, DealState
 from ...games.cards import Card
 from ...games.errors import RulesError
 from ..phase import Phase
-from .base import JSON, Device, Procedure, ProcedureContext
+from .base import Device, Procedure, ProcedureContext
 
 
 class ShoeProcedure(Procedure):
