@@ -137,7 +137,8 @@ class TableDaemon:
         )
         devices = self.devices = TableDevices(
             plan.devices,
-            pin_factory=self._pin_factory or pin_factory_for(plan.devices, simulated=plan.simulated),
+            pin_factory=self._pin_factory
+            or pin_factory_for(plan.devices, simulated=plan.simulated),
         )
         procedure = self.procedure = make_procedure(
             ProcedureContext(

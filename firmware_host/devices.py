@@ -27,7 +27,6 @@ from .table.procedures import Device
 log = logging.getLogger(__name__)
 
 
-
 class Driver(Protocol):
     """What the table uses of every driver (``drivers.common.DriverBase`` and its kinds)."""
 
@@ -158,7 +157,12 @@ class TableDevices:
                     h = event.health
                     log_events.append_event(
                         "device_recovered" if h.state.value == "online" else "device_fault",
-                        {"device": c.name, "state": h.state.value, "code": h.code, "message": h.message},
+                        {
+                            "device": c.name,
+                            "state": h.state.value,
+                            "code": h.code,
+                            "message": h.message,
+                        },
                     )
                 await on_event(c.name, event)
             except Exception:

@@ -24,7 +24,8 @@ from firmware_host.config import FieldSpec
 
 from ..base import DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase
-from ..transport import Backoff, Link, LinkState, Opener, cancel_and_wait, serial_opener
+from ..link import Backoff, Link, LinkState
+from ..transport import Opener, cancel_and_wait, serial_opener
 from . import codec
 from .codec import (
     Direction,

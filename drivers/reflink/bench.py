@@ -15,8 +15,9 @@ from typing import Any
 
 from ..base import DeviceEvent, HealthState, LinkError
 from ..common import Subscription
+from ..link import Backoff
 from ..testing import Faults, FaultyOpener
-from ..transport import Backoff, Connection, pipe_pair
+from ..transport import Connection, pipe_pair
 from .link import LinkTimers
 from .sim import Simulator
 

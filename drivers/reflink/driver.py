@@ -33,7 +33,8 @@ from firmware_host.config import ConfigInvalid, FieldSpec, validate_fields
 
 from ..base import CodecError, DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase, E
-from ..transport import Backoff, LinkState, Opener, serial_opener
+from ..link import Backoff, LinkState
+from ..transport import Opener, serial_opener
 from .aio import ReflinkHost, acquire_host, release_host, wait_event
 from .link import LinkTimers
 from .messages import LINK_VERSION, Message, MessageError, Profile, Sender

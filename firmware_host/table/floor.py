@@ -159,7 +159,9 @@ class FloorRequests:
             )
         self.counters["bets_accepted" if answer.accepted else "bets_rejected"] += 1
         body = answer.to_json()
-        return response(self.table_id, data["request_id"], body.pop("status"), action=action, **body)
+        return response(
+            self.table_id, data["request_id"], body.pop("status"), action=action, **body
+        )
 
     def handle_command_request(self, payload: bytes) -> dict[str, JSON]:
         rid: str | None = None
@@ -178,7 +180,9 @@ class FloorRequests:
             result = self._run(command, args, operator)
         except RequestError as exc:
             self.counters["commands_error"] += 1
-            return response(self.table_id, rid or _peek_request_id(payload), "error", **exc.to_json())
+            return response(
+                self.table_id, rid or _peek_request_id(payload), "error", **exc.to_json()
+            )
         except RulesError as exc:
             self.counters["commands_error"] += 1
             return response(self.table_id, rid, "error", **exc.to_json())

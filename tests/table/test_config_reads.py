@@ -34,7 +34,10 @@ def test_a_jackpot_section_on_a_table_without_a_jackpot_is_never_read() -> None:
     ]
     with pytest.raises(ConfigInvalid) as exc:
         TableDaemon(cfg)
-    assert [e.split(":")[0] for e in exc.value.errors] == ["jackpot.display_ms", "jackpot.meter_max"]
+    assert [e.split(":")[0] for e in exc.value.errors] == [
+        "jackpot.display_ms",
+        "jackpot.meter_max",
+    ]
 
 
 def test_the_same_section_is_read_where_the_game_offers_a_jackpot() -> None:
@@ -81,9 +84,7 @@ def test_check_config_reports_unread_options(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     f = tmp_path / "t.toml"
-    f.write_text(
-        'version = 1\n[table]\nid = "t-1"\ngame = "sicbo"\n[jackpot]\nsign = "sign"\n'
-    )
+    f.write_text('version = 1\n[table]\nid = "t-1"\ngame = "sicbo"\n[jackpot]\nsign = "sign"\n')
     assert main(["check-config", str(f)]) == 1
     out = capsys.readouterr().out
     assert f"{f}: jackpot.sign: set, but nothing on this table reads it" in out

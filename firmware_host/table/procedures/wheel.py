@@ -110,7 +110,9 @@ class WheelProcedure(Procedure):
             refused = "not a single-zero pocket"
         if refused is not None:
             e.record_frames(frames, rid)
-            self.fault("result_refused", {"source": device, "number": event.number, "reason": refused})
+            self.fault(
+                "result_refused", {"source": device, "number": event.number, "reason": refused}
+            )
             return
         if e.phase is Phase.OPEN:  # state 4 lost on the line: the ball has settled
             self.try_close(f"{device}:winning number")
