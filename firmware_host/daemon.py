@@ -48,7 +48,7 @@ from .sdnotify import Notifier
 from .table.engine import RoundEngine
 from .table.extension import TableExtensions
 from .table.floor import FloorRequests
-from .table.jackpot import JackpotController, JackpotDisplay
+from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
 from .table.procedures import Procedure, ProcedureContext, make_procedure
 from .table.state import LatchedFaults, TableState
 
@@ -105,6 +105,7 @@ class TableDaemon:
         self.journal: Journal | None = None
         self.engine: RoundEngine | None = None
         self.jackpot: JackpotController | None = None
+        self.jackpot_display: JackpotDisplay | None = None
         self.devices: TableDevices | None = None
         self.procedure: Procedure | None = None
         self.floor: FloorRequests | None = None
@@ -155,11 +156,14 @@ class TableDaemon:
         )
         if self.jackpot is not None and plan.jackpot is not None:
             sign = devices.get(plan.jackpot.sign) if plan.jackpot.sign else None
-            JackpotDisplay(
+            if sign is not None and not isinstance(sign, JackpotSign):
+                log.error("[jackpot] sign: device %r is not a sign; MQTT only", plan.jackpot.sign)
+                sign = None
+            self.jackpot_display = JackpotDisplay(
                 self.jackpot,
                 self.extensions,
                 publish=link.set_jackpot,
-                sign=sign,  # type: ignore[arg-type]  # a sign driver (checked by config)
+                sign=sign,
                 display_ms=plan.jackpot.display_ms,
             )
         link.start()

@@ -35,7 +35,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from ..config import FieldSpec, register_section, validate_fields
 from ..games import jackpot as jp
@@ -432,6 +432,7 @@ class JackpotController:
         }
 
 
+@runtime_checkable
 class JackpotSign(Protocol):
     """The jackpot sign as the display uses it (``drivers.sign.driver.SignDriver``)."""
 
