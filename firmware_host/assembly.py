@@ -77,7 +77,8 @@ def read_plan(
     journal: JournalSettings = cfg.section("journal") or JournalSettings()
     if state_dir is not None:
         journal = replace(journal, path=str(Path(state_dir) / "journal.sqlite3"))
-    mqtt = mqtt or cfg.section("mqtt") or MqttSettings()
+    from_file: MqttSettings | None = cfg.section("mqtt")  # read even when overridden
+    mqtt = mqtt or from_file or MqttSettings()
     console: ConsoleSettings = cfg.section("console") or ConsoleSettings()
     devices = tuple((cfg.section("devices") or {}).values())
     params = cfg.game.jackpot_params(cfg.rules)

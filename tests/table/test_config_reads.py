@@ -140,3 +140,11 @@ async def test_a_gpio_driver_started_without_pins_refuses() -> None:
     drv = create_driver("keypad", KEYPAD)
     with pytest.raises(DriverError, match="no GPIO pin factory"):
         await drv.start()
+
+
+def test_settings_the_caller_overrides_still_count_as_read(tmp_path: Path) -> None:
+    from firmware_host.mqtt import MqttSettings
+
+    cfg = validate_document(doc("fantan", mqtt={"host": "floor.example", "port": 8883}))
+    plan = read_plan(cfg, mqtt=MqttSettings(host="127.0.0.1", port=1883), state_dir=tmp_path)
+    assert plan.problems == () and plan.mqtt.host == "127.0.0.1"
