@@ -35,7 +35,6 @@ class CommandTable:
         self.table_id = f"bench-ft-{index:03d}"
         doc = table_document("fantan", {})
         doc["table"]["id"] = self.table_id
-        doc["daemon"] = {"auto_open": False}
         doc["mqtt"] = mqtt_section(host, port, f"tablectl-{self.table_id}")
         self.daemon = DaemonProcess(doc, directory, self.table_id)
         self.host, self.port = host, port

@@ -53,7 +53,7 @@ def _install(path: str) -> None:
     from drivers.common import DriverBase
     from firmware_host.journal import Journal
     from firmware_host.mqtt import FloorLink
-    from firmware_host.procedures import Procedure
+    from firmware_host.table.procedures import Procedure
 
     out = open(path, "a", buffering=1)  # noqa: SIM115 - open for the process's life
 

@@ -23,11 +23,21 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from firmware_host.games.errors import CodedError
 
-class DriverError(Exception):
-    """Base of the drivers' error tree."""
+
+class DriverError(CodedError):
+    """Base of the drivers' error tree: a coded error (``code``, ``message``) like every
+    other of the project. Its text is the message alone (device health and logs show
+    it), the code is ``code``."""
 
     code = "DRIVER_ERROR"
+
+    def __init__(self, message: str = "", *, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class CodecError(DriverError, ValueError):

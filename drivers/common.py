@@ -9,6 +9,10 @@ Stable API (the other driver packages use it):
   ``get_status()``; subclasses call :meth:`DriverBase.emit` and
   :meth:`DriverBase.set_health`. Entering FAULT logs the frame log (Klipper's
   "dump the last frames on a fault") and keeps it for ``get_status()``.
+
+All three are generic in the events of their device kind (``DriverBase[WheelEvent]``,
+``DriverBase[ShoeEvent]``...): ``events()`` yields those and :class:`HealthChanged`,
+so the type checker sees what crosses the driver -> procedure seam.
 """
 
 from __future__ import annotations
@@ -18,27 +22,32 @@ import collections
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from .base import DeviceEvent, FrameLog, Health, HealthChanged, HealthState
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DriverBase", "EventHub", "Subscription"]
+__all__ = ["DriverBase", "E", "EventHub", "Subscription"]
+
+#: The events of one device kind (``WheelEvent``, ``ShoeEvent``...).
+E = TypeVar("E", bound=DeviceEvent)
+#: What a subscription yields (covariant: a wheel's subscription is one of device events).
+E_co = TypeVar("E_co", bound=DeviceEvent, covariant=True)
 
 
-class Subscription:
+class Subscription(Generic[E_co]):
     """One subscriber's queue of events; iterate with ``async for``; ``close()`` to leave."""
 
     _END = object()
 
-    def __init__(self, hub: EventHub, maxsize: int) -> None:
+    def __init__(self, hub: EventHub[Any], maxsize: int) -> None:
         self._hub = hub
         self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize)
         self.dropped = 0
         self._closed = False
 
-    def _put(self, event: DeviceEvent) -> None:
+    def _put(self, event: Any) -> None:
         if self._closed:
             return
         if self._queue.full():
@@ -49,25 +58,25 @@ class Subscription:
                 log.warning("%s: a slow subscriber lost %d event(s)", self._hub.name, self.dropped)
         self._queue.put_nowait(event)
 
-    def __aiter__(self) -> Subscription:
+    def __aiter__(self) -> Subscription[E_co]:
         return self
 
-    async def __anext__(self) -> DeviceEvent:
+    async def __anext__(self) -> E_co:
         if self._closed and self._queue.empty():
             raise StopAsyncIteration
         item = await self._queue.get()
         if item is self._END:
             self._closed = True
             raise StopAsyncIteration
-        event: DeviceEvent = item
+        event: E_co = item
         return event
 
-    async def get(self, timeout: float | None = None) -> DeviceEvent:
+    async def get(self, timeout: float | None = None) -> E_co:
         """The next event (``TimeoutError`` after ``timeout`` seconds)."""
         async with asyncio.timeout(timeout):
             return await self.__anext__()
 
-    def get_nowait(self) -> DeviceEvent | None:
+    def get_nowait(self) -> E_co | None:
         """The next queued event, or None."""
         try:
             item = self._queue.get_nowait()
@@ -76,7 +85,7 @@ class Subscription:
         if item is self._END:
             self._closed = True
             return None
-        event: DeviceEvent = item
+        event: E_co = item
         return event
 
     def close(self) -> None:
@@ -90,28 +99,28 @@ class Subscription:
     async def aclose(self) -> None:
         self.close()
 
-    async def __aenter__(self) -> Subscription:
+    async def __aenter__(self) -> Subscription[E_co]:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         self.close()
 
 
-class EventHub:
+class EventHub(Generic[E]):
     """Fan-out of a driver's events: one bounded queue per subscriber."""
 
     def __init__(self, name: str = "driver", maxsize: int = 10_000) -> None:
         self.name = name
         self.maxsize = maxsize
-        self._subs: set[Subscription] = set()
+        self._subs: set[Subscription[E]] = set()
         self.published = 0
 
-    def subscribe(self) -> Subscription:
-        sub = Subscription(self, self.maxsize)
+    def subscribe(self) -> Subscription[E]:
+        sub: Subscription[E] = Subscription(self, self.maxsize)
         self._subs.add(sub)
         return sub
 
-    def publish(self, event: DeviceEvent) -> None:
+    def publish(self, event: E) -> None:
         self.published += 1
         for sub in list(self._subs):
             sub._put(event)
@@ -121,8 +130,9 @@ class EventHub:
             sub.close()
 
 
-class DriverBase:
-    """Name, health, frame log, counters and event fan-out of one configured device."""
+class DriverBase(Generic[E]):
+    """Name, health, frame log, counters and event fan-out of one configured device
+    whose events are ``E`` (and :class:`HealthChanged`)."""
 
     #: The registry name of the driver (``"cammegh-ss2"``...); set by subclasses.
     driver_name: str = ""
@@ -139,14 +149,14 @@ class DriverBase:
         self.health = Health(HealthState.OFFLINE, "NOT_STARTED", "not started", time.time())
         self.frames = FrameLog(frame_log_size)
         self.counters: collections.Counter[str] = collections.Counter()
-        self.hub = EventHub(name)
+        self.hub: EventHub[E | HealthChanged] = EventHub(name)
         self.last_fault_frames: list[str] = []
 
-    def events(self) -> Subscription:
+    def events(self) -> Subscription[E | HealthChanged]:
         """Subscribe to this driver's events (including :class:`HealthChanged`)."""
         return self.hub.subscribe()
 
-    def emit(self, event: DeviceEvent) -> None:
+    def emit(self, event: E | HealthChanged) -> None:
         self.counters[f"event.{event.kind}"] += 1
         self.hub.publish(event)
 

@@ -1,9 +1,12 @@
 """GPIO through gpiozero: pin-factory choice, thread-to-loop handoff, debounced inputs.
 
 - :func:`make_pin_factory`: ``"lgpio"`` on a Raspberry Pi, ``"mock"``
-  (``gpiozero.pins.mock.MockFactory``) in tests and on a laptop, ``"auto"`` picks.
-  Every GPIO class here takes ``pin_factory`` explicitly; nothing relies on
-  gpiozero's global default.
+  (``gpiozero.pins.mock.MockFactory``) for a simulated table and in tests; ``"auto"``
+  takes ``$GPIOZERO_PIN_FACTORY`` or the Pi's, never mock pins silently. The daemon
+  makes one factory and hands it to every GPIO driver; every GPIO class here takes
+  ``pin_factory`` explicitly, and a driver started without one refuses to start
+  (:func:`require_pin_factory`). Nothing relies on gpiozero's global default.
+- :func:`gpio_unavailable`: why this machine has no usable GPIO (or None).
 - :class:`LoopHandoff`: gpiozero calls ``when_activated`` & co. on its own thread
   (lgpio) or on the caller's (MockFactory). The handoff timestamps the call where
   it happens and schedules the real handler on the event loop with
@@ -14,12 +17,13 @@
   stuck detection: held longer than ``stuck_after`` seconds -> ``on_stuck``; the
   release of a stuck input -> ``on_unstuck`` instead of ``on_release``.
 
-Stable API: these three names plus :func:`is_raspberry_pi`.
+Stable API: these names plus :func:`is_raspberry_pi`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import os
 import time
@@ -29,7 +33,14 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DebouncedInput", "LoopHandoff", "is_raspberry_pi", "make_pin_factory"]
+__all__ = [
+    "DebouncedInput",
+    "LoopHandoff",
+    "gpio_unavailable",
+    "is_raspberry_pi",
+    "make_pin_factory",
+    "require_pin_factory",
+]
 
 
 def is_raspberry_pi(model_file: str = "/proc/device-tree/model") -> bool:
@@ -39,13 +50,38 @@ def is_raspberry_pi(model_file: str = "/proc/device-tree/model") -> bool:
         return False
 
 
+def gpio_unavailable(
+    model_file: str = "/proc/device-tree/model", chips: str = "/dev"
+) -> str | None:
+    """Why this machine cannot drive real GPIO pins through lgpio, or None if it can."""
+    if not is_raspberry_pi(model_file):
+        return "not a Raspberry Pi"
+    if not any(p.name.startswith("gpiochip") for p in Path(chips).glob("gpiochip*")):
+        return f"no /dev/gpiochip* device under {chips}"
+    if importlib.util.find_spec("lgpio") is None:
+        return "the lgpio library is not installed (apt install python3-lgpio)"
+    return None
+
+
+def require_pin_factory(pin_factory: Any, device: str) -> Any:
+    """``pin_factory``, or a clear error when a GPIO driver was given none."""
+    if pin_factory is None:
+        from .base import DriverError
+
+        raise DriverError(
+            f"{device}: no GPIO pin factory; the daemon hands one to every GPIO driver "
+            "(tests pass gpiozero's MockFactory)"
+        )
+    return pin_factory
+
+
 def make_pin_factory(kind: str = "auto") -> Any:
     """Return a gpiozero pin factory.
 
-    ``"mock"``: a fresh ``MockFactory``; ``"lgpio"``: ``LGPIOFactory`` (Pi 5 and
-    earlier with the lgpio library); ``"auto"``: ``$GPIOZERO_PIN_FACTORY`` if set,
-    else lgpio on a Raspberry Pi, else a ``MockFactory`` (with a warning: inputs
-    then only change when a test or simulator drives them).
+    ``"mock"``: a fresh ``MockFactory`` (a simulated table, tests); ``"lgpio"``:
+    ``LGPIOFactory`` (Pi 5 and earlier with the lgpio library); ``"auto"``:
+    ``$GPIOZERO_PIN_FACTORY`` if set, else lgpio on a Raspberry Pi, else an error:
+    mock pins are never chosen silently.
     """
     if kind == "auto":
         env = os.environ.get("GPIOZERO_PIN_FACTORY", "").strip().lower()
@@ -54,8 +90,10 @@ def make_pin_factory(kind: str = "auto") -> Any:
         elif is_raspberry_pi():
             kind = "lgpio"
         else:
-            log.warning("not a Raspberry Pi: using gpiozero's MockFactory (simulated pins)")
-            kind = "mock"
+            raise ValueError(
+                "not a Raspberry Pi and $GPIOZERO_PIN_FACTORY is not set: no GPIO pins here "
+                "(mock pins only for a simulated table: make_pin_factory('mock'))"
+            )
     if kind == "mock":
         from gpiozero.pins.mock import MockFactory
 

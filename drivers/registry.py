@@ -47,19 +47,12 @@ __all__ = [
     "validate_devices",
 ]
 
-#: Wheel (serial and GPIO) and dealer-input drivers.
-_WHEEL_AND_INPUT_DRIVERS: dict[str, str] = {
+#: Configuration driver name -> ``"module:Class"`` (a new driver adds one line here
+#: and one in :data:`DEVICE_KINDS`).
+DRIVERS: dict[str, str] = {
     "cammegh-ss2": "drivers.cammegh.driver:CammeghDriver",
     "gpio-wheel": "drivers.gpio_wheel.driver:GpioWheelDriver",
     "keypad-gpio": "drivers.keypad.driver:KeypadDriver",
-}
-
-# ---------------------------------------------------------------------------------
-# Card shoe, dice shaker, result board, jackpot sign: the other driver packages
-# (drivers/shoe, drivers/shaker, drivers/board, drivers/sign) append their entries
-# HERE, e.g.  "shoe-ref": "drivers.shoe.driver:ShoeDriver",
-# Expected names: shoe-ref, shoe-ref-usb, shaker-ref, board-ref, board-gpio, sign-ref.
-_DEVICE_DRIVERS: dict[str, str] = {
     "shoe-ref": "drivers.shoe.driver:ShoeDriver",
     "shoe-ref-usb": "drivers.shoe.driver:UsbShoeDriver",
     "shaker-ref": "drivers.shaker.driver:ShakerDriver",
@@ -67,10 +60,6 @@ _DEVICE_DRIVERS: dict[str, str] = {
     "board-gpio": "drivers.board.driver:GpioBoardDriver",
     "sign-ref": "drivers.sign.driver:SignDriver",
 }
-# ---------------------------------------------------------------------------------
-
-#: Configuration driver name -> ``"module:Class"``.
-DRIVERS: dict[str, str] = {**_WHEEL_AND_INPUT_DRIVERS, **_DEVICE_DRIVERS}
 
 #: Configuration driver name -> the kind of device it serves. Games name the kinds
 #: they can use (``Game.result_device``, ``Game.device_kinds``); procedures are chosen

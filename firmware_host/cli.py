@@ -1,7 +1,7 @@
 """``tablectl``: the one command-line entry point.
 
 Subcommands live in small modules that each expose ``register(subparsers)``; this
-file only assembles them, so each area of the tree owns its own commands.
+file only assembles them, so each area of the tree owns its own subcommands.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from . import __version__
 
 #: Modules contributing subcommands, in the order ``tablectl --help`` lists them.
-COMMAND_MODULES = (
-    "firmware_host.commands.rules",  # check-config, settle, math, score
-    "firmware_host.commands.daemon",  # run, demo
-    "firmware_host.commands.ops",  # console, audit
+SUBCOMMAND_MODULES = (
+    "firmware_host.subcommands.rules",  # check-config, settle, math, score
+    "firmware_host.subcommands.daemon",  # run, demo
+    "firmware_host.subcommands.ops",  # console, audit
     "drivers.cli",  # sim, decode
 )
 
@@ -30,14 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tablectl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue  # that area is not built yet
-            raise
-        module.register(sub)
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return parser
 
 

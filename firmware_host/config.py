@@ -5,6 +5,14 @@ the article that authorises the range (``pay_table.sicbo.total_5: 31 is outside 
 authorised range 18..30 (57/2004 art. 6 6) (2))``). Unknown keys are errors: a
 misspelt option must never silently fall back to its default.
 
+Reads are tracked (as Klipper does): every option set in the file is remembered
+(:attr:`TableConfig.options`), and what the daemon reads is noted as it assembles the
+table (:meth:`TableConfig.section`; a section held as a plain mapping, such as
+``[daemon]`` and ``[jackpot]``, option by option through :class:`Section`, the others
+as a whole). An option set but never read, such as a ``[jackpot]`` section on a table
+without a jackpot, is an error that names its section and option
+(:meth:`TableConfig.unread_options`), at start-up and in ``tablectl check-config``.
+
 Sections:
 
 - ``version``: configuration format version (see :data:`MIGRATIONS`).
@@ -24,7 +32,7 @@ import contextlib
 import importlib
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,9 +95,9 @@ def register_section(name: str, validator: SectionValidator) -> None:
 SECTION_MODULES = (
     "firmware_host.journal",
     "firmware_host.mqtt",
-    "firmware_host.daemon",
+    "firmware_host.assembly",
     "firmware_host.console",
-    "firmware_host.jackpot",
+    "firmware_host.table.jackpot",
     "drivers.registry",
 )
 _sections_loaded = False
@@ -197,6 +205,34 @@ BET_LIMIT_SPECS: dict[str, FieldSpec] = {
 }
 
 
+class Section(Mapping[str, Any]):
+    """The validated values of one section whose reads are tracked: reading a key (by
+    ``[]``, ``get``, or iterating the items) notes ``<section>.<key>`` as read."""
+
+    def __init__(self, name: str, values: Mapping[str, Any], reads: set[str]) -> None:
+        self._name = name
+        self._values = dict(values)
+        self._reads = reads
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._values[key]
+        self._reads.add(f"{self._name}.{key}")
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"Section({self._name!r}, {self._values!r})"
+
+    def untracked(self) -> dict[str, Any]:
+        """The values, without noting them read (checks made while loading the file)."""
+        return dict(self._values)
+
+
 @dataclass(frozen=True)
 class TableConfig:
     """A validated table configuration."""
@@ -210,13 +246,37 @@ class TableConfig:
     rules: Any
     sections: Mapping[str, Any] = field(default_factory=dict)
     source: str = "<defaults>"
+    #: Every option the file sets in a module's section: ``"daemon.watchdog_check"``,
+    #: ``"devices.wheel"`` (a device is one option: its driver checks its own keys).
+    options: frozenset[str] = frozenset()
+    #: What has been read (:meth:`section`, :class:`Section`): options and whole sections.
+    reads: set[str] = field(default_factory=set, compare=False, repr=False)
 
     @property
     def game(self) -> Game[Any, Any]:
         return get_game(self.game_id)
 
     def section(self, name: str) -> Any:
-        return self.sections.get(name)
+        """The parsed section ``name``; reading it notes it as read (a :class:`Section`
+        option by option as its keys are read, any other value as a whole)."""
+        value = self.sections.get(name)
+        if not isinstance(value, Section):
+            self.reads.add(name)
+        return value
+
+    def unread_options(self) -> list[str]:
+        """Every option set in the file that nothing has read, as an error line."""
+        return [
+            f"{opt}: set, but nothing on this table reads it (remove it; is it in the right "
+            "section, and does this table use that section?)"
+            for opt in sorted(self.options)
+            if not _covered(opt, self.reads)
+        ]
+
+
+def _covered(option: str, reads: set[str]) -> bool:
+    parts = option.split(".")
+    return any(".".join(parts[:i]) in reads for i in range(1, len(parts) + 1))
 
 
 #: Migrations from older ``version`` values: each takes and returns the raw document.
@@ -359,8 +419,14 @@ def validate_document(
         errors.extend(game.money_problems(rules, money))
 
     parsed_sections: dict[str, Any] = {}
+    reads: set[str] = set()
+    options: set[str] = set()
     for name, validator in _SECTIONS.items():
-        parsed_sections[name] = validator(doc.get(name), name, errors)
+        value = validator(doc.get(name), name, errors)
+        parsed_sections[name] = Section(name, value, reads) if isinstance(value, dict) else value
+        raw = doc.get(name)
+        if isinstance(raw, Mapping):
+            options.update(f"{name}.{key}" for key in raw)
     if game is not None:
         _check_device_kinds(game, parsed_sections.get("devices"), errors)
 
@@ -376,12 +442,16 @@ def validate_document(
         rules=rules,
         sections=parsed_sections,
         source=source,
+        options=frozenset(options),
+        reads=reads,
     )
 
 
 def _check_device_kinds(game: Game[Any, Any], devices: Any, errors: list[str]) -> None:
     """Refuse an enabled device of a kind the table's game cannot use (a wheel on a
     sic bo table): ``Game.device_kinds`` against ``drivers.registry.DEVICE_KINDS``."""
+    if isinstance(devices, Section):
+        devices = devices.untracked()
     if not isinstance(devices, Mapping) or not devices:
         return
     try:

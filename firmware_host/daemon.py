@@ -1,15 +1,22 @@
 """The table daemon: devices -> round engine -> journal -> MQTT.
 
-:class:`TableDaemon` assembles the pieces for one table and owns their life-cycle:
+:class:`TableDaemon` only assembles: it reads the configuration once
+(:func:`~firmware_host.assembly.read_plan`, refusing options set but never read and
+GPIO missing), then builds each piece with its collaborators through its constructor,
+and owns their life-cycle:
 
 1. the journal (SQLite, WAL, full sync) is opened and a ``power_up`` event written;
    latched faults are read back (they survive restarts and stop play);
-2. the round engine resumes whatever a crash left in flight;
+2. the progressive jackpot (on a table that offers one), the round engine, the
+   devices' drivers (one GPIO pin factory for all), the game's procedure (chosen by the
+   device kind that carries the result), the floor requests and the floor link are
+   built; the table's extensions (retained ``state``, jackpot display) register;
 3. the floor link (MQTT) starts publishing the outbox and answering requests;
-4. every configured device driver starts, its health mirrored on
-   ``devices/<name>``, its events handed to the game's procedure;
-5. the technician console listens (serial port and Unix socket);
-6. systemd is told READY, and the event loop itself sends the watchdog pings.
+4. the round engine resolves whatever a crash left in flight;
+5. every device driver starts, its health mirrored on ``devices/<name>``, its events
+   handed to the procedure;
+6. the technician console listens (serial port and Unix socket);
+7. systemd is told READY, and the event loop itself sends the watchdog pings.
 
 Shutdown (SIGTERM) reverses it: STOPPING, the procedure and drivers stop, the floor
 link finishes the publication in flight and says ``offline``, ``power_down`` is
@@ -24,52 +31,30 @@ import gc
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .config import (
-    ConfigInvalid,
-    FieldSpec,
-    TableConfig,
-    load_config,
-    register_section,
-    validate_fields,
-)
+from .assembly import TablePlan, read_plan
+from .config import ConfigInvalid, TableConfig, load_config
 from .console import ConsoleSession, ConsoleSettings, Lockout, serve_socket, serve_stream
-from .floor import FloorRequests
-from .journal import Journal, JournalSettings, RoundRecord
+from .console_backend import TableConsoleBackend
+from .devices import TableDevices, pin_factory_for
+from .journal import Journal
 from .jsonio import JSON
 from .mqtt import FloorLink, MqttSettings
-from .procedures import Procedure, make_procedure
-from .rounds import Phase, RoundEngine
 from .sdnotify import Notifier
+from .table.engine import RoundEngine
+from .table.extension import TableExtensions
+from .table.floor import FloorRequests
+from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
+from .table.procedures import Procedure, ProcedureContext, make_procedure
+from .table.state import LatchedFaults, TableState
 
 log = logging.getLogger(__name__)
 
-DAEMON_SPECS: dict[str, FieldSpec] = {
-    "watchdog_check": FieldSpec("bool", True, doc="withhold watchdog pings while the loop lags"),
-    "jackpot_display_ms": FieldSpec(
-        "int",
-        1000,
-        doc="minimum interval between jackpot display updates while the pool grows",
-        range=(100, 60000),
-    ),
-    "auto_open": FieldSpec(
-        "bool",
-        False,
-        doc="open betting again automatically after each settled round (demo, unattended tables)",
-    ),
-}
-
-
-def _validate_daemon(data: Any, path: str, errors: list[str]) -> dict[str, Any]:
-    return validate_fields(DAEMON_SPECS, data, path, errors)
-
-
-register_section("daemon", _validate_daemon)
 
 #: Sections that SIGHUP applies without a restart; any other change needs one.
 RELOADABLE = ("limits", "console", "daemon")
@@ -80,7 +65,12 @@ def config_digest(path: str | Path) -> str:
 
 
 class TableDaemon:
-    """One table's controller. ``await start()``, then ``await stop()``."""
+    """One table's controller. ``await start()``, then ``await stop()``.
+
+    The constructor reads the configuration and raises
+    :class:`~firmware_host.config.ConfigInvalid` if the table cannot run here (an
+    option set but never read, GPIO pins missing); it does no I/O. ``pin_factory``:
+    GPIO pins brought by the caller (tests pass gpiozero's ``MockFactory``)."""
 
     def __init__(
         self,
@@ -97,44 +87,126 @@ class TableDaemon:
         self.config_path = Path(config_path) if config_path else None
         self.state_dir = Path(state_dir) if state_dir else None
         self.runtime_dir = Path(runtime_dir) if runtime_dir else None
-        self.mqtt_settings = mqtt or cfg.section("mqtt") or MqttSettings()
-        self.pin_factory = pin_factory
+        self.plan: TablePlan = read_plan(
+            cfg, mqtt=mqtt, state_dir=state_dir, pin_factory_given=pin_factory is not None
+        )
+        if self.plan.problems:
+            raise ConfigInvalid(cfg.source, list(self.plan.problems))
+        self._pin_factory = pin_factory
+        self.mqtt_settings = self.plan.mqtt
+        self.watchdog_check = self.plan.watchdog_check
+        self.console_settings: ConsoleSettings = self.plan.console
         self.notifier = notifier or Notifier()
-        self.journal: Journal | None = None
-        self.engine: RoundEngine | None = None
-        self.link: FloorLink | None = None
-        self.floor: FloorRequests | None = None
-        self.drivers: dict[str, Any] = {}
-        self.jackpot: Any = None
-        self._jackpot_sign: str | None = None
-        self._device_kinds: dict[str, str] = {}
-        self.procedure: Procedure | None = None
-        self.console_settings: ConsoleSettings = cfg.section("console") or ConsoleSettings()
         self.lockout = Lockout(
             self.console_settings.max_tries, self.console_settings.lockout_seconds
         )
+        #: The table's extensions: what follows the rounds (state, jackpot display).
+        self.extensions = TableExtensions()
+        self.journal: Journal | None = None
+        self.engine: RoundEngine | None = None
+        self.jackpot: JackpotController | None = None
+        self.jackpot_display: JackpotDisplay | None = None
+        self.devices: TableDevices | None = None
+        self.procedure: Procedure | None = None
+        self.floor: FloorRequests | None = None
+        self.link: FloorLink | None = None
+        self.state: TableState | None = None
+        self.console_backend: TableConsoleBackend | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping = False
         self.loop_lag = 0.0
         self.ready = asyncio.Event()
 
-    # -- settings ----------------------------------------------------------------
     @property
-    def daemon_settings(self) -> Mapping[str, Any]:
-        return self.cfg.section("daemon") or {k: s.default for k, s in DAEMON_SPECS.items()}
-
-    def _journal_settings(self) -> JournalSettings:
-        js: JournalSettings = self.cfg.section("journal") or JournalSettings()
-        if self.state_dir is not None:
-            js = replace(js, path=str(self.state_dir / "journal.sqlite3"))
-        return js
+    def drivers(self) -> dict[str, Any]:
+        """Device name -> driver (empty before :meth:`start`)."""
+        return dict(self.devices.drivers) if self.devices is not None else {}
 
     # -- life-cycle --------------------------------------------------------------
     async def start(self) -> None:
+        plan, cfg = self.plan, self.cfg
         self.notifier.status("opening journal")
-        self.journal = self._journal_settings().open()
-        j = self.journal
+        j = self.journal = plan.journal.open()
+        self._power_up(j)
+
+        faults = LatchedFaults(j)
+        if plan.jackpot_params is not None:
+            self.jackpot = self._jackpot(j, plan)
+        engine = self.engine = RoundEngine(
+            cfg, j, jackpot=self.jackpot, play_stop=faults.play_stop, extensions=self.extensions
+        )
+        devices = self.devices = TableDevices(
+            plan.devices,
+            pin_factory=self._pin_factory
+            or pin_factory_for(plan.devices, simulated=plan.simulated),
+        )
+        procedure = self.procedure = make_procedure(
+            ProcedureContext(
+                engine,
+                devices=tuple(devices),
+                report_fault=engine.report_fault,
+                extensions=self.extensions,
+            )
+        )
+        floor = self.floor = FloorRequests(engine, procedure, jackpot=self.jackpot)
+        link = self.link = FloorLink(plan.mqtt, cfg.table_id, j, handler=floor.handle)
+        self.state = TableState(
+            self.extensions, publish=link.set_state, game_id=cfg.game_id, faults=faults
+        )
+        if self.jackpot is not None and plan.jackpot is not None:
+            sign = devices.get(plan.jackpot.sign) if plan.jackpot.sign else None
+            if sign is not None and not isinstance(sign, JackpotSign):
+                log.error("[jackpot] sign: device %r is not a sign; MQTT only", plan.jackpot.sign)
+                sign = None
+            self.jackpot_display = JackpotDisplay(
+                self.jackpot,
+                self.extensions,
+                publish=link.set_jackpot,
+                sign=sign,
+                display_ms=plan.jackpot.display_ms,
+            )
+        link.start()
+        for payload in engine.resume():
+            log.warning(
+                "resumed round %s: %s %s",
+                payload["round_id"],
+                payload["status"],
+                payload.get("void_reason") or "",
+            )
+
+        self.notifier.status("starting devices")
+        await devices.start(procedure.on_device_event, link, j)
+        self._tasks.append(asyncio.create_task(procedure.run(), name="procedure"))
+        self._tasks.append(asyncio.create_task(self.extensions.run_ticks(), name="extensions"))
+        self.console_backend = TableConsoleBackend(
+            name=cfg.name,
+            engine=engine,
+            journal=j,
+            link=link,
+            drivers=devices.drivers,
+            jackpot_controller=self.jackpot,
+            state=self.state,
+            loop_lag=lambda: self.loop_lag,
+            config_path=self.config_path,
+        )
+        await self._start_console()
+        self._tasks.append(asyncio.create_task(self._watch_loop_lag(), name="loop-lag"))
+        self._tasks.append(
+            asyncio.create_task(self.notifier.run_watchdog(self._healthy), name="watchdog")
+        )
+        self.state.refresh()
+        # Everything loaded so far (modules, configuration, drivers) lives as long as
+        # the process: move it out of the collector's reach, so that a full collection
+        # during play scans only what play allocated (measured during the bench's play:
+        # 11.8 ms without, 0.6 ms with; docs/performance.md).
+        gc.collect()
+        gc.freeze()
+        self.ready.set()
+        self.notifier.ready(f"table {cfg.table_id} ({cfg.game_id}) up")
+        log.info("table %s (%s) ready", cfg.table_id, cfg.game_id)
+
+    def _power_up(self, j: Journal) -> None:
         digest = (
             config_digest(self.config_path)
             if self.config_path and self.config_path.exists()
@@ -157,48 +229,22 @@ class TableDaemon:
                 "config_loaded", {"config": str(self.config_path), "config_sha256": digest}
             )
 
-        self.engine = RoundEngine(self.cfg, j)
-        self.engine.play_stop = self._play_stop_reason
-        self.jackpot = self._make_jackpot(j)
-        self.engine.jackpot = self.jackpot
-        self.floor = FloorRequests(self.engine)
-        self.link = FloorLink(self.mqtt_settings, self.cfg.table_id, j, handler=self._on_request)
-        self.engine.on_phase.append(self._phase_changed)
-        self.link.start()
-        if self.jackpot is not None:
-            self.jackpot.link = self.link
-            self.jackpot.display(force=True)
-            self._tasks.append(asyncio.create_task(self._jackpot_display(), name="jackpot-display"))
-        resumed = self.engine.resume()
-        for payload in resumed:
-            log.warning(
-                "resumed round %s: %s %s",
-                payload["round_id"],
-                payload["status"],
-                payload.get("void_reason") or "",
-            )
-
-        self.notifier.status("starting devices")
-        await self._start_drivers()
-        self.procedure = make_procedure(self)
-        self.floor.procedure = self.procedure
-        self.engine.manual_results = self.procedure.manual_results
-        self._tasks.append(asyncio.create_task(self.procedure.run(), name="procedure"))
-        await self._start_console()
-        self._tasks.append(asyncio.create_task(self._watch_loop_lag(), name="loop-lag"))
-        self._tasks.append(
-            asyncio.create_task(self.notifier.run_watchdog(self._healthy), name="watchdog")
+    def _jackpot(self, journal: Journal, plan: TablePlan) -> JackpotController:
+        """The progressive jackpot of a table that offers one (61/2004 art. 10)."""
+        assert plan.jackpot_params is not None and plan.jackpot is not None
+        ctl = JackpotController(
+            journal,
+            plan.jackpot_params,
+            meter_max=plan.jackpot.meter_max,
+            currency=self.cfg.money.currency,
         )
-        self._phase_changed(self.engine.phase, self.engine.current)
-        # Everything loaded so far (modules, configuration, drivers) lives as long as
-        # the process: move it out of the collector's reach, so that a full collection
-        # during play scans only what play allocated (measured during the bench's play:
-        # 11.8 ms without, 0.6 ms with; docs/performance.md).
-        gc.collect()
-        gc.freeze()
-        self.ready.set()
-        self.notifier.ready(f"table {self.cfg.table_id} ({self.cfg.game_id}) up")
-        log.info("table %s (%s) ready", self.cfg.table_id, self.cfg.game_id)
+        if not ctl.meter.balanced():
+            # A jackpot meter mismatch is a latched fault: play stops until a technician clears it.
+            journal.set_fault(
+                "JACKPOT_METER_MISMATCH",
+                f"pool {ctl.meter.pool} + overflow {ctl.meter.overflow} != expected {ctl.meter.expected_total()}",
+            )
+        return ctl
 
     async def stop(self, reason: str = "shutdown") -> None:
         if self._stopping:
@@ -215,119 +261,14 @@ class TableDaemon:
         for t in self._tasks:
             with contextlib.suppress(BaseException):
                 await t
-        for drv in self.drivers.values():
-            with contextlib.suppress(Exception):
-                await drv.stop()
+        if self.devices is not None:
+            await self.devices.stop()
         if self.link is not None:
             await self.link.stop()
         if self.journal is not None:
             self.journal.append_event("power_down", {"reason": reason})
             self.journal.close()
         self.notifier.close()
-
-    # -- jackpot -----------------------------------------------------------------
-    def _make_jackpot(self, journal: Journal) -> Any:
-        """The progressive jackpot of a stud poker table that offers one (61/2004 art. 10)."""
-        rules = self.cfg.rules
-        if self.cfg.game_id != "stud-poker" or not getattr(rules, "jackpot_offered", False):
-            return None
-        from .jackpot import JackpotController
-
-        js = self.cfg.section("jackpot") or {"meter_max": 0, "display_ms": 1000, "sign": ""}
-        ctl = JackpotController(
-            journal,
-            rules.jackpot_params(),
-            meter_max=js["meter_max"] or None,
-            display_ms=js["display_ms"],
-            currency=self.cfg.money.currency,
-        )
-        if not ctl.meter.balanced():
-            # A jackpot meter mismatch is a latched fault: play stops until a technician clears it.
-            journal.set_fault(
-                "JACKPOT_METER_MISMATCH",
-                f"pool {ctl.meter.pool} + overflow {ctl.meter.overflow} != expected {ctl.meter.expected_total()}",
-            )
-        self._jackpot_sign = js.get("sign") or None
-        return ctl
-
-    async def _jackpot_display(self) -> None:
-        while True:
-            await asyncio.sleep(0.25)
-            if self.jackpot is not None:
-                if self.jackpot.sign is None and self._jackpot_sign:
-                    self.jackpot.sign = self.drivers.get(self._jackpot_sign)
-                self.jackpot.flush_display()
-
-    # -- drivers -----------------------------------------------------------------
-    async def _start_drivers(self) -> None:
-        from drivers.registry import create_driver
-
-        devices = self.cfg.section("devices") or {}
-        for name, dev in devices.items():
-            if not dev.enabled:
-                continue
-            drv = create_driver(name, dev, pin_factory=self.pin_factory)
-            self.drivers[name] = drv
-            self._device_kinds[name] = dev.driver
-            await drv.start()
-            self._tasks.append(asyncio.create_task(self._pump(name, drv), name=f"device-{name}"))
-            self._device_snapshot(name, drv)
-
-    def _device_snapshot(self, name: str, drv: Any) -> None:
-        """Mirror a driver's health on the retained ``devices/<name>`` topic (device.json)."""
-        if self.link is None:
-            return
-        kind = self._device_kinds.get(name, type(drv).__name__)
-        self.link.set_device(name, {**drv.health.to_json(), "kind": kind})
-
-    async def _pump(self, name: str, drv: Any) -> None:
-        from drivers.base import HealthChanged
-
-        async for event in drv.events():
-            try:
-                if isinstance(event, HealthChanged):
-                    self._device_snapshot(name, drv)
-                    self._device_health_event(name, event)
-                if self.procedure is not None:
-                    await self.procedure.on_device_event(name, event)
-            except Exception:
-                log.exception("device event from %s failed", name)
-
-    def _device_health_event(self, name: str, event: Any) -> None:
-        assert self.journal is not None
-        h = event.health
-        kind = "device_recovered" if h.state.value == "online" else "device_fault"
-        self.journal.append_event(
-            kind, {"device": name, "state": h.state.value, "code": h.code, "message": h.message}
-        )
-
-    # -- floor -------------------------------------------------------------------
-    async def _on_request(self, topic: str, payload: bytes) -> JSON:
-        assert self.floor is not None
-        if topic == "bets/request":
-            return self.floor.handle_bet_request(payload)
-        if topic == "commands/request":
-            return self.floor.handle_command_request(payload)
-        return None
-
-    def _phase_changed(self, phase: Phase, rnd: RoundRecord | None) -> None:
-        if self.link is not None:
-            self.link.set_state(
-                game=self.cfg.game_id,
-                phase=phase.value,
-                round_id=rnd.round_id if rnd else None,
-                faults=[f.code for f in self.journal.active_faults()] if self.journal else [],
-            )
-
-    def _play_stop_reason(self) -> str | None:
-        if self.journal is None:
-            return None
-        faults = self.journal.active_faults()
-        if faults:
-            return "latched fault(s) stop play until cleared from the console: " + ", ".join(
-                f.code for f in faults
-            )
-        return None
 
     # -- health -------------------------------------------------------------------
     async def _watch_loop_lag(self, interval: float = 0.25) -> None:
@@ -338,15 +279,12 @@ class TableDaemon:
             self.loop_lag = max(0.0, loop.time() - t0 - interval)
 
     def _healthy(self) -> bool:
-        if not self.daemon_settings.get("watchdog_check", True):
+        if not self.watchdog_check:
             return True
         return self.loop_lag < 5.0
 
     # -- console ------------------------------------------------------------------
     async def _start_console(self) -> None:
-        from .commands.ops import DaemonConsoleBackend
-
-        self.console_backend = DaemonConsoleBackend(self)
         cs = self.console_settings
         if self.runtime_dir is not None and cs.socket:
             path = self.runtime_dir / cs.socket
@@ -365,6 +303,7 @@ class TableDaemon:
             )
 
     def new_session(self, channel: str) -> ConsoleSession:
+        assert self.console_backend is not None
         return ConsoleSession(
             self.console_backend, self.console_settings, self.lockout, channel=channel
         )
@@ -429,8 +368,10 @@ class TableDaemon:
                 },
             )
             if self.engine is not None:
-                self.engine.cfg = replace(self.engine.cfg, limits=new.limits)
-            self.console_settings = new.section("console") or self.console_settings
+                self.engine.set_limits(new.limits)
+            plan = read_plan(new)
+            self.watchdog_check = plan.watchdog_check
+            self.console_settings = plan.console
             self.lockout.max_tries = self.console_settings.max_tries
             self.lockout.seconds = self.console_settings.lockout_seconds
         result = {

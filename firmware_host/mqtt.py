@@ -60,13 +60,12 @@ from .config import FieldSpec, register_section, validate_fields
 from .journal import Journal, OutboxEntry
 from .jsonio import JSON, dumps
 from .latency import Latency
+from .schemas import PAYLOAD_SCHEMA_VERSION, response
 from .timefmt import iso_utc, utc_now
 from .topics import TopicError, check_topic
 
 log = logging.getLogger(__name__)
 
-#: Schema version of every payload this module builds (``state``, the will, error responses).
-SCHEMA_VERSION = 1
 #: Request topics (relative to the table root) and the response topic of each.
 REQUEST_TOPICS: dict[str, str] = {
     "bets/request": "bets/response",
@@ -383,7 +382,7 @@ class FloorLink:
             raise TopicError(f"device name {name!r} must be a single topic level")
         check_topic(name)
         body = {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": PAYLOAD_SCHEMA_VERSION,
             "table_id": self.table_id,
             "device": name,
             **payload,
@@ -393,7 +392,7 @@ class FloorLink:
 
     def set_jackpot(self, payload: Mapping[str, JSON]) -> None:
         """Update the retained ``jackpot`` display snapshot (``jackpot.json``)."""
-        body = {"schema_version": SCHEMA_VERSION, "table_id": self.table_id, **payload}
+        body = {"schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": self.table_id, **payload}
         body.setdefault("updated_at", iso_utc(self._clock()))
         self._put_snapshot("jackpot", body)
 
@@ -607,7 +606,7 @@ class FloorLink:
     def _state_payload(self, availability: str, *, reason: str | None = None) -> bytes:
         now = iso_utc(self._clock())
         body: dict[str, JSON] = {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": PAYLOAD_SCHEMA_VERSION,
             "table_id": self.table_id,
             "availability": availability,
             "software_version": self.software_version,
@@ -682,14 +681,13 @@ class FloorLink:
             doc = json.loads(payload)
             if isinstance(doc, dict) and isinstance(doc.get("request_id"), str):
                 request_id = doc["request_id"]
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "table_id": self.table_id,
-            "request_id": request_id,
-            "status": "rejected" if rel == "bets/request" else "error",
-            "code": "INTERNAL_ERROR",
-            "message": f"internal error: {type(exc).__name__}",
-        }
+        return response(
+            self.table_id,
+            request_id,
+            "rejected" if rel == "bets/request" else "error",
+            code="INTERNAL_ERROR",
+            message=f"internal error: {type(exc).__name__}",
+        )
 
     async def _publish_loop(self, client: aiomqtt.Client, subscribed: asyncio.Event) -> None:
         await subscribed.wait()

@@ -3,7 +3,7 @@ that ``tablectl math blackjack`` reports, with its confidence interval.
 
 This module is outside :mod:`firmware_host.games` on purpose: it shuffles shoes with
 :class:`random.Random`, and the rules core must stay free of randomness. The game's
-``math()`` imports it lazily (inside the function).
+``math()`` never imports it: its caller passes :func:`simulate` (``simulate=``).
 
 Two engines play the same rounds from the same shuffled shoe:
 
@@ -40,6 +40,8 @@ from typing import Any
 
 from .games.blackjack import (
     GAME,
+    SIMULATION_ROUNDS,
+    SIMULATION_SEED,
     BlackjackDeal,
     BlackjackRules,
     Hand,
@@ -59,8 +61,8 @@ from .games.blackjack import (
 from .games.cards import Card, deck
 from .games.money import MoneyRules, Verdict
 
-DEFAULT_ROUNDS = 200_000
-DEFAULT_SEED = 20040512
+DEFAULT_ROUNDS = SIMULATION_ROUNDS
+DEFAULT_SEED = SIMULATION_SEED
 #: z for a two-sided 95% interval.
 Z95 = 1.959963984540054
 

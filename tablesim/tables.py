@@ -39,7 +39,7 @@ def table_document(
         },
         "limits": {"min_stake": 2500, "max_stake": 500000},
         "devices": dict(devices),
-        "daemon": {"auto_open": True},
+        "daemon": {"simulated": True},
     }
     if mqtt is not None:
         base["mqtt"] = dict(mqtt)

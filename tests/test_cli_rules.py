@@ -200,9 +200,10 @@ def test_the_floor_door_refuses_a_5000_digit_stake_with_its_request_id(tmp_path:
     # issue 12 point 7: the same bet on bets/request once answered INTERNAL_ERROR with a
     # null request id; the MQTT door now gets the rules core's refusal, like every door.
     from firmware_host.config import load_config
-    from firmware_host.floor import FloorRequests
     from firmware_host.journal import Journal
-    from firmware_host.rounds import RoundEngine
+    from firmware_host.table.engine import RoundEngine
+    from firmware_host.table.floor import FloorRequests
+    from firmware_host.table.procedures import ManualProcedure, ProcedureContext
 
     e = RoundEngine(load_config(ROOT / "config" / "roulette.toml"), Journal(tmp_path / "j.db"))
     e.open_betting()
@@ -210,14 +211,14 @@ def test_the_floor_door_refuses_a_5000_digit_stake_with_its_request_id(tmp_path:
         '{"request_id": "r-1", "action": "place", "bet": {"bet_id": "a", "seat": 1, '
         f'"bet_type": "straight", "selection": [17], "stake": {HUGE}}}}}'
     ).encode()
-    answer = FloorRequests(e).handle_bet_request(payload)
+    answer = FloorRequests(e, ManualProcedure(ProcedureContext(e))).handle_bet_request(payload)
     assert (answer["request_id"], answer["status"], answer["code"]) == (
         "r-1",
         "rejected",
         "BET_INVALID_STAKE",
     )
     payload = payload.replace(HUGE.encode(), b"2550")
-    answer = FloorRequests(e).handle_bet_request(payload)
+    answer = FloorRequests(e, ManualProcedure(ProcedureContext(e))).handle_bet_request(payload)
     assert (answer["status"], answer["code"]) == ("rejected", "BET_STAKE_PAYABLE_UNIT")
 
 
@@ -267,15 +268,16 @@ def test_figure_names_work_at_every_door_59_2004_art_1(
     assert data["outcome"]["dice"] == [1, 5, 6] and data["bets"][0]["net"] == 2000  # art. 6 3)
     # the MQTT door: a result entered by command on a table without a shaker
     from firmware_host.config import load_config
-    from firmware_host.floor import FloorRequests
     from firmware_host.journal import Journal
-    from firmware_host.rounds import RoundEngine
+    from firmware_host.table.engine import RoundEngine
+    from firmware_host.table.floor import FloorRequests
+    from firmware_host.table.procedures import ManualProcedure, ProcedureContext
 
     cfg = load_config(ROOT / "config" / "fish-prawn-crab.toml")
     e = RoundEngine(cfg, Journal(tmp_path / "j.db"))
     e.open_betting()
     e.close_betting()
-    answer = FloorRequests(e).handle_command_request(
+    answer = FloorRequests(e, ManualProcedure(ProcedureContext(e))).handle_command_request(
         b'{"request_id": "r", "command": "result", "args": {"outcome": '
         b'{"dice": ["fish", "crab", "rooster"]}}}'
     )

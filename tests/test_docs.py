@@ -36,11 +36,11 @@ def test_config_keys_are_documented() -> None:
 
 
 def test_every_registered_section_key_is_documented() -> None:
+    from firmware_host.assembly import DAEMON_SPECS
     from firmware_host.console import CONSOLE_SPECS
-    from firmware_host.daemon import DAEMON_SPECS
-    from firmware_host.jackpot import JACKPOT_SPECS
     from firmware_host.journal import JOURNAL_SPECS
     from firmware_host.mqtt import MQTT_SPECS
+    from firmware_host.table.jackpot import JACKPOT_SPECS
 
     text = (ROOT / "docs" / "configuration.md").read_text()
     for section, specs in (

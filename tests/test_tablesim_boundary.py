@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME = ("firmware_host", "drivers")
 #: Modules that may import tablesim inside a function (the ``tablectl demo`` command).
-LAZY_ALLOWED = {"firmware_host/commands/daemon.py"}
+LAZY_ALLOWED = {"firmware_host/subcommands/daemon.py"}
 
 
 def _is_tablesim(name: str | None) -> bool:

@@ -119,7 +119,7 @@ class BoardDisplay:
         }
 
 
-class BoardDriver(BoardDisplay, RefDriver):
+class BoardDriver(BoardDisplay, RefDriver[BoardResynced]):
     """The reference RS-485 board. Several boards may share one port (one bus)."""
 
     driver_name = "board-ref"
@@ -214,7 +214,7 @@ class BoardDriver(BoardDisplay, RefDriver):
         return {"board": self.display_status()}
 
 
-class GpioBoardDriver(BoardDisplay, DriverBase):
+class GpioBoardDriver(BoardDisplay, DriverBase[BoardResynced]):
     """A board of LEDs on GPIO pins (gpiozero ``LEDBoard``); lamp ``i`` is ``pins[i]``.
 
     It can light areas and numbers (the number's own lamp, e.g. area ``"17"``);
@@ -270,10 +270,9 @@ class GpioBoardDriver(BoardDisplay, DriverBase):
             return
         from gpiozero import LEDBoard
 
-        if self.pin_factory is None:
-            from ..gpio import make_pin_factory
+        from ..gpio import require_pin_factory
 
-            self.pin_factory = make_pin_factory("auto")
+        require_pin_factory(self.pin_factory, self.name)
         try:
             self.leds = LEDBoard(
                 *self.settings["pins"],

@@ -22,9 +22,10 @@ from typing import Any, ClassVar
 
 from firmware_host.config import FieldSpec
 
-from ..base import DeviceEvent, DeviceTimeout, DriverError, HealthState, LinkError
+from ..base import DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase
-from ..transport import Backoff, Link, LinkState, Opener, cancel_and_wait, serial_opener
+from ..link import Backoff, Link, LinkState
+from ..transport import Opener, cancel_and_wait, serial_opener
 from . import codec
 from .codec import (
     Direction,
@@ -37,7 +38,14 @@ from .codec import (
     Reply,
     Status,
 )
-from .events import GameVoided, SelfTestResult, WheelFault, WheelWarning
+from .events import (
+    GameStateChanged,
+    GameVoided,
+    SelfTestResult,
+    WheelEvent,
+    WheelFault,
+    WheelWarning,
+)
 from .policy import PolicySettings
 from .tracker import WheelTracker
 
@@ -56,7 +64,7 @@ def _ms(v: int) -> float:
     return v / 1000.0
 
 
-class CammeghDriver(DriverBase):
+class CammeghDriver(DriverBase[WheelEvent]):
     """Cammegh Slingshot 2 / SS2 roulette wheel controller over RS-232."""
 
     driver_name = "cammegh-ss2"
@@ -234,17 +242,14 @@ class CammeghDriver(DriverBase):
             self._handle_event(event)
         self._refresh_health()
 
-    def _handle_event(self, event: DeviceEvent) -> None:
+    def _handle_event(self, event: WheelEvent) -> None:
         if isinstance(event, WheelFault):
             self._fault_packet = event
         elif isinstance(event, SelfTestResult) and event.passed:
             self._fault_packet = None
         if isinstance(event, GameVoided) and event.restart_required and self.auto_restart:
             self._spawn(self._auto_restart(event))
-        if (
-            getattr(event, "state", None) == GameState.PLACE_BETS
-            and event.kind == "GameStateChanged"
-        ):
+        if isinstance(event, GameStateChanged) and event.state == GameState.PLACE_BETS:
             self._fault_packet = None  # a new game started: the wheel recovered
         self.emit(event)
 

@@ -11,6 +11,7 @@ __all__ = [
     "GameVoided",
     "SelfTestResult",
     "WarningCleared",
+    "WheelEvent",
     "WheelFault",
     "WheelWarning",
     "WinningNumber",
@@ -18,7 +19,13 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GameStateChanged(DeviceEvent):
+class WheelEvent(DeviceEvent):
+    """Base of every event of a roulette wheel (the Cammegh SS2 driver and the GPIO wheel
+    emit the same events): what a wheel procedure matches on."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GameStateChanged(WheelEvent):
     """The wheel's game state changed (taken from one valid status line).
 
     ``previous`` is 0 for the first status the driver ever saw. The round logic
@@ -34,7 +41,7 @@ class GameStateChanged(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class WinningNumber(DeviceEvent):
+class WinningNumber(WheelEvent):
     """The result of one spin: emitted exactly once per spin.
 
     Taken only from a state-5 status line, and only once confirmed: by the bare
@@ -54,7 +61,7 @@ class WinningNumber(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class WheelWarning(DeviceEvent):
+class WheelWarning(WheelEvent):
     """A warning flag (or another anomaly) as the exception-handling rules see it.
 
     ``action`` is what the rules decided: ``"ignore"`` (inside a grace period),
@@ -74,7 +81,7 @@ class WheelWarning(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class WarningCleared(DeviceEvent):
+class WarningCleared(WheelEvent):
     """The warning flags went back to ``flags`` (usually 0)."""
 
     flags: int
@@ -84,7 +91,7 @@ class WarningCleared(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GameVoided(DeviceEvent):
+class GameVoided(WheelEvent):
     """The game in progress is void: lock all bets, return them (round logic).
 
     ``restart_required``: the wheel waits for ``*R`` (a void miss-spin): call
@@ -100,7 +107,7 @@ class GameVoided(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class WheelFault(DeviceEvent):
+class WheelFault(WheelEvent):
     """A ``*F <code>`` fault packet during play (mode bit 256)."""
 
     code: int
@@ -108,7 +115,7 @@ class WheelFault(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SelfTestResult(DeviceEvent):
+class SelfTestResult(WheelEvent):
     """The outcome of ``*F`` (self-test): ``codes == (0,)`` means passed."""
 
     codes: tuple[int, ...]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..base import DeviceEvent
 from .codec import (
     STATE_NAMES,
     Direction,
@@ -45,6 +44,7 @@ from .events import (
     GameStateChanged,
     GameVoided,
     WarningCleared,
+    WheelEvent,
     WheelFault,
     WheelWarning,
     WinningNumber,
@@ -102,7 +102,7 @@ class WheelTracker:
         self.anomalies = 0
 
     # ------------------------------------------------------------------ input
-    def feed(self, frame: Frame | Garbled, now: float) -> list[DeviceEvent]:
+    def feed(self, frame: Frame | Garbled, now: float) -> list[WheelEvent]:
         """Take one decoded frame; return the events it causes."""
         if isinstance(frame, Status):
             return self._status(frame, now)
@@ -118,8 +118,8 @@ class WheelTracker:
         return []
 
     # ------------------------------------------------------------------ status lines
-    def _status(self, st: Status, now: float) -> list[DeviceEvent]:
-        out: list[DeviceEvent] = []
+    def _status(self, st: Status, now: float) -> list[WheelEvent]:
+        out: list[WheelEvent] = []
         prev = self.last
         self.status_lines += 1
         if prev is None or prev.state != st.state:
@@ -143,8 +143,8 @@ class WheelTracker:
         self.bare = None
         return out
 
-    def _transition(self, prev: Status | None, st: Status) -> list[DeviceEvent]:
-        out: list[DeviceEvent] = []
+    def _transition(self, prev: Status | None, st: Status) -> list[WheelEvent]:
+        out: list[WheelEvent] = []
         state = int(st.state)
         if state == GameState.PLACE_BETS:
             self.game_open, self.void_reason = True, ""  # a new game (or a re-spin after *R)
@@ -167,7 +167,7 @@ class WheelTracker:
 
     def _void(
         self, st: Status, reason: str, message: str, source: str, restart: bool = False
-    ) -> list[DeviceEvent]:
+    ) -> list[WheelEvent]:
         if self.void_reason or not (self.game_open or int(st.state) in _IN_GAME):
             return []
         self.void_reason = reason
@@ -184,8 +184,8 @@ class WheelTracker:
         ]
 
     # ------------------------------------------------------------------ results
-    def _result(self, prev: Status | None, st: Status) -> list[DeviceEvent]:
-        out: list[DeviceEvent] = []
+    def _result(self, prev: Status | None, st: Status) -> list[WheelEvent]:
+        out: list[WheelEvent] = []
         pending, self.pending = self.pending, None
         key = (int(st.state), st.spin)
         two_alike = prev is not None and (int(prev.state), prev.spin) == key
@@ -293,8 +293,8 @@ class WheelTracker:
             source=source,
         )
 
-    def _flags(self, st: Status, now: float) -> list[DeviceEvent]:
-        out: list[DeviceEvent] = []
+    def _flags(self, st: Status, now: float) -> list[WheelEvent]:
+        out: list[WheelEvent] = []
         need = self.policy.confirm_lines
         for bit in WarningFlag:
             ep = self.episodes.get(bit)
@@ -338,7 +338,7 @@ class WheelTracker:
 
     def _apply(
         self, bit: WarningFlag, ep: _FlagEpisode, st: Status, now: float
-    ) -> list[DeviceEvent]:
+    ) -> list[WheelEvent]:
         state = int(st.state)
         rule: Rule = rule_for(bit, state)
         action = rule.action
@@ -365,7 +365,7 @@ class WheelTracker:
         text = rule.text
         if rule.grace is not None:
             text += f" (lasted {now - (self.state_since if rule.grace_from == 'state' else ep.since):.1f} s)"
-        out: list[DeviceEvent] = [self._warning(st, code, text, action, rule.source)]
+        out: list[WheelEvent] = [self._warning(st, code, text, action, rule.source)]
         if action is Action.FAULT:
             self.fault = (bit.name or "FAULT", rule.text)
         if action is Action.VOID or (action is Action.FAULT and rule.void):

@@ -22,9 +22,10 @@ from typing import Any, ClassVar
 from firmware_host.config import FieldSpec
 from firmware_host.games.roulette import WHEEL_ORDER
 
-from ..base import DeviceEvent, HealthState
+from ..base import HealthState
+from ..cammegh.events import WheelEvent
 from ..common import DriverBase
-from ..gpio import LoopHandoff, make_pin_factory
+from ..gpio import LoopHandoff, require_pin_factory
 from ..transport import cancel_and_wait
 from .model import WheelGeometry, WheelModel
 
@@ -33,7 +34,7 @@ __all__ = ["GpioWheelDriver"]
 _PIN = (0, 53)
 
 
-class GpioWheelDriver(DriverBase):
+class GpioWheelDriver(DriverBase[WheelEvent]):
     """Manual or automatic wheel with an index sensor (and a second one) and a ball sensor."""
 
     driver_name = "gpio-wheel"
@@ -143,8 +144,7 @@ class GpioWheelDriver(DriverBase):
             return
         from gpiozero import DigitalInputDevice
 
-        if self.pin_factory is None:
-            self.pin_factory = make_pin_factory("auto")
+        require_pin_factory(self.pin_factory, self.name)
         handoff = LoopHandoff(asyncio.get_running_loop(), self.clock)
         s = self.settings
         pull_up = not s["active_high"]
@@ -185,7 +185,7 @@ class GpioWheelDriver(DriverBase):
             await asyncio.sleep(self.tick_interval)
             self._publish(self.model.tick(self.clock()))
 
-    def _publish(self, events: list[DeviceEvent]) -> None:
+    def _publish(self, events: list[WheelEvent]) -> None:
         for ev in events:
             self.emit(ev)
         fault = self.model.fault

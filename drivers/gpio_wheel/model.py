@@ -36,9 +36,14 @@ from dataclasses import dataclass, field
 
 from firmware_host.games.roulette import WHEEL_ORDER
 
-from ..base import DeviceEvent
 from ..cammegh.codec import STATE_NAMES
-from ..cammegh.events import GameStateChanged, GameVoided, WheelWarning, WinningNumber
+from ..cammegh.events import (
+    GameStateChanged,
+    GameVoided,
+    WheelEvent,
+    WheelWarning,
+    WinningNumber,
+)
 
 __all__ = ["POCKETS", "WheelGeometry", "WheelModel", "pocket_after"]
 
@@ -151,7 +156,7 @@ class WheelModel:
             source="gpio-wheel",
         )
 
-    def _set_state(self, state: int, now: float) -> list[DeviceEvent]:
+    def _set_state(self, state: int, now: float) -> list[WheelEvent]:
         g = self.game
         if state == g.state:
             return []
@@ -168,7 +173,7 @@ class WheelModel:
             )
         ]
 
-    def _void(self, reason: str, message: str) -> list[DeviceEvent]:
+    def _void(self, reason: str, message: str) -> list[WheelEvent]:
         g = self.game
         if g.voided or g.state not in (2, 4):
             return []
@@ -186,7 +191,7 @@ class WheelModel:
         ]
 
     # ------------------------------------------------------------------ commands
-    def arm(self, now: float) -> list[DeviceEvent]:
+    def arm(self, now: float) -> list[WheelEvent]:
         """Start a new game (state 2): the next settled ball is its result."""
         if self.rotor.stopped:
             return [self._warn("ROTOR_STOPPED", "cannot start a game: the rotor is not turning")]
@@ -200,7 +205,7 @@ class WheelModel:
         return out
 
     # ------------------------------------------------------------------ sensor edges
-    def edge(self, sensor: str, level: bool, now: float) -> list[DeviceEvent]:
+    def edge(self, sensor: str, level: bool, now: float) -> list[WheelEvent]:
         """A debounced-free raw edge of ``sensor`` ("index", "index_b", "ball")."""
         p = self.pulses[sensor]
         out = self.tick(now)  # timeouts first, in the edge's own time base
@@ -239,9 +244,9 @@ class WheelModel:
         if r.last_a is not None and 0 < t - r.last_a < self._pair_gap():
             r.direction = CLOCKWISE
 
-    def _index(self, t: float, now: float) -> list[DeviceEvent]:
+    def _index(self, t: float, now: float) -> list[WheelEvent]:
         r = self.rotor
-        out: list[DeviceEvent] = []
+        out: list[WheelEvent] = []
         if (
             r.last_index is not None
             and r.period is not None
@@ -292,9 +297,9 @@ class WheelModel:
         self._refresh_fault()
         return out
 
-    def _ball(self, t: float, now: float) -> list[DeviceEvent]:
+    def _ball(self, t: float, now: float) -> list[WheelEvent]:
         g = self.game
-        out: list[DeviceEvent] = []
+        out: list[WheelEvent] = []
         if g.state not in (2, 4) or g.result is not None:
             self.ignored_ball_pulses += 1  # the ball resting after a result, or no game
             return out
@@ -335,9 +340,9 @@ class WheelModel:
         return out
 
     # ------------------------------------------------------------------ time
-    def tick(self, now: float) -> list[DeviceEvent]:
+    def tick(self, now: float) -> list[WheelEvent]:
         """Timeouts: call regularly (the driver does, every 100 ms)."""
-        out: list[DeviceEvent] = []
+        out: list[WheelEvent] = []
         r, g, geo = self.rotor, self.game, self.geo
         for name, p in self.pulses.items():
             if p.start is not None and not p.stuck and now - p.start > geo.stuck_after:

@@ -23,15 +23,16 @@ from typing import Any, ClassVar
 
 from firmware_host.config import FieldSpec
 
-from ..base import DeviceEvent, HealthState
+from ..base import HealthState
 from ..common import DriverBase
-from ..gpio import DebouncedInput, make_pin_factory
+from ..gpio import DebouncedInput, require_pin_factory
 from .events import (
     Bell,
     ButtonStuck,
     DomeClosed,
     DomeOpened,
     KeypadConfirm,
+    KeypadEvent,
     KeypadNumber,
     KeypadRejected,
     KeypadResult,
@@ -45,7 +46,7 @@ NUMBER_KEYS = ("1", "2", "3", "4")
 KEYS = (*NUMBER_KEYS, "confirm", "void", "bell")
 
 
-class KeypadDriver(DriverBase):
+class KeypadDriver(DriverBase[KeypadEvent]):
     """Dealer keypad, bell and dome switch on GPIO."""
 
     driver_name = "keypad-gpio"
@@ -124,14 +125,13 @@ class KeypadDriver(DriverBase):
         self.dome: DomeLockSensor | None = None
         self.pending: tuple[int, float] | None = None  # (number, time pressed)
         self.stuck: set[str] = set()
-        self.last: DeviceEvent | None = None
+        self.last: KeypadEvent | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         if self.keys or self.dome:
             return
-        if self.pin_factory is None:
-            self.pin_factory = make_pin_factory("auto")
+        require_pin_factory(self.pin_factory, self.name)
         s = self.settings
         pull_up = s["pull"] == "up"
         for key, pin in dict(s["pins"]).items():
@@ -170,7 +170,7 @@ class KeypadDriver(DriverBase):
         self.set_health(HealthState.OFFLINE, "STOPPED", "driver stopped")
 
     # ------------------------------------------------------------------ inputs (on the loop)
-    def _emit(self, event: DeviceEvent, ts: float) -> None:
+    def _emit(self, event: KeypadEvent, ts: float) -> None:
         self.frames.rx(f"{event.kind} {getattr(event, 'key', '')} t={ts:.4f}".encode())
         self.last = event
         self.emit(event)

@@ -12,6 +12,7 @@ __all__ = [
     "DomeClosed",
     "DomeOpened",
     "KeypadConfirm",
+    "KeypadEvent",
     "KeypadNumber",
     "KeypadRejected",
     "KeypadResult",
@@ -20,7 +21,12 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class KeypadNumber(DeviceEvent):
+class KeypadEvent(DeviceEvent):
+    """Base of every event of the dealer's keypad and its inputs (bell, dome)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeypadNumber(KeypadEvent):
     """A number key (fantan 1-4): the result about to be confirmed."""
 
     key: str
@@ -28,7 +34,7 @@ class KeypadNumber(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class KeypadConfirm(DeviceEvent):
+class KeypadConfirm(KeypadEvent):
     """The confirm key; ``value`` is the number key pressed before it (None if none)."""
 
     key: str = "confirm"
@@ -36,7 +42,7 @@ class KeypadConfirm(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class KeypadResult(DeviceEvent):
+class KeypadResult(KeypadEvent):
     """A number confirmed by the confirm key: the dealer's result (fantan 1-4)."""
 
     key: str = "confirm"
@@ -44,14 +50,14 @@ class KeypadResult(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class KeypadVoidRequest(DeviceEvent):
+class KeypadVoidRequest(KeypadEvent):
     """The dealer asks to void the round (an operator confirms it)."""
 
     key: str = "void"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class KeypadRejected(DeviceEvent):
+class KeypadRejected(KeypadEvent):
     """Input that cannot be taken (two number keys at once, confirm with no number)."""
 
     key: str
@@ -59,14 +65,14 @@ class KeypadRejected(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Bell(DeviceEvent):
+class Bell(KeypadEvent):
     """The croupier's bell / no-more-bets button."""
 
     key: str = "bell"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ButtonStuck(DeviceEvent):
+class ButtonStuck(KeypadEvent):
     """An input held longer than ``stuck_ms`` (``stuck=True``), or released again."""
 
     key: str
@@ -75,7 +81,7 @@ class ButtonStuck(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DomeOpened(DeviceEvent):
+class DomeOpened(KeypadEvent):
     """The dome (dice) or cup (fantan) is unlocked / lifted; ``initial``: so at start."""
 
     key: str = "dome"
@@ -83,7 +89,7 @@ class DomeOpened(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DomeClosed(DeviceEvent):
+class DomeClosed(KeypadEvent):
     """The dome is down and locked; ``initial``: so at start."""
 
     key: str = "dome"

@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable
 from typing import Protocol
 
 from ..base import DeviceTimeout, FrameLog, LinkError
-from ..transport import Backoff, Connection, Link, LinkState, Opener
+from ..link import Backoff, Link, LinkState
+from ..transport import Connection, Opener
 from .device import DeviceModel
 from .frame import FrameError
 from .link import (

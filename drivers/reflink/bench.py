@@ -15,8 +15,9 @@ from typing import Any
 
 from ..base import DeviceEvent, HealthState, LinkError
 from ..common import Subscription
+from ..link import Backoff
 from ..testing import Faults, FaultyOpener
-from ..transport import Backoff, Connection, pipe_pair
+from ..transport import Connection, pipe_pair
 from .link import LinkTimers
 from .sim import Simulator
 
@@ -71,7 +72,7 @@ async def wait_online(driver: Any, timeout: float = 3.0) -> None:
 
 
 async def collect(
-    sub: Subscription,
+    sub: Subscription[DeviceEvent],
     kind: type[DeviceEvent] | tuple[type[DeviceEvent], ...],
     n: int,
     timeout: float = 5.0,
@@ -87,7 +88,7 @@ async def collect(
     return out
 
 
-def drain(sub: Subscription) -> list[DeviceEvent]:
+def drain(sub: Subscription[DeviceEvent]) -> list[DeviceEvent]:
     out = []
     while (ev := sub.get_nowait()) is not None:
         out.append(ev)

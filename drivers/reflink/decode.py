@@ -13,7 +13,7 @@ shown once, as the link layer would deliver them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ..base import DeviceEvent
@@ -48,7 +48,7 @@ def _fields(msg: Message) -> dict[str, Any]:
 
 def decode_capture(
     profile: Profile,
-    apply: Callable[[Message, bytes], list[DeviceEvent]],
+    apply: Callable[[Message, bytes], Sequence[DeviceEvent]],
     data: bytes,
     device: str = "",
 ) -> Iterator[dict[str, Any]]:
@@ -66,7 +66,7 @@ def decode_capture(
 
 def _records(
     profile: Profile,
-    apply: Callable[[Message, bytes], list[DeviceEvent]],
+    apply: Callable[[Message, bytes], Sequence[DeviceEvent]],
     frame: Frame,
     wire: bytes,
     last: dict[tuple[bool, int], tuple[int, int]],

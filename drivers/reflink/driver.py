@@ -32,8 +32,9 @@ from typing import Any, ClassVar
 from firmware_host.config import ConfigInvalid, FieldSpec, validate_fields
 
 from ..base import CodecError, DeviceTimeout, DriverError, HealthState, LinkError
-from ..common import DriverBase
-from ..transport import Backoff, LinkState, Opener, serial_opener
+from ..common import DriverBase, E
+from ..link import Backoff, LinkState
+from ..transport import Opener, serial_opener
 from .aio import ReflinkHost, acquire_host, release_host, wait_event
 from .link import LinkTimers
 from .messages import LINK_VERSION, Message, MessageError, Profile, Sender
@@ -125,7 +126,7 @@ def resolve_settings(
     return out
 
 
-class RefDriver(DriverBase):
+class RefDriver(DriverBase[E]):
     """Base of the reflink drivers; subclasses set ``profile`` and handle messages."""
 
     profile: ClassVar[Profile]

@@ -7,7 +7,6 @@ nibble its lie (0 flat, 1 tilted, 2 stacked), the low nibble its face (1..6, or 
 
 from __future__ import annotations
 
-from ..base import DeviceEvent
 from ..reflink.messages import Message, MessageDef, MessageError, Profile, Sender, f
 from .events import (
     DIE_FLAGS,
@@ -17,6 +16,7 @@ from .events import (
     NoShake,
     ShakeFinished,
     ShakeRequested,
+    ShakerEvent,
     ShakerFault,
     ShakeStarted,
 )
@@ -107,7 +107,7 @@ class ShakerTracker:
         self.dice = dice
         self.last: DiceRead | None = None
 
-    def apply(self, msg: Message, raw: bytes = b"") -> list[DeviceEvent]:
+    def apply(self, msg: Message, raw: bytes = b"") -> list[ShakerEvent]:
         d, n = self.device, msg.name
         if n == "SHAKE_REQUESTED":
             return [

@@ -11,11 +11,19 @@ from typing import Any, ClassVar
 
 from firmware_host.config import FieldSpec
 
-from ..gpio import DebouncedInput
+from ..gpio import DebouncedInput, require_pin_factory
 from ..reflink.driver import SERIAL_SETTINGS, RefDriver
 from ..reflink.messages import Message
 from .codec import PROFILE, ShakerTracker
-from .events import Bell, DiceRead, DomeClosed, DomeOpened, InputStuck, ShakerFault
+from .events import (
+    Bell,
+    DiceRead,
+    DomeClosed,
+    DomeOpened,
+    InputStuck,
+    ShakerEvent,
+    ShakerFault,
+)
 
 _PIN = (0, 27)
 
@@ -45,7 +53,7 @@ _SHAKER_SETTINGS: dict[str, FieldSpec] = {
 }
 
 
-class ShakerDriver(RefDriver):
+class ShakerDriver(RefDriver[ShakerEvent]):
     driver_name = "shaker-ref"
     profile = PROFILE
     SETTINGS: ClassVar[dict[str, FieldSpec]] = {**SERIAL_SETTINGS, **_SHAKER_SETTINGS}
@@ -76,10 +84,8 @@ class ShakerDriver(RefDriver):
 
     def _start_gpio(self) -> None:
         s = self.settings
-        if (s["dome_pin"] is not None or s["bell_pin"] is not None) and self.pin_factory is None:
-            from ..gpio import make_pin_factory
-
-            self.pin_factory = make_pin_factory("auto")
+        if s["dome_pin"] is not None or s["bell_pin"] is not None:
+            require_pin_factory(self.pin_factory, self.name)
         debounce = s["debounce_ms"] / 1000
         pull_up, active_state = {"up": (True, None), "down": (False, None), "none": (None, False)}[
             s["pull"]

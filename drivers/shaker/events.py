@@ -16,7 +16,12 @@ DIE_FLAGS = (FLAT, TILTED, STACKED)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShakeRequested(DeviceEvent):
+class ShakerEvent(DeviceEvent):
+    """Base of every event of a dice shaker, whatever its wire protocol."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ShakeRequested(ShakerEvent):
     """A shake was asked for: ``source`` is ``host`` (a command) or ``button`` (on the shaker)."""
 
     shake: int
@@ -24,17 +29,17 @@ class ShakeRequested(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShakeStarted(DeviceEvent):
+class ShakeStarted(ShakerEvent):
     shake: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShakeFinished(DeviceEvent):
+class ShakeFinished(ShakerEvent):
     shake: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DiceRead(DeviceEvent):
+class DiceRead(ShakerEvent):
     """The dice as read after a shake. ``dice[i]`` is 1..6, or 0 when that die's face is
     not readable (only possible for a tilted or stacked die)."""
 
@@ -50,7 +55,7 @@ class DiceRead(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class NoShake(DeviceEvent):
+class NoShake(ShakerEvent):
     """The shake did not happen (motor did not run, dice did not move)."""
 
     shake: int
@@ -58,7 +63,7 @@ class NoShake(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DiceUnreadable(DeviceEvent):
+class DiceUnreadable(ShakerEvent):
     """The dice could not be read (dice missing, image unclear, camera fault)."""
 
     shake: int
@@ -67,7 +72,7 @@ class DiceUnreadable(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShakerFault(DeviceEvent):
+class ShakerFault(ShakerEvent):
     """A fault the host detected in what the shaker sent (e.g. wrong number of dice)."""
 
     fault: str
@@ -75,24 +80,24 @@ class ShakerFault(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DomeOpened(DeviceEvent):
+class DomeOpened(ShakerEvent):
     """The dome-lock sensor says the dome is open (``initial``: it was open at start)."""
 
     initial: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DomeClosed(DeviceEvent):
+class DomeClosed(ShakerEvent):
     pass
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Bell(DeviceEvent):
+class Bell(ShakerEvent):
     """The croupier rang the bell: no more bets (57/2004 art. 3 1); 59/2004 art. 3 1))."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class InputStuck(DeviceEvent):
+class InputStuck(ShakerEvent):
     """A GPIO input held far longer than a press (``input`` names it); ``stuck`` False on release."""
 
     input: str

@@ -12,7 +12,6 @@ from collections.abc import Iterable
 
 from firmware_host.games.cards import RANKS, SUITS, Card, deck, shoe_composition
 
-from ..base import DeviceEvent
 from ..reflink.messages import Message, MessageDef, MessageError, Profile, Sender, f
 from .events import (
     CardDealt,
@@ -22,6 +21,7 @@ from .events import (
     DoorOpened,
     DuplicateCard,
     SequenceGap,
+    ShoeEvent,
     ShoeFault,
     ShoeFaultCleared,
     ShoeJam,
@@ -198,13 +198,13 @@ class ShoeTracker:
         self.last_seq = 0
         self.dealt.clear()
 
-    def apply(self, msg: Message, raw: bytes = b"") -> list[DeviceEvent]:
+    def apply(self, msg: Message, raw: bytes = b"") -> list[ShoeEvent]:
         """Events for one decoded message from the device (MessageError if its values are bad)."""
         d, n = self.device, msg.name
         if n == "CARD":
             card = str(card_from_byte(msg["card"]))
             seq = msg["seq"]
-            out: list[DeviceEvent] = []
+            out: list[ShoeEvent] = []
             if seq != self.last_seq + 1:
                 out.append(
                     SequenceGap(

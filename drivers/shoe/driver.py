@@ -15,7 +15,14 @@ from ..reflink.driver import SERIAL_SETTINGS, USB_SETTINGS, RefDriver
 from ..reflink.messages import Message
 from ..transport import Opener
 from .codec import FAULT_IDS, PROFILE, ShoeTracker
-from .events import CardDealt, DeckChecked, ShoeFault, ShoeFaultCleared, ShuffleFinished
+from .events import (
+    CardDealt,
+    DeckChecked,
+    ShoeEvent,
+    ShoeFault,
+    ShoeFaultCleared,
+    ShuffleFinished,
+)
 
 _SHOE_SETTINGS: dict[str, FieldSpec] = {
     "decks": FieldSpec(
@@ -27,7 +34,7 @@ _SHOE_SETTINGS: dict[str, FieldSpec] = {
 LATCHED = ("MISREAD", "DUPLICATE_CARD", "SEQUENCE_GAP")
 
 
-class ShoeDriver(RefDriver):
+class ShoeDriver(RefDriver[ShoeEvent]):
     driver_name = "shoe-ref"
     profile = PROFILE
     SETTINGS: ClassVar[dict[str, FieldSpec]] = {**SERIAL_SETTINGS, **_SHOE_SETTINGS}

@@ -12,7 +12,12 @@ from ..base import DeviceEvent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CardDealt(DeviceEvent):
+class ShoeEvent(DeviceEvent):
+    """Base of every event of a card shoe, whatever its wire protocol."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardDealt(ShoeEvent):
     """A card left the shoe. ``seq`` counts the cards dealt since the shuffle (1, 2, ...)."""
 
     card: str
@@ -22,20 +27,20 @@ class CardDealt(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShuffleStarted(DeviceEvent):
+class ShuffleStarted(ShoeEvent):
     shuffle: int
     decks: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShuffleFinished(DeviceEvent):
+class ShuffleFinished(ShoeEvent):
     shuffle: int
     decks: int
     cards: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DeckChecked(DeviceEvent):
+class DeckChecked(ShoeEvent):
     """Result of a deck check: the cards counted against ``decks`` full decks."""
 
     shuffle: int
@@ -50,7 +55,7 @@ class DeckChecked(DeviceEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShoeFault(DeviceEvent):
+class ShoeFault(ShoeEvent):
     """A fault; ``fault`` is its stable code. ``seq``/``card`` name the card concerned, if any."""
 
     fault: str = "SHOE_FAULT"
@@ -92,7 +97,7 @@ class SequenceGap(ShoeFault):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ShoeFaultCleared(DeviceEvent):
+class ShoeFaultCleared(ShoeEvent):
     fault: str
 
 

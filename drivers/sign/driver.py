@@ -37,7 +37,7 @@ _SIGN_SETTINGS: dict[str, FieldSpec] = {
 }
 
 
-class SignDriver(RefDriver):
+class SignDriver(RefDriver[SignResynced]):
     driver_name = "sign-ref"
     profile = PROFILE
     SETTINGS: ClassVar[dict[str, FieldSpec]] = {**SERIAL_SETTINGS, **_SIGN_SETTINGS}

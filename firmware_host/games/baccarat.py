@@ -461,6 +461,11 @@ class Baccarat(Game[BaccaratRules, BaccaratOutcome]):
     def bet_types(self, rules: BaccaratRules) -> Sequence[BetType]:
         return _BET_TYPES if rules.pairs_offered else _BET_TYPES[:3]
 
+    def start_deal(
+        self, rules: BaccaratRules, bets: Sequence[Bet], setup: Mapping[str, JSON] | None = None
+    ) -> BaccaratDeal:
+        return BaccaratDeal.start(rules)
+
     def canonical_selection(self, rules: BaccaratRules, bet_type: str, selection: JSON) -> JSON:
         require(selection is None, f"{bet_type}: takes no selection, got {selection!r}")
         return None

@@ -14,13 +14,14 @@ import abc
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from ..jsonio import JSON as JSON
 from .errors import (
     BetError,
     InvalidSelection,
     OutcomeError,
+    RulesError,
     StakeNotPayable,
     StakeOutOfLimits,
     UnknownBetType,
@@ -28,6 +29,9 @@ from .errors import (
 from .money import Amounts, MoneyRules, Verdict, check_stake, fraction_str, settle_amounts
 from .options import build_rules, rules_json
 
+if TYPE_CHECKING:
+    from .cards import Card
+    from .jackpot import JackpotParams
 R = TypeVar("R")  # a game's Rules dataclass
 Out = TypeVar("Out")  # a game's Outcome type
 
@@ -255,6 +259,27 @@ def parse_bet_envelope(raw: object) -> tuple[str, int, str, JSON, int]:
     return bet_id, seat, bet_type, raw.get("selection"), stake
 
 
+class DealExpect(Protocol):
+    """What a deal needs next: ``kind`` is ``"card"``, ``"decision"``, ``"complete"``,
+    ``"void"`` (and game-specific kinds such as Super Pan 9's ``"dice"``)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    def to_json(self) -> dict[str, JSON]: ...
+
+
+class DealState(Protocol):
+    """A game's pure deal state, card by card in the order the cards leave the shoe
+    (``BaccaratDeal``, ``BlackjackDeal``, ``StudDeal``, ``SuperPan9Deal``)."""
+
+    def expect(self) -> DealExpect: ...
+
+    def deal(self, card: Card) -> DealState: ...
+
+    def outcome(self) -> Any: ...
+
+
 class Game(abc.ABC, Generic[R, Out]):
     """Interface of one game of the rules core."""
 
@@ -270,6 +295,12 @@ class Game(abc.ABC, Generic[R, Out]):
     #: Every device kind a table of this game can use (the result device, the result
     #: board, the jackpot sign). A configured device of another kind is refused.
     device_kinds: ClassVar[frozenset[str]] = frozenset({"board"})
+    #: The keys of the setup a deal needs before its first card (Super Pan 9: the
+    #: banker's place, capital and declaration, and the dice); empty: no setup.
+    deal_setup_keys: ClassVar[frozenset[str]] = frozenset()
+    #: Whether :meth:`math` is a seeded simulation whose simulator the caller passes
+    #: (``simulate=``): the rules core holds no random number generator.
+    math_needs_simulator: ClassVar[bool] = False
 
     # -- rules -----------------------------------------------------------------
     def default_rules(self) -> R:
@@ -339,6 +370,35 @@ class Game(abc.ABC, Generic[R, Out]):
     @abc.abstractmethod
     def settle(self, rules: R, outcome: Out, bets: Sequence[Bet], money: MoneyRules) -> Settlement:
         """Settle every bet of a round."""
+
+    # -- the deal, card by card (games read from a shoe) --------------------------
+    def start_deal(
+        self, rules: R, bets: Sequence[Bet], setup: Mapping[str, JSON] | None = None
+    ) -> DealState:
+        """The deal of a round whose bets are ``bets`` (``setup``: see
+        :attr:`deal_setup_keys`). Raises :class:`RulesError` ``NOT_SUPPORTED`` for a
+        game that is not dealt card by card."""
+        raise RulesError(
+            f"{self.game_id} is not dealt from a shoe here; enter its result by command",
+            code="NOT_SUPPORTED",
+        )
+
+    def decide(self, rules: R, deal: DealState, decision: Mapping[str, JSON]) -> DealState:
+        """A player's decision (``seat``, ``action`` and the game's own keys) applied
+        to ``deal``. Raises :class:`RulesError` (``NOT_SUPPORTED`` if the game takes none)."""
+        raise RulesError(f"{self.title} takes no player decisions", code="NOT_SUPPORTED")
+
+    def decision_bets(
+        self, rules: R, deal_before: DealState, seat: int, action: str, bets: Sequence[Bet]
+    ) -> list[dict[str, JSON]]:
+        """The raw bets a decision creates after betting closed (the stud raise), to be
+        validated by :meth:`parse_bet` and journaled. Default: none."""
+        return []
+
+    # -- progressive jackpot ----------------------------------------------------
+    def jackpot_params(self, rules: R) -> JackpotParams | None:
+        """The progressive jackpot a table of this game offers under ``rules``, or None."""
+        return None
 
     # -- math ------------------------------------------------------------------
     @abc.abstractmethod

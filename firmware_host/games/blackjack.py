@@ -26,13 +26,13 @@ cards in dealing order, the decisions in order): see ``docs/rules/blackjack.md``
 the outcome format and every decision taken where the text is silent. The house
 edge (``math``) is a seeded simulation of a basic strategy: it lives in
 :mod:`firmware_host.simulate_blackjack` (it needs a random number generator, which
-the rules core must not import) and is imported lazily inside :meth:`Blackjack.math`.
+the rules core must not import); :meth:`Blackjack.math` takes it from its caller.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -78,6 +78,12 @@ SEVENS_ODDS: Mapping[tuple[int, bool], Fraction] = {
 OVER_UNDER_ODDS = Fraction(1)
 
 PROCEDURES = ("shoe", "metal_box", "face_up")
+#: The house-edge simulator's signature (:func:`firmware_host.simulate_blackjack.simulate`):
+#: ``simulate(rules, *, rounds, seed)``. The caller of :meth:`Blackjack.math` passes it.
+Simulate = Callable[..., Any]
+#: Defaults of the house-edge simulation (``tablectl math blackjack``).
+SIMULATION_ROUNDS = 200_000
+SIMULATION_SEED = 20040512
 ACTIONS = ("hit", "stand", "double", "split", "surrender", "insurance", "even_money", "five_card")
 #: The decisions that keep a hand waiting for its player (stand and insurance do not).
 PLAY_ACTIONS = ("hit", "double", "split", "surrender", "even_money", "five_card")
@@ -1247,6 +1253,7 @@ class Blackjack(Game[BlackjackRules, BlackjackDeal]):
     title = "Blackjack (Vinte e um)"
     regulation = "56/2004"
     rules_type = BlackjackRules
+    math_needs_simulator = True
 
     def bet_types(self, rules: BlackjackRules) -> Sequence[BetType]:
         off = {
@@ -1255,6 +1262,21 @@ class Blackjack(Game[BlackjackRules, BlackjackDeal]):
             "over_under_13": not rules.over_under_13,
         }
         return tuple(bt for bt in _BET_TYPES if not off.get(bt.name, False))
+
+    def start_deal(
+        self, rules: BlackjackRules, bets: Sequence[Bet], setup: Mapping[str, JSON] | None = None
+    ) -> BlackjackDeal:
+        """The places with a main bet are dealt (art. 5 1))."""
+        return BlackjackDeal.start(rules, sorted({b.seat for b in bets if b.bet_type == "main"}))
+
+    def decide(
+        self, rules: BlackjackRules, deal: Any, decision: Mapping[str, JSON]
+    ) -> BlackjackDeal:
+        """Hit, stand, double, split, insurance... (art. 6); ``hand``, ``amount`` and
+        ``bet_id`` as :meth:`BlackjackDeal.decide` takes them."""
+        extra = {k: decision[k] for k in ("hand", "amount", "bet_id") if k in decision}
+        new: BlackjackDeal = deal.decide(decision.get("seat"), decision.get("action"), **extra)
+        return new
 
     def canonical_selection(self, rules: BlackjackRules, bet_type: str, selection: JSON) -> JSON:
         if bet_type in DECISION_BET_TYPES:
@@ -1402,9 +1424,11 @@ class Blackjack(Game[BlackjackRules, BlackjackDeal]):
     def math(self, rules: BlackjackRules, **options: Any) -> MathReport:
         """House edges by a seeded simulation of a basic strategy.
 
-        The simulator lives outside the rules core (it needs :mod:`random`) and is
-        imported here, lazily, so that importing the rules core never imports it.
+        The simulator lives outside the rules core (it needs :mod:`random`): the caller
+        passes it as ``simulate`` (``tablectl math`` passes
+        :func:`firmware_host.simulate_blackjack.simulate`); the rules core never imports it.
         """
+        simulate: Simulate | None = options.pop("simulate", None)
         unknown = sorted(set(options) - {"rounds", "seed", "decks"})
         if unknown:
             raise RulesError(
@@ -1421,11 +1445,15 @@ class Blackjack(Game[BlackjackRules, BlackjackDeal]):
                 rules = dataclasses.replace(rules, decks=decks)
             except ConfigError as exc:
                 raise RulesError(exc.message, code="MATH_OPTION_INVALID") from exc
-        from ..simulate_blackjack import DEFAULT_ROUNDS, DEFAULT_SEED, simulate
-
-        rounds = options.get("rounds") or DEFAULT_ROUNDS
+        if simulate is None:
+            raise RulesError(
+                "blackjack's house edge is a seeded simulation: pass its simulator "
+                "(simulate=firmware_host.simulate_blackjack.simulate; tablectl math does)",
+                code="MATH_NEEDS_SIMULATOR",
+            )
+        rounds = options.get("rounds") or SIMULATION_ROUNDS
         seed = options.get("seed")
-        seed = DEFAULT_SEED if seed is None else seed
+        seed = SIMULATION_SEED if seed is None else seed
         if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 10**8:
             raise RulesError(
                 f"--rounds must be 1..10^8, got {rounds!r}", code="MATH_OPTION_INVALID"

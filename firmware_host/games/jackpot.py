@@ -34,10 +34,10 @@ do jackpot recomeça de acordo com o montante mínimo"): an emptied pool restart
 from the seed; with ``reset_rule = "below_seed"`` a pool left below the seed is also
 topped up to it. The restart is recorded on the game's last payment (``seeded``).
 
-Reserved for a later issue (the fields exist, are persisted, and must keep their
-neutral values here): ``meter_max`` (a maximum the meter may show, None = none),
-``overflow`` (contributions diverted above that maximum) and ``pending_params``
-(a parameter change that takes effect after the next hit).
+The meter maximum, its overflow and parameter changes after the next hit are the
+table's (``firmware_host/table/jackpot.py``: ``Meter``, :func:`apply_meter` there);
+the fields of the same names here exist and are persisted but must keep their
+neutral values (``JACKPOT_RESERVED``).
 """
 
 from __future__ import annotations

@@ -764,6 +764,38 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
             ]
         return unit_problems(amounts, money, "the table could not take or pay it exactly")
 
+    # -- the deal
+    def start_deal(
+        self, rules: StudPokerRules, bets: Sequence[Bet], setup: Mapping[str, JSON] | None = None
+    ) -> StudDeal:
+        """Every place with a bet is dealt (art. 6)."""
+        return StudDeal.start(rules, sorted({b.seat for b in bets}))
+
+    def decide(self, rules: StudPokerRules, deal: Any, decision: Mapping[str, JSON]) -> StudDeal:
+        """A place raises or folds (art. 6 5)-7))."""
+        new: StudDeal = deal.decide(decision.get("seat"), decision.get("action"))
+        return new
+
+    def decision_bets(
+        self, rules: StudPokerRules, deal_before: Any, seat: int, action: str, bets: Sequence[Bet]
+    ) -> list[dict[str, JSON]]:
+        """A raise is a bet of exactly twice the place's ante (art. 6 6))."""
+        if action != "raise":
+            return []
+        ante = next(b for b in bets if b.seat == seat and b.bet_type == "ante")
+        return [
+            {
+                "bet_id": f"{ante.bet_id}.raise",
+                "seat": seat,
+                "bet_type": "raise",
+                "stake": 2 * ante.stake,
+            }
+        ]
+
+    def jackpot_params(self, rules: StudPokerRules) -> jp.JackpotParams | None:
+        """The progressive jackpot, if the table offers it (art. 10)."""
+        return rules.jackpot_params() if rules.jackpot_offered else None
+
     def canonical_selection(self, rules: StudPokerRules, bet_type: str, selection: JSON) -> JSON:
         require(
             selection is None,

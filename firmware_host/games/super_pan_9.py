@@ -52,7 +52,7 @@ from .banker import (
     parse_setup,
     parse_two_each,
 )
-from .base import JSON, MathLine, MathReport
+from .base import JSON, Bet, MathLine, MathReport
 from .cards import Card, cards_str
 from .errors import OutcomeError, RoundStateError, RulesError
 from .money import fraction_str
@@ -360,8 +360,29 @@ class SuperPan9(BankerGame[SuperPan9Rules, SuperPan9Outcome]):
     place_article = "261/96/M art. 5 3), art. 7, art. 8, art. 9"
     co_bank_article = "261/96/M art. 5 5), art. 9"
 
+    deal_setup_keys = frozenset({"banker", "banker_capital", "casino_capital", "declared", "dice"})
+
     def places(self, rules: SuperPan9Rules) -> int:
         return rules.places
+
+    def start_deal(
+        self, rules: SuperPan9Rules, bets: Sequence[Bet], setup: Mapping[str, JSON] | None = None
+    ) -> SuperPan9Deal:
+        """The banker's place, capital and declared add/subtract, and the four dice,
+        fixed before the first card (261/96/M art. 2, 5)."""
+        if setup is None:
+            raise RulesError(
+                "Super Pan 9: send deal_setup (banker, capital, declaration, dice) before the cards",
+                code="SETUP_REQUIRED",
+            )
+        deal = SuperPan9Deal.start(
+            rules,
+            banker=setup["banker"],
+            banker_capital=setup["banker_capital"],
+            declared=setup.get("declared", 0),
+            casino_capital=setup.get("casino_capital"),
+        )
+        return deal.shake(setup["dice"])
 
     def parse_outcome(self, rules: SuperPan9Rules, raw: JSON) -> SuperPan9Outcome:
         return parse_outcome_json(rules, raw)

@@ -14,6 +14,10 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+#: The ``schema_version`` every MQTT payload carries (the ``const`` of every schema
+#: here; a test keeps them equal). Bumped on any change a consumer must know about.
+PAYLOAD_SCHEMA_VERSION = 1
+
 #: Every schema, by name (the file is ``<name>.json``).
 SCHEMA_NAMES = (
     "round",
@@ -38,6 +42,20 @@ TOPIC_SCHEMAS = {
     "commands/request": "command_request",
     "commands/response": "command_response",
 }
+
+
+def response(table_id: str, request_id: str | None, status: str, **fields: Any) -> dict[str, Any]:
+    """The answer to a request (``bets/response``, ``commands/response``): the common
+    head (schema version, table, the request's ``request_id`` echoed back), its
+    ``status`` (``accepted``/``rejected`` for bets, ``ok``/``error`` for commands) and
+    ``fields`` (``code`` and ``message`` of a refusal, the command's ``data``...)."""
+    return {
+        "schema_version": PAYLOAD_SCHEMA_VERSION,
+        "table_id": table_id,
+        "request_id": request_id,
+        "status": status,
+        **fields,
+    }
 
 
 @cache

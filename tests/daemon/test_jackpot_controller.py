@@ -11,9 +11,15 @@ from hypothesis import strategies as st
 
 from firmware_host.config import load_config
 from firmware_host.games import jackpot as jp
-from firmware_host.jackpot import JackpotController, Meter, adjust_meter, apply_meter, new_meter
 from firmware_host.journal import Journal
-from firmware_host.rounds import RoundEngine
+from firmware_host.table.engine import RoundEngine
+from firmware_host.table.jackpot import (
+    JackpotController,
+    Meter,
+    adjust_meter,
+    apply_meter,
+    new_meter,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG = load_config(ROOT / "config" / "stud-poker.toml")
@@ -28,9 +34,7 @@ DEALER_AK = ["AD", "KC", "7C", "4S", "2S"]
 
 def engine(tmp_path: Path, meter_max: int | None = None) -> RoundEngine:
     j = Journal(tmp_path / "j.sqlite3")
-    e = RoundEngine(CFG, j)
-    e.jackpot = JackpotController(j, PARAMS, meter_max=meter_max)
-    return e
+    return RoundEngine(CFG, j, jackpot=JackpotController(j, PARAMS, meter_max=meter_max))
 
 
 def play(e: RoundEngine, hands: dict[int, list[str]], jackpot_seats: set[int], tag: str) -> dict:

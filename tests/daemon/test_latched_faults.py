@@ -10,7 +10,7 @@ import pytest
 from firmware_host.config import validate_document
 from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
-from firmware_host.rounds import RoundFault
+from firmware_host.table.engine import RoundFault
 
 
 def make(tmp_path: Path, broker) -> TableDaemon:  # type: ignore[no-untyped-def]

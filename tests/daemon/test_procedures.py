@@ -12,8 +12,8 @@ from gpiozero.pins.mock import MockFactory
 from firmware_host.config import validate_document
 from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
-from firmware_host.procedures import DiceProcedure, KeypadProcedure
-from firmware_host.rounds import Phase
+from firmware_host.table.engine import Phase
+from firmware_host.table.procedures import DiceProcedure, KeypadProcedure
 
 PINS = {"1": 5, "2": 6, "3": 13, "4": 19, "confirm": 26, "void": 21, "bell": 20}
 SETTLE = 0.08

@@ -9,10 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from firmware_host.config import load_config
-from firmware_host.floor import FloorRequests
 from firmware_host.games.errors import OutcomeError
 from firmware_host.journal import Journal
-from firmware_host.rounds import Phase, RoundEngine, RoundFault
+from firmware_host.table.engine import Phase, RoundEngine, RoundFault
+from firmware_host.table.floor import FloorRequests
+from firmware_host.table.procedures import ManualProcedure, ProcedureContext
 from tablesim.players import SimulatedPlayers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,21 +191,25 @@ def test_dice_throw_void_keeps_bets_and_reopens(tmp_path: Path) -> None:
     assert [b["result"] for b in p["bets"]] == ["win", "lose"]
 
 
-def test_resume_settles_a_journaled_result_and_voids_the_rest(tmp_path: Path) -> None:
+def test_resume_voids_every_unfinished_round_and_never_settles_twice(tmp_path: Path) -> None:
+    # A result is journaled only in the transaction that settles it, so a round left in
+    # flight by a crash never has a result: the restart voids it, every bet refunded,
+    # with the reason recorded. (A journal row that claims an outcome without a
+    # settlement cannot come from this controller; it is voided like any other.)
     cfg = load_config(ROOT / "config" / "fantan.toml")
     j = Journal(tmp_path / "j.sqlite3")
     e = RoundEngine(cfg, j)
     e.open_betting()
     e.place_bet(bet("a", "fan", 2, 10000))
     e.close_betting()
-    # the result is journaled, then the process dies before settling
     rnd = e.current
     j.set_phase(rnd.round_id, "result", outcome={"number": 2})
     j.close()
     j2 = Journal(tmp_path / "j.sqlite3")
     e2 = RoundEngine(cfg, j2)
     (p,) = e2.resume()
-    assert p["status"] == "settled" and p["bets"][0]["net"] == 28500
+    assert p["status"] == "void" and "restarted" in p["void_reason"]
+    assert p["bets"][0]["result"] == "refund" and p["bets"][0]["net"] == 0
     # a round that never saw its result is voided with a reason
     e2.open_betting()
     e2.place_bet(bet("b", "fan", 1, 10000))
@@ -243,7 +248,7 @@ def test_random_valid_bets_settle_as_the_rules_core_says(
 
 def test_floor_requests_always_answer(tmp_path: Path) -> None:
     e = engine(tmp_path)
-    f = FloorRequests(e)
+    f = FloorRequests(e, ManualProcedure(ProcedureContext(e)))
     bad = [
         b"",
         b"{",

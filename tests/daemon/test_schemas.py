@@ -240,3 +240,20 @@ def test_settlements_of_the_rules_core_validate_as_rounds(
                        "result": "2026-05-09T07:35:40.000Z", "settled": "2026-05-09T07:35:40.002Z"},
     }  # fmt: skip
     assert schemas.errors("round", json.loads(json.dumps(payload))) == []
+
+
+def test_every_schema_carries_the_payload_schema_version() -> None:
+    # One constant, kept with the schemas, is what every payload says it is.
+    for name in schemas.SCHEMA_NAMES:
+        s = schemas.load_schema(name)
+        if "schema_version" in s.get("properties", {}):
+            assert s["properties"]["schema_version"]["const"] == schemas.PAYLOAD_SCHEMA_VERSION
+    r = schemas.response("t-1", "r1", "error", code="X", message="m")
+    assert r == {
+        "schema_version": schemas.PAYLOAD_SCHEMA_VERSION,
+        "table_id": "t-1",
+        "request_id": "r1",
+        "status": "error",
+        "code": "X",
+        "message": "m",
+    }

@@ -7,12 +7,12 @@ import asyncio
 import contextlib
 
 from drivers.base import HealthState
+from drivers.link import Backoff
 from drivers.reflink.bench import FAST, SIM_TIMERS, collect, wait_for, wait_online
 from drivers.shoe.driver import UsbShoeDriver
 from drivers.shoe.events import CardDealt
 from drivers.shoe.sim import ShoeSimulator
 from drivers.testing import FakeUsbBackend, FakeUsbDevice
-from drivers.transport import Backoff
 
 
 async def test_shoe_over_usb_bulk_with_unplug_and_reset() -> None:

@@ -17,12 +17,10 @@ from drivers.base import DeviceEvent, HealthChanged, HealthState, LinkError
 from drivers.capture import is_frame_log, read_capture
 from drivers.common import DriverBase, EventHub
 from drivers.gpio import is_raspberry_pi, make_pin_factory
+from drivers.link import Backoff, Link, LinkState
 from drivers.testing import Faults, FaultyConnection, FaultyOpener, mangle, parse_faults
 from drivers.transport import (
-    Backoff,
     Connection,
-    Link,
-    LinkState,
     open_connection,
     pipe_pair,
     serial_opener,

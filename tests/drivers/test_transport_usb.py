@@ -8,8 +8,8 @@ import time
 import pytest
 
 from drivers.base import DeviceTimeout, LinkError
+from drivers.link import Backoff, Link
 from drivers.testing import FakeUsbBackend, FakeUsbDevice
-from drivers.transport import Backoff, Link
 from drivers.usb import UsbId, open_usb, parse_usb_url, usb_opener
 
 VID, PID = 0x1209, 0x5A01

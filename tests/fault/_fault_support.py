@@ -19,6 +19,7 @@ from typing import Any
 import aiomqtt
 import pytest
 
+from firmware_host.table.extension import TableExtension
 from tablesim.floor_client import FloorClient
 
 JSON = Any
@@ -258,3 +259,17 @@ class DaemonProcess:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
         except OSError:
             return ""
+
+
+class RoundRecorder(TableExtension):
+    """A table extension that keeps every finished round's payload (settled or void)."""
+
+    name = "test-recorder"
+
+    def __init__(self, out: list[dict[str, Any]]) -> None:
+        self.out = out
+
+    def round_settled(self, payload: Mapping[str, Any]) -> None:
+        self.out.append(dict(payload))
+
+    round_voided = round_settled

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-MAX_PAYLOAD = 64 * 1024  # firmware_host.floor.MAX_PAYLOAD (checked by the test)
+MAX_PAYLOAD = 64 * 1024  # firmware_host.table.floor.MAX_PAYLOAD (checked by the test)
 
 #: Fantan results that cannot be (58/2004 art. 3 2): 1 to 4, or a count of buttons).
 IMPOSSIBLE: list[Any] = [{"number": 9}, {"buttons": -4}, {"buttons": "many"}, [1]]

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fault_support import SEED, Deliveries, Requests, kv, report
+from _fault_support import SEED, Deliveries, Requests, RoundRecorder, kv, report
 from _mqtt_support import Collector
 
 from firmware_host.config import load_config
 from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
-from firmware_host.rounds import Phase
+from firmware_host.table.engine import Phase
 from tablesim.floor_client import FloorClient
 
 ROUNDS = int(os.environ.get("TABLECTL_FAULT_ROUNDS", "300"))
@@ -138,7 +138,7 @@ async def test_broker_killed_at_random_every_round_reaches_the_floor_in_order(
     await d.start()
     assert d.engine is not None and d.link is not None and d.journal is not None
     journal = d.journal
-    d.engine.on_finished.append(lambda p: finished.append(dict(p)))
+    d.extensions.add(RoundRecorder(finished))
     floor = FloorClient(broker.host, broker.port, cfg.table_id, client_id="fault-dealer")
     await floor.start()
     req = Requests(floor, timeout=5.0)

@@ -66,8 +66,8 @@ from _fault_support import (
 )
 from _mqtt_support import Collector
 
-from firmware_host.jackpot import Meter
 from firmware_host.journal import Journal
+from firmware_host.table.jackpot import Meter
 from tablesim.floor_client import FloorClient
 
 TRIALS = int(os.environ.get("TABLECTL_DAEMON_KILLS", "60"))
@@ -494,8 +494,9 @@ def check_journal_and_floor(j: Journal, got: Deliveries) -> None:
 
 
 def check_resume(j: Journal, killed_in: dict[str, str]) -> str:
-    """A restart settles a round whose outcome was journaled, exactly as it would have
-    been, and voids (refunds) one whose result was never read, saying why."""
+    """A restart voids (refunds) every round in flight, saying why. (The RESULT bucket,
+    an outcome journaled without its settlement, must stay empty: the controller
+    journals a result only in the transaction that settles it.)"""
     settled = voided = 0
     for rid, where in killed_in.items():
         rnd = j.round(rid)

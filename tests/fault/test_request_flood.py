@@ -53,7 +53,7 @@ from _fault_support import (
 )
 from _flood_requests import MAX_PAYLOAD, valid_bet
 
-from firmware_host import floor as floor_module
+from firmware_host.table import floor as floor_module
 from tablesim.floor_client import FloorClient
 
 ROUNDS = int(os.environ.get("TABLECTL_FLOOD_ROUNDS", "20"))  # measured with, and without

@@ -44,14 +44,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fault_support import SEED, Deliveries, kv, ms_summary, report, wait_until
+from _fault_support import SEED, Deliveries, RoundRecorder, kv, ms_summary, report, wait_until
 
 from drivers.base import HealthState
 from drivers.cammegh.sim import CammeghSim, SimTiming
 from firmware_host.config import load_config
 from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
-from firmware_host.rounds import Phase
+from firmware_host.table.engine import Phase
 from tablesim.floor_client import FloorClient
 from tablesim.players import SimulatedPlayers
 
@@ -131,7 +131,7 @@ async def test_serial_unplug_replug_and_garbage_settle_no_wrong_result(
     await d.start()
     try:
         assert d.engine is not None and d.journal is not None and d.floor is not None
-        d.engine.on_finished.append(lambda p: finished.append(dict(p)))
+        d.extensions.add(RoundRecorder(finished))
         drv = d.drivers["wheel"]
         await wait_until(lambda: drv.health.state is HealthState.ONLINE, 10, "the wheel online")
         players = SimulatedPlayers(cfg, SEED)
@@ -326,7 +326,7 @@ async def test_a_round_whose_spin_ended_unseen_is_voided_not_settled_by_the_next
     await d.start()
     try:
         assert d.engine is not None and d.floor is not None
-        d.engine.on_finished.append(lambda p: finished.append(dict(p)))
+        d.extensions.add(RoundRecorder(finished))
         drv = d.drivers["wheel"]
         await wait_until(lambda: d.engine.phase is Phase.OPEN, 10, "betting open")
         first = d.engine.current

@@ -213,9 +213,9 @@ def _fresh_shoe_over_under(decks: int) -> tuple[Fraction, Fraction]:
 
 
 def test_math_is_a_seeded_simulation_with_intervals_that_cover_the_exact_side_bets() -> None:
-    report = G.math(R, rounds=25_000, seed=7)
+    report = G.math(R, rounds=25_000, seed=7, simulate=simulate)
     assert report.method == "simulation"
-    again = G.math(R, rounds=25_000, seed=7)
+    again = G.math(R, rounds=25_000, seed=7, simulate=simulate)
     assert report.to_json() == again.to_json()  # seeded: reproducible
     lines = {(ln.bet, ln.selection): ln for ln in report.lines}
     assert set(lines) == {("main", None), ("pair", None), ("sevens", None),
@@ -246,7 +246,7 @@ def test_math_options() -> None:
     with pytest.raises(RulesError) as exc:
         G.math(BlackjackRules(procedure="metal_box", decks=1), decks=6)
     assert exc.value.code == "MATH_OPTION_INVALID"
-    small = G.math(R, rounds=2_000, seed=1, decks=1)
+    small = G.math(R, rounds=2_000, seed=1, decks=1, simulate=simulate)
     assert small.details["simulation"]["decks"] == 1
 
 
@@ -254,3 +254,12 @@ def test_tablectl_math_blackjack_prints_a_simulation(capsys: pytest.CaptureFixtu
     rc = tablectl(["math", "blackjack", "--rounds", "3000", "--seed", "4"])
     out = capsys.readouterr().out
     assert rc == 0 and "simulation" in out and "95% CI" in out
+
+
+def test_math_takes_its_simulator_from_the_caller() -> None:
+    # The rules core holds no random number generator: without the simulator the
+    # house edge cannot be computed, and the refusal says where the simulator is.
+    with pytest.raises(RulesError) as exc:
+        G.math(R, rounds=10)
+    assert exc.value.code == "MATH_NEEDS_SIMULATOR"
+    assert "simulate_blackjack" in exc.value.message

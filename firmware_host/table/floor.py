@@ -4,20 +4,23 @@ Every request gets exactly one response (``bets/response``, ``commands/response`
 echoing its ``request_id``, accepted or rejected with a stable error code and a
 message. Malformed JSON, unknown fields, negative or fractional stakes, unknown bet
 types, bets after close: all rejected, none raising out of here, none blocking the
-table. No MQTT here: the daemon hands us payload bytes and publishes what we return.
+table. No MQTT here: the floor link hands us payload bytes (:meth:`FloorRequests.handle`)
+and publishes what we return; every answer is built by
+:func:`firmware_host.schemas.response`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any
 
-from .games.errors import RulesError
-from .games.money import parse_json_int
-from .jsonio import JSON
-from .rounds import SCHEMA_VERSION, RoundEngine, RoundFault
+from ..games.errors import CodedError, RulesError
+from ..games.money import parse_json_int
+from ..jsonio import JSON
+from ..schemas import response
+from .engine import RoundEngine, RoundFault
+from .jackpot import JackpotController
+from .procedures import Procedure
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +43,14 @@ COMMANDS: dict[str, frozenset[str]] = {
 }
 
 
-class RequestError(Exception):
+class RequestError(CodedError, ValueError):
+    """A request refused before it reaches the table (malformed, unknown field or
+    command...): answered with its ``code`` and ``message``."""
+
+    code = "MALFORMED_REQUEST"
+
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+        super().__init__(message, code=code)
 
 
 def _decode(payload: bytes, keys: frozenset[str], what: str) -> dict[str, JSON]:
@@ -77,6 +83,11 @@ def _decode(payload: bytes, keys: frozenset[str], what: str) -> dict[str, JSON]:
     return data
 
 
+def internal_error(exc: BaseException) -> dict[str, str]:
+    """``code`` and ``message`` of an answer to a request whose handling failed."""
+    return {"code": "INTERNAL_ERROR", "message": f"internal error: {type(exc).__name__}"}
+
+
 def _peek_request_id(payload: bytes) -> str | None:
     try:
         data = json.loads(payload, parse_int=parse_json_int)
@@ -87,20 +98,23 @@ def _peek_request_id(payload: bytes) -> str | None:
 
 
 class FloorRequests:
-    """Turns request payloads into engine calls and response payloads."""
+    """Turns request payloads into engine calls and response payloads.
+
+    ``procedure``: the game procedure (whether results may be entered by command;
+    player decisions and deal setups go to it); ``jackpot``: the progressive jackpot
+    (``jackpot_paid``), or None."""
 
     def __init__(
         self,
         engine: RoundEngine,
+        procedure: Procedure,
         *,
-        on_command: Callable[[str, Mapping[str, JSON]], JSON] | None = None,
+        jackpot: JackpotController | None = None,
     ) -> None:
         self.engine = engine
+        self.procedure = procedure
+        self.jackpot = jackpot
         self.table_id = engine.cfg.table_id
-        #: The game procedure (player decisions go to it); set by the daemon.
-        self.procedure: Any = None
-        #: Extra commands handled by the daemon (device self-test...), name -> handler.
-        self.on_command = on_command
         self.counters = {
             "bets_accepted": 0,
             "bets_rejected": 0,
@@ -108,12 +122,13 @@ class FloorRequests:
             "commands_error": 0,
         }
 
-    def _base(self, request_id: str | None) -> dict[str, JSON]:
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "table_id": self.table_id,
-            "request_id": request_id,
-        }
+    async def handle(self, topic: str, payload: bytes) -> JSON:
+        """The floor link's request handler: ``topic`` relative to the table's root."""
+        if topic == "bets/request":
+            return self.handle_bet_request(payload)
+        if topic == "commands/request":
+            return self.handle_command_request(payload)
+        return None
 
     def handle_bet_request(self, payload: bytes) -> dict[str, JSON]:
         try:
@@ -135,23 +150,18 @@ class FloorRequests:
                 )
         except RequestError as exc:
             self.counters["bets_rejected"] += 1
-            return {
-                **self._base(_peek_request_id(payload)),
-                "status": "rejected",
-                "code": exc.code,
-                "message": exc.message,
-            }
+            return response(self.table_id, _peek_request_id(payload), "rejected", **exc.to_json())
         except Exception as exc:  # never let one request stop the table
             log.exception("bet request failed")
             self.counters["bets_rejected"] += 1
-            return {
-                **self._base(_peek_request_id(payload)),
-                "status": "rejected",
-                "code": "INTERNAL_ERROR",
-                "message": f"internal error: {type(exc).__name__}",
-            }
+            return response(
+                self.table_id, _peek_request_id(payload), "rejected", **internal_error(exc)
+            )
         self.counters["bets_accepted" if answer.accepted else "bets_rejected"] += 1
-        return {**self._base(data["request_id"]), "action": action, **answer.to_json()}
+        body = answer.to_json()
+        return response(
+            self.table_id, data["request_id"], body.pop("status"), action=action, **body
+        )
 
     def handle_command_request(self, payload: bytes) -> dict[str, JSON]:
         rid: str | None = None
@@ -170,22 +180,18 @@ class FloorRequests:
             result = self._run(command, args, operator)
         except RequestError as exc:
             self.counters["commands_error"] += 1
-            rid = rid or _peek_request_id(payload)
-            return {**self._base(rid), "status": "error", "code": exc.code, "message": exc.message}
+            return response(
+                self.table_id, rid or _peek_request_id(payload), "error", **exc.to_json()
+            )
         except RulesError as exc:
             self.counters["commands_error"] += 1
-            return {**self._base(rid), "status": "error", "code": exc.code, "message": exc.message}
+            return response(self.table_id, rid, "error", **exc.to_json())
         except Exception as exc:
             log.exception("command failed")
             self.counters["commands_error"] += 1
-            return {
-                **self._base(rid),
-                "status": "error",
-                "code": "INTERNAL_ERROR",
-                "message": f"internal error: {type(exc).__name__}",
-            }
+            return response(self.table_id, rid, "error", **internal_error(exc))
         self.counters["commands_ok"] += 1
-        return {**self._base(rid), "command": command, "status": "ok", "data": result}
+        return response(self.table_id, rid, "ok", command=command, data=result)
 
     def _run(self, command: object, args: dict[str, JSON], operator: str) -> JSON:
         if not isinstance(command, str) or command not in COMMANDS:
@@ -214,27 +220,18 @@ class FloorRequests:
             payload = e.void_round(reason, source=source)
             return {"round_id": payload["round_id"], "status": "void"}
         if command == "decide":
-            decide = getattr(self.procedure, "decide", None) if self.procedure else None
-            if decide is None:
-                raise RequestError("NOT_SUPPORTED", "this table takes no player decisions")
-            result: JSON = decide(args, source)
-            return result
+            return self.procedure.decide(args, source)
         if command == "deal_setup":
-            setup = getattr(self.procedure, "deal_setup", None) if self.procedure else None
-            if setup is None:
-                raise RequestError("NOT_SUPPORTED", "this table takes no deal setup")
-            out: JSON = setup(args, source)
-            return out
+            return self.procedure.deal_setup(args, source)
         if command == "jackpot_paid":
-            if e.jackpot is None:
+            if self.jackpot is None:
                 raise RequestError("NOT_SUPPORTED", "this table has no progressive jackpot")
             hit_id = args.get("hit_id")
             if not isinstance(hit_id, str):
                 raise RequestError("MALFORMED_REQUEST", "jackpot_paid needs a 'hit_id' string")
-            paid: JSON = e.jackpot.confirm_payment(hit_id, who=operator)
-            return paid
+            return self.jackpot.confirm_payment(hit_id, who=operator)
         if command == "result":
-            if not e.manual_results:
+            if not self.procedure.manual_results:
                 raise RequestError(
                     "RESULT_FROM_DEVICE_ONLY",
                     "this table reads its results from its device; a result cannot be entered remotely",

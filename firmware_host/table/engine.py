@@ -1,37 +1,43 @@
 """The round engine: one table's rounds from betting open to settled or void.
 
-Phases (``Phase``): ``open`` (betting open) -> ``closed`` (no more bets) ->
-``result`` (the outcome is read and journaled) -> ``settled``; or ``void`` from any
-unfinished phase, every bet refunded. A result that arrives in the wrong phase is
-refused with :class:`RoundFault` and never settled.
+Phases (:class:`~firmware_host.table.phase.Phase`): ``open`` (betting open) ->
+``closed`` (no more bets) -> ``settled``; or ``void`` from either, every bet refunded.
+A result that arrives in the wrong phase is refused with :class:`RoundFault` and never
+settled.
 
 The engine is synchronous and is called from the daemon's event loop by the game's
-*procedure* (``firmware_host/procedures.py``), which turns device events and dealer
-inputs into engine calls following the regulation's own procedure. Every change is
-one journal transaction that also queues the MQTT messages announcing it, so a
-lifecycle event is published if and only if the change is committed, and a settled
-round is committed before anything is published.
+*procedure* (``firmware_host/table/procedures/``), which turns device events and dealer
+inputs into engine calls following the regulation's own procedure, and by the floor's
+requests. Every change is one journal transaction that also queues the MQTT messages
+announcing it, so a lifecycle event is published if and only if the change is
+committed. A result is settled in the transaction that records it: the outcome, the
+settlement, its outbox entries, the jackpot meter and the raw frames that carried the
+result are committed together, before anything is published.
 
-After a restart, :meth:`RoundEngine.resume` settles an in-flight round whose outcome
-was journaled, and voids (refunding every bet, reason recorded) one whose result was
-never read. Nothing is settled twice: the journal refuses it.
+Collaborators come through the constructor: the journal, the progressive jackpot
+(which takes part in each settle and void), what stops play (latched faults), and the
+table's extensions, told of every committed phase change, settled and voided round.
+
+After a restart, :meth:`RoundEngine.resume` voids every round a crash left unfinished
+(refunding every bet, reason recorded): since a result is journaled only with its
+settlement, an unfinished round never has a result. Nothing is settled twice: the
+journal refuses it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from . import __version__
-from .config import TableConfig
-from .games.base import Bet, Settlement
-from .games.errors import BetError, OutcomeError, RulesError
-from .journal import (
+from .. import __version__
+from ..config import TableConfig
+from ..games.base import Bet, Limits
+from ..games.errors import BetError, RulesError
+from ..journal import (
     BetConflict,
     BetNotFound,
     Journal,
@@ -41,21 +47,19 @@ from .journal import (
     RoundRecord,
     new_round_id,
 )
-from .jsonio import JSON
-from .timefmt import iso_utc, utc_now
+from ..jsonio import JSON
+from ..schemas import PAYLOAD_SCHEMA_VERSION
+from ..timefmt import iso_utc, utc_now
+from .extension import TableExtensions
+from .jackpot import JackpotController
+from .phase import Phase
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+#: A raw device frame: (device, direction, data).
+Frame = tuple[str, Literal["rx", "tx"], bytes]
 
-
-class Phase(enum.StrEnum):
-    OPEN = "open"
-    CLOSED = "closed"
-    RESULT = "result"
-    SETTLED = "settled"
-    VOID = "void"
-    IDLE = "idle"  # no round in flight
+__all__ = ["BetAnswer", "Frame", "Phase", "RoundEngine", "RoundFault"]
 
 
 class RoundFault(RulesError):
@@ -63,10 +67,6 @@ class RoundFault(RulesError):
     a bet after close). Raised to the caller, published as a fault event, never settled."""
 
     code = "ROUND_FAULT"
-
-
-#: Extra settlement data a game's procedure attaches (jackpot contributions and hits).
-SettlementHook = Callable[[RoundRecord, Settlement], Mapping[str, JSON]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,26 +103,23 @@ class RoundEngine:
         cfg: TableConfig,
         journal: Journal,
         *,
+        jackpot: JackpotController | None = None,
+        play_stop: Callable[[], str | None] | None = None,
+        extensions: TableExtensions | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
+        """``jackpot``: the progressive jackpot, which takes part in every settle and
+        void; ``play_stop``: why play is stopped (a latched fault), or None: no round
+        opens while it says so; ``extensions``: told of every committed change."""
         self.cfg = cfg
         self.game = cfg.game
         self.rules = cfg.rules
         self.journal = journal
+        self.jackpot = jackpot
+        self._play_stop = play_stop or (lambda: None)
+        self.extensions = extensions if extensions is not None else TableExtensions()
         self._clock = clock
         self._current: RoundRecord | None = None
-        self.settlement_hooks: list[SettlementHook] = []
-        #: Whether a result may be entered by a dealer/inspector command (fantan keypad,
-        #: mah-jong and P'ai Kao declarations) rather than only read from a device.
-        self.manual_results = True
-        #: The progressive jackpot (stud poker), or None.
-        self.jackpot: Any = None
-        #: Why play is stopped (a latched fault), or None: no round opens while it says so.
-        self.play_stop: Callable[[], str | None] = lambda: None
-        #: Called with (round payload) after every committed settle/void (display, board).
-        self.on_finished: list[Callable[[Mapping[str, JSON]], None]] = []
-        #: Called with (phase, round) after each phase change (retained state, board).
-        self.on_phase: list[Callable[[Phase, RoundRecord | None], None]] = []
         in_flight = journal.in_flight_rounds(cfg.table_id)
         self._current = in_flight[-1] if in_flight else None
         #: The bets in play in one round, as journaled: ``(round_id, {bet_id: Bet})`` in
@@ -154,11 +151,15 @@ class RoundEngine:
             "version": __version__,
         }
 
+    def set_limits(self, limits: Limits) -> None:
+        """New stake limits (SIGHUP reload): they apply to the next bet."""
+        self.cfg = dataclasses.replace(self.cfg, limits=limits)
+
     def _event(
         self, kind: str, data: Mapping[str, JSON] | None = None, round_id: str | None = None
     ) -> OutboxMessage:
         payload: dict[str, JSON] = {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": PAYLOAD_SCHEMA_VERSION,
             "table_id": self.cfg.table_id,
             "event": kind,
             "at": iso_utc(self._clock()),
@@ -181,11 +182,14 @@ class RoundEngine:
         return self._bets[1]
 
     def _notify_phase(self) -> None:
-        for cb in self.on_phase:
-            try:
-                cb(self.phase, self._current)
-            except Exception:  # a display must never stop the table
-                log.exception("phase listener failed")
+        self.extensions.phase_changed(self.phase, self._current)
+
+    def report_fault(self, kind: str, data: Mapping[str, JSON]) -> None:
+        """Publish a fault on ``events`` (``result_refused``, ``misdeal``,
+        ``device_problem``...) against the round in flight, and write it to the event log."""
+        self.journal.enqueue(self._event(kind, data))
+        self.journal.append_event(kind, dict(data))
+        log.warning("%s: %s", kind, data)
 
     def _require(self, phases: Iterable[Phase], what: str) -> RoundRecord:
         allowed = set(phases)
@@ -203,7 +207,7 @@ class RoundEngine:
         """Start a new round with betting open (art. 3 of each regulation: after the
         previous round has been settled)."""
         self._require([Phase.IDLE], "open betting")
-        stopped = self.play_stop()
+        stopped = self._play_stop()
         if stopped:
             raise RoundFault(stopped, code="PLAY_STOPPED")
         at = self._clock()
@@ -264,9 +268,7 @@ class RoundEngine:
         self._notify_phase()
         return self._current
 
-    def record_frames(
-        self, frames: Sequence[tuple[str, Literal["rx", "tx"], bytes]], round_id: str | None = None
-    ) -> None:
+    def record_frames(self, frames: Sequence[Frame], round_id: str | None = None) -> None:
         """Keep raw device frames ``(device, direction, data)`` against ``round_id``, by
         default the current round (game recall)."""
         if round_id is None and self._current is not None:
@@ -300,13 +302,13 @@ class RoundEngine:
         if self.jackpot is not None and bet.bet_type == "jackpot":
             # 61/2004 art. 11 1), 4): a jackpot bet carried from a void game plays in the
             # seat's next game; a second one there could never be settled.
-            held = [b for b in self.jackpot.meter.state.carried if b.seat == bet.seat]
-            if held:
+            held = self.jackpot.carried_bet(bet.seat)
+            if held is not None:
                 return BetAnswer(
                     False,
                     bet.bet_id,
                     "JACKPOT_ALREADY_CARRIED",
-                    f"seat {bet.seat} already has jackpot bet {held[0].bet_id!r} carried from a "
+                    f"seat {bet.seat} already has jackpot bet {held.bet_id!r} carried from a "
                     "void game; it plays in this game (61/2004 art. 11 1))",
                     rid,
                 )
@@ -383,7 +385,7 @@ class RoundEngine:
         raw_outcome: JSON,
         *,
         source: str = "device",
-        frames: Sequence[tuple[str, Literal["rx", "tx"], bytes]] = (),
+        frames: Sequence[Frame] = (),
     ) -> Mapping[str, JSON]:
         """The round's outcome as read from the hardware: settle it and journal the
         outcome, the settlement, its outbox entries, the jackpot and ``frames``
@@ -396,9 +398,7 @@ class RoundEngine:
         (:class:`RoundFault`) unless betting is closed; an impossible outcome raises
         :class:`~firmware_host.games.errors.OutcomeError`.
         """
-        rnd = self._require([Phase.CLOSED, Phase.RESULT], "take a result")
-        if rnd.phase == Phase.RESULT.value and rnd.outcome is not None:
-            raise RoundFault(f"round {rnd.round_id} already has its result", code="RESULT_TWICE")
+        rnd = self._require([Phase.CLOSED], "take a result")
         outcome = self.game.parse_outcome(self.rules, raw_outcome)
         canonical = self.game.outcome_json(outcome)
         event = self._event("result", {"outcome": canonical, "source": source})
@@ -407,34 +407,33 @@ class RoundEngine:
     def _settle(
         self,
         rnd: RoundRecord,
-        outcome: Any = None,
-        canonical: JSON = None,
+        outcome: Any,
+        canonical: JSON,
         outbox: Sequence[OutboxMessage] = (),
-        frames: Sequence[tuple[str, Literal["rx", "tx"], bytes]] = (),
+        frames: Sequence[Frame] = (),
     ) -> Mapping[str, JSON]:
-        """Settle ``rnd`` (with ``outcome``, or the one journaled before a restart)."""
-
-        if outcome is None:
-            outcome = self.game.parse_outcome(self.rules, rnd.outcome)
-            canonical = rnd.outcome
+        """Settle ``rnd`` with ``outcome``: one journal transaction."""
         bets = list(self._bets_of(rnd.round_id).values())
         extras: dict[str, JSON] = {}
         hits: list[Any] = []
         jp_state = None
         jackpot = self.jackpot
         if jackpot is not None:
-            settlement, extras["jackpot"], hits = jackpot.settle(
+            share = jackpot.settle(
                 self.game, self.rules, outcome, bets, self.cfg.money, rnd.round_id
             )
-            assert jackpot._pending_meter is not None
-            jp_state = jackpot._pending_meter.to_json()
+            assert share.settlement is not None
+            settlement, extras["jackpot"], hits, jp_state = (
+                share.settlement,
+                share.summary,
+                share.hits,
+                share.state,
+            )
         else:
             settlement = self.game.settle(self.rules, outcome, bets, self.cfg.money)
-        for hook in self.settlement_hooks:
-            extras.update(hook(rnd, settlement))
         at = self._clock()
         stamps = dict(rnd.timestamps)
-        stamps.setdefault(Phase.RESULT.value, iso_utc(at))
+        stamps.setdefault("result", iso_utc(at))
         rnd = dataclasses.replace(rnd, timestamps=stamps)
         payload = self._payload(rnd, "settled", settlement.to_json(), at, extras=extras)
         try:
@@ -455,12 +454,14 @@ class RoundEngine:
             raise
         if jackpot is not None:
             jackpot.committed(bool(hits))
-        self._finished(payload)
+        self._current = None
+        self.extensions.round_settled(payload)
+        self._notify_phase()
         return payload
 
     def void_round(self, reason: str, *, source: str = "dealer") -> Mapping[str, JSON]:
         """Void the round in flight: every bet refunded, the reason recorded and published."""
-        rnd = self._require([Phase.OPEN, Phase.CLOSED, Phase.RESULT], "void a round")
+        rnd = self._require([Phase.OPEN, Phase.CLOSED], "void a round")
         if not reason:
             raise RoundFault("a void needs a reason", code="VOID_NEEDS_REASON")
         return self._void(rnd, reason, source)
@@ -476,14 +477,10 @@ class RoundEngine:
         extras: dict[str, JSON] = {}
         if jackpot is not None:
             # 61/2004 art. 11 1), 4): a void deal's jackpot bets go to the next game.
-            carried = [b.to_bet() for b in bets if b.bet_type == "jackpot"]
-            jp_state = jackpot.void(carried).to_json()
+            share = jackpot.void([b.to_bet() for b in bets])
+            jp_state = share.state
             refunded = [r for r in refunded if r["bet_type"] != "jackpot"]
-            extras["jackpot"] = {
-                "contributions": [],
-                "hits": [],
-                "carried": [b.to_json() for b in carried],
-            }
+            extras["jackpot"] = share.summary
         stakes = sum(r["stake"] for r in refunded)
         body = {
             "game": self.cfg.game_id,
@@ -516,17 +513,10 @@ class RoundEngine:
             raise
         if jackpot is not None:
             jackpot.committed(False)
-        self._finished(payload)
-        return payload
-
-    def _finished(self, payload: Mapping[str, JSON]) -> None:
         self._current = None
-        for cb in self.on_finished:
-            try:
-                cb(payload)
-            except Exception:
-                log.exception("round listener failed")
+        self.extensions.round_voided(payload)
         self._notify_phase()
+        return payload
 
     def _payload(
         self,
@@ -546,7 +536,7 @@ class RoundEngine:
             status: iso_utc(at),
         }
         payload: dict[str, JSON] = {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": PAYLOAD_SCHEMA_VERSION,
             "table_id": self.cfg.table_id,
             "round_id": rnd.round_id,
             "seq": rnd.seq,
@@ -571,22 +561,18 @@ class RoundEngine:
 
     # -- restart -----------------------------------------------------------------
     def resume(self) -> list[Mapping[str, JSON]]:
-        """Resolve rounds left in flight by a crash or power loss.
+        """Resolve rounds left in flight by a crash or power loss, then tell the
+        extensions (:meth:`~firmware_host.table.extension.TableExtension.resumed`).
 
-        A round whose outcome was journaled is settled exactly as it would have been;
-        any other is voided with its bets refunded and the reason recorded.
+        A result is journaled only in the transaction that settles it, so a round in
+        flight never has one: each is voided with its bets refunded and the reason
+        recorded (published on ``rounds`` like any void).
         """
         done = []
         for rnd in self.journal.in_flight_rounds(self.cfg.table_id):
             self._current = rnd
-            if rnd.phase == Phase.RESULT.value and rnd.outcome is not None:
-                try:
-                    done.append(self._settle(rnd))
-                    continue
-                except (OutcomeError, RulesError) as exc:
-                    reason = f"journaled outcome could not be settled after restart: {exc}"
-            else:
-                reason = f"controller restarted in phase {rnd.phase!r} before the result was read"
+            reason = f"controller restarted in phase {rnd.phase!r} before the result was read"
             done.append(self._void(rnd, reason, "restart"))
         self._current = None
+        self.extensions.resumed(done, self.journal)
         return done

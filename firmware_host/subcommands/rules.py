@@ -1,4 +1,4 @@
-"""Rules-core commands: ``check-config``, ``settle``, ``math``, ``score``.
+"""Rules-core subcommands of tablectl: ``check-config``, ``settle``, ``math``, ``score``.
 
 These are the supervisor's tools: "is this table file valid", "what should this
 round have paid", "what is the house edge of every bet under this pay table".
@@ -105,6 +105,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     for f in args.files:
         try:
             cfg = load_config(f)
+            _check_assembly(cfg)
         except ConfigInvalid as exc:
             for e in exc.errors:
                 print(f"{f}: {e}")
@@ -114,6 +115,15 @@ def cmd_check_config(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"{f}: ok (table {cfg.table_id}, game {cfg.game_id}, version {cfg.version})")
     return rc
+
+
+def _check_assembly(cfg: TableConfig) -> None:
+    """What the daemon itself would refuse: options set but never read, GPIO missing."""
+    from ..assembly import assembly_problems
+
+    problems = assembly_problems(cfg)
+    if problems:
+        raise ConfigInvalid(cfg.source, problems)
 
 
 def cmd_settle(args: argparse.Namespace) -> int:
@@ -144,6 +154,10 @@ def cmd_math(args: argparse.Namespace) -> int:
     }
     try:
         cfg = _config_for(args.game, args.config)
+        if cfg.game.math_needs_simulator:
+            from ..simulate_blackjack import simulate
+
+            options["simulate"] = simulate
         report = cfg.game.math(cfg.rules, **options)
         money = _money_lines(cfg)
     except (RulesError, ConfigInvalid) as exc:

@@ -4,7 +4,10 @@ two-step hits, audit meters and a rate-limited display.
 
 The rules of the pool are the pure component ``firmware_host/games/jackpot.py``; this
 module adds what a casino's meter needs on top, also as pure functions
-(:func:`apply_meter`), and the glue to the journal, the floor link and the sign:
+(:func:`apply_meter`), the controller that keeps it in the journal
+(:class:`JackpotController`, which takes part in each round's settle transaction
+through the round engine) and its display (:class:`JackpotDisplay`, a
+:class:`~firmware_host.table.extension.TableExtension` that follows the rounds):
 
 - **Maximum and overflow.** With ``[jackpot] meter_max`` set, the meter never shows
   more: contributions above it go to ``overflow``, a reserve that is added back to
@@ -21,7 +24,7 @@ module adds what a casino's meter needs on top, also as pure functions
   credited - paid_from_pool + seeded + adjusted``. A mismatch at start-up latches
   the ``JACKPOT_METER_MISMATCH`` fault, which stops play until cleared.
 - **Display.** ``jackpot`` on MQTT and the jackpot sign are updated at once on a hit
-  and at most every ``display_ms`` while the pool grows.
+  (and on a privileged change) and at most every ``display_ms`` while the pool grows.
 """
 
 from __future__ import annotations
@@ -30,16 +33,18 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from .config import FieldSpec, register_section, validate_fields
-from .games import jackpot as jp
-from .games.base import Bet, Settlement
-from .journal import JackpotHit, Journal
-from .jsonio import JSON
-from .timefmt import iso_utc, utc_now
+from ..config import FieldSpec, register_section, validate_fields
+from ..games import jackpot as jp
+from ..games.base import Bet, Game, Settlement
+from ..games.money import MoneyRules
+from ..journal import JackpotHit, Journal
+from ..jsonio import JSON
+from ..timefmt import iso_utc, utc_now
+from .extension import RoundHistory, TableExtension, TableExtensions
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +69,25 @@ def _validate(data: Any, path: str, errors: list[str]) -> dict[str, Any]:
 
 
 register_section("jackpot", _validate)
+
+
+@dataclass(frozen=True)
+class JackpotSettings:
+    """``[jackpot]`` as the daemon reads it (only on a table that offers a jackpot)."""
+
+    meter_max: int | None = None
+    display_ms: int = 1000
+    sign: str | None = None
+
+    @staticmethod
+    def from_section(section: Mapping[str, Any] | None) -> JackpotSettings:
+        if section is None:
+            return JackpotSettings()
+        return JackpotSettings(
+            meter_max=section["meter_max"] or None,
+            display_ms=section["display_ms"],
+            sign=section["sign"] or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -193,22 +217,31 @@ def with_param(params: jp.JackpotParams, key: str, value: str) -> jp.JackpotPara
     return jp.JackpotParams.from_json(data)
 
 
+@dataclass(frozen=True, slots=True)
+class JackpotShare:
+    """The jackpot's part of a round's settle (or void) transaction."""
+
+    settlement: Settlement | None
+    #: The round payload's ``jackpot`` object.
+    summary: dict[str, JSON]
+    #: The hits to record with the settlement (step 1 of 2).
+    hits: list[JackpotHit]
+    #: The meter after the round, journaled in the same transaction.
+    state: dict[str, JSON]
+
+
 @dataclass
 class JackpotController:
-    """The daemon's jackpot: meter state, settlement, display."""
+    """The table's jackpot: meter state, its part of each settle and void, privileged
+    changes. Watchers (:meth:`watch`) hear of every committed change of the meter."""
 
     journal: Journal
     params: jp.JackpotParams
     meter_max: int | None = None
-    display_ms: int = 1000
     currency: str = "MOP"
-    link: Any = None
-    sign: Any = None
     meter: Meter = field(init=False)
-    _last_display: float = 0.0
-    _display_due: bool = False
     _pending_meter: Meter | None = None
-    _sign_task: Any = None
+    _watchers: list[Callable[[bool], None]] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
         saved = self.journal.jackpot_state(NAME)
@@ -235,16 +268,39 @@ class JackpotController:
                     ],
                 )
 
+    def watch(self, callback: Callable[[bool], None]) -> None:
+        """Call ``callback(urgent)`` after every committed change of the meter;
+        ``urgent`` for a hit or a privileged change (the display shows it at once)."""
+        self._watchers.append(callback)
+
+    def _changed(self, urgent: bool) -> None:
+        for cb in list(self._watchers):
+            try:
+                cb(urgent)
+            except Exception:  # a display must never stop the table
+                log.exception("jackpot watcher failed")
+
+    def carried_bet(self, seat: int) -> jp.JackpotBet | None:
+        """The jackpot bet a void game carried to ``seat``'s next game (61/2004 art. 11
+        1), 4)), or None."""
+        return next((b for b in self.meter.state.carried if b.seat == seat), None)
+
     # -- settlement (called by the round engine inside its settle) ---------------
     def settle(
-        self, game: Any, rules: Any, outcome: Any, bets: Sequence[Bet], money: Any, round_id: str
-    ) -> tuple[Settlement, dict[str, JSON], list[JackpotHit]]:
-        """Settle a round with the jackpot; returns (settlement, the round payload's
-        ``jackpot`` object, the hits to record). The new meter becomes current only
-        when :meth:`committed` is called after the journal commit."""
-        settlement, new_state = game.settle_with_jackpot(
-            rules, outcome, bets, money, self.meter.state
-        )
+        self,
+        game: Game[Any, Any],
+        rules: Any,
+        outcome: Any,
+        bets: Sequence[Bet],
+        money: MoneyRules,
+        round_id: str,
+    ) -> JackpotShare:
+        """Settle a round with the jackpot. The new meter becomes current only when
+        :meth:`committed` is called after the journal commit."""
+        settle_with_jackpot = getattr(game, "settle_with_jackpot", None)
+        if settle_with_jackpot is None:
+            raise TypeError(f"{game.game_id} has no progressive jackpot to settle")
+        settlement, new_state = settle_with_jackpot(rules, outcome, bets, money, self.meter.state)
         info = settlement.extras.get("jackpot")
         if info is None:  # no jackpot bet in play: the state may still have changed (carried)
             meter = replace(self.meter, state=new_state)
@@ -276,24 +332,32 @@ class JackpotController:
             "pool_after": meter.pool,
             "overflow": meter.overflow,
         }
-        return settlement, summary, hits
+        return JackpotShare(settlement, summary, hits, meter.to_json())
 
-    def void(self, bets: Sequence[Bet]) -> Meter:
+    def void(self, bets: Sequence[Bet]) -> JackpotShare:
         """Art. 11 1), 4): the jackpot bets of a void game are carried to the next."""
-        carried = [
-            jp.JackpotBet(b.seat, b.stake, b.bet_id) for b in bets if b.bet_type == "jackpot"
-        ]
-        meter = replace(self.meter, state=jp.void_round(self.meter.state, carried))
+        carried = [b for b in bets if b.bet_type == "jackpot"]
+        meter = replace(
+            self.meter,
+            state=jp.void_round(
+                self.meter.state, [jp.JackpotBet(b.seat, b.stake, b.bet_id) for b in carried]
+            ),
+        )
         self._pending_meter = meter
-        return meter
+        summary: dict[str, JSON] = {
+            "contributions": [],
+            "hits": [],
+            "carried": [b.to_json() for b in carried],
+        }
+        return JackpotShare(None, summary, [], meter.to_json())
 
     def committed(self, hit: bool) -> None:
-        """The journal committed the round: make the new meter current and display it."""
-        pending = getattr(self, "_pending_meter", None)
+        """The journal committed the round: make the new meter current."""
+        pending = self._pending_meter
         if pending is not None:
             self.meter = pending
             self._pending_meter = None
-        self.display(force=hit)
+        self._changed(hit)
 
     def discard(self) -> None:
         self._pending_meter = None
@@ -302,7 +366,7 @@ class JackpotController:
     def _save(self, meter: Meter, event: str, data: Mapping[str, JSON]) -> JSON:
         self.journal.save_jackpot_state(meter.to_json(), name=NAME, events=[(event, dict(data))])
         self.meter = meter
-        self.display(force=True)
+        self._changed(True)
         return self.get_status()
 
     def adjust(self, amount: int, *, reason: str, who: str) -> JSON:
@@ -338,8 +402,9 @@ class JackpotController:
         record, changed = self.journal.confirm_jackpot_payment(hit_id, {"by": who, "note": reason})
         return {"hit_id": hit_id, "paid": True, "already": not changed, "amount": record.amount}
 
-    # -- display --------------------------------------------------------------------
+    # -- status ----------------------------------------------------------------------
     def display_payload(self) -> dict[str, JSON]:
+        """The ``jackpot`` topic's payload (``jackpot.json``, without its common head)."""
         hits = self.journal.jackpot_hits(1, name=NAME)
         last = hits[0].to_json() if hits else None
         return {
@@ -349,34 +414,6 @@ class JackpotController:
             "last_hit": last,
             "fault": None if self.meter.balanced() else "JACKPOT_METER_MISMATCH",
         }
-
-    def display(self, *, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._last_display < self.display_ms / 1000:
-            self._display_due = True
-            return
-        self._last_display = now
-        self._display_due = False
-        payload = self.display_payload()
-        if self.link is not None:
-            try:
-                self.link.set_jackpot(payload)
-            except Exception:
-                log.exception("jackpot display on MQTT failed")
-        if self.sign is not None:
-            show = getattr(self.sign, "show_amount", None)
-            if show is not None:
-                try:
-                    res = show(self.meter.pool, self.currency)
-                    if asyncio.iscoroutine(res):
-                        self._sign_task = asyncio.ensure_future(res)
-                except Exception:
-                    log.exception("jackpot sign update failed")
-
-    def flush_display(self) -> None:
-        """Called periodically: publish a display update that the rate limit held back."""
-        if self._display_due:
-            self.display(force=False)
 
     def get_status(self) -> dict[str, JSON]:
         m = self.meter
@@ -394,6 +431,80 @@ class JackpotController:
             "last_hits": [h.to_json() for h in self.journal.jackpot_hits(25, name=NAME)],
             "at": iso_utc(utc_now()),
         }
+
+
+@runtime_checkable
+class JackpotSign(Protocol):
+    """The jackpot sign as the display uses it (``drivers.sign.driver.SignDriver``)."""
+
+    def show_amount(self, amount: int, currency: str | None = None) -> Awaitable[bool]: ...
+
+
+class JackpotDisplay(TableExtension):
+    """The jackpot on MQTT (``jackpot``, retained) and on the sign: at once after a hit or
+    a privileged change, at most every ``display_ms`` while the pool grows, and again
+    after a restart."""
+
+    name = "jackpot-display"
+
+    def __init__(
+        self,
+        controller: JackpotController,
+        extensions: TableExtensions,
+        *,
+        publish: Callable[[Mapping[str, JSON]], None],
+        sign: JackpotSign | None = None,
+        display_ms: int = 1000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.controller = controller
+        self.publish = publish
+        self.sign = sign
+        self.display_ms = display_ms
+        self._clock = clock
+        self._last = float("-inf")
+        self._due = False
+        self._sign_tasks: set[asyncio.Task[bool]] = set()
+        controller.watch(self._changed)
+        extensions.add(self)
+
+    def _changed(self, urgent: bool) -> None:
+        self.display(force=urgent)
+
+    def display(self, *, force: bool = False) -> None:
+        now = self._clock()
+        if not force and now - self._last < self.display_ms / 1000:
+            self._due = True
+            return
+        self._last = now
+        self._due = False
+        c = self.controller
+        try:
+            self.publish(c.display_payload())
+        except Exception:
+            log.exception("jackpot display on MQTT failed")
+        if self.sign is not None:
+            try:
+                task = asyncio.ensure_future(self.sign.show_amount(c.meter.pool, c.currency))
+            except Exception:
+                log.exception("jackpot sign update failed")
+            else:
+                self._sign_tasks.add(task)
+                task.add_done_callback(self._sign_done)
+
+    def _sign_done(self, task: asyncio.Task[bool]) -> None:
+        self._sign_tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("jackpot sign update failed: %s", task.exception())
+
+    # -- hooks -----------------------------------------------------------------------
+    def resumed(self, resolved: Sequence[Mapping[str, JSON]], history: RoundHistory) -> None:
+        self.display(force=True)
+
+    def tick(self) -> None:
+        """Publish a display update that the rate limit held back."""
+        if self._due:
+            self.display(force=False)
 
 
 def _round_from(info: Mapping[str, Any], state: jp.JackpotState) -> jp.JackpotRound:

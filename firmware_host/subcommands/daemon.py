@@ -66,7 +66,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             stop=asyncio.Event(),
         )
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    except ConfigInvalid as exc:  # options never read, GPIO missing: refused at start-up
+        for e in exc.errors:
+            print(f"{exc.source}: {e}", file=sys.stderr)
+        return 2
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

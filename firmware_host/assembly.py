@@ -1,0 +1,106 @@
+"""What the daemon reads from a table's configuration, read at once and without I/O.
+
+:func:`read_plan` reads every section the daemon uses into a :class:`TablePlan`: the
+``[daemon]`` options, the journal, MQTT and console settings, the enabled devices, the
+progressive jackpot (only on a table whose game offers one). Reading is tracked
+(:meth:`~firmware_host.config.TableConfig.section`): whatever the file sets and the
+plan never read is a problem, named by its section and option; so is a table that
+needs GPIO pins on a machine without them (unless the configuration says the table
+is simulated). The daemon refuses to start with a problem; ``tablectl check-config``
+and the console's ``check-config`` report them (:func:`assembly_problems`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from drivers.registry import DeviceConfig
+
+from .config import FieldSpec, TableConfig, register_section, validate_fields
+from .console import ConsoleSettings
+from .devices import gpio_problems
+from .games.jackpot import JackpotParams
+from .journal import JournalSettings
+from .mqtt import MqttSettings
+from .table.jackpot import JackpotSettings
+
+DAEMON_SPECS: dict[str, FieldSpec] = {
+    "watchdog_check": FieldSpec("bool", True, doc="withhold watchdog pings while the loop lags"),
+    "simulated": FieldSpec(
+        "bool",
+        False,
+        doc="the table's devices are simulators (the demo, a test bench): GPIO drivers get "
+        "gpiozero's mock pins; never on a casino table, where a missing GPIO is an error",
+    ),
+}
+
+
+def _validate_daemon(data: Any, path: str, errors: list[str]) -> dict[str, Any]:
+    return validate_fields(DAEMON_SPECS, data, path, errors)
+
+
+register_section("daemon", _validate_daemon)
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """Everything the daemon takes from the configuration."""
+
+    watchdog_check: bool
+    simulated: bool
+    journal: JournalSettings
+    mqtt: MqttSettings
+    console: ConsoleSettings
+    #: Every configured device (enabled or not), in the file's order.
+    devices: tuple[DeviceConfig, ...]
+    #: The progressive jackpot's rules (61/2004 art. 10), or None: no jackpot here.
+    jackpot_params: JackpotParams | None
+    jackpot: JackpotSettings | None
+    #: Why this configuration cannot run here (unread options, GPIO), one line each.
+    problems: tuple[str, ...]
+
+
+def read_plan(
+    cfg: TableConfig,
+    *,
+    mqtt: MqttSettings | None = None,
+    state_dir: str | Path | None = None,
+    pin_factory_given: bool = False,
+) -> TablePlan:
+    """Read ``cfg`` as the daemon uses it. ``mqtt`` overrides ``[mqtt]``, ``state_dir``
+    the journal's path; ``pin_factory_given``: the caller brings its own GPIO pins."""
+    daemon = cfg.section("daemon")
+    watchdog_check = bool(daemon["watchdog_check"]) if daemon else True
+    simulated = bool(daemon["simulated"]) if daemon else False
+    journal: JournalSettings = cfg.section("journal") or JournalSettings()
+    if state_dir is not None:
+        journal = replace(journal, path=str(Path(state_dir) / "journal.sqlite3"))
+    from_file: MqttSettings | None = cfg.section("mqtt")  # read even when overridden
+    mqtt = mqtt or from_file or MqttSettings()
+    console: ConsoleSettings = cfg.section("console") or ConsoleSettings()
+    devices = tuple((cfg.section("devices") or {}).values())
+    params = cfg.game.jackpot_params(cfg.rules)
+    jackpot = JackpotSettings.from_section(cfg.section("jackpot")) if params else None
+    problems = [
+        *gpio_problems(devices, simulated=simulated, injected=pin_factory_given),
+        *cfg.unread_options(),
+    ]
+    return TablePlan(
+        watchdog_check=watchdog_check,
+        simulated=simulated,
+        journal=journal,
+        mqtt=mqtt,
+        console=console,
+        devices=devices,
+        jackpot_params=params,
+        jackpot=jackpot,
+        problems=tuple(problems),
+    )
+
+
+def assembly_problems(cfg: TableConfig) -> list[str]:
+    """Why the daemon would refuse ``cfg`` here: options set but never read, GPIO pins
+    missing. Empty when the table can run."""
+    return list(read_plan(cfg).problems)

@@ -1,0 +1,164 @@
+"""What the technician console sees of the running table (``console.ConsoleBackend``).
+
+The backend gets the pieces it shows and acts on through its constructor (the round
+engine, the journal, the floor link, the devices, the jackpot, the state snapshot),
+never the daemon.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .journal import Journal
+from .jsonio import JSON
+from .mqtt import FloorLink
+from .table.engine import RoundEngine
+from .table.jackpot import JackpotController
+from .table.state import TableState
+
+
+@dataclass
+class TableConsoleBackend:
+    """The console's view of one table (implements ``console.ConsoleBackend``)."""
+
+    name: str
+    engine: RoundEngine
+    journal: Journal
+    link: FloorLink | None
+    #: Device name -> driver.
+    drivers: Mapping[str, Any]
+    jackpot_controller: JackpotController | None
+    state: TableState
+    #: The event loop's lag, seconds (the daemon measures it).
+    loop_lag: Callable[[], float]
+    config_path: Path | None = None
+
+    def status(self) -> JSON:
+        return {
+            **self.engine.get_status(),
+            "name": self.name,
+            "journal": self.journal.get_status(),
+            "mqtt": self.link.get_status() if self.link else None,
+            "loop_lag_ms": round(self.loop_lag() * 1000, 1),
+            "faults": [f.code for f in self.journal.active_faults()],
+        }
+
+    def devices(self) -> JSON:
+        return {name: drv.get_status() for name, drv in self.drivers.items()} or {
+            "devices": "none configured"
+        }
+
+    async def self_test(self, device: str) -> JSON:
+        drv = self.drivers.get(device)
+        if drv is None:
+            return {"error": f"no device {device!r}; devices: {', '.join(self.drivers) or 'none'}"}
+        test = getattr(drv, "self_test", None)
+        if test is None:
+            return {"device": device, "self_test": "not supported by this device"}
+        self.journal.append_event("device_self_test", {"device": device})
+        result = await test()
+        return {
+            "device": device,
+            "result": result if isinstance(result, (dict, list, str, int)) else str(result),
+        }
+
+    async def lamp_test(self) -> JSON:
+        out: dict[str, JSON] = {}
+        for name, drv in self.drivers.items():
+            lamp = getattr(drv, "lamp_test", None)
+            if lamp is not None:
+                out[name] = str(await lamp())
+        return out or {"lamp_test": "no board or sign configured"}
+
+    def recall(self, n: int) -> JSON:
+        return [r.to_json() for r in self.journal.recall(n)]
+
+    def round_info(self) -> JSON:
+        e = self.engine
+        cur = e.current
+        if cur is None:
+            return {"phase": "idle", "round": None}
+        return {
+            "round_id": cur.round_id,
+            "seq": cur.seq,
+            "phase": cur.phase,
+            "timestamps": dict(cur.timestamps),
+            "bets": [b.to_json() for b in e.bets()],
+        }
+
+    def jackpot(self) -> JSON:
+        if self.jackpot_controller is None:
+            return {"jackpot": "this table has no progressive jackpot"}
+        return self.jackpot_controller.get_status()
+
+    def events(self, n: int) -> JSON:
+        return [
+            f"{e.id} {e.at} {e.kind} {json.dumps(e.data, ensure_ascii=True)}"
+            for e in self.journal.events(n)
+        ]
+
+    def faults(self) -> JSON:
+        return [f.to_json() for f in self.journal.active_faults()] or ["no latched fault"]
+
+    def check_config(self) -> JSON:
+        from .assembly import assembly_problems
+        from .config import ConfigInvalid, load_config
+
+        if self.config_path is None:
+            return {"config": "no file (built-in configuration)"}
+        try:
+            cfg = load_config(self.config_path)
+        except ConfigInvalid as exc:
+            return {"config": str(self.config_path), "ok": False, "errors": exc.errors}
+        problems = assembly_problems(cfg)
+        if problems:
+            return {"config": str(self.config_path), "ok": False, "errors": problems}
+        return {
+            "config": str(self.config_path),
+            "ok": True,
+            "table": cfg.table_id,
+            "game": cfg.game_id,
+        }
+
+    def audit_event(self, kind: str, data: Mapping[str, JSON]) -> None:
+        self.journal.append_event(kind, dict(data))
+
+    def _privileged(self, action: str, who: str, why: str, **data: JSON) -> None:
+        self.journal.append_event(
+            "privileged_action", {"action": action, "operator": who, "why": why, **data}
+        )
+
+    def void_round(self, reason: str, who: str) -> JSON:
+        self._privileged("void_round", who, reason)
+        payload = self.engine.void_round(f"{reason} (console, {who})", source=f"console:{who}")
+        return {"round_id": payload["round_id"], "status": "void", "refunded": len(payload["bets"])}
+
+    def _jackpot(self) -> JackpotController:
+        if self.jackpot_controller is None:
+            raise RuntimeError("this table has no progressive jackpot")
+        return self.jackpot_controller
+
+    def jackpot_adjust(self, amount: int, reason: str, who: str) -> JSON:
+        jp = self._jackpot()
+        self._privileged("jackpot_adjust", who, reason, amount=amount)
+        return jp.adjust(amount, reason=reason, who=who)
+
+    def jackpot_reset(self, reason: str, who: str) -> JSON:
+        jp = self._jackpot()
+        self._privileged("jackpot_reset", who, reason)
+        return jp.reset(reason=reason, who=who)
+
+    def jackpot_params(self, key: str, value: str, reason: str, who: str) -> JSON:
+        jp = self._jackpot()
+        self._privileged("jackpot_param", who, reason, key=key, value=value)
+        return jp.set_param(key, value, reason=reason, who=who)
+
+    def clear_fault(self, code: str, reason: str, who: str) -> JSON:
+        self._privileged("clear_fault", who, reason, code=code)
+        fault = self.journal.clear_fault(code, by=who, reason=reason)
+        self.state.refresh()
+        return fault.to_json()
