@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from .games.blackjack import (
+from .games.blackjack.game import (
     GAME,
     SIMULATION_ROUNDS,
     SIMULATION_SEED,

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from firmware_host.config import ConfigInvalid, validate_document
-from firmware_host.games import baccarat as bac
+from firmware_host.games.baccarat import game as bac
 from firmware_host.games.base import Bet
 from firmware_host.games.cards import Card, Shoe, deck, parse_cards
 from firmware_host.games.errors import OutcomeError, RoundStateError

@@ -14,9 +14,15 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import firmware_host.games.blackjack as bj
+import firmware_host.games.blackjack.game as bj
 from firmware_host.games import MoneyRules, get_game
-from firmware_host.games.blackjack import ACTIONS, BlackjackDeal, BlackjackRules, Hand, hand_total
+from firmware_host.games.blackjack.game import (
+    ACTIONS,
+    BlackjackDeal,
+    BlackjackRules,
+    Hand,
+    hand_total,
+)
 from firmware_host.games.cards import Card, deck
 from firmware_host.games.errors import RoundStateError
 

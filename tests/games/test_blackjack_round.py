@@ -13,7 +13,7 @@ import pytest
 
 from firmware_host.cli import main as tablectl
 from firmware_host.games import MoneyRules, get_game
-from firmware_host.games.blackjack import BlackjackDeal, BlackjackRules, replay
+from firmware_host.games.blackjack.game import BlackjackDeal, BlackjackRules, replay
 from firmware_host.games.errors import RulesError
 from firmware_host.simulate_blackjack import basic_strategy, simulate
 

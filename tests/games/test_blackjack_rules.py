@@ -14,7 +14,7 @@ import pytest
 
 from firmware_host.config import ConfigInvalid, validate_document
 from firmware_host.games import MoneyRules, get_game
-from firmware_host.games.blackjack import (
+from firmware_host.games.blackjack.game import (
     BlackjackDeal,
     BlackjackRules,
     Hand,

@@ -13,10 +13,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from firmware_host.config import ConfigInvalid, validate_document
-from firmware_host.games import stud_poker as sp
 from firmware_host.games.cards import Card, deck, parse_cards
 from firmware_host.games.errors import BetError, OutcomeError, RoundStateError, RulesError
 from firmware_host.games.money import MoneyRules
+from firmware_host.games.stud_poker import game as sp
 
 GAME = sp.GAME
 RULES = sp.StudPokerRules()

@@ -18,7 +18,7 @@ from firmware_host.games import MoneyRules, get_game
 from firmware_host.games.banker import DiceReshake, Misdeal
 from firmware_host.games.cards import Card, deck, parse_cards
 from firmware_host.games.errors import BetError, OutcomeError, RoundStateError, RulesError
-from firmware_host.games.super_pan_9 import (
+from firmware_host.games.super_pan_9.game import (
     SuperPan9Deal,
     SuperPan9Rules,
     hand_points,

@@ -28,7 +28,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
 
-from .base import (
+from ..base import (
     JSON,
     Bet,
     BetResult,
@@ -40,10 +40,10 @@ from .base import (
     Totals,
     require,
 )
-from .cards import RANKS, Card, cards_str, deck, parse_cards
-from .errors import OutcomeError, RoundStateError, RulesError
-from .money import MoneyRules, Verdict, settle_amounts
-from .options import option
+from ..cards import RANKS, Card, cards_str, deck, parse_cards
+from ..errors import OutcomeError, RoundStateError, RulesError
+from ..money import MoneyRules, Verdict, settle_amounts
+from ..options import option
 
 Side = Literal["player", "banker"]
 

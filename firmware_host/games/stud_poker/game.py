@@ -34,8 +34,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal
 
-from . import jackpot as jp
-from .base import (
+from .. import jackpot as jp
+from ..base import (
     JSON,
     Bet,
     BetResult,
@@ -48,10 +48,10 @@ from .base import (
     require,
     unit_problems,
 )
-from .cards import Card, cards_str, deck, parse_cards
-from .errors import BetError, BetNotOffered, OutcomeError, RoundStateError, RulesError
-from .money import Amounts, MoneyRules, Verdict, settle_amounts
-from .options import option
+from ..cards import Card, cards_str, deck, parse_cards
+from ..errors import BetError, BetNotOffered, OutcomeError, RoundStateError, RulesError
+from ..money import Amounts, MoneyRules, Verdict, settle_amounts
+from ..options import option
 
 # -- five-card hand values (art. 4, art. 8) -------------------------------------------
 

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .base import JSON, Bet, BetResult, BetType, Game, MathLine, MathReport, Settlement, Totals
-from .cards import Card, cards_str, parse_cards
-from .errors import (
+from ..base import JSON, Bet, BetResult, BetType, Game, MathLine, MathReport, Settlement, Totals
+from ..cards import Card, cards_str, parse_cards
+from ..errors import (
     BetError,
     BetNotOffered,
     ConfigError,
@@ -48,8 +48,8 @@ from .errors import (
     RoundStateError,
     RulesError,
 )
-from .money import MoneyRules, Verdict, settle_amounts
-from .options import option
+from ..money import MoneyRules, Verdict, settle_amounts
+from ..options import option
 
 # -- the pay table fixed by the text ----------------------------------------------
 

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
-from .errors import InvalidSelection, OutcomeError
-from .money import Verdict
+from ..base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
+from ..errors import InvalidSelection, OutcomeError
+from ..money import Verdict
 
 NUMBERS = (1, 2, 3, 4)
 

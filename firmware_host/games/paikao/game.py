@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from .banker import (
+from ..banker import (
     COMMISSION_RATE,
     DERIVED_KEYS,
     SETTLEMENT_ORDERS,
@@ -56,10 +56,10 @@ from .banker import (
     parse_setup,
     parse_two_each,
 )
-from .base import JSON, MathLine, MathReport
-from .errors import OutcomeError, RoundStateError, RulesError
-from .money import MoneyRules, fraction_str
-from .options import option
+from ..base import JSON, MathLine, MathReport
+from ..errors import OutcomeError, RoundStateError, RulesError
+from ..money import MoneyRules, fraction_str
+from ..options import option
 
 REGULATION = "195/92/M"
 #: Places at every table, the banker's included (art. 3 (a)); all receive tiles (art. 2 (d)).

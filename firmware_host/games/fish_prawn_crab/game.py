@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .base import JSON, Bet, BetType, DiscreteGame, check_derived, require
-from .dice import ThreeDice, parse_dice, throw_space
-from .errors import InvalidSelection, OutcomeError
-from .money import Verdict
+from ..base import JSON, Bet, BetType, DiscreteGame, check_derived, require
+from ..dice import ThreeDice, parse_dice, throw_space
+from ..errors import InvalidSelection, OutcomeError
+from ..money import Verdict
 
 #: Art. 1 1): figure -> (face number, colour).
 FIGURES: dict[str, tuple[int, str]] = {

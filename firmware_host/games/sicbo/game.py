@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
-from .dice import ThreeDice, parse_dice, throw_space
-from .errors import InvalidSelection
-from .money import Verdict
-from .options import option
+from ..base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
+from ..dice import ThreeDice, parse_dice, throw_space
+from ..errors import InvalidSelection
+from ..money import Verdict
+from ..options import option
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .banker import (
+from ..banker import (
     COMMISSION_RATE,
     DERIVED_KEYS,
     SETTLEMENT_ORDERS,
@@ -52,11 +52,11 @@ from .banker import (
     parse_setup,
     parse_two_each,
 )
-from .base import JSON, Bet, MathLine, MathReport
-from .cards import Card, cards_str
-from .errors import OutcomeError, RoundStateError, RulesError
-from .money import fraction_str
-from .options import option
+from ..base import JSON, Bet, MathLine, MathReport
+from ..cards import Card, cards_str
+from ..errors import OutcomeError, RoundStateError, RulesError
+from ..money import fraction_str
+from ..options import option
 
 REGULATION = "261/96/M"
 #: Decks in play: "um baralho normal de 52 cartas" (art. 1 1)).

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from .base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
-from .errors import InvalidSelection, OutcomeError
-from .money import Verdict
-from .options import option
+from ..base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
+from ..errors import InvalidSelection, OutcomeError
+from ..money import Verdict
+from ..options import option
 
 #: Pocket order of the single-zero wheel, clockwise from zero.
 WHEEL_ORDER: tuple[int, ...] = (
