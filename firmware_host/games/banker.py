@@ -60,12 +60,6 @@ class DiceReshake(OutcomeError):
     code = "DICE_RESHAKE"
 
 
-class Misdeal(RoundStateError):
-    """A card or tile the deal does not allow now (a duplicate, one too many)."""
-
-    code = "MISDEAL"
-
-
 # -- places and dice -----------------------------------------------------------------
 
 
@@ -767,17 +761,6 @@ class BankTurn:
 
 
 # -- dealing two cards/tiles per place -----------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Expect:
-    """What a deal needs next: the dice, a card/tile for a place, or nothing."""
-
-    kind: str  # "dice" | "card" | "tile" | "complete"
-    to: int | None = None
-
-    def to_json(self) -> dict[str, JSON]:
-        return {"kind": self.kind, "to": self.to}
 
 
 def deal_target(order: Sequence[int], dealt: int, per_place: int = 2) -> int | None:

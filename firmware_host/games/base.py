@@ -14,13 +14,14 @@ import abc
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from ..jsonio import JSON as JSON
 from .errors import (
     BetError,
     InvalidSelection,
     OutcomeError,
+    RoundStateError,
     RulesError,
     StakeNotPayable,
     StakeOutOfLimits,
@@ -30,7 +31,6 @@ from .money import Amounts, MoneyRules, Verdict, check_stake, fraction_str, sett
 from .options import build_rules, rules_json
 
 if TYPE_CHECKING:
-    from .cards import Card
     from .jackpot import JackpotParams
 R = TypeVar("R")  # a game's Rules dataclass
 Out = TypeVar("Out")  # a game's Outcome type
@@ -259,25 +259,84 @@ def parse_bet_envelope(raw: object) -> tuple[str, int, str, JSON, int]:
     return bet_id, seat, bet_type, raw.get("selection"), stake
 
 
-class DealExpect(Protocol):
-    """What a deal needs next: ``kind`` is ``"card"``, ``"decision"``, ``"complete"``,
-    ``"void"`` (and game-specific kinds such as Super Pan 9's ``"dice"``)."""
+#: What a deal can need next (:attr:`Expect.kind`).
+ExpectKind = Literal["card", "tile", "dice", "decision", "complete", "void"]
+
+
+@dataclass(frozen=True, slots=True)
+class Expect:
+    """What a deal needs next: the one answer of every game's :meth:`Deal.expect`.
+
+    - ``"card"`` or ``"tile"``: the next card or tile, going ``to`` a side (baccarat:
+      ``"player"``, ``"banker"``), a hand (blackjack: ``"player"`` with ``seat`` and
+      ``hand``, ``"dealer"``, or ``"burn"``; stud poker: ``"seat"`` with ``seat``, or
+      ``"dealer"``) or a place number (the banker games);
+    - ``"dice"``: the dice, before the first card or tile (the banker games);
+    - ``"decision"``: a decision of ``seat`` (on ``hand``), one of ``allowed``;
+    - ``"complete"``: the deal is over and its :meth:`Deal.outcome` settles the round;
+    - ``"void"``: the deal cannot go on (an error the rules do not correct).
+
+    ``reason`` cites the article that decides, where the game gives one.
+    """
+
+    kind: ExpectKind
+    to: str | int | None = None
+    seat: int | None = None
+    hand: int | None = None
+    allowed: tuple[str, ...] = ()
+    reason: str = ""
+
+    def to_json(self) -> dict[str, JSON]:
+        """``kind`` and every field that is set (the unset ones are left out)."""
+        out: dict[str, JSON] = {"kind": self.kind}
+        if self.to is not None:
+            out["to"] = self.to
+        if self.seat is not None:
+            out["seat"] = self.seat
+        if self.hand is not None:
+            out["hand"] = self.hand
+        if self.allowed:
+            out["allowed"] = list(self.allowed)
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+class Deal(abc.ABC):
+    """The deal every game dealt card by card or tile by tile shares: an immutable
+    state fed what leaves the shoe (or the set) in that order, each step returning
+    the next state (``BaccaratDeal``, ``BlackjackDeal``, ``StudDeal``, and the banker
+    games' ``SuperPan9Deal`` and ``PaiKaoDeal``).
+
+    :meth:`Game.start_deal` starts one; :meth:`expect` says what is due; :meth:`deal`
+    takes a card or tile and :meth:`shake` the dice; :meth:`Game.decide` takes a
+    player's decision (and :meth:`Game.decision_bets` names the bets it creates);
+    :meth:`outcome` is the finished deal, what :meth:`Game.settle` takes. What the
+    rules do not allow raises :class:`~.errors.Misdeal` (a card or tile) or
+    :class:`~.errors.RoundStateError` (anything else), each with a stable code.
+    """
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def expect(self) -> Expect:
+        """What the deal needs next."""
+
+    @abc.abstractmethod
+    def deal(self, item: Any) -> Deal:
+        """The next card or tile out of the shoe or the set (raises :class:`Misdeal`)."""
+
+    def shake(self, dice: JSON) -> Deal:
+        """The dice that decide the dealing order (only where :meth:`expect` asks)."""
+        raise RoundStateError("this deal takes no dice", code="DICE_NOT_DUE")
+
+    @abc.abstractmethod
+    def outcome(self) -> Any:
+        """The finished deal as the game's outcome (raises unless it is complete)."""
 
     @property
-    def kind(self) -> str: ...
-
-    def to_json(self) -> dict[str, JSON]: ...
-
-
-class DealState(Protocol):
-    """A game's pure deal state, card by card in the order the cards leave the shoe
-    (``BaccaratDeal``, ``BlackjackDeal``, ``StudDeal``, ``SuperPan9Deal``)."""
-
-    def expect(self) -> DealExpect: ...
-
-    def deal(self, card: Card) -> DealState: ...
-
-    def outcome(self) -> Any: ...
+    def complete(self) -> bool:
+        return self.expect().kind == "complete"
 
 
 class Game(abc.ABC, Generic[R, Out]):
@@ -371,28 +430,29 @@ class Game(abc.ABC, Generic[R, Out]):
     def settle(self, rules: R, outcome: Out, bets: Sequence[Bet], money: MoneyRules) -> Settlement:
         """Settle every bet of a round."""
 
-    # -- the deal, card by card (games read from a shoe) --------------------------
+    # -- the deal, card by card (games read from a shoe): see :class:`Deal` ------
     def start_deal(
         self, rules: R, bets: Sequence[Bet], setup: Mapping[str, JSON] | None = None
-    ) -> DealState:
+    ) -> Deal:
         """The deal of a round whose bets are ``bets`` (``setup``: see
         :attr:`deal_setup_keys`). Raises :class:`RulesError` ``NOT_SUPPORTED`` for a
-        game that is not dealt card by card."""
+        game whose table does not deal it from a shoe (its result is entered)."""
         raise RulesError(
             f"{self.game_id} is not dealt from a shoe here; enter its result by command",
             code="NOT_SUPPORTED",
         )
 
-    def decide(self, rules: R, deal: DealState, decision: Mapping[str, JSON]) -> DealState:
+    def decide(self, rules: R, deal: Deal, decision: Mapping[str, JSON]) -> Deal:
         """A player's decision (``seat``, ``action`` and the game's own keys) applied
         to ``deal``. Raises :class:`RulesError` (``NOT_SUPPORTED`` if the game takes none)."""
         raise RulesError(f"{self.title} takes no player decisions", code="NOT_SUPPORTED")
 
     def decision_bets(
-        self, rules: R, deal_before: DealState, seat: int, action: str, bets: Sequence[Bet]
+        self, rules: R, deal_before: Deal, seat: int, action: str, bets: Sequence[Bet]
     ) -> list[dict[str, JSON]]:
         """The raw bets a decision creates after betting closed (the stud raise), to be
-        validated by :meth:`parse_bet` and journaled. Default: none."""
+        validated by :meth:`parse_bet` and journaled: the one place a game says so.
+        Default: none."""
         return []
 
     # -- progressive jackpot ----------------------------------------------------

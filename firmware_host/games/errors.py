@@ -89,3 +89,30 @@ class RoundStateError(RulesError):
     """An operation that is not legal in the current state of a hand or round."""
 
     code = "ROUND_STATE"
+
+
+class Misdeal(RoundStateError):
+    """A card, tile or die the deal does not allow now (one too many, a duplicate, one
+    dealt out of turn or to the wrong hand): the one misdeal of every game's deal.
+
+    The deal refuses it and stays as it was. ``correctable`` says whether the
+    regulation corrects such an error and the deal goes on (``correction`` says how,
+    e.g. baccarat's art. 10: withdraw the card) or the round is void (stud poker's
+    art. 11 1)); ``due`` is where the card should have gone, when the deal knows.
+    """
+
+    code = "MISDEAL"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str,
+        correction: str = "",
+        correctable: bool = True,
+        due: str | int | None = None,
+    ) -> None:
+        super().__init__(f"{message}; correction: {correction}" if correction else message, code=code)
+        self.correction = correction
+        self.correctable = correctable
+        self.due = due

@@ -15,7 +15,7 @@ from firmware_host.config import ConfigInvalid, validate_document
 from firmware_host.games.baccarat import game as bac
 from firmware_host.games.base import Bet
 from firmware_host.games.cards import Card, Shoe, deck, parse_cards
-from firmware_host.games.errors import OutcomeError, RoundStateError
+from firmware_host.games.errors import Misdeal, OutcomeError, RoundStateError
 from firmware_host.games.money import MoneyRules
 
 GAME = bac.GAME
@@ -247,7 +247,7 @@ def test_no_tie_extras_when_a_side_wins() -> None:
 
 def test_extra_card_is_a_misdeal_corrected_by_setting_it_aside_art_10() -> None:
     deal = bac.replay(parse_cards("9S KD"), parse_cards("5H 2C"))
-    with pytest.raises(bac.Misdeal) as exc:
+    with pytest.raises(Misdeal) as exc:
         deal.deal(Card.parse("3D"))
     assert exc.value.code == "MISDEAL_EXTRA_CARD" and exc.value.correctable
     fixed = deal.set_aside_card(Card.parse("3D"))
@@ -257,7 +257,7 @@ def test_extra_card_is_a_misdeal_corrected_by_setting_it_aside_art_10() -> None:
 
 def test_card_on_the_wrong_side_is_a_misdeal_with_its_correction_art_10() -> None:
     deal = bac.BaccaratDeal.start(RULES).deal(Card.parse("2S"))
-    with pytest.raises(bac.Misdeal) as exc:
+    with pytest.raises(Misdeal) as exc:
         deal.deal(Card.parse("3S"), "player")
     assert exc.value.code == "MISDEAL_WRONG_HAND" and exc.value.due == "banker"
     # corrected: the card is the banker's in shoe order
@@ -268,7 +268,7 @@ def test_banker_third_card_against_the_rules_is_a_misdeal_art_9_10() -> None:
     # player 6 stands, banker 6 stands (art. 9 4) (4)): a third card is an error
     deal = bac.replay(parse_cards("6S KD"), parse_cards("4H 2C"))
     assert deal.expect().kind == "complete"
-    with pytest.raises(bac.Misdeal):
+    with pytest.raises(Misdeal):
         deal.deal(Card.parse("5D"), "banker")
 
 

@@ -18,13 +18,12 @@ from firmware_host.games.blackjack.game import (
     BlackjackDeal,
     BlackjackRules,
     Hand,
-    Misdeal,
     deciders,
     hand_total,
     refusal,
 )
 from firmware_host.games.cards import Card, parse_cards
-from firmware_host.games.errors import BetError, ConfigError, OutcomeError, RoundStateError
+from firmware_host.games.errors import BetError, ConfigError, Misdeal, OutcomeError, RoundStateError
 
 G = get_game("blackjack")
 R = BlackjackRules()

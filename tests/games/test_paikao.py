@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from firmware_host.cli import main
 from firmware_host.games import MoneyRules, get_game
-from firmware_host.games.banker import DiceReshake, Misdeal
-from firmware_host.games.errors import OutcomeError, RoundStateError, RulesError
+from firmware_host.games.banker import DiceReshake
+from firmware_host.games.errors import Misdeal, OutcomeError, RoundStateError, RulesError
 from firmware_host.games.paikao.game import (
     FULL_SET,
     PaiKaoDeal,

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from firmware_host.config import ConfigInvalid, validate_document
 from firmware_host.games.cards import Card, deck, parse_cards
-from firmware_host.games.errors import BetError, OutcomeError, RoundStateError, RulesError
+from firmware_host.games.errors import BetError, Misdeal, OutcomeError, RoundStateError, RulesError
 from firmware_host.games.money import MoneyRules
 from firmware_host.games.stud_poker import game as sp
 
@@ -440,7 +440,7 @@ def test_decisions_follow_the_cards_and_complete_the_game_art_6_5() -> None:
 )
 def test_incorrect_dealing_voids_the_game_art_11_1(code: str) -> None:
     deal = sp.StudDeal.start(RULES, [1])
-    with pytest.raises(sp.Misdeal) as exc:
+    with pytest.raises(Misdeal) as exc:
         if code == "MISDEAL_WRONG_HAND":
             deal.deal(DECK[0], "dealer")
         elif code == "MISDEAL_EXTRA_CARD":

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from firmware_host.cli import main
 from firmware_host.config import ConfigInvalid, validate_document
 from firmware_host.games import MoneyRules, get_game
-from firmware_host.games.banker import DiceReshake, Misdeal
+from firmware_host.games.banker import DiceReshake
 from firmware_host.games.cards import Card, deck, parse_cards
-from firmware_host.games.errors import BetError, OutcomeError, RoundStateError, RulesError
+from firmware_host.games.errors import BetError, Misdeal, OutcomeError, RoundStateError, RulesError
 from firmware_host.games.super_pan_9.game import (
     SuperPan9Deal,
     SuperPan9Rules,

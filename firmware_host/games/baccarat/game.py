@@ -33,6 +33,8 @@ from ..base import (
     Bet,
     BetResult,
     BetType,
+    Deal,
+    Expect,
     Game,
     MathLine,
     MathReport,
@@ -41,7 +43,7 @@ from ..base import (
     require,
 )
 from ..cards import RANKS, Card, cards_str, deck, parse_cards
-from ..errors import OutcomeError, RoundStateError, RulesError
+from ..errors import Misdeal, OutcomeError, RoundStateError, RulesError
 from ..money import MoneyRules, Verdict, settle_amounts
 from ..options import option
 
@@ -192,36 +194,6 @@ def coups_after_cut_card(rules: BaccaratRules) -> int:
 # -- the deal engine ---------------------------------------------------------------
 
 
-class Misdeal(RoundStateError):
-    """A card the rules do not allow now (art. 9, art. 10).
-
-    ``correctable`` is true when art. 10's immediate correction applies and
-    ``correction`` says how; the coup is void (:meth:`BaccaratDeal.void`) only when
-    the error cannot be corrected (e.g. the order the cards left the shoe is lost).
-    """
-
-    code = "MISDEAL"
-
-    def __init__(self, message: str, *, code: str, due: Side | None, correction: str) -> None:
-        super().__init__(f"{message}; correction: {correction}", code=code)
-        self.due = due
-        self.correctable = True
-        self.correction = correction
-
-
-@dataclass(frozen=True, slots=True)
-class Expect:
-    """What a coup needs next: ``kind`` "card" (``to`` "player"/"banker"), "complete"
-    or "void"; ``reason`` cites the article that decides."""
-
-    kind: Literal["card", "complete", "void"]
-    to: Side | None = None
-    reason: str = ""
-
-    def to_json(self) -> dict[str, JSON]:
-        return {"kind": self.kind, "to": self.to, "reason": self.reason}
-
-
 @dataclass(frozen=True, slots=True)
 class BaccaratOutcome:
     """A finished coup: each side's cards in dealing order."""
@@ -287,7 +259,7 @@ def _due(player: tuple[Card, ...], banker: tuple[Card, ...]) -> tuple[Side | Non
 
 
 @dataclass(frozen=True, slots=True)
-class BaccaratDeal:
+class BaccaratDeal(Deal):
     """The immutable state of one coup as the cards leave the shoe.
 
     ``set_aside`` holds cards withdrawn as an art. 10 correction (an extra card
@@ -310,11 +282,11 @@ class BaccaratDeal:
 
     def expect(self) -> Expect:
         if self.void_reason is not None:
-            return Expect("void", None, self.void_reason)
+            return Expect("void", reason=self.void_reason)
         side, reason = _due(self.player, self.banker)
         if side is None:
-            return Expect("complete", None, reason)
-        return Expect("card", side, reason)
+            return Expect("complete", reason=reason)
+        return Expect("card", side, reason=reason)
 
     def deal(self, card: Card, to: Side | None = None) -> BaccaratDeal:
         """The next card out of the shoe; ``to`` is where the dealer placed it, if
@@ -401,10 +373,10 @@ def replay(
     deal = BaccaratDeal()
     p, b = list(player), list(banker)
     while p or b:
-        side = deal.expect().to
+        side, reason = _due(deal.player, deal.banker)
         src = p if side == "player" else b
         if side is None or not src:
-            why = deal.expect().reason if side is None else f"the next card must go to the {side}"
+            why = reason if side is None else f"the next card must go to the {side}"
             raise OutcomeError(
                 f"player {cards_str(player)} / banker {cards_str(banker)} cannot be dealt by the "
                 f"rules: {why}",

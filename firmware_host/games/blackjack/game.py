@@ -37,13 +37,26 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..base import JSON, Bet, BetResult, BetType, Game, MathLine, MathReport, Settlement, Totals
+from ..base import (
+    JSON,
+    Bet,
+    BetResult,
+    BetType,
+    Deal,
+    Expect,
+    Game,
+    MathLine,
+    MathReport,
+    Settlement,
+    Totals,
+)
 from ..cards import Card, cards_str, parse_cards
 from ..errors import (
     BetError,
     BetNotOffered,
     ConfigError,
     InvalidSelection,
+    Misdeal,
     OutcomeError,
     RoundStateError,
     RulesError,
@@ -359,34 +372,6 @@ class Decision:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Expect:
-    """What the deal needs next.
-
-    - ``kind="card"``: the next card of the shoe, ``to`` ``"player"`` (with ``seat``
-      and ``hand``), ``"dealer"`` or ``"burn"``.
-    - ``kind="decision"``: a decision of ``seat`` on ``hand``, one of ``allowed``.
-    - ``kind="complete"``: the round is over and can be settled.
-    """
-
-    kind: str
-    to: str | None = None
-    seat: int | None = None
-    hand: int | None = None
-    allowed: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, JSON]:
-        out: dict[str, JSON] = {"kind": self.kind}
-        if self.to is not None:
-            out["to"] = self.to
-        if self.seat is not None:
-            out["seat"] = self.seat
-            out["hand"] = self.hand
-        if self.allowed:
-            out["allowed"] = list(self.allowed)
-        return out
-
-
 def refusal(
     rules: BlackjackRules,
     up: Card,
@@ -537,12 +522,6 @@ def auto_status(
     return "stood"  # 21, a blackjack with no even money to offer, a split ace
 
 
-class Misdeal(RoundStateError):
-    """A card the procedure does not allow now (art. 5 1) 2), art. 6 1))."""
-
-    code = "MISDEAL"
-
-
 _COMPLETE = Expect("complete")
 _BURN = Expect("card", "burn")
 _DEALER = Expect("card", "dealer")
@@ -552,7 +531,7 @@ _DEALER = Expect("card", "dealer")
 
 
 @dataclass(frozen=True, slots=True)
-class BlackjackDeal:
+class BlackjackDeal(Deal):
     """The state of one round. Every method returns a new state; none mutates."""
 
     rules: BlackjackRules
@@ -1497,10 +1476,8 @@ __all__ = [
     "BlackjackDeal",
     "BlackjackRules",
     "Decision",
-    "Expect",
     "Hand",
     "Insurance",
-    "Misdeal",
     "Place",
     "deciders",
     "hand_total",

@@ -46,8 +46,6 @@ from ..banker import (
     SETUP_KEYS,
     BankerGame,
     DiceReshake,
-    Expect,
-    Misdeal,
     PlaceVerdict,
     RoundSetup,
     deal_target,
@@ -56,8 +54,8 @@ from ..banker import (
     parse_setup,
     parse_two_each,
 )
-from ..base import JSON, MathLine, MathReport
-from ..errors import OutcomeError, RoundStateError, RulesError
+from ..base import JSON, Deal, Expect, MathLine, MathReport
+from ..errors import Misdeal, OutcomeError, RoundStateError, RulesError
 from ..money import MoneyRules, fraction_str
 from ..options import option
 
@@ -374,7 +372,7 @@ def parse_outcome_json(rules: PaiKaoRules, raw: JSON) -> PaiKaoOutcome:
 
 
 @dataclass(frozen=True, slots=True)
-class PaiKaoDeal:
+class PaiKaoDeal(Deal):
     """A game being dealt: immutable; each verb returns the next state.
 
     ``start`` -> ``shake(dice)`` (a bad shake raises ``DICE_RESHAKE``) -> ``deal(tile)``

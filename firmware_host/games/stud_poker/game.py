@@ -40,6 +40,8 @@ from ..base import (
     Bet,
     BetResult,
     BetType,
+    Deal,
+    Expect,
     Game,
     MathLine,
     MathReport,
@@ -49,7 +51,14 @@ from ..base import (
     unit_problems,
 )
 from ..cards import Card, cards_str, deck, parse_cards
-from ..errors import BetError, BetNotOffered, OutcomeError, RoundStateError, RulesError
+from ..errors import (
+    BetError,
+    BetNotOffered,
+    Misdeal,
+    OutcomeError,
+    RoundStateError,
+    RulesError,
+)
 from ..money import Amounts, MoneyRules, Verdict, settle_amounts
 from ..options import option
 
@@ -353,40 +362,15 @@ Action = Literal["raise", "fold"]
 ACTIONS = ("raise", "fold")
 
 
-class Misdeal(RoundStateError):
+def _misdeal(message: str, *, code: str) -> Misdeal:
     """A card the procedure does not allow (art. 7); by art. 11 1) the game is void
     and its jackpot bets carry to the next game: call :meth:`StudDeal.void`."""
-
-    code = "MISDEAL"
-
-    def __init__(self, message: str, *, code: str) -> None:
-        super().__init__(
-            f"{message}; the game is void, jackpot bets carry to the next game "
-            "(61/2004 art. 11 1))",
-            code=code,
-        )
-        self.correctable = False
-
-
-@dataclass(frozen=True, slots=True)
-class Expect:
-    """What the game needs next: a "card" (``to`` "seat" with ``seat``, or "dealer"),
-    a "decision" of ``seat`` among ``allowed``, "complete" or "void"."""
-
-    kind: Literal["card", "decision", "complete", "void"]
-    to: Literal["seat", "dealer"] | None = None
-    seat: int | None = None
-    allowed: tuple[str, ...] = ()
-    reason: str = ""
-
-    def to_json(self) -> dict[str, JSON]:
-        return {
-            "kind": self.kind,
-            "to": self.to,
-            "seat": self.seat,
-            "allowed": list(self.allowed),
-            "reason": self.reason,
-        }
+    return Misdeal(
+        f"{message}; the game is void, jackpot bets carry to the next game "
+        "(61/2004 art. 11 1))",
+        code=code,
+        correctable=False,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,7 +389,7 @@ class StudOutcome:
 
 
 @dataclass(frozen=True, slots=True)
-class StudDeal:
+class StudDeal(Deal):
     """One game as the cards leave the shoe or the shuffler (immutable).
 
     ``seats`` are the places with an ante, ascending from the croupier's left.
@@ -468,10 +452,6 @@ class StudDeal:
                 )
         return Expect("complete", reason="every place has raised or folded")
 
-    @property
-    def complete(self) -> bool:
-        return self.expect().kind == "complete"
-
     def _live(self) -> None:
         if self.void_reason is not None:
             raise RoundStateError(f"the game is void: {self.void_reason}", code="ROUND_VOID")
@@ -482,13 +462,13 @@ class StudDeal:
         self._live()
         seen = {c for h in self.hands for c in h} | set(self.dealer) | {c for _, c in self.dead}
         if card in seen:
-            raise Misdeal(
+            raise _misdeal(
                 f"{card} was already dealt: one deck (61/2004 art. 1 1))",
                 code="MISDEAL_DUPLICATE_CARD",
             )
         i, why = self._next()
         if i is None:
-            raise Misdeal(f"{card} is one card too many ({why})", code="MISDEAL_EXTRA_CARD")
+            raise _misdeal(f"{card} is one card too many ({why})", code="MISDEAL_EXTRA_CARD")
         if isinstance(to, int) and not isinstance(to, bool) and to not in self.seats:
             if to not in SEATS:
                 raise RoundStateError(f"no place {to} at this table", code="SEATS_INVALID")
@@ -496,7 +476,7 @@ class StudDeal:
             return replace(self, dead=(*self.dead, (to, card)))
         due: Literal["dealer"] | int = "dealer" if i == len(self.seats) else self.seats[i]
         if to is not None and to != due:
-            raise Misdeal(
+            raise _misdeal(
                 f"{card} went to {to!r} but the next card is for {due!r} ({why})",
                 code="MISDEAL_WRONG_HAND",
             )

@@ -42,8 +42,6 @@ from ..banker import (
     SETUP_KEYS,
     BankerGame,
     DiceReshake,
-    Expect,
-    Misdeal,
     PlaceVerdict,
     RoundSetup,
     deal_target,
@@ -52,9 +50,9 @@ from ..banker import (
     parse_setup,
     parse_two_each,
 )
-from ..base import JSON, Bet, MathLine, MathReport
+from ..base import JSON, Bet, Deal, Expect, MathLine, MathReport
 from ..cards import Card, cards_str
-from ..errors import OutcomeError, RoundStateError, RulesError
+from ..errors import Misdeal, OutcomeError, RoundStateError, RulesError
 from ..money import fraction_str
 from ..options import option
 
@@ -212,7 +210,7 @@ def _parse_cards(raw: JSON, what: str) -> list[Card]:
 
 
 @dataclass(frozen=True, slots=True)
-class SuperPan9Deal:
+class SuperPan9Deal(Deal):
     """A game being dealt from the shoe: immutable, each verb returns the next state.
 
     ``start`` (banker's place, capital and declaration are fixed before the shake,

@@ -8,7 +8,7 @@ from typing import Any
 from drivers.base import DeviceEvent
 from drivers.shoe.events import CardDealt, ShoeFault
 
-from ...games.base import DealState
+from ...games.base import Deal
 from ...games.cards import Card
 from ...games.errors import RulesError
 from ...jsonio import JSON
@@ -36,16 +36,16 @@ class ShoeProcedure(Procedure):
         super().__init__(ctx, device)
         self.shoe = device.name
         self.game = self.engine.game
-        self.deal: DealState | None = None
+        self.deal: Deal | None = None
         self._round_id: str | None = None
         #: The deal setup of the round in flight (``Game.deal_setup_keys``), if any.
         self.setup: dict[str, JSON] | None = None
 
-    def _start_deal(self) -> DealState:
+    def _start_deal(self) -> Deal:
         e = self.engine
         return self.game.start_deal(e.rules, e.bets(), self.setup)
 
-    def _ensure_deal(self) -> DealState | None:
+    def _ensure_deal(self) -> Deal | None:
         cur = self.engine.current
         if cur is None:
             return None
