@@ -21,6 +21,11 @@ house takes 5% of every win. This module is that shared part, pure:
   to the first layer that has not yet won its capital; no layer ever wins or loses
   more than its capital (art. 5 3)). What no layer can pay is not paid; what no
   layer can take is handed back.
+- :class:`BankerHands`, :func:`parse_hands_outcome`: the outcome both games settle
+  (the setup and each place's two cards or tiles) and its JSON.
+- :class:`BankerDeal`: the deal both games share (:class:`~base.Deal`): the dice,
+  then two cards or tiles a place in the service order; each game says what it
+  deals and what its set cannot hold.
 - :class:`BankerGame`: the :class:`~base.Game` part both games share (bet types
   ``place`` and ``co_bank``, settlement, the JSON of the bank).
 - :class:`BankTurn`: banker rotation (at most two games a turn, art. 5 1)-2), 4)).
@@ -33,12 +38,30 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, Self, TypeVar
 
-from .base import JSON, Bet, BetResult, BetType, Game, Settlement, Totals, unit_problems
-from .errors import BetError, InvalidSelection, OutcomeError, RoundStateError, RulesError
+from .base import (
+    JSON,
+    Bet,
+    BetResult,
+    BetType,
+    Deal,
+    Expect,
+    Game,
+    Settlement,
+    Totals,
+    unit_problems,
+)
+from .errors import (
+    BetError,
+    InvalidSelection,
+    Misdeal,
+    OutcomeError,
+    RoundStateError,
+    RulesError,
+)
 from .money import MAX_STAKE, Amounts, MoneyRules, fraction_str
 
 #: The house's commission on every win (261/96/M art. 9, 195/92/M art. 9): 5%.
@@ -190,6 +213,22 @@ class RoundSetup:
         if self.bet_order is not None:
             out["bet_order"] = list(self.bet_order)
         return out
+
+
+Item = TypeVar("Item")  # a card or a tile
+
+
+@dataclass(frozen=True, slots=True)
+class BankerHands(Generic[Item]):
+    """A dealt game of a player-banked table, the outcome both games settle: the
+    setup (banker, capital, dice, declaration) and each place's two cards or tiles."""
+
+    setup: RoundSetup
+    #: ``hands[p - 1]`` is place ``p``'s two cards or tiles in the order dealt.
+    hands: tuple[tuple[Item, Item], ...]
+
+    def hand(self, place: int) -> tuple[Item, Item]:
+        return self.hands[place - 1]
 
 
 #: Keys of the round setup in an outcome's JSON (the game adds ``hands`` or the deal).
@@ -443,14 +482,9 @@ class BankerRules(Protocol):
     def casino_co_bank(self) -> int: ...
 
 
-class BankerOutcome(Protocol):
-    @property
-    def setup(self) -> RoundSetup: ...
-
-
 RB = TypeVar("RB", bound=BankerRules)
 T = TypeVar("T")
-OB = TypeVar("OB", bound=BankerOutcome)
+OB = TypeVar("OB", bound=BankerHands[Any])
 
 
 @dataclass(frozen=True, slots=True)
@@ -763,10 +797,119 @@ class BankTurn:
 # -- dealing two cards/tiles per place -----------------------------------------------------
 
 
-def deal_target(order: Sequence[int], dealt: int, per_place: int = 2) -> int | None:
-    """The place the next item goes to, each place taking ``per_place`` in a row."""
-    i = dealt // per_place
-    return order[i] if i < len(order) else None
+@dataclass(frozen=True, slots=True)
+class BankerDeal(Deal, Generic[Item, OB]):
+    """A game of a player-banked table being dealt, two cards or tiles a place.
+
+    Immutable: each verb returns the next state. The banker's place and capital (and
+    his declared add/subtract, 261/96/M art. 2 3)) are fixed before the shake (art. 5
+    3)); then ``shake(dice)`` (a bad shake raises ``DICE_RESHAKE`` and the state stays
+    as it was), ``deal(item)`` two a place in the service order ("da direita para a
+    esquerda", art. 2 3); 195/92/M art. 2 (c)), and ``outcome()``. Each game says what
+    it deals (:attr:`noun`, :meth:`parse_item`), which item the set cannot hold
+    (:meth:`refusal`) and what its outcome is (:meth:`make_outcome`).
+    """
+
+    places: int
+    banker: int
+    banker_capital: int
+    casino_capital: int
+    declared: int = 0
+    dice: tuple[int, int, int, int] | None = None
+    #: The cards or tiles dealt so far, in order.
+    dealt: tuple[Item, ...] = ()
+
+    #: What the game deals: ``"card"`` or ``"tile"`` (also the kind of its :class:`Expect`).
+    noun: ClassVar[Literal["card", "tile"]]
+    game_id: ClassVar[str]
+    #: The article a card or tile dealt before the dice breaks, and the text (with its
+    #: article) of a deal where every place has its two.
+    before_dice: ClassVar[str]
+    all_dealt: ClassVar[str]
+
+    @abc.abstractmethod
+    def parse_item(self, raw: object) -> Item:
+        """A card or tile from its text (or itself)."""
+
+    @abc.abstractmethod
+    def refusal(self, item: Item) -> Misdeal | None:
+        """Why the set cannot hold ``item`` now (a card dealt twice...), or None."""
+
+    @abc.abstractmethod
+    def make_outcome(self, setup: RoundSetup, hands: tuple[tuple[Item, Item], ...]) -> OB:
+        """The game's outcome from its setup and every place's two items."""
+
+    def _setup(self) -> RoundSetup:
+        if self.dice is None:
+            raise RoundStateError("the dice have not been shaken yet", code="DICE_NOT_SHAKEN")
+        return RoundSetup(
+            self.places,
+            self.banker,
+            self.banker_capital,
+            self.casino_capital,
+            self.dice,
+            self.declared,
+        )
+
+    def expect(self) -> Expect:
+        if self.dice is None:
+            return Expect("dice")
+        i = len(self.dealt) // 2  # each place takes two in a row
+        order = self._setup().service_order
+        return Expect(self.noun, order[i]) if i < len(order) else Expect("complete")
+
+    def shake(self, dice: JSON) -> Self:
+        if self.dice is not None:
+            raise RoundStateError(
+                "the dice are already shaken for this game", code="DICE_ALREADY_SHAKEN"
+            )
+        return replace(self, dice=parse_dice(list(dice) if isinstance(dice, tuple) else dice))
+
+    def deal(self, item: object) -> Self:
+        x = self.parse_item(item)
+        exp = self.expect()
+        if exp.kind == "dice":
+            raise Misdeal(
+                f"{self.noun} {x} dealt before the dice were shaken ({self.before_dice})",
+                code="MISDEAL_BEFORE_DICE",
+            )
+        if exp.kind == "complete":
+            raise Misdeal(
+                f"{self.noun} {x} dealt after {self.all_dealt}",
+                code=f"MISDEAL_EXTRA_{self.noun.upper()}",
+            )
+        why = self.refusal(x)
+        if why is not None:
+            raise why
+        return replace(self, dealt=(*self.dealt, x))
+
+    def outcome(self) -> OB:
+        if self.expect().kind != "complete":
+            raise RoundStateError("the deal is not complete", code="ROUND_INCOMPLETE")
+        setup = self._setup()
+        hands: dict[int, tuple[Item, Item]] = {}
+        for i, p in enumerate(setup.service_order):
+            hands[p] = (self.dealt[2 * i], self.dealt[2 * i + 1])
+        return self.make_outcome(setup, tuple(hands[p] for p in range(1, self.places + 1)))
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "game": self.game_id,
+            "banker": self.banker,
+            "banker_capital": self.banker_capital,
+            "casino_capital": self.casino_capital,
+            "dice": list(self.dice) if self.dice is not None else None,
+            f"{self.noun}s": [str(x) for x in self.dealt],
+        }
+
+    def replayed(self, data: Mapping[str, Any]) -> Self:
+        """This deal fed the dice and the items of its journal form (:meth:`to_json`)."""
+        deal = self
+        if data.get("dice") is not None:
+            deal = deal.shake(data["dice"])
+        for x in data.get(f"{self.noun}s", []):
+            deal = deal.deal(x)
+        return deal
 
 
 def parse_two_each(
@@ -820,3 +963,45 @@ def parse_two_each(
     for i, p in enumerate(service_order):
         hands[p] = (items[2 * i], items[2 * i + 1])
     return hands
+
+
+def parse_hands_outcome(
+    raw: JSON,
+    *,
+    what: str,
+    places: int,
+    default_casino_capital: int,
+    declaration_allowed: bool,
+    key: str,
+    noun: str,
+    parse_items: Callable[[JSON, str], Sequence[T]],
+    article: str,
+    extra_keys: frozenset[str] = frozenset(),
+) -> tuple[Mapping[str, Any], RoundSetup, tuple[tuple[T, T], ...]]:
+    """What both games' outcome JSON holds: the setup (:func:`parse_setup`) and every
+    place's two cards or tiles (:func:`parse_two_each`), no key but those and
+    ``extra_keys``. Returns the JSON object, the setup and the hands by place."""
+    if not isinstance(raw, Mapping):
+        raise OutcomeError(f"{what} must be a JSON object, got {type(raw).__name__}")
+    allowed = SETUP_KEYS | DERIVED_KEYS | {"hands", key} | extra_keys
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise OutcomeError(f"{what}: unknown key(s) {unknown}; known: {sorted(allowed)}")
+    setup = parse_setup(
+        raw,
+        places=places,
+        default_casino_capital=default_casino_capital,
+        declaration_allowed=declaration_allowed,
+        what=what,
+    )
+    hands = parse_two_each(
+        raw,
+        places=places,
+        service_order=setup.service_order,
+        key=key,
+        noun=noun,
+        parse_items=parse_items,
+        article=article,
+        what=what,
+    )
+    return raw, setup, tuple(hands[p] for p in range(1, places + 1))

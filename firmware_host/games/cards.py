@@ -38,7 +38,7 @@ class Card:
             )
 
     @staticmethod
-    def parse(text: str) -> Card:
+    def parse(text: object) -> Card:
         if not isinstance(text, str):
             raise OutcomeError(
                 f"a card is a string such as 'AS' or 'TD', got {text!r}", code="CARD_INVALID"

@@ -35,26 +35,23 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from ..banker import (
     COMMISSION_RATE,
-    DERIVED_KEYS,
     SETTLEMENT_ORDERS,
-    SETUP_KEYS,
+    BankerDeal,
     BankerGame,
+    BankerHands,
     DiceReshake,
     PlaceVerdict,
     RoundSetup,
-    deal_target,
     one_place_lines,
-    parse_dice,
-    parse_setup,
-    parse_two_each,
+    parse_hands_outcome,
 )
-from ..base import JSON, Deal, Expect, MathLine, MathReport
+from ..base import JSON, MathLine, MathReport
 from ..errors import Misdeal, OutcomeError, RoundStateError, RulesError
 from ..money import MoneyRules, fraction_str
 from ..options import option
@@ -285,19 +282,13 @@ class PaiKaoRules:
 
 
 @dataclass(frozen=True, slots=True)
-class PaiKaoOutcome:
+class PaiKaoOutcome(BankerHands[Tile]):
     """A dealt game: the setup, each place's two tiles, and which game of the set it is."""
 
-    setup: RoundSetup
-    #: ``hands[p - 1]`` is place ``p``'s two tiles.
-    hands: tuple[tuple[Tile, Tile], ...]
     #: 1 or 2: a set serves two consecutive games (art. 2 (a)).
     set_game: int = 1
     #: For the second game, the 16 tiles of the first (checked against the set), if known.
     first_game_tiles: tuple[Tile, ...] = ()
-
-    def hand(self, place: int) -> tuple[Tile, Tile]:
-        return self.hands[place - 1]
 
 
 def parse_tiles(raw: JSON, what: str) -> list[Tile]:
@@ -322,71 +313,58 @@ def check_set(tiles: Iterable[Tile], what: str) -> None:
 
 def parse_outcome_json(rules: PaiKaoRules, raw: JSON) -> PaiKaoOutcome:
     what = "paikao outcome"
-    if not isinstance(raw, Mapping):
-        raise OutcomeError(f"{what} must be a JSON object, got {type(raw).__name__}")
-    allowed = SETUP_KEYS | DERIVED_KEYS | {"hands", "tiles", "set_game", "first_game_tiles"}
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise OutcomeError(f"{what}: unknown key(s) {unknown}; known: {sorted(allowed)}")
-    setup = parse_setup(
+    data, setup, hands = parse_hands_outcome(
         raw,
+        what=what,
         places=PLACES,
         default_casino_capital=rules.casino_co_bank,
         declaration_allowed=False,
-        what=what,
+        key="tiles",
+        noun="tile",
+        parse_items=parse_tiles,
+        article="195/92/M art. 2 (d)",
+        extra_keys=frozenset({"set_game", "first_game_tiles"}),
     )
-    set_game = raw.get("set_game", 1)
+    set_game = data.get("set_game", 1)
     if set_game not in (1, 2) or isinstance(set_game, bool):
         raise OutcomeError(
             f"{what}: set_game is 1 or 2 (a set serves two games, art. 2 (a)), got {set_game!r}",
             code="SET_GAME_INVALID",
         )
     first: tuple[Tile, ...] = ()
-    if "first_game_tiles" in raw:
+    if "first_game_tiles" in data:
         if set_game != 2:
             raise OutcomeError(
                 f"{what}: first_game_tiles only belong to the second game of a set",
                 code="SET_GAME_INVALID",
             )
-        first = tuple(parse_tiles(raw["first_game_tiles"], f"{what}: first_game_tiles"))
+        first = tuple(parse_tiles(data["first_game_tiles"], f"{what}: first_game_tiles"))
         if len(first) != TILES_PER_GAME:
             raise OutcomeError(
                 f"{what}: the first game of a set used {TILES_PER_GAME} tiles, got {len(first)}",
                 code="SET_GAME_INVALID",
             )
-    hands = parse_two_each(
-        raw,
-        places=PLACES,
-        service_order=setup.service_order,
-        key="tiles",
-        noun="tile",
-        parse_items=parse_tiles,
-        article="195/92/M art. 2 (d)",
-        what=what,
-    )
-    check_set([*first, *(t for ts in hands.values() for t in ts)], what)
-    return PaiKaoOutcome(setup, tuple(hands[p] for p in range(1, PLACES + 1)), set_game, first)
+    check_set([*first, *(t for ts in hands for t in ts)], what)
+    return PaiKaoOutcome(setup, hands, set_game, first)
 
 
 # -- the deal, tile by tile ----------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
-class PaiKaoDeal(Deal):
-    """A game being dealt: immutable; each verb returns the next state.
+class PaiKaoDeal(BankerDeal[Tile, PaiKaoOutcome]):
+    """A game being dealt, tile by tile (:class:`~..banker.BankerDeal`): the banker's
+    place and capital fixed, the dice shaken (no declaration, art. 2 (c)), two tiles a
+    place in the service order (art. 2 (b)-(d)); then :meth:`second_game` starts the
+    second game of the same set with the 16 tiles left (art. 2 (a))."""
 
-    ``start`` -> ``shake(dice)`` (a bad shake raises ``DICE_RESHAKE``) -> ``deal(tile)``
-    two tiles a place in the service order -> ``outcome()``; then ``second_game(...)``
-    starts the second game of the same set with the 16 tiles left (art. 2 (a)).
-    """
-
-    banker: int
-    banker_capital: int
-    casino_capital: int
     set_game: int = 1
     first_game_tiles: tuple[Tile, ...] = ()
-    dice: tuple[int, int, int, int] | None = None
-    tiles: tuple[Tile, ...] = ()
+
+    noun = "tile"
+    game_id = "paikao"
+    before_dice = "art. 2 (b)"
+    all_dealt = "the eight places have their two tiles (art. 2 (d))"
 
     @staticmethod
     def start(
@@ -410,65 +388,35 @@ class PaiKaoDeal(Deal):
                 code="SET_GAME_INVALID",
             )
         check_set(first, "first game")
-        return PaiKaoDeal(banker, banker_capital, cc, set_game, first)
+        return PaiKaoDeal(
+            PLACES, banker, banker_capital, cc, set_game=set_game, first_game_tiles=first
+        )
 
-    def _setup(self) -> RoundSetup:
-        if self.dice is None:
-            raise RoundStateError("the dice have not been shaken yet", code="DICE_NOT_SHAKEN")
-        return RoundSetup(PLACES, self.banker, self.banker_capital, self.casino_capital, self.dice)
+    @property
+    def tiles(self) -> tuple[Tile, ...]:
+        return self.dealt
 
-    def expect(self) -> Expect:
-        if self.dice is None:
-            return Expect("dice")
-        to = deal_target(self._setup().service_order, len(self.tiles))
-        return Expect("complete") if to is None else Expect("tile", to)
-
-    def shake(self, dice: JSON) -> PaiKaoDeal:
-        if self.dice is not None:
-            raise RoundStateError(
-                "the dice are already shaken for this game", code="DICE_ALREADY_SHAKEN"
-            )
-        return replace(self, dice=parse_dice(list(dice) if isinstance(dice, tuple) else dice))
+    def parse_item(self, raw: object) -> Tile:
+        return Tile.parse(raw)
 
     def remaining(self) -> Counter[Tile]:
         """Tiles of the set not yet seen in this set's games."""
         return SET_COMPOSITION - Counter(self.first_game_tiles) - Counter(self.tiles)
 
-    def deal(self, tile: Tile | str) -> PaiKaoDeal:
-        t = Tile.parse(tile)
-        exp = self.expect()
-        if exp.kind == "dice":
-            raise Misdeal(
-                f"tile {t} dealt before the dice were shaken (art. 2 (b))",
-                code="MISDEAL_BEFORE_DICE",
-            )
-        if exp.kind == "complete":
-            raise Misdeal(
-                f"tile {t} dealt after the eight places have their two tiles (art. 2 (d))",
-                code="MISDEAL_EXTRA_TILE",
-            )
-        if self.remaining()[t] <= 0:
-            raise Misdeal(
-                f"tile {t}: the set holds no more of it in this "
+    def refusal(self, item: Tile) -> Misdeal | None:
+        if self.remaining()[item] <= 0:
+            return Misdeal(
+                f"tile {item}: the set holds no more of it in this "
                 f"{'second' if self.set_game == 2 else 'first'} game (art. 1 (a), "
                 "art. 2 (a))",
                 code="MISDEAL_TILE_EXCESS",
             )
-        return replace(self, tiles=(*self.tiles, t))
+        return None
 
-    def outcome(self) -> PaiKaoOutcome:
-        if self.expect().kind != "complete":
-            raise RoundStateError("the deal is not complete", code="ROUND_INCOMPLETE")
-        setup = self._setup()
-        hands: dict[int, tuple[Tile, Tile]] = {}
-        for i, p in enumerate(setup.service_order):
-            hands[p] = (self.tiles[2 * i], self.tiles[2 * i + 1])
-        return PaiKaoOutcome(
-            setup,
-            tuple(hands[p] for p in range(1, PLACES + 1)),
-            self.set_game,
-            self.first_game_tiles,
-        )
+    def make_outcome(
+        self, setup: RoundSetup, hands: tuple[tuple[Tile, Tile], ...]
+    ) -> PaiKaoOutcome:
+        return PaiKaoOutcome(setup, hands, self.set_game, self.first_game_tiles)
 
     def second_game(
         self,
@@ -494,31 +442,21 @@ class PaiKaoDeal(Deal):
 
     def to_json(self) -> dict[str, JSON]:
         return {
-            "game": "paikao",
-            "banker": self.banker,
-            "banker_capital": self.banker_capital,
-            "casino_capital": self.casino_capital,
+            **BankerDeal.to_json(self),
             "set_game": self.set_game,
             "first_game_tiles": [str(t) for t in self.first_game_tiles],
-            "dice": list(self.dice) if self.dice is not None else None,
-            "tiles": [str(t) for t in self.tiles],
         }
 
     @staticmethod
     def from_json(rules: PaiKaoRules, data: Mapping[str, Any]) -> PaiKaoDeal:
-        deal = PaiKaoDeal.start(
+        return PaiKaoDeal.start(
             rules,
             banker=data["banker"],
             banker_capital=data["banker_capital"],
             casino_capital=data.get("casino_capital"),
             set_game=data.get("set_game", 1),
             first_game_tiles=data.get("first_game_tiles", ()),
-        )
-        if data.get("dice") is not None:
-            deal = deal.shake(data["dice"])
-        for t in data.get("tiles", []):
-            deal = deal.deal(t)
-        return deal
+        ).replayed(data)
 
 
 # -- the game ------------------------------------------------------------------------------

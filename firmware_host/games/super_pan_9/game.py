@@ -37,22 +37,19 @@ from typing import Any
 
 from ..banker import (
     COMMISSION_RATE,
-    DERIVED_KEYS,
     SETTLEMENT_ORDERS,
-    SETUP_KEYS,
+    BankerDeal,
     BankerGame,
+    BankerHands,
     DiceReshake,
     PlaceVerdict,
     RoundSetup,
-    deal_target,
     one_place_lines,
-    parse_dice,
-    parse_setup,
-    parse_two_each,
+    parse_hands_outcome,
 )
-from ..base import JSON, Bet, Deal, Expect, MathLine, MathReport
+from ..base import JSON, Bet, MathLine, MathReport
 from ..cards import Card, cards_str
-from ..errors import Misdeal, OutcomeError, RoundStateError, RulesError
+from ..errors import Misdeal, OutcomeError, RulesError
 from ..money import fraction_str
 from ..options import option
 
@@ -142,15 +139,8 @@ def _why(place: Sequence[Card], banker: Sequence[Card], rule: str) -> tuple[bool
 
 
 @dataclass(frozen=True, slots=True)
-class SuperPan9Outcome:
+class SuperPan9Outcome(BankerHands[Card]):
     """A dealt game: the setup (banker, capital, dice, declaration) and each place's cards."""
-
-    setup: RoundSetup
-    #: ``hands[p - 1]`` is place ``p``'s two cards in the order dealt.
-    hands: tuple[tuple[Card, Card], ...]
-
-    def hand(self, place: int) -> tuple[Card, Card]:
-        return self.hands[place - 1]
 
     @property
     def deal_order(self) -> tuple[Card, ...]:
@@ -169,32 +159,19 @@ def _check_one_deck(cards: Sequence[Card], what: str) -> None:
 
 def parse_outcome_json(rules: SuperPan9Rules, raw: JSON) -> SuperPan9Outcome:
     what = "super-pan-9 outcome"
-    if not isinstance(raw, Mapping):
-        raise OutcomeError(f"{what} must be a JSON object, got {type(raw).__name__}")
-    allowed = SETUP_KEYS | DERIVED_KEYS | {"hands", "cards"}
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise OutcomeError(f"{what}: unknown key(s) {unknown}; known: {sorted(allowed)}")
-    setup = parse_setup(
+    _, setup, hands = parse_hands_outcome(
         raw,
+        what=what,
         places=rules.places,
         default_casino_capital=rules.casino_co_bank,
         declaration_allowed=True,
-        what=what,
-    )
-    n = rules.places
-    hands = parse_two_each(
-        raw,
-        places=n,
-        service_order=setup.service_order,
         key="cards",
         noun="card",
         parse_items=_parse_cards,
         article="261/96/M art. 2 3)",
-        what=what,
     )
-    _check_one_deck([c for cs in hands.values() for c in cs], what)
-    return SuperPan9Outcome(setup, tuple(hands[p] for p in range(1, n + 1)))
+    _check_one_deck([c for cs in hands for c in cs], what)
+    return SuperPan9Outcome(setup, hands)
 
 
 def _parse_cards(raw: JSON, what: str) -> list[Card]:
@@ -210,22 +187,15 @@ def _parse_cards(raw: JSON, what: str) -> list[Card]:
 
 
 @dataclass(frozen=True, slots=True)
-class SuperPan9Deal(Deal):
-    """A game being dealt from the shoe: immutable, each verb returns the next state.
+class SuperPan9Deal(BankerDeal[Card, SuperPan9Outcome]):
+    """A game being dealt from the shoe, card by card (:class:`~..banker.BankerDeal`):
+    the banker's place, capital and declaration fixed (art. 2 3), art. 5 3)), the dice
+    shaken, two cards a place in the service order (art. 2 2)-3))."""
 
-    ``start`` (banker's place, capital and declaration are fixed before the shake,
-    art. 2 3), art. 5 3)) -> ``shake(dice)`` (a bad shake raises ``DICE_RESHAKE`` and
-    the state stays as it was) -> ``deal(card)`` two cards a place in the service
-    order -> ``outcome()``.
-    """
-
-    places: int
-    banker: int
-    banker_capital: int
-    casino_capital: int
-    declared: int = 0
-    dice: tuple[int, int, int, int] | None = None
-    cards: tuple[Card, ...] = ()
+    noun = "card"
+    game_id = "super-pan-9"
+    before_dice = "art. 2 2)"
+    all_dealt = "every place has its two cards (art. 2 3))"
 
     @staticmethod
     def start(
@@ -241,88 +211,28 @@ class SuperPan9Deal(Deal):
         RoundSetup(rules.places, banker, banker_capital, cc, (1, 1, 1, 1), declared)
         return SuperPan9Deal(rules.places, banker, banker_capital, cc, declared)
 
-    def _setup(self) -> RoundSetup:
-        if self.dice is None:
-            raise RoundStateError("the dice have not been shaken yet", code="DICE_NOT_SHAKEN")
-        return RoundSetup(
-            self.places,
-            self.banker,
-            self.banker_capital,
-            self.casino_capital,
-            self.dice,
-            self.declared,
-        )
+    @property
+    def cards(self) -> tuple[Card, ...]:
+        return self.dealt
 
-    def expect(self) -> Expect:
-        if self.dice is None:
-            return Expect("dice")
-        to = deal_target(self._setup().service_order, len(self.cards))
-        return Expect("complete") if to is None else Expect("card", to)
+    def parse_item(self, raw: object) -> Card:
+        return raw if isinstance(raw, Card) else Card.parse(raw)
 
-    def shake(self, dice: JSON) -> SuperPan9Deal:
-        if self.dice is not None:
-            raise RoundStateError(
-                "the dice are already shaken for this game", code="DICE_ALREADY_SHAKEN"
-            )
-        parsed = parse_dice(list(dice) if isinstance(dice, tuple) else dice)
-        return SuperPan9Deal(
-            self.places,
-            self.banker,
-            self.banker_capital,
-            self.casino_capital,
-            self.declared,
-            parsed,
-            (),
-        )
-
-    def deal(self, card: Card | str) -> SuperPan9Deal:
-        c = Card.parse(card) if isinstance(card, str) else card
-        exp = self.expect()
-        if exp.kind == "dice":
-            raise Misdeal(
-                f"card {c} dealt before the dice were shaken (art. 2 2))",
-                code="MISDEAL_BEFORE_DICE",
-            )
-        if exp.kind == "complete":
-            raise Misdeal(
-                f"card {c} dealt after every place has its two cards (art. 2 3))",
-                code="MISDEAL_EXTRA_CARD",
-            )
-        if c in self.cards:
-            raise Misdeal(
-                f"card {c} dealt twice from one 52-card deck (art. 1 1))",
+    def refusal(self, item: Card) -> Misdeal | None:
+        if item in self.dealt:
+            return Misdeal(
+                f"card {item} dealt twice from one 52-card deck (art. 1 1))",
                 code="MISDEAL_DUPLICATE_CARD",
             )
-        return SuperPan9Deal(
-            self.places,
-            self.banker,
-            self.banker_capital,
-            self.casino_capital,
-            self.declared,
-            self.dice,
-            (*self.cards, c),
-        )
+        return None
 
-    def outcome(self) -> SuperPan9Outcome:
-        if self.expect().kind != "complete":
-            raise RoundStateError("the deal is not complete", code="ROUND_INCOMPLETE")
-        setup = self._setup()
-        hands: dict[int, tuple[Card, Card]] = {}
-        for i, p in enumerate(setup.service_order):
-            hands[p] = (self.cards[2 * i], self.cards[2 * i + 1])
-        return SuperPan9Outcome(setup, tuple(hands[p] for p in range(1, self.places + 1)))
+    def make_outcome(
+        self, setup: RoundSetup, hands: tuple[tuple[Card, Card], ...]
+    ) -> SuperPan9Outcome:
+        return SuperPan9Outcome(setup, hands)
 
     def to_json(self) -> dict[str, JSON]:
-        return {
-            "game": "super-pan-9",
-            "places": self.places,
-            "banker": self.banker,
-            "banker_capital": self.banker_capital,
-            "casino_capital": self.casino_capital,
-            "declared": self.declared,
-            "dice": list(self.dice) if self.dice is not None else None,
-            "cards": cards_str(self.cards),
-        }
+        return {**BankerDeal.to_json(self), "places": self.places, "declared": self.declared}
 
     @staticmethod
     def from_json(rules: SuperPan9Rules, data: Mapping[str, Any]) -> SuperPan9Deal:
@@ -331,18 +241,13 @@ class SuperPan9Deal(Deal):
                 f"journalled deal has {data.get('places')!r} places, the table has {rules.places}",
                 code="DEAL_STATE_INVALID",
             )
-        deal = SuperPan9Deal.start(
+        return SuperPan9Deal.start(
             rules,
             banker=data["banker"],
             banker_capital=data["banker_capital"],
             declared=data.get("declared", 0),
             casino_capital=data.get("casino_capital"),
-        )
-        if data.get("dice") is not None:
-            deal = deal.shake(data["dice"])
-        for c in data.get("cards", []):
-            deal = deal.deal(c)
-        return deal
+        ).replayed(data)
 
 
 # -- the game ---------------------------------------------------------------------------------
