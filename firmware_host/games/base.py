@@ -357,9 +357,10 @@ class Game(abc.ABC, Generic[R, Out]):
     #: The keys of the setup a deal needs before its first card (Super Pan 9: the
     #: banker's place, capital and declaration, and the dice); empty: no setup.
     deal_setup_keys: ClassVar[frozenset[str]] = frozenset()
-    #: Whether :meth:`math` is a seeded simulation whose simulator the caller passes
-    #: (``simulate=``): the rules core holds no random number generator.
-    math_needs_simulator: ClassVar[bool] = False
+    #: Whether :meth:`math` is a seeded simulation that shuffles with a random number
+    #: generator its caller makes from the seed (``rng=random.Random``): the rules core
+    #: holds none.
+    math_needs_rng: ClassVar[bool] = False
 
     # -- rules -----------------------------------------------------------------
     def default_rules(self) -> R:

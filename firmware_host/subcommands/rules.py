@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -154,10 +155,8 @@ def cmd_math(args: argparse.Namespace) -> int:
     }
     try:
         cfg = _config_for(args.game, args.config)
-        if cfg.game.math_needs_simulator:
-            from ..simulate_blackjack import simulate
-
-            options["simulate"] = simulate
+        if cfg.game.math_needs_rng:
+            options["rng"] = random.Random
         report = cfg.game.math(cfg.rules, **options)
         money = _money_lines(cfg)
     except (RulesError, ConfigInvalid) as exc:

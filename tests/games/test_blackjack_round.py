@@ -4,6 +4,7 @@ command line (the example of docs/rules/blackjack.md), and the seeded simulation
 from __future__ import annotations
 
 import json
+import random
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -13,9 +14,10 @@ import pytest
 
 from firmware_host.cli import main as tablectl
 from firmware_host.games import MoneyRules, get_game
-from firmware_host.games.blackjack.game import BlackjackDeal, BlackjackRules, replay
+from firmware_host.games.blackjack import BlackjackDeal, BlackjackRules
+from firmware_host.games.blackjack.deal import replay
+from firmware_host.games.blackjack.simulate import basic_strategy, simulate
 from firmware_host.games.errors import RulesError
-from firmware_host.simulate_blackjack import basic_strategy, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 G = get_game("blackjack")
@@ -164,8 +166,10 @@ ENGINE_VARIANTS = (
 
 @pytest.mark.parametrize("rules", ENGINE_VARIANTS)
 def test_fast_simulator_agrees_with_the_state_machine_round_by_round(rules: BlackjackRules) -> None:
-    fast = simulate(rules, rounds=1200, seed=99, engine="fast", keep_rounds=True)
-    slow = simulate(rules, rounds=1200, seed=99, engine="machine", keep_rounds=True)
+    fast = simulate(rules, rounds=1200, rng=random.Random(99), engine="fast", keep_rounds=True)
+    slow = simulate(
+        rules, rounds=1200, rng=random.Random(99), engine="machine", keep_rounds=True, game=G
+    )
     assert fast.records == slow.records  # the same cards and decisions
     assert fast.rounds == slow.rounds  # the same money, bet by bet
     kinds = {d["action"] for r in fast.records for d in r["decisions"]}
@@ -177,7 +181,9 @@ def test_fast_simulator_agrees_with_the_state_machine_round_by_round(rules: Blac
 
 def test_basic_strategy_always_answers_an_allowed_action() -> None:
     for rules in ENGINE_VARIANTS:
-        sim = simulate(rules, rounds=300, seed=5, engine="machine", keep_rounds=True)
+        sim = simulate(
+            rules, rounds=300, rng=random.Random(5), engine="machine", keep_rounds=True, game=G
+        )
         assert len(sim.records) == 300
     from firmware_host.games.cards import parse_cards
 
@@ -213,9 +219,9 @@ def _fresh_shoe_over_under(decks: int) -> tuple[Fraction, Fraction]:
 
 
 def test_math_is_a_seeded_simulation_with_intervals_that_cover_the_exact_side_bets() -> None:
-    report = G.math(R, rounds=25_000, seed=7, simulate=simulate)
+    report = G.math(R, rounds=25_000, seed=7, rng=random.Random)
     assert report.method == "simulation"
-    again = G.math(R, rounds=25_000, seed=7, simulate=simulate)
+    again = G.math(R, rounds=25_000, seed=7, rng=random.Random)
     assert report.to_json() == again.to_json()  # seeded: reproducible
     lines = {(ln.bet, ln.selection): ln for ln in report.lines}
     assert set(lines) == {("main", None), ("pair", None), ("sevens", None),
@@ -246,7 +252,7 @@ def test_math_options() -> None:
     with pytest.raises(RulesError) as exc:
         G.math(BlackjackRules(procedure="metal_box", decks=1), decks=6)
     assert exc.value.code == "MATH_OPTION_INVALID"
-    small = G.math(R, rounds=2_000, seed=1, decks=1, simulate=simulate)
+    small = G.math(R, rounds=2_000, seed=1, decks=1, rng=random.Random)
     assert small.details["simulation"]["decks"] == 1
 
 
@@ -256,10 +262,10 @@ def test_tablectl_math_blackjack_prints_a_simulation(capsys: pytest.CaptureFixtu
     assert rc == 0 and "simulation" in out and "95% CI" in out
 
 
-def test_math_takes_its_simulator_from_the_caller() -> None:
-    # The rules core holds no random number generator: without the simulator the
-    # house edge cannot be computed, and the refusal says where the simulator is.
+def test_math_takes_its_random_number_generator_from_the_caller() -> None:
+    # The rules core holds no random number generator: without one the house edge
+    # cannot be simulated, and the refusal says what to pass.
     with pytest.raises(RulesError) as exc:
         G.math(R, rounds=10)
-    assert exc.value.code == "MATH_NEEDS_SIMULATOR"
-    assert "simulate_blackjack" in exc.value.message
+    assert exc.value.code == "MATH_NEEDS_RNG"
+    assert "random.Random" in exc.value.message

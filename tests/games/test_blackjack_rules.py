@@ -14,14 +14,10 @@ import pytest
 
 from firmware_host.config import ConfigInvalid, validate_document
 from firmware_host.games import MoneyRules, get_game
-from firmware_host.games.blackjack.game import (
-    BlackjackDeal,
-    BlackjackRules,
-    Hand,
-    deciders,
-    hand_total,
-    refusal,
-)
+from firmware_host.games.blackjack import BlackjackDeal, BlackjackRules
+from firmware_host.games.blackjack.deal import Hand, refusal
+from firmware_host.games.blackjack.rules import hand_total
+from firmware_host.games.blackjack.verdicts import deciders
 from firmware_host.games.cards import Card, parse_cards
 from firmware_host.games.errors import BetError, ConfigError, Misdeal, OutcomeError, RoundStateError
 

@@ -1,20 +1,20 @@
 """Seeded simulation of blackjack (56/2004) under a basic strategy: the house edge
 that ``tablectl math blackjack`` reports, with its confidence interval.
 
-This module is outside :mod:`firmware_host.games` on purpose: it shuffles shoes with
-:class:`random.Random`, and the rules core must stay free of randomness. The game's
-``math()`` never imports it: its caller passes :func:`simulate` (``simulate=``).
+The rules core holds no randomness: the caller passes the generator that shuffles
+the shoes (``rng``: anything with a ``shuffle`` method, e.g. ``random.Random(seed)``);
+:meth:`~.game.Blackjack.math` makes it from the seed with the factory its own caller
+passes (``rng=random.Random``, what ``tablectl math`` does), so the same seed gives the
+same shoes and the same figures.
 
 Two engines play the same rounds from the same shuffled shoe:
 
 - ``"fast"`` (the default): a small mutable loop for one seat that deals in the
   order of the regulation and asks the rules core's pure functions
-  (:func:`~firmware_host.games.blackjack.refusal`,
-  :func:`~firmware_host.games.blackjack.auto_status`,
-  :func:`~firmware_host.games.blackjack.hand_verdicts`, the side-bet verdicts) what is
-  allowed and what each hand wins;
-- ``"machine"``: the real :class:`~firmware_host.games.blackjack.BlackjackDeal`
-  state machine and :meth:`Blackjack.settle`, round by round (about 20 times slower).
+  (:func:`~.deal.refusal`, :func:`~.deal.auto_status`, :func:`~.verdicts.hand_verdicts`,
+  the side-bet verdicts) what is allowed and what each hand wins;
+- ``"machine"``: the real :class:`~.deal.BlackjackDeal` state machine and the game's
+  ``settle`` (``game=``), round by round (about 20 times slower).
 
 The tests run both on the same seed and require identical results round by round,
 so the fast engine's dealing order is checked against the state machine.
@@ -31,38 +31,29 @@ time the dealer shows an ace.
 from __future__ import annotations
 
 import math as _math
-import random
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
-from .games.blackjack.game import (
-    GAME,
-    SIMULATION_ROUNDS,
-    SIMULATION_SEED,
-    BlackjackDeal,
-    BlackjackRules,
-    Hand,
-    Place,
-    auto_status,
-    card_points,
-    hand_total,
+from ..base import Game
+from ..cards import Card, deck
+from ..money import MoneyRules, Verdict
+from .deal import BlackjackDeal, Hand, Place, auto_status, refusal
+from .rules import BlackjackRules, card_points, hand_total, is_natural, is_special
+from .verdicts import (
     hand_verdicts,
     insurance_verdict,
-    is_natural,
-    is_special,
     over_under_verdict,
     pair_verdict,
-    refusal,
     sevens_verdict,
 )
-from .games.cards import Card, deck
-from .games.money import MoneyRules, Verdict
 
-DEFAULT_ROUNDS = SIMULATION_ROUNDS
-DEFAULT_SEED = SIMULATION_SEED
+#: Defaults of the house-edge simulation (``tablectl math blackjack``).
+DEFAULT_ROUNDS = 200_000
+DEFAULT_SEED = 20040512
 #: z for a two-sided 95% interval.
 Z95 = 1.959963984540054
 
@@ -193,10 +184,16 @@ class _ShoeEmpty(Exception):
     pass
 
 
+class Shuffler(Protocol):
+    """What the simulation asks of its random number generator (``random.Random`` has it)."""
+
+    def shuffle(self, x: MutableSequence[Any], /) -> None: ...
+
+
 class _Shoe:
     """A shuffled shoe with a cut card; the metal box is reshuffled every round."""
 
-    def __init__(self, rules: BlackjackRules, rng: random.Random) -> None:
+    def __init__(self, rules: BlackjackRules, rng: Shuffler) -> None:
         self.rng = rng
         self.cards: list[Card] = [c for c in deck() for _ in range(rules.decks)]
         n = len(self.cards)
@@ -414,6 +411,8 @@ def _machine_round(
     strategy: Strategy,
     record: list[dict[str, Any]] | None,
     memo: _Memo,
+    *,
+    game: Game[BlackjackRules, BlackjackDeal],
 ) -> tuple[tuple[int, ...], int | None]:
     deal = BlackjackDeal.start(rules, [1])
     while not deal.complete:
@@ -424,7 +423,7 @@ def _machine_round(
             assert e.hand is not None and deal.up_card is not None
             h = deal.place(1).hands[e.hand]
             deal = deal.decide(1, strategy(h.cards, deal.up_card, e.allowed))
-    bets = GAME.parse_bets(
+    bets = game.parse_bets(
         rules,
         [
             {"bet_id": "m", "seat": 1, "bet_type": "main", "stake": 2},
@@ -446,7 +445,7 @@ def _machine_round(
             },
         ],
     )
-    st = GAME.settle(rules, deal, bets, _MONEY)
+    st = game.settle(rules, deal, bets, _MONEY)
     by: Counter[str] = Counter()
     for r in st.results:
         by[r.bet.bet_id.split(".")[0]] += r.amounts.net
@@ -464,17 +463,24 @@ def _machine_round(
 def simulate(
     rules: BlackjackRules,
     *,
+    rng: Shuffler,
     rounds: int = DEFAULT_ROUNDS,
-    seed: int = DEFAULT_SEED,
     engine: str = "fast",
     strategy: Strategy = basic_strategy,
     keep_rounds: bool = False,
+    game: Game[BlackjackRules, BlackjackDeal] | None = None,
 ) -> SimResult:
-    """Play ``rounds`` rounds for one seat from seeded shoes; tally every bet."""
-    if engine not in ("fast", "machine"):
+    """Play ``rounds`` rounds for one seat from shoes shuffled by ``rng``; tally every
+    bet. The ``"machine"`` engine settles with ``game`` (the blackjack game)."""
+    play: Callable[..., tuple[tuple[int, ...], int | None]]
+    if engine == "fast":
+        play = _fast_round
+    elif engine == "machine":
+        if game is None:
+            raise ValueError("the machine engine settles with the game: pass game=")
+        play = partial(_machine_round, game=game)
+    else:
         raise ValueError(f"engine must be 'fast' or 'machine', not {engine!r}")
-    play = _fast_round if engine == "fast" else _machine_round
-    rng = random.Random(seed)
     shoe = _Shoe(rules, rng)
     memo = _Memo(rules)
     main = Tally("main", None, scale=2, note="per initial unit, doubles and splits included")
