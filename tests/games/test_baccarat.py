@@ -12,14 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from firmware_host.config import ConfigInvalid, validate_document
-from firmware_host.games.baccarat import game as bac
+from firmware_host.games.baccarat import GAME, BaccaratDeal, BaccaratRules
+from firmware_host.games.baccarat.deal import card_value, deal_coup, replay, total
+from firmware_host.games.baccarat.game import main_probabilities
+from firmware_host.games.baccarat.rules import burn_count, coups_after_cut_card
 from firmware_host.games.base import Bet
 from firmware_host.games.cards import Card, Shoe, deck, parse_cards
 from firmware_host.games.errors import Misdeal, OutcomeError, RoundStateError
 from firmware_host.games.money import MoneyRules
 
-GAME = bac.GAME
-RULES = bac.BaccaratRules()
+RULES = BaccaratRules()
 MONEY = MoneyRules()
 
 # -- an independent, plain transcription of art. 9 ----------------------------------------
@@ -77,7 +79,7 @@ def transcribed_coup(cards: list[Card]) -> tuple[list[Card], list[Card]]:
 
 
 def engine_coup(cards: list[Card]) -> tuple[list[Card], list[Card]]:
-    deal = bac.BaccaratDeal.start(RULES)
+    deal = BaccaratDeal.start(RULES)
     it = iter(cards)
     dealt = 0
     while deal.expect().kind == "card":
@@ -93,7 +95,7 @@ VALUE_CARDS = [Card(v, "S") for v in range(1, 10)] + [Card(13, "D")]
 
 def test_card_values_art_5() -> None:
     # 55/2004 art. 5 1): figures and tens count zero; 2) others their face value, 9 highest
-    assert [bac.card_value(Card(r, "S")) for r in range(1, 14)] == [
+    assert [card_value(Card(r, "S")) for r in range(1, 14)] == [
         1,
         2,
         3,
@@ -109,9 +111,9 @@ def test_card_values_art_5() -> None:
         0,
     ]
     # art. 5 1): combinations totalling ten count zero
-    assert bac.total(parse_cards("5H 5D")) == 0
-    assert bac.total(parse_cards("9H 8D")) == 7
-    assert bac.total(parse_cards("KH QD JC")) == 0
+    assert total(parse_cards("5H 5D")) == 0
+    assert total(parse_cards("9H 8D")) == 7
+    assert total(parse_cards("KH QD JC")) == 0
 
 
 def test_every_two_card_start_follows_art_9_table() -> None:
@@ -143,7 +145,7 @@ def test_engine_never_asks_for_a_seventh_card_and_agrees_with_art_9(cards: list[
 
 def test_initial_cards_alternate_player_first_art_7_1() -> None:
     # 55/2004 art. 7 1): two cards each, one at a time, alternately, player first
-    deal = bac.BaccaratDeal.start(RULES)
+    deal = BaccaratDeal.start(RULES)
     seen = []
     for card in parse_cards("2S 3S 4S 5S"):
         seen.append(deal.expect().to)
@@ -170,7 +172,7 @@ def bet(bet_type: str, stake: int = 1000, bet_id: str = "x") -> Bet:
     return Bet(bet_id, 1, bet_type, None, stake)
 
 
-def settle(outcome: dict, *bets: Bet, rules: bac.BaccaratRules = RULES, money: MoneyRules = MONEY):
+def settle(outcome: dict, *bets: Bet, rules: BaccaratRules = RULES, money: MoneyRules = MONEY):
     return GAME.settle(rules, GAME.parse_outcome(rules, outcome), list(bets), money)
 
 
@@ -221,7 +223,7 @@ def test_pairs_same_rank_first_two_cards_art_13_4(
 
 @pytest.mark.parametrize("option", ["withdraw", "keep", "change", "switch"])
 def test_tie_player_and_banker_bets_follow_art_12_option(option: str) -> None:
-    rules = bac.BaccaratRules(tie_bets=option)
+    rules = BaccaratRules(tie_bets=option)
     s = settle(
         {"player": ["6S", "AD"], "banker": ["4H", "3C"]},
         bet("player", 100, "p"),
@@ -246,7 +248,7 @@ def test_no_tie_extras_when_a_side_wins() -> None:
 
 
 def test_extra_card_is_a_misdeal_corrected_by_setting_it_aside_art_10() -> None:
-    deal = bac.replay(parse_cards("9S KD"), parse_cards("5H 2C"))
+    deal = replay(parse_cards("9S KD"), parse_cards("5H 2C"))
     with pytest.raises(Misdeal) as exc:
         deal.deal(Card.parse("3D"))
     assert exc.value.code == "MISDEAL_EXTRA_CARD" and exc.value.correctable
@@ -256,7 +258,7 @@ def test_extra_card_is_a_misdeal_corrected_by_setting_it_aside_art_10() -> None:
 
 
 def test_card_on_the_wrong_side_is_a_misdeal_with_its_correction_art_10() -> None:
-    deal = bac.BaccaratDeal.start(RULES).deal(Card.parse("2S"))
+    deal = BaccaratDeal.start(RULES).deal(Card.parse("2S"))
     with pytest.raises(Misdeal) as exc:
         deal.deal(Card.parse("3S"), "player")
     assert exc.value.code == "MISDEAL_WRONG_HAND" and exc.value.due == "banker"
@@ -266,14 +268,14 @@ def test_card_on_the_wrong_side_is_a_misdeal_with_its_correction_art_10() -> Non
 
 def test_banker_third_card_against_the_rules_is_a_misdeal_art_9_10() -> None:
     # player 6 stands, banker 6 stands (art. 9 4) (4)): a third card is an error
-    deal = bac.replay(parse_cards("6S KD"), parse_cards("4H 2C"))
+    deal = replay(parse_cards("6S KD"), parse_cards("4H 2C"))
     assert deal.expect().kind == "complete"
     with pytest.raises(Misdeal):
         deal.deal(Card.parse("5D"), "banker")
 
 
 def test_uncorrectable_error_voids_the_coup_art_10() -> None:
-    deal = bac.BaccaratDeal.start(RULES).deal(Card.parse("2S")).void("cards dropped, order lost")
+    deal = BaccaratDeal.start(RULES).deal(Card.parse("2S")).void("cards dropped, order lost")
     assert deal.expect().kind == "void"
     with pytest.raises(RoundStateError) as exc:
         deal.outcome()
@@ -292,7 +294,7 @@ def test_outcome_against_the_drawing_rules_is_refused_art_9() -> None:
 
 def test_incomplete_coup_has_no_outcome() -> None:
     with pytest.raises(RoundStateError) as exc:
-        bac.BaccaratDeal.start(RULES).deal(Card.parse("2S")).outcome()
+        BaccaratDeal.start(RULES).deal(Card.parse("2S")).outcome()
     assert exc.value.code == "ROUND_NOT_COMPLETE"
 
 
@@ -306,7 +308,7 @@ def test_derived_fields_must_agree() -> None:
 @settings(max_examples=150, deadline=None)
 @given(st.lists(card_st, min_size=0, max_size=6), st.booleans())
 def test_deal_state_round_trips_through_json(cards: list[Card], void: bool) -> None:
-    deal = bac.BaccaratDeal.start(RULES)
+    deal = BaccaratDeal.start(RULES)
     for c in cards:
         if deal.expect().kind != "card":
             deal = deal.set_aside_card(c)
@@ -314,7 +316,7 @@ def test_deal_state_round_trips_through_json(cards: list[Card], void: bool) -> N
         deal = deal.deal(c)
     if void:
         deal = deal.void("test")
-    again = bac.BaccaratDeal.from_json(RULES, deal.to_json())
+    again = BaccaratDeal.from_json(RULES, deal.to_json())
     assert again == deal
     assert again.expect() == deal.expect()
 
@@ -326,12 +328,12 @@ def test_a_shuffled_six_deck_shoe_drives_coups_to_the_cut_card(order: list[Card]
     shoe = Shoe(
         6,
         tuple(order),
-        burn=bac.burn_count(bac.BaccaratRules(decks=6)),
+        burn=burn_count(BaccaratRules(decks=6)),
         cut_position=len(order) - 12,
     )
     cards, i, coups = shoe.order, shoe.burn, 0
     while i < shoe.cut_position:
-        outcome, i = bac.deal_coup(cards, i)
+        outcome, i = deal_coup(cards, i)
         assert (list(outcome.player), list(outcome.banker)) == transcribed_coup(
             list(cards[i - len(outcome.player) - len(outcome.banker) : i])
         )
@@ -344,19 +346,19 @@ def test_a_shuffled_six_deck_shoe_drives_coups_to_the_cut_card(order: list[Card]
 
 def test_burn_count_art_2() -> None:
     # art. 2 1): as many cards as decks, or as the first card's face value says
-    assert bac.burn_count(bac.BaccaratRules(decks=8)) == 8
-    first = bac.BaccaratRules(burn="first_card")
-    assert bac.burn_count(first, Card.parse("7D")) == 8  # the seven and seven more
-    assert bac.burn_count(first, Card.parse("KD")) == 11
+    assert burn_count(BaccaratRules(decks=8)) == 8
+    first = BaccaratRules(burn="first_card")
+    assert burn_count(first, Card.parse("7D")) == 8  # the seven and seven more
+    assert burn_count(first, Card.parse("KD")) == 11
     with pytest.raises(RoundStateError):
-        bac.burn_count(first)
+        burn_count(first)
     # art. 2 3): an automatic shuffler-dealer burns nothing
-    assert bac.burn_count(bac.BaccaratRules(dealing="shuffler_dealer")) == 0
+    assert burn_count(BaccaratRules(dealing="shuffler_dealer")) == 0
 
 
 def test_last_coup_option_art_3_1() -> None:
-    assert bac.coups_after_cut_card(bac.BaccaratRules()) == 0
-    assert bac.coups_after_cut_card(bac.BaccaratRules(last_coup="one_more")) == 1
+    assert coups_after_cut_card(BaccaratRules()) == 0
+    assert coups_after_cut_card(BaccaratRules(last_coup="one_more")) == 1
 
 
 def doc(**rules: object) -> dict:
@@ -399,7 +401,7 @@ def test_authorised_options_are_accepted_art_19() -> None:
 
 
 def test_pairs_not_offered_removes_the_pair_bets_art_13_4() -> None:
-    rules = bac.BaccaratRules(pairs_offered=False)
+    rules = BaccaratRules(pairs_offered=False)
     assert [b.name for b in GAME.bet_types(rules)] == ["player", "banker", "tie"]
 
 
@@ -450,7 +452,7 @@ def brute_force(decks: int) -> tuple[Fraction, Fraction, Fraction]:
 
 @pytest.mark.slow
 def test_exact_probabilities_match_an_independent_enumeration_8_decks() -> None:
-    assert bac.main_probabilities(8) == brute_force(8)
+    assert main_probabilities(8) == brute_force(8)
 
 
 def edges(report) -> dict[str, Fraction]:
@@ -477,11 +479,11 @@ def test_published_house_edges_6_decks() -> None:
 
 def test_probabilities_sum_to_one_for_every_deck_count() -> None:
     for d in range(6, 13):
-        assert sum(bac.main_probabilities(d)) == 1
+        assert sum(main_probabilities(d)) == 1
 
 
 def test_math_is_fast_8_decks() -> None:
-    bac.main_probabilities.cache_clear()
+    main_probabilities.cache_clear()
     t = time.perf_counter()
     GAME.math(RULES, decks=8)
     assert time.perf_counter() - t < 1.0
@@ -516,7 +518,7 @@ def test_tablectl_math_prints_exact_edges(capsys, decks: int) -> None:
     assert rc == 0
     data = json.loads(out)
     assert data["method"] == "exact" and data["decks"] == decks
-    p, b, t = bac.main_probabilities(decks)
+    p, b, t = main_probabilities(decks)
     got = {x["bet"]: Fraction(x["house_edge_exact"]) for x in data["bets"]}
     assert got["banker"] == p - Fraction(19, 20) * b
     assert got["player"] == b - p

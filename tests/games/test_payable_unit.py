@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from firmware_host.config import ConfigInvalid, validate_document
 from firmware_host.games import GAME_IDS, get_game
-from firmware_host.games.baccarat.game import deal_coup
+from firmware_host.games.baccarat.deal import deal_coup
 from firmware_host.games.base import Bet, DiscreteGame, Limits
 from firmware_host.games.blackjack import BlackjackDeal
 from firmware_host.games.cards import deck
