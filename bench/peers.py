@@ -83,7 +83,7 @@ def _code_str(code: int) -> str:
 
 
 def poker_peers(n_hands: int, repeats: int, seed: int = 2004, chunk: int = 100_000) -> list[Figure]:
-    from firmware_host.games.stud_poker.game import _CAT_SHIFT, hand_value_codes
+    from firmware_host.games.stud_poker.hands import _CAT_SHIFT, hand_value_codes
 
     have_treys, have_pk = _have("treys"), _have("pokerkit")
     if have_treys:

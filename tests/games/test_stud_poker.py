@@ -16,10 +16,19 @@ from firmware_host.config import ConfigInvalid, validate_document
 from firmware_host.games.cards import Card, deck, parse_cards
 from firmware_host.games.errors import BetError, Misdeal, OutcomeError, RoundStateError, RulesError
 from firmware_host.games.money import MoneyRules
-from firmware_host.games.stud_poker import game as sp
+from firmware_host.games.stud_poker import GAME, StudDeal, StudPokerRules
+from firmware_host.games.stud_poker.hands import (
+    card_code,
+    category,
+    category_name,
+    compare,
+    hand_value,
+    hand_value_codes,
+    qualifies,
+)
+from firmware_host.games.stud_poker.simulate import raises
 
-GAME = sp.GAME
-RULES = sp.StudPokerRules()
+RULES = StudPokerRules()
 MONEY = MoneyRules()
 DECK = list(deck())
 
@@ -77,7 +86,7 @@ def art8_compare(a: list[Card], b: list[Card]) -> int:
 
 
 def sign(a: list[Card], b: list[Card]) -> int:
-    return sp.compare(a, b)
+    return compare(a, b)
 
 
 hands_st = st.permutations(DECK).map(lambda p: (list(p[:5]), list(p[5:10])))
@@ -121,19 +130,19 @@ def test_same_ranks_different_suits_are_decided_by_suit_art_4_8(perm, sigma) -> 
 )
 def test_hands_form_a_strict_total_order(a, b, c) -> None:
     # strict: only the same five cards are equal; total and transitive (art. 8 + extension)
-    va, vb, vc = sp.hand_value(a), sp.hand_value(b), sp.hand_value(c)
+    va, vb, vc = hand_value(a), hand_value(b), hand_value(c)
     assert (va == vb) == (set(a) == set(b))
     # the low 52 bits are the hand itself, so the value is injective over all hands
-    assert va & ((1 << 52) - 1) == sum(1 << sp.card_code(x) for x in a)
+    assert va & ((1 << 52) - 1) == sum(1 << card_code(x) for x in a)
     if va < vb and vb < vc:
         assert va < vc
-    assert sp.compare(a, b) == -sp.compare(b, a)
+    assert compare(a, b) == -compare(b, a)
 
 
 def test_the_categories_count_right_art_8() -> None:
     # art. 8: the ten categories; counts out of C(52, 5) are the classical ones
     counts = Counter(
-        sp.hand_value_codes(*combo) >> 69 for combo in itertools.combinations(range(52), 5)
+        hand_value_codes(*combo) >> 69 for combo in itertools.combinations(range(52), 5)
     )
     assert [counts[k] for k in range(10)] == [
         1_302_540,
@@ -184,13 +193,13 @@ def test_regulation_examples_art_8(better: str, worse: str, article: str) -> Non
 
 def test_category_examples_art_8() -> None:
     # the examples the text gives for each category
-    assert sp.category_name(sp.hand_value(h("TS 9S 7S 5S 2S"))) == "flush"  # 5)
-    assert sp.category_name(sp.hand_value(h("6S 7H 8C 9D TS"))) == "straight"  # 6)
-    assert sp.category_name(sp.hand_value(h("KS KH KC 6D 5S"))) == "three_of_a_kind"  # 7)
-    assert sp.category_name(sp.hand_value(h("TS TH 6C 6D 5S"))) == "two_pairs"  # 8)
-    assert sp.category_name(sp.hand_value(h("TS TH 9C 7D 6S"))) == "one_pair"  # 9)
-    assert sp.category_name(sp.hand_value(h("AS KH QC JD 9S"))) == "high_card"  # 10)
-    assert sp.category_name(sp.hand_value(h("5S 4H 3C 2D AS"))) == "straight"  # art. 4 3)
+    assert category_name(hand_value(h("TS 9S 7S 5S 2S"))) == "flush"  # 5)
+    assert category_name(hand_value(h("6S 7H 8C 9D TS"))) == "straight"  # 6)
+    assert category_name(hand_value(h("KS KH KC 6D 5S"))) == "three_of_a_kind"  # 7)
+    assert category_name(hand_value(h("TS TH 6C 6D 5S"))) == "two_pairs"  # 8)
+    assert category_name(hand_value(h("TS TH 9C 7D 6S"))) == "one_pair"  # 9)
+    assert category_name(hand_value(h("AS KH QC JD 9S"))) == "high_card"  # 10)
+    assert category_name(hand_value(h("5S 4H 3C 2D AS"))) == "straight"  # art. 4 3)
 
 
 @pytest.mark.parametrize(
@@ -205,7 +214,7 @@ def test_category_examples_art_8() -> None:
     ],
 )
 def test_croupier_qualifies_with_ace_king_or_better_art_9_1(cards: str, opens: bool) -> None:
-    assert sp.qualifies(sp.hand_value(h(cards))) is opens
+    assert qualifies(hand_value(h(cards))) is opens
 
 
 # -- settlement, art. 6 and 9 -------------------------------------------------------------
@@ -237,7 +246,7 @@ def bets_for(seat: int, ante: int, raised: bool, jackpot: bool = False) -> list[
     return out
 
 
-def settle(raw_outcome: dict, raw_bets: list[dict], rules: sp.StudPokerRules = RULES):
+def settle(raw_outcome: dict, raw_bets: list[dict], rules: StudPokerRules = RULES):
     o = GAME.parse_outcome(rules, raw_outcome)
     return GAME.settle(rules, o, GAME.parse_bets(rules, raw_bets), MONEY)
 
@@ -286,7 +295,7 @@ def test_raise_pay_table_art_9_5(cards: str, odds: int) -> None:
 
 @pytest.mark.parametrize("royal", [50, 75, 100])
 def test_royal_flush_odds_are_the_authorised_option_art_9_5_9_and_13(royal: int) -> None:
-    rules = sp.StudPokerRules(royal_flush=royal)
+    rules = StudPokerRules(royal_flush=royal)
     s = settle(outcome(DEALER_AK, s1=("AH KH QH JH TH", "raise")), bets_for(1, 100, True), rules)
     assert nets(s)["r1"] == 200 * royal
 
@@ -314,10 +323,10 @@ def test_royal_flush_odds_outside_50_to_100_are_refused_art_13(royal: int) -> No
     ],
 )
 def test_house_maximum_limits_the_top_prizes_art_9_5_7_to_9(cards: str, capped: bool) -> None:
-    rules = sp.StudPokerRules(max_payout=3000)
+    rules = StudPokerRules(max_payout=3000)
     s = settle(outcome(DEALER_AK, s1=(cards, "raise")), bets_for(1, 100, True), rules)
     r = s.results[1]
-    full = 200 * rules.raise_odds(sp.category(sp.hand_value(h(cards))))
+    full = 200 * rules.raise_odds(category(hand_value(h(cards))))
     assert r.amounts.net == (min(full, 3000) if capped else full)
 
 
@@ -385,14 +394,14 @@ def test_folded_hand_wins_no_jackpot_unless_the_house_option_says_so() -> None:
     o = outcome(DEALER_AK, s1=("9H 8H 7H 6H 5H", "fold"))
     s = settle(o, bets_for(1, 100, False, jackpot=True))
     assert s.extras["jackpot"]["payments"] == []
-    s = settle(o, bets_for(1, 100, False, jackpot=True), sp.StudPokerRules(jackpot_on_fold=True))
+    s = settle(o, bets_for(1, 100, False, jackpot=True), StudPokerRules(jackpot_on_fold=True))
     assert [p["hand"] for p in s.extras["jackpot"]["payments"]] == ["straight_flush"]
 
 
 # -- the deal engine, art. 7 and 11 ---------------------------------------------------------
 
 
-def targets(deal: sp.StudDeal, cards: list[Card]) -> tuple[sp.StudDeal, list]:
+def targets(deal: StudDeal, cards: list[Card]) -> tuple[StudDeal, list]:
     seen = []
     for c in cards:
         e = deal.expect()
@@ -402,20 +411,20 @@ def targets(deal: sp.StudDeal, cards: list[Card]) -> tuple[sp.StudDeal, list]:
 
 
 def test_shoe_deals_one_card_at_a_time_left_to_right_croupier_last_art_7_1() -> None:
-    deal, seen = targets(sp.StudDeal.start(RULES, [5, 1, 3]), DECK[:20])
+    deal, seen = targets(StudDeal.start(RULES, [5, 1, 3]), DECK[:20])
     assert seen == [1, 3, 5, "D"] * 5
     assert deal.up_card == DECK[19]  # the croupier's last card is face up
     assert deal.expect().kind == "decision"
 
 
 def test_shuffler_deals_five_at_a_time_croupier_last_art_7_2() -> None:
-    rules = sp.StudPokerRules(dealing="shuffler")
-    _, seen = targets(sp.StudDeal.start(rules, [2, 6]), DECK[:15])
+    rules = StudPokerRules(dealing="shuffler")
+    _, seen = targets(StudDeal.start(rules, [2, 6]), DECK[:15])
     assert seen == [2] * 5 + [6] * 5 + ["D"] * 5
 
 
 def test_decisions_follow_the_cards_and_complete_the_game_art_6_5() -> None:
-    deal = sp.StudDeal.start(RULES, [1, 3])
+    deal = StudDeal.start(RULES, [1, 3])
     with pytest.raises(RoundStateError) as exc:
         deal.decide(1, "raise")
     assert exc.value.code == "DECISION_TOO_EARLY"
@@ -439,7 +448,7 @@ def test_decisions_follow_the_cards_and_complete_the_game_art_6_5() -> None:
     "code", ["MISDEAL_WRONG_HAND", "MISDEAL_EXTRA_CARD", "MISDEAL_DUPLICATE_CARD"]
 )
 def test_incorrect_dealing_voids_the_game_art_11_1(code: str) -> None:
-    deal = sp.StudDeal.start(RULES, [1])
+    deal = StudDeal.start(RULES, [1])
     with pytest.raises(Misdeal) as exc:
         if code == "MISDEAL_WRONG_HAND":
             deal.deal(DECK[0], "dealer")
@@ -453,7 +462,7 @@ def test_incorrect_dealing_voids_the_game_art_11_1(code: str) -> None:
 
 
 def test_one_exposed_card_goes_on_two_void_the_game_art_11_1_2() -> None:
-    deal = sp.StudDeal.start(RULES, [1]).deal(DECK[0]).deal(DECK[1])
+    deal = StudDeal.start(RULES, [1]).deal(DECK[0]).deal(DECK[1])
     once = deal.expose(DECK[1])
     assert once.expect().kind == "card"
     twice = once.expose(DECK[0])
@@ -461,7 +470,7 @@ def test_one_exposed_card_goes_on_two_void_the_game_art_11_1_2() -> None:
 
 
 def test_cards_to_a_place_without_bets_void_only_that_hand_art_11_3() -> None:
-    deal = sp.StudDeal.start(RULES, [1]).deal(DECK[0])
+    deal = StudDeal.start(RULES, [1]).deal(DECK[0])
     deal = deal.deal(DECK[1], 4)  # place 4 has no bet
     assert deal.dead == ((4, DECK[1]),)
     assert deal.expect().to == "dealer"  # the game goes on
@@ -475,8 +484,8 @@ def test_cards_to_a_place_without_bets_void_only_that_hand_art_11_3() -> None:
     st.sampled_from(["shoe", "shuffler"]),
 )
 def test_deal_state_round_trips_through_json(perm, seats, steps, procedure) -> None:
-    rules = sp.StudPokerRules(dealing=procedure)
-    deal = sp.StudDeal.start(rules, sorted(seats))
+    rules = StudPokerRules(dealing=procedure)
+    deal = StudDeal.start(rules, sorted(seats))
     it = iter(perm)
     for i in range(steps):
         e = deal.expect()
@@ -484,7 +493,7 @@ def test_deal_state_round_trips_through_json(perm, seats, steps, procedure) -> N
             deal = deal.deal(next(it))
         elif e.kind == "decision":
             deal = deal.decide(e.seat, "raise" if i % 2 else "fold")
-    again = sp.StudDeal.from_json(rules, deal.to_json())
+    again = StudDeal.from_json(rules, deal.to_json())
     assert again == deal
 
 
@@ -532,14 +541,14 @@ def test_math_refuses_decks() -> None:
 
 
 def test_strategy_examples() -> None:
-    v = sp.hand_value
-    up = sp.card_code
-    assert sp.raises(v(h("2C 2D 5H 7S 9C")), up(Card.parse("AS")))  # any pair
-    assert not sp.raises(v(h("AC QD 5H 7S 9C")), up(Card.parse("2S")))  # below ace-king
-    assert sp.raises(v(h("AC KD 5H 7S 9C")), up(Card.parse("7D")))  # matches the 7
-    assert not sp.raises(v(h("AC KD 5H 7S 9C")), up(Card.parse("8D")))
-    assert sp.raises(v(h("AC KD JH 7S 3C")), up(Card.parse("AD")))  # A up, holding a J
-    assert sp.raises(v(h("AC KD QH 7S 3C")), up(Card.parse("5D")))  # up below the 7, holding a Q
+    v = hand_value
+    up = card_code
+    assert raises(v(h("2C 2D 5H 7S 9C")), up(Card.parse("AS")))  # any pair
+    assert not raises(v(h("AC QD 5H 7S 9C")), up(Card.parse("2S")))  # below ace-king
+    assert raises(v(h("AC KD 5H 7S 9C")), up(Card.parse("7D")))  # matches the 7
+    assert not raises(v(h("AC KD 5H 7S 9C")), up(Card.parse("8D")))
+    assert raises(v(h("AC KD JH 7S 3C")), up(Card.parse("AD")))  # A up, holding a J
+    assert raises(v(h("AC KD QH 7S 3C")), up(Card.parse("5D")))  # up below the 7, holding a Q
 
 
 # -- tablectl ------------------------------------------------------------------------------
