@@ -112,7 +112,9 @@ class Misdeal(RoundStateError):
         correctable: bool = True,
         due: str | int | None = None,
     ) -> None:
-        super().__init__(f"{message}; correction: {correction}" if correction else message, code=code)
+        super().__init__(
+            f"{message}; correction: {correction}" if correction else message, code=code
+        )
         self.correction = correction
         self.correctable = correctable
         self.due = due

@@ -22,15 +22,8 @@ from firmware_host.cli import main
 from firmware_host.games import MoneyRules, get_game
 from firmware_host.games.banker import DiceReshake
 from firmware_host.games.errors import Misdeal, OutcomeError, RoundStateError, RulesError
-from firmware_host.games.paikao.game import (
-    FULL_SET,
-    PaiKaoDeal,
-    PaiKaoRules,
-    Tile,
-    evaluate,
-    hand_key,
-    place_beats_banker,
-)
+from firmware_host.games.paikao import FULL_SET, PaiKaoDeal, PaiKaoRules, Tile
+from firmware_host.games.paikao.tiles import evaluate, hand_key, place_beats_banker
 
 ROOT = Path(__file__).resolve().parents[2]
 G = get_game("paikao")

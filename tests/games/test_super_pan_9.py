@@ -18,12 +18,8 @@ from firmware_host.games import MoneyRules, get_game
 from firmware_host.games.banker import DiceReshake
 from firmware_host.games.cards import Card, deck, parse_cards
 from firmware_host.games.errors import BetError, Misdeal, OutcomeError, RoundStateError, RulesError
-from firmware_host.games.super_pan_9.game import (
-    SuperPan9Deal,
-    SuperPan9Rules,
-    hand_points,
-    place_beats_banker,
-)
+from firmware_host.games.super_pan_9 import SuperPan9Deal, SuperPan9Rules
+from firmware_host.games.super_pan_9.rules import hand_points, place_beats_banker
 
 ROOT = Path(__file__).resolve().parents[2]
 G = get_game("super-pan-9")

@@ -1,125 +1,21 @@
-"""Super Pan 9 (九家樂): Portaria 261/96/M.
-
-One 52-card deck, shuffled for every game (art. 1 1), art. 2 1)). The banker, one of
-the players, puts his capital on the table, declares how many points he adds to or
-subtracts from the dice, and shakes four dice; counted counter-clockwise from him,
-the total (with his declaration) picks the place that receives the first two cards,
-and every place then receives two cards in a row, right to left (art. 2 2)-3)).
-Each place is compared with the banker's two cards: points are the sum of the card
-values modulo 10, picture cards and tens counting zero and the ace one (art. 6);
-the higher point wins; equal points go to the hand with the higher card (art. 7 2));
-when points and cards are equal the banker wins (art. 8). Winners pay the house 5%
-(art. 9). The table part (dice, service order, capital-bounded settlement,
-co-banking, banker rotation) is :mod:`.banker`.
-
-Decisions where the text is silent (see ``docs/rules/super-pan-9.md``):
-
-- Equal points and equal highest cards (art. 7 2) Chinese: "以其中最大之一張牌之大小決定
-  贏輸", the single largest card decides): with ``rules.super-pan-9.equal_high_card =
-  "next-card"`` (default) the other card decides, and only when both cards are of the
-  same rank does art. 8 give the game to the banker (the Portuguese text speaks of
-  "as cartas de valor mais elevado" and art. 8 of "valor individual das cartas ...
-  iguais"); with ``"banker"`` the banker wins as soon as the largest cards are equal.
-  Suits never count. The two readings differ only when both hands hold two cards of
-  value zero (tens and pictures), e.g. K-Q against K-J.
-- Every place of the table (``rules.super-pan-9.places``) receives cards, whether
-  anybody bets on it or not (as 195/92/M art. 2 (d) says for P'ai Kao), so the dice
-  count is the same whoever plays.
-"""
+"""The Super Pan 9 game: the outcome's JSON, each place against the banker (art. 7,
+8), the player-banked settlement of :mod:`firmware_host.games.banker`, and the exact
+house edge of one place against the banker."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..banker import (
-    COMMISSION_RATE,
-    SETTLEMENT_ORDERS,
-    BankerDeal,
-    BankerGame,
-    BankerHands,
-    DiceReshake,
-    PlaceVerdict,
-    RoundSetup,
-    one_place_lines,
-    parse_hands_outcome,
-)
+from ..banker import COMMISSION_RATE, BankerGame, PlaceVerdict, one_place_lines, parse_hands_outcome
 from ..base import JSON, Bet, MathLine, MathReport
 from ..cards import Card, cards_str
-from ..errors import Misdeal, OutcomeError, RulesError
+from ..errors import OutcomeError, RulesError
 from ..money import fraction_str
-from ..options import option
-
-REGULATION = "261/96/M"
-#: Decks in play: "um baralho normal de 52 cartas" (art. 1 1)).
-DECKS = 1
-EQUAL_HIGH_CARD = ("next-card", "banker")
-
-__all__ = ["DiceReshake", "SuperPan9Deal", "SuperPan9Outcome", "SuperPan9Rules"]
-
-
-@dataclass(frozen=True, slots=True)
-class SuperPan9Rules:
-    places: int = option(
-        9,
-        range=(2, 26),
-        doc="Places at the table, the banker's included; every place receives two cards",
-        cite="261/96/M art. 3 1) (at least two), art. 1 1) (one 52-card deck: at most 26 hands)",
-    )
-    equal_high_card: str = option(
-        "next-card",
-        choices=EQUAL_HIGH_CARD,
-        doc="Equal points and equal highest cards: 'next-card' compares the other card and the "
-        "banker wins only when both ranks are equal; 'banker' gives it to the banker at once",
-        cite="261/96/M art. 7 2), art. 8 (gap: the largest cards tie)",
-    )
-    settlement_order: str = option(
-        "served",
-        choices=SETTLEMENT_ORDERS,
-        doc="Order bets are paid or collected within the banker's capital: 'served' place by "
-        "place from the first place served, right to left, each place's bets in the order "
-        "placed; 'placed' strictly in the order placed",
-        cite="261/96/M art. 2 3), art. 5 3) and 5)",
-    )
-    casino_co_bank: int = option(
-        0,
-        range=(0, 10**12),
-        doc="Capital (minor units) the casino co-banks behind the banker and the co-banking "
-        "players in each game when the outcome does not say; 0: none",
-        cite="261/96/M art. 5 5)",
-    )
-
-
-# -- hands: art. 6-8 ------------------------------------------------------------------------
-
-
-def card_points(card: Card) -> int:
-    """Ace 1, two to nine their face, ten and pictures 0 (art. 6 1))."""
-    return card.rank if card.rank <= 9 else 0
-
-
-def hand_points(cards: Sequence[Card]) -> int:
-    """Sum of the two cards' points, only the last digit counting (art. 6 2))."""
-    return sum(card_points(c) for c in cards) % 10
-
-
-def hand_key(cards: Sequence[Card], equal_high_card: str = "next-card") -> tuple[int, ...]:
-    """A key whose order is the order of hands: the higher key wins, equal keys go to
-    the banker (art. 7-8). Cards rank K > Q > J > 10 > 9 ... > 2 > A (art. 6 1)).
-    """
-    hi, lo = sorted((c.rank for c in cards), reverse=True)
-    if equal_high_card == "banker":
-        return (hand_points(cards), hi)
-    return (hand_points(cards), hi, lo)
-
-
-def place_beats_banker(
-    place: Sequence[Card], banker: Sequence[Card], equal_high_card: str = "next-card"
-) -> bool:
-    return hand_key(place, equal_high_card) > hand_key(banker, equal_high_card)
+from .deal import SuperPan9Deal, SuperPan9Outcome
+from .rules import DECKS, REGULATION, SuperPan9Rules, hand_key, hand_points
 
 
 def _why(place: Sequence[Card], banker: Sequence[Card], rule: str) -> tuple[bool, str]:
@@ -133,18 +29,6 @@ def _why(place: Sequence[Card], banker: Sequence[Card], rule: str) -> tuple[bool
             f"equal points ({kp[0]}): the higher card decides, {who} wins (261/96/M art. 7 2))"
         )
     return False, f"equal points ({kp[0]}) and equal cards: the banker wins (261/96/M art. 8)"
-
-
-# -- outcome ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SuperPan9Outcome(BankerHands[Card]):
-    """A dealt game: the setup (banker, capital, dice, declaration) and each place's cards."""
-
-    @property
-    def deal_order(self) -> tuple[Card, ...]:
-        return tuple(c for p in self.setup.service_order for c in self.hand(p))
 
 
 def _check_one_deck(cards: Sequence[Card], what: str) -> None:
@@ -181,73 +65,6 @@ def _parse_cards(raw: JSON, what: str) -> list[Card]:
         return [Card.parse(c) for c in raw]
     except OutcomeError as exc:
         raise OutcomeError(f"{what}: {exc.message}", code=exc.code) from exc
-
-
-# -- the deal, card by card (CARD-GAMES contract) ---------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SuperPan9Deal(BankerDeal[Card, SuperPan9Outcome]):
-    """A game being dealt from the shoe, card by card (:class:`~..banker.BankerDeal`):
-    the banker's place, capital and declaration fixed (art. 2 3), art. 5 3)), the dice
-    shaken, two cards a place in the service order (art. 2 2)-3))."""
-
-    noun = "card"
-    game_id = "super-pan-9"
-    before_dice = "art. 2 2)"
-    all_dealt = "every place has its two cards (art. 2 3))"
-
-    @staticmethod
-    def start(
-        rules: SuperPan9Rules,
-        *,
-        banker: int,
-        banker_capital: int,
-        declared: int = 0,
-        casino_capital: int | None = None,
-    ) -> SuperPan9Deal:
-        cc = rules.casino_co_bank if casino_capital is None else casino_capital
-        # Validate through RoundSetup with dummy dice.
-        RoundSetup(rules.places, banker, banker_capital, cc, (1, 1, 1, 1), declared)
-        return SuperPan9Deal(rules.places, banker, banker_capital, cc, declared)
-
-    @property
-    def cards(self) -> tuple[Card, ...]:
-        return self.dealt
-
-    def parse_item(self, raw: object) -> Card:
-        return raw if isinstance(raw, Card) else Card.parse(raw)
-
-    def refusal(self, item: Card) -> Misdeal | None:
-        if item in self.dealt:
-            return Misdeal(
-                f"card {item} dealt twice from one 52-card deck (art. 1 1))",
-                code="MISDEAL_DUPLICATE_CARD",
-            )
-        return None
-
-    def make_outcome(
-        self, setup: RoundSetup, hands: tuple[tuple[Card, Card], ...]
-    ) -> SuperPan9Outcome:
-        return SuperPan9Outcome(setup, hands)
-
-    def to_json(self) -> dict[str, JSON]:
-        return {**BankerDeal.to_json(self), "places": self.places, "declared": self.declared}
-
-    @staticmethod
-    def from_json(rules: SuperPan9Rules, data: Mapping[str, Any]) -> SuperPan9Deal:
-        if data.get("places") != rules.places:
-            raise RulesError(
-                f"journalled deal has {data.get('places')!r} places, the table has {rules.places}",
-                code="DEAL_STATE_INVALID",
-            )
-        return SuperPan9Deal.start(
-            rules,
-            banker=data["banker"],
-            banker_capital=data["banker_capital"],
-            declared=data.get("declared", 0),
-            casino_capital=data.get("casino_capital"),
-        ).replayed(data)
 
 
 # -- the game ---------------------------------------------------------------------------------
