@@ -7,11 +7,13 @@
 - ``payments``: art. 7 (banker double), art. 8 (commission), art. 9 (capital), art. 10
   (liability, false win).
 - ``sequence``: the games of a session and the wall's opening (art. 3), art. 5 priority.
-- ``game``: the rules options and the :class:`~firmware_host.games.base.Game`.
+- ``rules``: the house options (variant, stake levels' amounts, liability reading).
+- ``game``: the :class:`~firmware_host.games.base.Game`.
 
 See ``docs/rules/mahjong.md``.
 """
 
-from .game import GAME, Mahjong, MahjongRules
+from .game import GAME, Mahjong
+from .rules import MahjongRules
 
 __all__ = ["GAME", "Mahjong", "MahjongRules"]
