@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from firmware_host.config import TableConfig
@@ -131,15 +131,19 @@ class Dealer:
     # cards from the shoe: betting closes at the first card; decisions by the players.
     async def _round_cards(self, bets: list[dict[str, JSON]]) -> None:
         shoe = self.sims["shoe"]
-        # Stud poker uses one deck shuffled for every game (61/2004 art. 1 1), art. 3); the
-        # others reshuffle when about a quarter of the shoe is left (the cut card).
-        if self.game == "stud-poker" or shoe.model.remaining < max(40, len(shoe.model.order) // 4):
+        game, rules = self.cfg.game, self.cfg.rules
+        # A game dealt from a fresh deck every round (stud poker's one deck) is shuffled
+        # before each; the others when about a quarter of the shoe is left (the cut card).
+        if game.fresh_deck_each_round(rules) or shoe.model.remaining < max(
+            40, len(shoe.model.order) // 4
+        ):
             await shoe.shuffle()
             await self.pause(0.1)
         await self.command("open_betting")
         accepted = await self.place_bets(bets)
         await self.pause(0.3)
-        deal = start_deal(self.cfg, accepted)
+        # the deal as the table starts it at the first card, from the bets it accepted
+        deal = game.start_deal(rules, game.parse_bets(rules, accepted))
         deadline = time.monotonic() + 60
         while (exp := deal.expect()).kind != "complete":
             if time.monotonic() > deadline:
@@ -157,8 +161,7 @@ class Dealer:
                 if resp is None:
                     await self.command("void_round", reason="demo dealer: decision refused")
                     return
-                extra = {k: v for k, v in choice.items() if k not in ("seat", "action")}
-                deal = deal.decide(choice["seat"], choice["action"], **extra)
+                deal = game.decide(rules, deal, choice)
                 table_expects = (resp.get("data") or {}).get("expect")
                 if table_expects != deal.expect().to_json():
                     out(f"   ! the table expects {table_expects}, the croupier's count differs")
@@ -299,23 +302,6 @@ class Dealer:
         await self.command("close_betting")
         await self.command("result", outcome=samples[self.round_no % len(samples)])
         self.round_no += 1
-
-
-def start_deal(cfg: TableConfig, bets: Sequence[Mapping[str, JSON]]) -> Any:
-    """The rules core's deal state for a round with ``bets`` (those accepted), as the
-    table starts it at the first card: baccarat for the coup, blackjack for the
-    places with a main bet (56/2004 art. 6), stud poker for the places with a bet."""
-    from firmware_host.games import baccarat, blackjack, stud_poker
-
-    rules: Any = cfg.rules
-    if cfg.game_id == "baccarat":
-        return baccarat.BaccaratDeal.start(rules)
-    if cfg.game_id == "blackjack":
-        mains = sorted({int(b["seat"]) for b in bets if b["bet_type"] == "main"})
-        return blackjack.BlackjackDeal.start(rules, mains)
-    if cfg.game_id == "stud-poker":
-        return stud_poker.StudDeal.start(rules, sorted({int(b["seat"]) for b in bets}))
-    raise ValueError(f"the demo deals no {cfg.game_id} from a shoe")
 
 
 def blackjack_total(deal: Any, seat: int | None, hand: int | None) -> int:

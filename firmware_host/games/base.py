@@ -443,6 +443,11 @@ class Game(abc.ABC, Generic[R, Out]):
             code="NOT_SUPPORTED",
         )
 
+    def fresh_deck_each_round(self, rules: R) -> bool:
+        """Whether every round is dealt from a freshly shuffled deck, rather than from a
+        shoe until its cut card (what a shoe or a simulator shuffles by). Default: no."""
+        return False
+
     def decide(self, rules: R, deal: Deal, decision: Mapping[str, JSON]) -> Deal:
         """A player's decision (``seat``, ``action`` and the game's own keys) applied
         to ``deal``. Raises :class:`RulesError` (``NOT_SUPPORTED`` if the game takes none)."""

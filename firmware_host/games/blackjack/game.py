@@ -91,6 +91,11 @@ class Blackjack(Game[BlackjackRules, BlackjackDeal]):
         }
         return tuple(bt for bt in _BET_TYPES if not off.get(bt.name, False))
 
+    def fresh_deck_each_round(self, rules: BlackjackRules) -> bool:
+        """The metal box holds one deck, shuffled again after each round (56/2004 art. 2
+        2) 3)); a shoe is dealt to its cut card (art. 2 2) 1))."""
+        return rules.procedure == "metal_box"
+
     def start_deal(
         self, rules: BlackjackRules, bets: Sequence[Bet], setup: Mapping[str, JSON] | None = None
     ) -> BlackjackDeal:

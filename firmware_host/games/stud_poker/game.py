@@ -73,6 +73,11 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
             ]
         return unit_problems(amounts, money, "the table could not take or pay it exactly")
 
+    def fresh_deck_each_round(self, rules: StudPokerRules) -> bool:
+        """One 52-card deck (61/2004 art. 1 1)), shuffled for each game (art. 3): seven
+        places and the croupier take up to 40 of its cards."""
+        return True
+
     # -- the deal
     def start_deal(
         self, rules: StudPokerRules, bets: Sequence[Bet], setup: Mapping[str, JSON] | None = None

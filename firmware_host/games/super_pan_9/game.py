@@ -85,6 +85,10 @@ class SuperPan9(BankerGame[SuperPan9Rules, SuperPan9Outcome]):
     def places(self, rules: SuperPan9Rules) -> int:
         return rules.places
 
+    def fresh_deck_each_round(self, rules: SuperPan9Rules) -> bool:
+        """A freshly shuffled deck for every game (261/96/M art. 2 1))."""
+        return True
+
     def start_deal(
         self, rules: SuperPan9Rules, bets: Sequence[Bet], setup: Mapping[str, JSON] | None = None
     ) -> SuperPan9Deal:
