@@ -21,7 +21,8 @@ from firmware_host.config import FieldSpec
 
 from ..base import DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase
-from ..reflink.driver import SERIAL_SETTINGS, RefDriver, resolve_settings
+from ..reflink.display import DisplayDriver
+from ..reflink.driver import SERIAL_SETTINGS, resolve_settings
 from .codec import GAME_IDS, MAX_HISTORY, PROFILE, BoardResynced, check_number
 from .layouts import (
     LAYOUTS,
@@ -85,6 +86,19 @@ class BoardDisplay:
         self.current: int | None = None
         self.lit_areas: tuple[str, ...] = ()
 
+    async def show_areas(self, areas: Iterable[str], *, blink: bool = False) -> bool:
+        """Light exactly these areas; False if the board did not take it (each driver)."""
+        raise NotImplementedError
+
+    async def show_sicbo(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(sicbo_areas(dice))
+
+    async def show_fish_prawn_crab(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(fpc_areas(dice))
+
+    async def show_dice(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(self.areas_for_dice(dice))
+
     def areas_for_dice(self, dice: Sequence[int]) -> tuple[str, ...]:
         if self.layout == "sicbo":
             return sicbo_areas(dice)
@@ -119,7 +133,7 @@ class BoardDisplay:
         }
 
 
-class BoardDriver(BoardDisplay, RefDriver[BoardResynced]):
+class BoardDriver(BoardDisplay, DisplayDriver[BoardResynced]):
     """The reference RS-485 board. Several boards may share one port (one bus)."""
 
     driver_name = "board-ref"
@@ -132,7 +146,6 @@ class BoardDriver(BoardDisplay, RefDriver[BoardResynced]):
         self._init_display()
         #: Display layers, in the order a resync sends them: message name -> fields.
         self.layers: dict[str, dict[str, Any]] = {}
-        self._lock = asyncio.Lock()
 
     @classmethod
     def check_settings(cls, settings: Mapping[str, Any]) -> list[str]:
@@ -144,33 +157,13 @@ class BoardDriver(BoardDisplay, RefDriver[BoardResynced]):
             self.layers.clear()
         else:
             self.layers[name] = values
-        if not self.online:
-            self.counters["display_deferred"] += 1
-            return False  # kept: the resync sends it when the board answers again
-        async with self._lock:
-            try:
-                await self.command(name, **values)
-            except (DeviceTimeout, LinkError):
-                self.counters["display_deferred"] += 1
-                self._need_resync = self._need_resync or "display change not acknowledged"
-                self._wake.set()  # poll now: the poll decides whether the board is offline
-                return False
-        return True
+        return await self.display(name, **values)
 
     async def show_areas(self, areas: Iterable[str], *, blink: bool = False) -> bool:
         """Light exactly these areas (names absent from the lamp map are skipped)."""
         self.lit_areas = tuple(areas)
         lamps = lamps_for(self.lit_areas, self.lamps)
         return await self._show("LAMPS", mode=int(blink), bitmap=bitmap(lamps))
-
-    async def show_sicbo(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(sicbo_areas(dice))
-
-    async def show_fish_prawn_crab(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(fpc_areas(dice))
-
-    async def show_dice(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(self.areas_for_dice(dice))
 
     async def show_number(self, number: int, history: Sequence[int] | None = None) -> bool:
         """Show a roulette or fantan number; the previous one goes to the history
@@ -200,15 +193,11 @@ class BoardDriver(BoardDisplay, RefDriver[BoardResynced]):
         self.history.clear()
         return await self._show("CLEAR")
 
-    async def resync(self, reason: str) -> int:
-        async with self._lock:
-            await self.command("CLEAR")
-            sent = 1
-            for name, values in list(self.layers.items()):
-                await self.command(name, **values)
-                sent += 1
-        self.emit(BoardResynced(device=self.name, reason=reason, messages=sent))
-        return sent
+    def display_state(self) -> list[tuple[str, dict[str, Any]]]:
+        return [("CLEAR", {}), *self.layers.items()]
+
+    def resynced(self, reason: str, messages: int) -> BoardResynced:
+        return BoardResynced(device=self.name, reason=reason, messages=messages)
 
     def status_extra(self) -> dict[str, Any]:
         return {"board": self.display_status()}
@@ -322,15 +311,6 @@ class GpioBoardDriver(BoardDisplay, DriverBase[BoardResynced]):
         self._lit, self._blink = lamps_for(self.lit_areas, self.lamps), blink
         self._apply()
         return self.leds is not None
-
-    async def show_sicbo(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(sicbo_areas(dice))
-
-    async def show_fish_prawn_crab(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(fpc_areas(dice))
-
-    async def show_dice(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(self.areas_for_dice(dice))
 
     async def show_number(self, number: int, history: Sequence[int] | None = None) -> bool:
         self._push_number(number, history)

@@ -8,14 +8,13 @@ sent again, whole, when the sign answers again.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from firmware_host.config import FieldSpec
 
-from ..base import DeviceTimeout, LinkError
-from ..reflink.driver import SERIAL_SETTINGS, RefDriver
+from ..reflink.display import DisplayDriver
+from ..reflink.driver import SERIAL_SETTINGS
 from .codec import PROFILE, SignResynced, format_amount
 
 _SIGN_SETTINGS: dict[str, FieldSpec] = {
@@ -37,7 +36,7 @@ _SIGN_SETTINGS: dict[str, FieldSpec] = {
 }
 
 
-class SignDriver(RefDriver[SignResynced]):
+class SignDriver(DisplayDriver[SignResynced]):
     driver_name = "sign-ref"
     profile = PROFILE
     SETTINGS: ClassVar[dict[str, FieldSpec]] = {**SERIAL_SETTINGS, **_SIGN_SETTINGS}
@@ -49,7 +48,6 @@ class SignDriver(RefDriver[SignResynced]):
         self.currency: str = self.settings["currency"]
         self.fault_text: str | None = None
         self.hit: tuple[int, str, float | None] | None = None  # amount, text, until (monotonic)
-        self._lock = asyncio.Lock()
 
     def _amount_fields(self, amount: int, currency: str | None = None) -> dict[str, Any]:
         if isinstance(amount, bool) or not isinstance(amount, int) or not 0 <= amount < 1 << 64:
@@ -67,20 +65,6 @@ class SignDriver(RefDriver[SignResynced]):
             raise ValueError(f"currency must be a 3-letter ISO 4217 code, got {cur!r}")
         return {"amount": amount, "digits": self.settings["minor_digits"], "currency": cur}
 
-    async def _send(self, name: str, **values: Any) -> bool:
-        if not self.online:
-            self.counters["display_deferred"] += 1
-            return False
-        async with self._lock:
-            try:
-                await self.command(name, **values)
-            except (DeviceTimeout, LinkError):
-                self.counters["display_deferred"] += 1
-                self._need_resync = self._need_resync or "display change not acknowledged"
-                self._wake.set()  # poll now: the poll decides whether the sign is offline
-                return False
-        return True
-
     async def show_amount(self, amount: int, currency: str | None = None) -> bool:
         """The progressive amount, in minor units (``currency``: the configured one if None)."""
         fields = self._amount_fields(amount, currency)
@@ -88,45 +72,43 @@ class SignDriver(RefDriver[SignResynced]):
         self.currency = fields["currency"]
         if self.hit is not None and self.hit[2] is None:
             self.hit = None
-        return await self._send("AMOUNT", **fields, label=self.settings["label"])
+        return await self.display("AMOUNT", **fields, label=self.settings["label"])
 
     async def show_hit(self, amount: int, message: str = "JACKPOT", seconds: int = 30) -> bool:
         """A jackpot hit: ``message`` and the amount won, for ``seconds`` (0: until the next amount)."""
         fields = self._amount_fields(amount)
         self.hit = (amount, message, self.clock() + seconds if seconds else None)
-        return await self._send("HIT", **fields, text=message, seconds=seconds)
+        return await self.display("HIT", **fields, text=message, seconds=seconds)
 
     async def set_fault(self, message: str) -> bool:
         """Alternate the amount with ``message`` until :meth:`clear_fault`."""
         self.fault_text = message
-        return await self._send("FAULT", text=message, period_ms=self.settings["fault_period_ms"])
+        return await self.display("FAULT", text=message, period_ms=self.settings["fault_period_ms"])
 
     async def clear_fault(self) -> bool:
         self.fault_text = None
-        return await self._send("FAULT_CLEAR")
+        return await self.display("FAULT_CLEAR")
 
-    async def resync(self, reason: str) -> int:
-        sent = 0
-        async with self._lock:
-            if self.amount is not None:
-                await self.command(
-                    "AMOUNT", **self._amount_fields(self.amount), label=self.settings["label"]
-                )
-                sent += 1
-            hit = self.hit
-            if hit is not None and (hit[2] is None or hit[2] > self.clock()):
-                left = 0 if hit[2] is None else max(1, round(hit[2] - self.clock()))
-                await self.command("HIT", **self._amount_fields(hit[0]), text=hit[1], seconds=left)
-                sent += 1
-            if self.fault_text is not None:
-                await self.command(
-                    "FAULT", text=self.fault_text, period_ms=self.settings["fault_period_ms"]
-                )
-            else:
-                await self.command("FAULT_CLEAR")
-            sent += 1
-        self.emit(SignResynced(device=self.name, reason=reason, messages=sent))
-        return sent
+    def display_state(self) -> list[tuple[str, dict[str, Any]]]:
+        out: list[tuple[str, dict[str, Any]]] = []
+        if self.amount is not None:
+            out.append(
+                ("AMOUNT", {**self._amount_fields(self.amount), "label": self.settings["label"]})
+            )
+        hit = self.hit
+        if hit is not None and (hit[2] is None or hit[2] > self.clock()):
+            left = 0 if hit[2] is None else max(1, round(hit[2] - self.clock()))
+            out.append(("HIT", {**self._amount_fields(hit[0]), "text": hit[1], "seconds": left}))
+        if self.fault_text is not None:
+            out.append(
+                ("FAULT", {"text": self.fault_text, "period_ms": self.settings["fault_period_ms"]})
+            )
+        else:
+            out.append(("FAULT_CLEAR", {}))
+        return out
+
+    def resynced(self, reason: str, messages: int) -> SignResynced:
+        return SignResynced(device=self.name, reason=reason, messages=messages)
 
     def status_extra(self) -> dict[str, Any]:
         s = self.settings
