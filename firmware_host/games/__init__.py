@@ -3,6 +3,12 @@
 No I/O, no asyncio, no clock, no randomness: every function here takes its inputs
 (outcome, bets, rules, money settings) and returns frozen records. The daemon, the
 CLI and the benchmarks all use it through :func:`get_game`.
+
+A game is one folder (``roulette/``, ``blackjack/``...: its rules, its deal, its
+settlement) whose package exports ``GAME``; the modules here at the top are what the
+games share (``base``, ``errors``, ``money``, ``options``, ``cards``, ``dice``,
+``jackpot``, ``banker``). A new game is its folder and one line of
+:data:`GAME_MODULES`.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from .base import Bet, BetResult, DiscreteGame, Game, Limits, MathReport, Settle
 from .errors import UnknownGame
 from .money import MoneyRules, Rounding, Verdict
 
-#: Game ids, the same in the CLI, the configuration and MQTT -> module implementing them.
+#: Game ids, the same in the CLI, the configuration and MQTT -> the folder (package)
+#: holding the game. The one line a new game adds.
 GAME_MODULES: dict[str, str] = {
     "roulette": "roulette",
     "sicbo": "sicbo",
