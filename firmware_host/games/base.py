@@ -1,7 +1,8 @@
-"""The shapes every game shares: bets, settled bets, settlements, limits, and the
-game interface the daemon, the CLI and ``tablectl math`` use.
+"""The shapes every game shares: bets, settled bets, settlements, limits, the game
+interface the daemon, the CLI and ``tablectl math`` use, and the one deal interface
+(:class:`Deal`, :class:`Expect`) of the games dealt card by card or tile by tile.
 
-A game module defines a frozen ``Rules`` dataclass (its pay table and house options,
+A game's folder defines a frozen ``Rules`` dataclass (its pay table and house options,
 declared with :func:`options.option`) and a :class:`Game` subclass. Games whose round
 is one physical outcome and whose bets are independent (roulette, dice, fantan,
 baccarat) subclass :class:`DiscreteGame` and only say, for one bet and one outcome,
