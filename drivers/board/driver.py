@@ -3,7 +3,8 @@ board of LEDs on GPIO pins (``board-gpio``, gpiozero ``LEDBoard``).
 
 Both take the same commands: ``show_areas``, ``show_sicbo``,
 ``show_fish_prawn_crab``, ``show_number`` (roulette or fantan, with history),
-``show_road`` (baccarat), ``lamp_test``, ``clear``. A display command never fails
+``show_road`` (baccarat), ``show_message`` (the phase message), ``lamp_test``,
+``clear``. A display command never fails
 because the board is offline: the driver keeps the display state, reports the
 board offline, and sends the whole state again when it answers again (returns
 False meanwhile).
@@ -22,7 +23,7 @@ from firmware_host.config import FieldSpec
 from ..base import DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase
 from ..reflink.driver import SERIAL_SETTINGS, RefDriver, resolve_settings
-from .codec import GAME_IDS, MAX_HISTORY, PROFILE, BoardResynced, check_number
+from .codec import GAME_IDS, MAX_HISTORY, MESSAGE_KINDS, PROFILE, BoardResynced, check_number
 from .layouts import (
     LAYOUTS,
     LayoutError,
@@ -84,6 +85,7 @@ class BoardDisplay:
         )
         self.current: int | None = None
         self.lit_areas: tuple[str, ...] = ()
+        self.message: tuple[str, str] = ("idle", "")
 
     def areas_for_dice(self, dice: Sequence[int]) -> tuple[str, ...]:
         if self.layout == "sicbo":
@@ -116,6 +118,18 @@ class BoardDisplay:
             "areas": list(self.lit_areas),
             "number": self.current,
             "history": list(reversed(self.history)),
+            "message": {"kind": self.message[0], "text": self.message[1]},
+        }
+
+    def _message_fields(self, kind: str, text: str) -> dict[str, Any]:
+        if kind not in MESSAGE_KINDS:
+            raise ValueError(
+                f"message kind must be one of {', '.join(MESSAGE_KINDS)}, got {kind!r}"
+            )
+        self.message = (kind, text)
+        return {
+            "kind": MESSAGE_KINDS[kind],
+            "text": text.encode("utf-8")[:200].decode("utf-8", "ignore"),
         }
 
 
@@ -187,6 +201,18 @@ class BoardDriver(BoardDisplay, RefDriver[BoardResynced]):
             road = road[-255:]
         return await self._show("ROAD", entries=bytes(e.to_byte() for e in road))
 
+    async def show_message(self, kind: str, text: str = "") -> bool:
+        """The phase message (``place_your_bets``, ``no_more_bets``, ``result``, ``void``
+        with its reason, ``idle``); a board of version 1.0 has none: kept, not sent."""
+        values = self._message_fields(kind, text)
+        if not self._has_messages():
+            self.layers["MESSAGE"] = values
+            return True
+        return await self._show("MESSAGE", **values)
+
+    def _has_messages(self) -> bool:
+        return not self.ident or int(self.ident.get("minor", 0)) >= 1
+
     async def lamp_test(self, ms: int = 3000) -> bool:
         async with self._lock:
             try:
@@ -205,6 +231,8 @@ class BoardDriver(BoardDisplay, RefDriver[BoardResynced]):
             await self.command("CLEAR")
             sent = 1
             for name, values in list(self.layers.items()):
+                if name == "MESSAGE" and not self._has_messages():
+                    continue
                 await self.command(name, **values)
                 sent += 1
         self.emit(BoardResynced(device=self.name, reason=reason, messages=sent))
@@ -338,6 +366,11 @@ class GpioBoardDriver(BoardDisplay, DriverBase[BoardResynced]):
 
     async def show_road(self, entries: Iterable[RoadEntry | str]) -> bool:
         raise Unsupported(f"{self.name}: an LED board has no baccarat road display")
+
+    async def show_message(self, kind: str, text: str = "") -> bool:
+        """Kept for the status: an LED board has no text display."""
+        self._message_fields(kind, text)
+        return self.leds is not None
 
     async def clear(self) -> bool:
         self.current = None
