@@ -30,6 +30,7 @@ from drivers.cammegh.sim import SimTiming
 from drivers.simulators import ServedSim, serve_simulator
 from firmware_host.config import TableConfig, validate_document
 from firmware_host.daemon import TableDaemon
+from firmware_host.face.state import layout_of
 from firmware_host.games import GAME_IDS
 from firmware_host.jsonio import JSON
 from firmware_host.mqtt import MqttSettings
@@ -66,19 +67,37 @@ def wheel_timing(speed: float) -> SimTiming:
 async def start_devices(
     cfg: TableConfig, seed: int, speed: float
 ) -> tuple[dict[str, Any], dict[str, Any], list[ServedSim]]:
-    """The simulator of the device that reads the game's result (``Game.result_device``),
+    """The simulator of the device that reads the game's result (``Game.result_device``)
+    and, for a game with a result board layout, a simulated lit result board, each
     served on a pseudo-terminal: (``[devices]`` sections, simulators by kind, served)."""
+    devices: dict[str, Any] = {}
+    sims: dict[str, Any] = {}
+    served: list[ServedSim] = []
     kind = cfg.game.result_device
     driver = DEMO_DRIVERS.get(kind or "")
-    if kind is None or driver is None:
-        return {}, {}, []  # results entered by command
-    options: dict[str, Any] = {
-        "wheel": {"timing": wheel_timing(speed), "power": "on"},
-        "shoe": {"decks": getattr(cfg.rules, "decks", 1)},
-    }.get(kind, {})
-    served = await serve_simulator(driver, seed=seed, options=options)
-    await served.start()
-    return {kind: {"driver": driver, "port": served.where}}, {kind: served.sim}, [served]
+    if kind is not None and driver is not None:  # else results entered by command
+        options: dict[str, Any] = {
+            "wheel": {"timing": wheel_timing(speed), "power": "on"},
+            "shoe": {"decks": getattr(cfg.rules, "decks", 1)},
+        }.get(kind, {})
+        result = await serve_simulator(driver, seed=seed, options=options)
+        await result.start()
+        devices[kind] = {"driver": driver, "port": result.where}
+        sims[kind] = result.sim
+        served.append(result)
+    layout = layout_of(cfg.game_id)
+    if layout is not None:
+        board = await serve_simulator("board-ref", seed=seed)
+        await board.start()
+        devices["board"] = {
+            "driver": "board-ref",
+            "port": board.where,
+            "address": 1,
+            "layout": layout,
+        }
+        sims["board"] = board.sim
+        served.append(board)
+    return devices, sims, served
 
 
 class DemoTable:
