@@ -174,13 +174,13 @@ async def test_the_board_shows_every_settled_round_and_comes_back_after_a_restar
         await t.daemon.stop("test restart")
         t.sims["board"].reboot(1)
         assert board.snapshot()["number"] is None and board.snapshot()["road"] == ()
-        t.daemon = TableDaemon(
-            t.cfg, config_path=t.config_path, state_dir=t.tmp, runtime_dir=t.tmp
-        )
+        t.daemon = TableDaemon(t.cfg, config_path=t.config_path, state_dir=t.tmp, runtime_dir=t.tmp)
         await t.daemon.start()
         await wait_until(
-            lambda: (board.snapshot()["number"], board.snapshot()["road"])
-            == (before["number"], before["road"]),
+            lambda: (
+                (board.snapshot()["number"], board.snapshot()["road"])
+                == (before["number"], before["road"])
+            ),
             10,
             "the board rebuilt after the restart",
         )
