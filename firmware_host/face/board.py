@@ -126,7 +126,7 @@ class BoardWriter:
         self.sent: st.BoardState | None = None
         self._wake = asyncio.Event()
         self._unsupported: set[str] = set()
-        #: What was sent, for tests and the console: (layer, argument).
+        #: Display commands carried out (kept or sent by the driver).
         self.writes = 0
 
     def want(self, s: st.BoardState) -> None:
