@@ -16,11 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from drivers.registry import DeviceConfig
+from drivers.registry import DEVICE_KINDS, DeviceConfig
 
 from .config import FieldSpec, TableConfig, register_section, validate_fields
 from .console import ConsoleSettings
 from .devices import gpio_problems
+from .face.board import StatisticsSettings, board_problems
 from .games.jackpot import JackpotParams
 from .journal import JournalSettings
 from .mqtt import MqttSettings
@@ -58,6 +59,8 @@ class TablePlan:
     #: The progressive jackpot's rules (61/2004 art. 10), or None: no jackpot here.
     jackpot_params: JackpotParams | None
     jackpot: JackpotSettings | None
+    #: ``[statistics]``: the window of the roulette and dice statistics.
+    statistics: StatisticsSettings
     #: Why this configuration cannot run here (unread options, GPIO), one line each.
     problems: tuple[str, ...]
 
@@ -83,8 +86,13 @@ def read_plan(
     devices = tuple((cfg.section("devices") or {}).values())
     params = cfg.game.jackpot_params(cfg.rules)
     jackpot = JackpotSettings.from_section(cfg.section("jackpot")) if params else None
+    statistics = StatisticsSettings.from_section(cfg.section("statistics"))
     problems = [
         *gpio_problems(devices, simulated=simulated, injected=pin_factory_given),
+        *board_problems(
+            cfg.game_id,
+            [(d.name, DEVICE_KINDS.get(d.driver, ""), d.settings) for d in devices if d.enabled],
+        ),
         *cfg.unread_options(),
     ]
     return TablePlan(
@@ -96,6 +104,7 @@ def read_plan(
         devices=devices,
         jackpot_params=params,
         jackpot=jackpot,
+        statistics=statistics,
         problems=tuple(problems),
     )
 

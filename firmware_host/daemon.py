@@ -42,6 +42,7 @@ from .config import ConfigInvalid, TableConfig, load_config
 from .console import ConsoleSession, ConsoleSettings, Lockout, serve_socket, serve_stream
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
+from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .journal import Journal
 from .jsonio import JSON
 from .mqtt import FloorLink, MqttSettings
@@ -111,6 +112,8 @@ class TableDaemon:
         self.floor: FloorRequests | None = None
         self.link: FloorLink | None = None
         self.state: TableState | None = None
+        self.board: ResultBoard | None = None
+        self.statistics: TableStatistics | None = None
         self.console_backend: TableConsoleBackend | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
@@ -166,6 +169,7 @@ class TableDaemon:
                 sign=sign,
                 display_ms=plan.jackpot.display_ms,
             )
+        self._faces(devices, link, j)
         link.start()
         for payload in engine.resume():
             log.warning(
@@ -179,6 +183,8 @@ class TableDaemon:
         await devices.start(procedure.on_device_event, link, j)
         self._tasks.append(asyncio.create_task(procedure.run(), name="procedure"))
         self._tasks.append(asyncio.create_task(self.extensions.run_ticks(), name="extensions"))
+        if self.board is not None:
+            self._tasks.append(asyncio.create_task(self.board.run(), name="result-board"))
         self.console_backend = TableConsoleBackend(
             name=cfg.name,
             engine=engine,
@@ -205,6 +211,27 @@ class TableDaemon:
         self.ready.set()
         self.notifier.ready(f"table {cfg.table_id} ({cfg.game_id}) up")
         log.info("table %s (%s) ready", cfg.table_id, cfg.game_id)
+
+    def _faces(self, devices: TableDevices, link: FloorLink, j: Journal) -> None:
+        """The result board (``board`` topic and the board devices) and the statistics
+        (``stats`` topic) of a table whose game has a result layout."""
+        cfg = self.cfg
+        boards = [d.driver for d in devices if d.kind == "board"]
+        if ResultBoard.applies(cfg.game_id):
+            self.board = ResultBoard(
+                self.extensions,
+                game_id=cfg.game_id,
+                publish=lambda body: link.set_snapshot("board", body),
+                boards=[b for b in boards if isinstance(b, BoardDevice)],
+                shoe_log=j,
+            )
+        if TableStatistics.applies(cfg.game_id):
+            self.statistics = TableStatistics(
+                self.extensions,
+                game_id=cfg.game_id,
+                publish=lambda body: link.set_snapshot("stats", body),
+                settings=self.plan.statistics,
+            )
 
     def _power_up(self, j: Journal) -> None:
         digest = (

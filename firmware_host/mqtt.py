@@ -396,6 +396,14 @@ class FloorLink:
         body.setdefault("updated_at", iso_utc(self._clock()))
         self._put_snapshot("jackpot", body)
 
+    def set_snapshot(self, suffix: str, payload: Mapping[str, JSON]) -> None:
+        """Update another retained display snapshot (``board``, ``stats``: what a table's
+        extensions show), with the common head and ``updated_at``."""
+        check_topic(suffix)
+        body = {"schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": self.table_id, **payload}
+        body.setdefault("updated_at", iso_utc(self._clock()))
+        self._put_snapshot(suffix, body)
+
     def _put_snapshot(self, suffix: str, payload: Mapping[str, JSON]) -> None:
         self._version += 1
         self._snapshots[suffix] = (self._version, dict(payload))

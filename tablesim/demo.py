@@ -30,6 +30,7 @@ from drivers.cammegh.sim import SimTiming
 from drivers.simulators import ServedSim, serve_simulator
 from firmware_host.config import TableConfig, validate_document
 from firmware_host.daemon import TableDaemon
+from firmware_host.face.state import layout_of
 from firmware_host.games import GAME_IDS
 from firmware_host.jsonio import JSON
 from firmware_host.mqtt import MqttSettings
@@ -42,6 +43,8 @@ from .printer import RoundPrinter, out
 from .tables import DEMO_DRIVERS, table_document, to_toml
 
 PREFIX = "casino"
+#: The embedded default port of the demo's web view (``tablectl view``).
+VIEW_PORT = 8080
 
 
 def wheel_timing(speed: float) -> SimTiming:
@@ -66,19 +69,37 @@ def wheel_timing(speed: float) -> SimTiming:
 async def start_devices(
     cfg: TableConfig, seed: int, speed: float
 ) -> tuple[dict[str, Any], dict[str, Any], list[ServedSim]]:
-    """The simulator of the device that reads the game's result (``Game.result_device``),
+    """The simulator of the device that reads the game's result (``Game.result_device``)
+    and, for a game with a result board layout, a simulated lit result board, each
     served on a pseudo-terminal: (``[devices]`` sections, simulators by kind, served)."""
+    devices: dict[str, Any] = {}
+    sims: dict[str, Any] = {}
+    served: list[ServedSim] = []
     kind = cfg.game.result_device
     driver = DEMO_DRIVERS.get(kind or "")
-    if kind is None or driver is None:
-        return {}, {}, []  # results entered by command
-    options: dict[str, Any] = {
-        "wheel": {"timing": wheel_timing(speed), "power": "on"},
-        "shoe": {"decks": getattr(cfg.rules, "decks", 1)},
-    }.get(kind, {})
-    served = await serve_simulator(driver, seed=seed, options=options)
-    await served.start()
-    return {kind: {"driver": driver, "port": served.where}}, {kind: served.sim}, [served]
+    if kind is not None and driver is not None:  # else results entered by command
+        options: dict[str, Any] = {
+            "wheel": {"timing": wheel_timing(speed), "power": "on"},
+            "shoe": {"decks": getattr(cfg.rules, "decks", 1)},
+        }.get(kind, {})
+        result = await serve_simulator(driver, seed=seed, options=options)
+        await result.start()
+        devices[kind] = {"driver": driver, "port": result.where}
+        sims[kind] = result.sim
+        served.append(result)
+    layout = layout_of(cfg.game_id)
+    if layout is not None:
+        board = await serve_simulator("board-ref", seed=seed)
+        await board.start()
+        devices["board"] = {
+            "driver": "board-ref",
+            "port": board.where,
+            "address": 1,
+            "layout": layout,
+        }
+        sims["board"] = board.sim
+        served.append(board)
+    return devices, sims, served
 
 
 class DemoTable:
@@ -96,6 +117,8 @@ class DemoTable:
         bets: int = 6,
         quiet: bool = True,
         printer: bool = False,
+        view: bool = False,
+        view_port: int = 0,
     ) -> None:
         self.game = game
         self.broker = broker
@@ -112,6 +135,9 @@ class DemoTable:
         self.rounds: list[JSON] = []
         self.ids: list[str] = []
         self.config_path = self.tmp / "table.toml"
+        #: ``tablectl view`` of the table (with ``view=True``): an MQTT subscriber only.
+        self.want_view, self.view_port = view, view_port
+        self.view: Any = None
 
     async def __aenter__(self) -> DemoTable:
         await self.start()
@@ -157,10 +183,29 @@ class DemoTable:
         )
         await self.daemon.start()
         await self.floor.wait_online(started)
+        if self.want_view:
+            await self._start_view()
         self.players = SimulatedPlayers(self.cfg, self.seed)
         self.dealer = Dealer(
             self.cfg, self.floor, self.players, self.sims, self.speed, self.bets, self.seed
         )
+
+    async def _start_view(self) -> None:
+        """The web view of the table on its embedded default port (any free port if that
+        one is taken), following the table over MQTT like any floor display."""
+        from tableview.server import ViewServer
+
+        settings = MqttSettings(host=self.host, port=self.port, prefix=PREFIX)
+        for port in dict.fromkeys((self.view_port, 0)):
+            view = ViewServer(settings, tables=[self.cfg.table_id], port=port)
+            try:
+                await view.start()
+            except OSError:
+                await view.stop()
+                continue
+            await view.wait_subscribed()
+            self.view = view
+            return
 
     def _on_message(self, msg: FloorMessage) -> None:
         if msg.topic == "rounds":
@@ -186,6 +231,9 @@ class DemoTable:
         return self.rounds
 
     async def stop(self) -> None:
+        if self.view is not None:
+            with contextlib.suppress(Exception):
+                await self.view.stop()
         if self.floor is not None:
             with contextlib.suppress(Exception):
                 await self.floor.stop()
@@ -206,7 +254,17 @@ async def run_demo(
     if game not in GAME_IDS:
         print(f"error: unknown game {game!r}; games: {', '.join(GAME_IDS)}", file=sys.stderr)
         return 2
-    t = DemoTable(game, broker=broker, speed=speed, seed=seed, bets=bets, quiet=quiet, printer=True)
+    t = DemoTable(
+        game,
+        broker=broker,
+        speed=speed,
+        seed=seed,
+        bets=bets,
+        quiet=quiet,
+        printer=True,
+        view=True,
+        view_port=VIEW_PORT,
+    )
     try:
         await t.start()
         cfg = t.cfg
@@ -216,6 +274,8 @@ async def run_demo(
             out(f"  device {name}: {dev['driver']} simulator on {dev['port']}")
         out(f"  configuration: {t.config_path}; journal: {t.tmp / 'journal.sqlite3'}")
         out(f"  technician console: tablectl console --socket {t.tmp / 'console.sock'}")
+        if t.view is not None:
+            out(f"  the table's face (board, roads, rounds, live): {t.view.url}")
         out(
             f"  the floor's view: mosquitto_sub -h {t.host} -p {t.port} -t '{PREFIX}/tables/{cfg.table_id}/#' -v"
         )

@@ -38,6 +38,7 @@ def test_config_keys_are_documented() -> None:
 def test_every_registered_section_key_is_documented() -> None:
     from firmware_host.assembly import DAEMON_SPECS
     from firmware_host.console import CONSOLE_SPECS
+    from firmware_host.face.board import STATISTICS_SPECS
     from firmware_host.journal import JOURNAL_SPECS
     from firmware_host.mqtt import MQTT_SPECS
     from firmware_host.table.jackpot import JACKPOT_SPECS
@@ -49,6 +50,7 @@ def test_every_registered_section_key_is_documented() -> None:
         ("console", CONSOLE_SPECS),
         ("jackpot", JACKPOT_SPECS),
         ("daemon", DAEMON_SPECS),
+        ("statistics", STATISTICS_SPECS),
     ):
         assert f"## `[{section}]`" in text, section
         block = text.split(f"## `[{section}]`", 1)[1].split("\n## ", 1)[0]

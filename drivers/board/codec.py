@@ -18,11 +18,14 @@ GAMES = {1: "roulette", 2: "fantan"}
 GAME_IDS = {v: k for k, v in GAMES.items()}
 MAX_HISTORY = 20
 
+#: MESSAGE kinds: the phase message a board shows beside its layers.
+MESSAGE_KINDS = {"idle": 0, "place_your_bets": 1, "no_more_bets": 2, "result": 3, "void": 4}
+
 PROFILE = Profile(
     "board",
     PROFILE_ID,
     1,
-    0,
+    1,
     (
         MessageDef(0x40, "CLEAR", Sender.HOST, (), "Every layer off."),
         MessageDef(
@@ -70,6 +73,20 @@ PROFILE = Profile(
             Sender.HOST,
             (f("ms", "u16", "duration of the test"),),
             "Light every lamp and segment for ``ms``, then show the layers again.",
+        ),
+        MessageDef(
+            0x45,
+            "MESSAGE",
+            Sender.HOST,
+            (
+                f(
+                    "kind",
+                    "u8",
+                    "0 none, 1 place your bets, 2 no more bets, 3 result, 4 void",
+                ),
+                f("text", "text", "shown with it (a void's reason), may be empty"),
+            ),
+            "The phase message (since version 1.1; a 1.0 board is never sent it).",
         ),
     ),
     conditions={0: "LAMP_FAILURE", 1: "STATE_LOST", 2: "LAMP_TEST"},

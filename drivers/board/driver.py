@@ -3,7 +3,8 @@ board of LEDs on GPIO pins (``board-gpio``, gpiozero ``LEDBoard``).
 
 Both take the same commands: ``show_areas``, ``show_sicbo``,
 ``show_fish_prawn_crab``, ``show_number`` (roulette or fantan, with history),
-``show_road`` (baccarat), ``lamp_test``, ``clear``. A display command never fails
+``show_road`` (baccarat), ``show_message`` (the phase message), ``lamp_test``,
+``clear``. A display command never fails
 because the board is offline: the driver keeps the display state, reports the
 board offline, and sends the whole state again when it answers again (returns
 False meanwhile).
@@ -23,7 +24,7 @@ from ..base import DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase
 from ..reflink.display import DisplayDriver
 from ..reflink.driver import SERIAL_SETTINGS, resolve_settings
-from .codec import GAME_IDS, MAX_HISTORY, PROFILE, BoardResynced, check_number
+from .codec import GAME_IDS, MAX_HISTORY, MESSAGE_KINDS, PROFILE, BoardResynced, check_number
 from .layouts import (
     LAYOUTS,
     LayoutError,
@@ -85,6 +86,7 @@ class BoardDisplay:
         )
         self.current: int | None = None
         self.lit_areas: tuple[str, ...] = ()
+        self.message: tuple[str, str] = ("idle", "")
 
     async def show_areas(self, areas: Iterable[str], *, blink: bool = False) -> bool:
         """Light exactly these areas; False if the board did not take it (each driver)."""
@@ -130,6 +132,18 @@ class BoardDisplay:
             "areas": list(self.lit_areas),
             "number": self.current,
             "history": list(reversed(self.history)),
+            "message": {"kind": self.message[0], "text": self.message[1]},
+        }
+
+    def _message_fields(self, kind: str, text: str) -> dict[str, Any]:
+        if kind not in MESSAGE_KINDS:
+            raise ValueError(
+                f"message kind must be one of {', '.join(MESSAGE_KINDS)}, got {kind!r}"
+            )
+        self.message = (kind, text)
+        return {
+            "kind": MESSAGE_KINDS[kind],
+            "text": text.encode("utf-8")[:200].decode("utf-8", "ignore"),
         }
 
 
@@ -180,6 +194,18 @@ class BoardDriver(BoardDisplay, DisplayDriver[BoardResynced]):
             road = road[-255:]
         return await self._show("ROAD", entries=bytes(e.to_byte() for e in road))
 
+    async def show_message(self, kind: str, text: str = "") -> bool:
+        """The phase message (``place_your_bets``, ``no_more_bets``, ``result``, ``void``
+        with its reason, ``idle``); a board of version 1.0 has none: kept, not sent."""
+        values = self._message_fields(kind, text)
+        if not self._has_messages():
+            self.layers["MESSAGE"] = values
+            return True
+        return await self._show("MESSAGE", **values)
+
+    def _has_messages(self) -> bool:
+        return not self.ident or int(self.ident.get("minor", 0)) >= 1
+
     async def lamp_test(self, ms: int = 3000) -> bool:
         async with self._lock:
             try:
@@ -194,7 +220,12 @@ class BoardDriver(BoardDisplay, DisplayDriver[BoardResynced]):
         return await self._show("CLEAR")
 
     def display_state(self) -> list[tuple[str, dict[str, Any]]]:
-        return [("CLEAR", {}), *self.layers.items()]
+        layers = [
+            (name, values)
+            for name, values in self.layers.items()
+            if name != "MESSAGE" or self._has_messages()  # a 1.0 board has no MESSAGE layer
+        ]
+        return [("CLEAR", {}), *layers]
 
     def resynced(self, reason: str, messages: int) -> BoardResynced:
         return BoardResynced(device=self.name, reason=reason, messages=messages)
@@ -318,6 +349,11 @@ class GpioBoardDriver(BoardDisplay, DriverBase[BoardResynced]):
 
     async def show_road(self, entries: Iterable[RoadEntry | str]) -> bool:
         raise Unsupported(f"{self.name}: an LED board has no baccarat road display")
+
+    async def show_message(self, kind: str, text: str = "") -> bool:
+        """Kept for the status: an LED board has no text display."""
+        self._message_fields(kind, text)
+        return self.leds is not None
 
     async def clear(self) -> bool:
         self.current = None

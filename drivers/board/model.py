@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from ..reflink.device import DeviceModel, Refuse
 from ..reflink.messages import Message, RefusedReason
-from .codec import GAMES, PROFILE
+from .codec import GAMES, MESSAGE_KINDS, PROFILE
 from .layouts import LayoutError, RoadEntry, from_bitmap
 
 
@@ -26,6 +26,7 @@ class BoardModel(DeviceModel):
         self.blink = False
         self.number: tuple[str, int, tuple[int, ...]] | None = None
         self.road: tuple[str, ...] = ()
+        self.message: tuple[int, str] | None = None
         self.state_lost = True
         self.test_until = 0.0
         self.lamp_failure = False
@@ -35,6 +36,7 @@ class BoardModel(DeviceModel):
         n = msg.name
         if n == "CLEAR":
             self.lamps, self.number, self.road, self.blink = [], None, (), False
+            self.message = None
         elif n == "LAMPS":
             if msg["mode"] > 1:
                 raise Refuse(RefusedReason.BAD_ARGUMENT, f"lamp mode {msg['mode']}")
@@ -50,6 +52,10 @@ class BoardModel(DeviceModel):
                 self.road = tuple(str(RoadEntry.from_byte(b)) for b in msg["entries"])
             except LayoutError as exc:
                 raise Refuse(RefusedReason.BAD_ARGUMENT, str(exc)) from None
+        elif n == "MESSAGE":
+            if msg["kind"] not in MESSAGE_KINDS.values():
+                raise Refuse(RefusedReason.BAD_ARGUMENT, f"message kind {msg['kind']}")
+            self.message = (msg["kind"], msg["text"])
         elif n == "LAMP_TEST":
             self.test_until = self.clock() + msg["ms"] / 1000
             return b""
@@ -69,5 +75,6 @@ class BoardModel(DeviceModel):
             "blink": self.blink,
             "number": self.number,
             "road": self.road,
+            "message": self.message,
             "state_lost": self.state_lost,
         }

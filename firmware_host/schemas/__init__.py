@@ -29,6 +29,8 @@ SCHEMA_NAMES = (
     "bet_response",
     "command_request",
     "command_response",
+    "board",
+    "stats",
 )
 
 #: Topic (relative to ``<prefix>/tables/<table_id>/``) -> schema name.
@@ -41,6 +43,8 @@ TOPIC_SCHEMAS = {
     "bets/response": "bet_response",
     "commands/request": "command_request",
     "commands/response": "command_response",
+    "board": "board",
+    "stats": "stats",
 }
 
 

@@ -268,6 +268,20 @@ class RoundEngine:
         self._notify_phase()
         return self._current
 
+    def new_shoe(self, *, source: str, shuffle: int | None = None) -> dict[str, JSON]:
+        """A new shoe is in play (the shoe's shuffle, or a command): journaled and
+        published on ``events`` (``new_shoe``), then told to the extensions (the roads of
+        a result board start again). ``after_seq``: the last round of the old shoe (a
+        round in flight belongs to the new one)."""
+        cur = self._current
+        after = cur.seq - 1 if cur is not None else self.journal.next_seq(self.cfg.table_id) - 1
+        data: dict[str, JSON] = {"source": source, "after_seq": after}
+        if shuffle is not None:
+            data["shuffle"] = shuffle
+        self.journal.append_event("new_shoe", data, outbox=[self._event("new_shoe", data)])
+        self.extensions.new_shoe(data)
+        return data
+
     def record_frames(self, frames: Sequence[Frame], round_id: str | None = None) -> None:
         """Keep raw device frames ``(device, direction, data)`` against ``round_id``, by
         default the current round (game recall)."""

@@ -15,6 +15,8 @@ Hooks:
   payload published on ``rounds`` (``docs/mqtt.md``: outcome, bets, totals, jackpot);
 - :meth:`~TableExtension.round_voided` ``(payload)``: a round voided, its bets refunded
   (``void_reason`` in the payload);
+- :meth:`~TableExtension.new_shoe` ``(data)``: a new shoe (the shoe's shuffle, or the
+  ``new_shoe`` command): ``after_seq`` is the last round of the previous shoe;
 - :meth:`~TableExtension.resumed` ``(resolved, history)``: after a restart, once the
   rounds a crash left unfinished are resolved (``resolved``: their payloads);
   ``history.recall(n)`` gives the journal's last ``n`` rounds, newest first, each with
@@ -62,6 +64,9 @@ class TableExtension:
     def round_voided(self, payload: Mapping[str, JSON]) -> None:
         """A round voided, every bet refunded: ``payload`` as published on ``rounds``."""
 
+    def new_shoe(self, data: Mapping[str, JSON]) -> None:
+        """A new shoe: ``data`` as journaled (``after_seq``, ``source``, ``shuffle``)."""
+
     def resumed(self, resolved: Sequence[Mapping[str, JSON]], history: RoundHistory) -> None:
         """The table came back after a restart; ``resolved`` are the payloads of the
         rounds a crash left unfinished (voided), ``history`` the journal's rounds."""
@@ -98,6 +103,9 @@ class TableExtensions:
 
     def round_voided(self, payload: Mapping[str, JSON]) -> None:
         self._each("round_voided", payload)
+
+    def new_shoe(self, data: Mapping[str, JSON]) -> None:
+        self._each("new_shoe", data)
 
     def resumed(self, resolved: Sequence[Mapping[str, JSON]], history: RoundHistory) -> None:
         self._each("resumed", resolved, history)

@@ -40,6 +40,7 @@ COMMANDS: dict[str, frozenset[str]] = {
     "decide": frozenset({"seat", "action", "hand", "amount", "bet_id"}),
     "jackpot_paid": frozenset({"hit_id"}),
     "deal_setup": frozenset({"banker", "banker_capital", "casino_capital", "declared", "dice"}),
+    "new_shoe": frozenset(),
 }
 
 
@@ -223,6 +224,8 @@ class FloorRequests:
             return self.procedure.decide(args, source)
         if command == "deal_setup":
             return self.procedure.deal_setup(args, source)
+        if command == "new_shoe":
+            return e.new_shoe(source=source)
         if command == "jackpot_paid":
             if self.jackpot is None:
                 raise RequestError("NOT_SUPPORTED", "this table has no progressive jackpot")

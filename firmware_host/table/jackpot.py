@@ -443,7 +443,9 @@ class JackpotSign(Protocol):
 class JackpotDisplay(TableExtension):
     """The jackpot on MQTT (``jackpot``, retained) and on the sign: at once after a hit or
     a privileged change, at most every ``display_ms`` while the pool grows, and again
-    after a restart."""
+    after a restart; a hit's message and prize on the sign. The sign's writes run on
+    their own tasks: an offline sign never holds up a round (its driver keeps the state
+    and sends it again when the sign answers; its health is the device's own)."""
 
     name = "jackpot-display"
 
@@ -498,6 +500,21 @@ class JackpotDisplay(TableExtension):
             log.error("jackpot sign update failed: %s", task.exception())
 
     # -- hooks -----------------------------------------------------------------------
+    def round_settled(self, payload: Mapping[str, JSON]) -> None:
+        """A hit: the sign shows its message and the prize (after the new amount, which
+        the meter's change already sent), never awaited by the settlement."""
+        jackpot = payload.get("jackpot")
+        hits = jackpot.get("hits") if isinstance(jackpot, Mapping) else None
+        show_hit = getattr(self.sign, "show_hit", None)
+        if not hits or show_hit is None:
+            return
+        for hit in hits if isinstance(hits, list) else []:
+            prize = hit.get("prize") if isinstance(hit, Mapping) else None
+            if isinstance(prize, int):
+                task = asyncio.ensure_future(show_hit(prize))
+                self._sign_tasks.add(task)
+                task.add_done_callback(self._sign_done)
+
     def resumed(self, resolved: Sequence[Mapping[str, JSON]], history: RoundHistory) -> None:
         self.display(force=True)
 

@@ -21,7 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 GAMES = ROOT / "firmware_host" / "games"
 
 #: The pieces every game shares, at the top of games/.
-SHARED = {"base", "money", "options", "cards", "dice", "errors", "jackpot", "banker"}
+#: "roads": the scoreboard roads (bead plate, big road and its derived roads) of any
+#: banker/player/tie sequence, shared like cards and dice (baccarat uses them today).
+SHARED = {"base", "money", "options", "cards", "dice", "errors", "jackpot", "banker", "roads"}
 
 
 def test_the_registry_and_the_game_folders_agree() -> None:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from drivers.base import DeviceEvent
-from drivers.shoe.events import CardDealt, ShoeFault
+from drivers.shoe.events import CardDealt, ShoeFault, ShuffleFinished
 
 from ...games.base import Deal
 from ...games.cards import Card
@@ -68,6 +68,8 @@ class ShoeProcedure(Procedure):
         match event:
             case CardDealt():
                 self._card(device, event)
+            case ShuffleFinished():
+                self.engine.new_shoe(source=f"{device}:shuffle", shuffle=event.shuffle)
             case ShoeFault():
                 self.fault(
                     "device_problem",

@@ -1,0 +1,215 @@
+"""What the table's result board shows, as plain data and pure transitions.
+
+:class:`BoardState` is the board's whole display: the phase message ("place your
+bets", "no more bets", the result, "void" and its reason), the lit areas of the
+layout, the roulette or fantan number with its history, and the baccarat coups of the
+shoe with their roads. Each transition (:func:`opened`, :func:`closed`,
+:func:`settled`, :func:`voided`, :func:`new_shoe`) returns a new state; nothing here
+does I/O, so the same code rebuilds the board from the journal after a restart
+(:func:`rebuilt`), drives the devices, fills the retained ``board`` topic and can be
+drawn as text by the demo.
+
+What is lit follows the board's *layout* (``drivers/board/layouts.py``, whose names
+are those of the games they show): the winning areas of the dice for sic bo (57/2004
+art. 3 2)) and fish-prawn-crab (59/2004 art. 3 2)), the number for roulette and
+fantan (58/2004 art. 5 2)), the winner and pairs for baccarat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from drivers.board.layouts import LAYOUTS, fpc_areas, sicbo_areas
+
+from ..games import roads as br
+from ..jsonio import JSON
+
+#: Numbers of history the board keeps (the board protocol carries up to 20).
+HISTORY_MAX = 20
+
+#: The phase messages (``message`` in the ``board`` topic).
+IDLE, PLACE_BETS, NO_MORE_BETS, RESULT, VOID = (
+    "idle",
+    "place_your_bets",
+    "no_more_bets",
+    "result",
+    "void",
+)
+
+
+def _dice(outcome: Mapping[str, Any]) -> list[int]:
+    return [int(d) for d in outcome["dice"]]
+
+
+def _number(outcome: Mapping[str, Any]) -> tuple[str, ...]:
+    return (str(int(outcome["number"])),)
+
+
+def _baccarat(outcome: Mapping[str, Any]) -> tuple[str, ...]:
+    coup = br.Coup.from_outcome(outcome)
+    winner = {"B": "banker", "P": "player", "T": "tie"}[coup.winner]
+    pairs = ("banker-pair",) * coup.banker_pair + ("player-pair",) * coup.player_pair
+    return (winner, *pairs)
+
+
+#: Layout -> the areas a settled outcome lights.
+LIT: dict[str, Callable[[Mapping[str, Any]], tuple[str, ...]]] = {
+    "sicbo": lambda o: sicbo_areas(_dice(o)),
+    "fish-prawn-crab": lambda o: fpc_areas(_dice(o)),
+    "roulette": _number,
+    "fantan": _number,
+    "baccarat": _baccarat,
+}
+#: Layouts that show a number with its history.
+NUMBER_LAYOUTS = frozenset({"roulette", "fantan"})
+#: Layouts that show the roads of the shoe.
+ROAD_LAYOUTS = frozenset({"baccarat"})
+
+
+def layout_of(game_id: str) -> str | None:
+    """The board layout that shows ``game_id``'s results, or None (no result board)."""
+    return game_id if game_id in LAYOUTS else None
+
+
+@dataclass(frozen=True)
+class BoardState:
+    """What the result board shows (and the ``board`` topic carries)."""
+
+    game: str
+    layout: str | None
+    phase: str = "idle"
+    message: str = IDLE
+    round_id: str | None = None
+    seq: int | None = None
+    #: The last settled round's outcome as published (None before the first).
+    outcome: JSON = None
+    #: The lit areas of the layout (the winning areas of the last result).
+    lit: tuple[str, ...] = ()
+    #: Roulette or fantan: the last number, and the earlier ones, most recent first.
+    number: int | None = None
+    history: tuple[int, ...] = ()
+    #: Baccarat: the coups of the current shoe, oldest first.
+    coups: tuple[br.Coup, ...] = ()
+    #: Seq of the last round before the current shoe (None: no shoe change recorded).
+    shoe_after_seq: int | None = None
+    void_reason: str | None = None
+
+    @property
+    def shows_number(self) -> bool:
+        return self.layout in NUMBER_LAYOUTS
+
+    @property
+    def shows_roads(self) -> bool:
+        return self.layout in ROAD_LAYOUTS
+
+    def roads(self) -> br.Roads:
+        return br.roads(self.coups)
+
+    def to_json(self) -> dict[str, JSON]:
+        """The ``board`` topic's body (``board.json`` without its common head)."""
+        return {
+            "game": self.game,
+            "layout": self.layout,
+            "phase": self.phase,
+            "message": self.message,
+            "round_id": self.round_id,
+            "seq": self.seq,
+            "outcome": self.outcome,
+            "lit": list(self.lit),
+            "number": self.number,
+            "history": list(self.history),
+            "void_reason": self.void_reason,
+            "roads": self.roads().to_json() if self.shows_roads else None,
+        }
+
+
+def opened(s: BoardState, round_id: str, seq: int) -> BoardState:
+    """Betting open: "place your bets", the last result's lamps off (the number, its
+    history and the roads stay: they are history)."""
+    return replace(
+        s,
+        phase="open",
+        message=PLACE_BETS,
+        round_id=round_id,
+        seq=seq,
+        lit=(),
+        void_reason=None,
+    )
+
+
+def closed(s: BoardState) -> BoardState:
+    """No more bets."""
+    return replace(s, phase="closed", message=NO_MORE_BETS)
+
+
+def idle(s: BoardState) -> BoardState:
+    """Between rounds: the message of the last round stays."""
+    return replace(s, phase="idle")
+
+
+def settled(s: BoardState, payload: Mapping[str, Any]) -> BoardState:
+    """A settled round: its result lit, the number pushed on the history, the coup on
+    the roads."""
+    outcome = payload.get("outcome")
+    out = replace(
+        s,
+        phase="idle",
+        message=RESULT,
+        round_id=payload.get("round_id"),
+        seq=payload.get("seq"),
+        outcome=outcome,
+        void_reason=None,
+        lit=(),
+    )
+    if not isinstance(outcome, Mapping) or s.layout is None:
+        return out
+    out = replace(out, lit=LIT[s.layout](outcome))
+    if out.shows_number:
+        history = s.history if s.number is None else (s.number, *s.history)
+        out = replace(out, number=int(outcome["number"]), history=history[:HISTORY_MAX])
+    if out.shows_roads:
+        out = replace(out, coups=(*s.coups, br.Coup.from_outcome(outcome)))
+    return out
+
+
+def voided(s: BoardState, payload: Mapping[str, Any]) -> BoardState:
+    """A voided round: "void" with the reason; nothing lit; history and roads unchanged."""
+    return replace(
+        s,
+        phase="idle",
+        message=VOID,
+        round_id=payload.get("round_id"),
+        seq=payload.get("seq"),
+        lit=(),
+        void_reason=str(payload.get("void_reason") or "void"),
+    )
+
+
+def new_shoe(s: BoardState, after_seq: int | None) -> BoardState:
+    """A new shoe: the roads start again."""
+    return replace(s, coups=(), shoe_after_seq=after_seq)
+
+
+def rebuilt(
+    game: str,
+    layout: str | None,
+    payloads: Iterable[Mapping[str, Any]],
+    *,
+    shoe_after_seq: int | None = None,
+) -> BoardState:
+    """The board after a restart, from the journal's finished rounds (oldest first):
+    their history, and the coups of the rounds after ``shoe_after_seq`` (the last new
+    shoe) on the roads."""
+    s = BoardState(game, layout, shoe_after_seq=shoe_after_seq)
+    for p in payloads:
+        seq = p.get("seq")
+        if p.get("status") == "settled":
+            before = s.coups
+            s = settled(s, p)
+            if shoe_after_seq is not None and isinstance(seq, int) and seq <= shoe_after_seq:
+                s = replace(s, coups=before)  # a round of an earlier shoe
+        elif p.get("status") == "void":
+            s = voided(s, p)
+    return s

@@ -1,0 +1,16 @@
+"""``tablectl view``: a read-only web page of one table or a pit of tables.
+
+It follows the tables over MQTT as any floor display would (its own client,
+subscribe only, never a request), keeps what each table's retained topics say
+(``state``, ``board``, ``stats``, ``jackpot``, ``devices/<name>``) and the last rounds
+and events it hears, and serves a page (plain HTML, CSS and JavaScript shipped in this
+package: no build step, nothing fetched from elsewhere) that draws them as the table's
+board looks, updated live by server-sent events.
+
+It is a separate process (or, in the demo, a subscriber inside the demo's process):
+the table daemon never imports it and never waits for it.
+
+- :mod:`tableview.model`: the pit as the page sees it, from the MQTT messages;
+- :mod:`tableview.server`: the MQTT subscriber and the aiohttp web server;
+- :mod:`tableview.cli`: the ``view`` subcommand.
+"""

@@ -1,0 +1,277 @@
+"""The result board follows the rounds (issue 16 item 1): the state by phase, what is
+lit per the regulations, the rebuild after a restart, and a board that never holds up
+play."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from firmware_host.config import validate_document
+from firmware_host.face import state as st
+from firmware_host.face.board import (
+    BoardDevice,
+    BoardWriter,
+    ResultBoard,
+    TableStatistics,
+    board_problems,
+)
+from firmware_host.journal import Journal
+from firmware_host.schemas import validate
+from firmware_host.table.engine import RoundEngine
+from firmware_host.table.extension import TableExtensions
+
+
+class FakeBoard:
+    """A board device that records what it was asked to show; ``delay``: how long each
+    display command takes (a board that stopped answering takes retries x timeout)."""
+
+    def __init__(self, layout: str, delay: float = 0.0) -> None:
+        self.name = "board"
+        self.layout = layout
+        self.delay = delay
+        self.calls: list[tuple[str, Any]] = []
+
+    async def _take(self, what: str, arg: Any) -> bool:
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        self.calls.append((what, arg))
+        return True
+
+    async def show_areas(self, areas: Iterable[str], *, blink: bool = False) -> bool:
+        return await self._take("areas", tuple(areas))
+
+    async def show_number(self, number: int, history: Sequence[int] | None = None) -> bool:
+        return await self._take("number", (number, tuple(history or ())))
+
+    async def show_road(self, entries: Iterable[Any]) -> bool:
+        return await self._take("road", tuple(entries))
+
+    async def show_message(self, kind: str, text: str = "") -> bool:
+        return await self._take("message", (kind, text))
+
+
+def table(
+    tmp_path: Path, game: str, board: FakeBoard | None = None
+) -> tuple[RoundEngine, ResultBoard, list[dict]]:
+    cfg = validate_document(
+        {"table": {"id": "t-1", "game": game}, "limits": {"min_stake": 100, "max_stake": 100000}}
+    )
+    j = Journal(tmp_path / "j.sqlite3")
+    ext = TableExtensions()
+    published: list[dict] = []
+    rb = ResultBoard(
+        ext,
+        game_id=game,
+        publish=lambda body: published.append(dict(body)),
+        boards=[board] if board else [],
+        shoe_log=j,
+    )
+    return RoundEngine(cfg, j, extensions=ext), rb, published
+
+
+def head(body: dict) -> dict:
+    return {
+        "schema_version": 1,
+        "table_id": "t-1",
+        "updated_at": "2026-05-09T07:35:08.642Z",
+        **body,
+    }
+
+
+def play(e: RoundEngine, outcome: dict) -> dict:
+    e.open_betting()
+    e.close_betting()
+    return dict(e.submit_result(outcome))
+
+
+def test_the_board_follows_the_phases_and_lights_the_sicbo_result(tmp_path: Path) -> None:
+    e, rb, published = table(tmp_path, "sicbo")
+    e.open_betting()
+    assert (rb.state.phase, rb.state.message, rb.state.lit) == ("open", "place_your_bets", ())
+    e.close_betting()
+    assert rb.state.message == "no_more_bets"
+    payload = e.submit_result({"dice": [1, 2, 3]})
+    # 57/2004 art. 3 2): the winning areas lit. 1-2-3: total 6, small (art. 7), even,
+    # singles 1, 2, 3 (art. 5 3)), total 6 (art. 5 6)), the combinations 1-2, 1-3, 2-3
+    # (art. 5 11)), three 1-2-3 (art. 5 10)) and the four-number areas holding 1, 2, 3.
+    lit = set(rb.state.lit)
+    assert {"small", "even", "single-1", "single-2", "single-3", "total-6"} <= lit
+    assert {"combo-1-2", "combo-1-3", "combo-2-3", "three-1-2-3", "four-1-2-3-4"} <= lit
+    assert not lit & {"big", "odd", "any-triple", "single-4", "double-1"}
+    assert rb.state.message == "result" and rb.state.outcome == payload["outcome"]
+    for body in published:
+        validate("board", head(body))
+
+
+def test_a_triple_lights_neither_small_nor_big(tmp_path: Path) -> None:
+    # 57/2004 art. 7: small and big lose on a triple; art. 5 4), 5): the triple wins.
+    e, rb, _ = table(tmp_path, "sicbo")
+    play(e, {"dice": [4, 4, 4]})
+    assert {"triple-4", "any-triple", "double-4", "even", "total-12"} <= set(rb.state.lit)
+    assert not {"small", "big"} & set(rb.state.lit)
+
+
+def test_fish_prawn_crab_lights_figures_and_colours(tmp_path: Path) -> None:
+    # 59/2004 art. 3 2) lit board; art. 1 1): 1 fish red, 5 crab green, 6 rooster red.
+    e, rb, _ = table(tmp_path, "fish-prawn-crab")
+    play(e, {"dice": [1, 5, 6]})
+    assert {"fish", "crab", "rooster", "two-red", "one-green", "big"} <= set(rb.state.lit)
+
+
+def test_roulette_number_and_history_and_a_void_with_its_reason(tmp_path: Path) -> None:
+    e, rb, _ = table(tmp_path, "roulette")
+    for n in (17, 0, 32):
+        play(e, {"number": n})
+    assert (rb.state.number, rb.state.history, rb.state.lit) == (32, (0, 17), ("32",))
+    e.open_betting()
+    e.void_round("ball left the wheel")
+    assert (rb.state.message, rb.state.void_reason, rb.state.lit) == (
+        "void",
+        "ball left the wheel",
+        (),
+    )
+    assert rb.state.number == 32 and rb.state.history == (0, 17)  # history unchanged
+
+
+def test_fantan_lights_its_number(tmp_path: Path) -> None:
+    # 58/2004 art. 5 2): the light of the winning number is lit; a count of 8 buttons
+    # leaves 0, which counts as 4 (art. 3 2)).
+    e, rb, _ = table(tmp_path, "fantan")
+    play(e, {"buttons": 8})
+    assert (rb.state.number, rb.state.lit) == (4, ("4",))
+
+
+def baccarat_outcome(winner: str) -> dict:
+    """Naturals (55/2004 art. 9: neither side draws on 8 or 9)."""
+    return {
+        "banker": {"banker": ["9D", "KC"], "player": ["8H", "KS"], "tie": ["8D", "KC"]}[winner],
+        "player": {"banker": ["8H", "KS"], "player": ["9D", "KC"], "tie": ["8H", "KS"]}[winner],
+    }
+
+
+def test_baccarat_roads_on_the_board_and_a_new_shoe(tmp_path: Path) -> None:
+    e, rb, published = table(tmp_path, "baccarat")
+    for w in ("banker", "banker", "player", "tie"):
+        play(e, baccarat_outcome(w))
+    assert [str(c) for c in rb.state.coups] == ["B", "B", "P", "T"]
+    assert rb.state.lit == ("tie",)
+    roads = published[-1]["roads"]
+    assert [c["winner"] for c in roads["big_road"]] == ["B", "B", "P"]
+    assert roads["big_road"][-1]["ties"] == 1
+    validate("board", head(published[-1]))
+    e.new_shoe(source="test")
+    assert rb.state.coups == () and rb.state.shoe_after_seq == 4
+    play(e, baccarat_outcome("player"))
+    assert [str(c) for c in rb.state.coups] == ["P"]
+
+
+def test_after_a_restart_the_board_is_rebuilt_from_the_journal(tmp_path: Path) -> None:
+    e, rb, _ = table(tmp_path, "baccarat")
+    for w in ("banker", "player"):
+        play(e, baccarat_outcome(w))
+    e.new_shoe(source="test")
+    for w in ("player", "player", "banker"):
+        play(e, baccarat_outcome(w))
+    e.open_betting()  # a round in flight: voided at the restart
+    before = rb.state
+    e.journal.close()
+
+    e2, rb2, _ = table(tmp_path, "baccarat")
+    e2.resume()
+    assert rb2.state.coups == before.coups  # the roads of the current shoe only
+    assert rb2.state.message == "void" and "restarted" in (rb2.state.void_reason or "")
+
+
+def test_roulette_history_rebuilt(tmp_path: Path) -> None:
+    e, rb, _ = table(tmp_path, "roulette")
+    for n in (5, 12, 0, 36):
+        play(e, {"number": n})
+    before = rb.state
+    e.journal.close()
+    e2, rb2, _ = table(tmp_path, "roulette")
+    e2.resume()
+    assert (rb2.state.number, rb2.state.history, rb2.state.lit) == (
+        before.number,
+        before.history,
+        before.lit,
+    )
+
+
+async def test_a_slow_board_never_delays_a_settlement(tmp_path: Path) -> None:
+    # A board that takes a second per message: the engine's settle returns at once and
+    # the board catches up with the latest state, not every intermediate one.
+    board = FakeBoard("roulette", delay=1.0)
+    e, rb, _ = table(tmp_path, "roulette", board)
+    assert isinstance(board, BoardDevice)
+    task = asyncio.create_task(rb.run())
+    try:
+        t0 = time.perf_counter()
+        for n in (1, 2, 3):
+            play(e, {"number": n})
+        assert time.perf_counter() - t0 < 0.5
+        await asyncio.wait_for(rb.writers[0].idle(), 15)
+        assert ("number", (3, (2, 1))) in board.calls
+        assert board.calls[-1][0] in ("number", "areas", "message")
+    finally:
+        task.cancel()
+
+
+async def test_the_writer_sends_only_what_changed() -> None:
+    board = FakeBoard("roulette")
+    w = BoardWriter(board)
+    task = asyncio.create_task(w.run())
+    try:
+        s = st.BoardState("roulette", "roulette")
+        s = st.settled(s, {"round_id": "r1", "seq": 1, "outcome": {"number": 7}})
+        w.want(s)
+        await asyncio.wait_for(w.idle(), 5)
+        assert {c[0] for c in board.calls} == {"message", "areas", "number"}
+        board.calls.clear()
+        w.want(st.opened(s, "r2", 2))
+        await asyncio.wait_for(w.idle(), 5)
+        assert board.calls == [("message", ("place_your_bets", "")), ("areas", ())]
+    finally:
+        task.cancel()
+
+
+def test_a_board_must_have_the_layout_of_the_game() -> None:
+    assert board_problems("roulette", [("b", "board", {"layout": "roulette"})]) == []
+    (problem,) = board_problems("roulette", [("b", "board", {"layout": "sicbo"})])
+    assert "devices.b" in problem and "'sicbo'" in problem
+    assert board_problems("blackjack", [("b", "board", {"layout": "baccarat"})])
+    assert board_problems("roulette", [("w", "wheel", {})]) == []
+
+
+def test_statistics_follow_the_rounds_and_restart(tmp_path: Path) -> None:
+    cfg = validate_document({"table": {"id": "t-1", "game": "roulette"}})
+    j = Journal(tmp_path / "j.sqlite3")
+    ext = TableExtensions()
+    out: list[dict] = []
+    TableStatistics(ext, game_id="roulette", publish=lambda b: out.append(dict(b)))
+    e = RoundEngine(cfg, j, extensions=ext)
+    for n in (1, 2, 0, 19):
+        play(e, {"number": n})
+    body = out[-1]
+    assert body["rounds"] == 4 and body["last"] == [19, 0, 2, 1]
+    # red 1 and 19, black 2 (the wheel's colours, 60/2004 art. 1); zero is neither
+    assert body["chances"] == {
+        "red": 2, "black": 1, "zero": 1, "odd": 2, "even": 1, "low": 2, "high": 1,
+    }  # fmt: skip
+    validate("stats", head(body))
+    j.close()
+    ext2, out2 = TableExtensions(), []
+    TableStatistics(ext2, game_id="roulette", publish=lambda b: out2.append(dict(b)))
+    RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"), extensions=ext2).resume()
+    assert out2[-1] == body
+    assert TableStatistics.applies("sicbo") and not TableStatistics.applies("baccarat")
+
+
+@pytest.mark.parametrize("game", ["blackjack", "mahjong"])
+def test_no_result_board_for_games_without_a_layout(game: str) -> None:
+    assert not ResultBoard.applies(game)
