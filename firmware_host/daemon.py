@@ -161,7 +161,7 @@ class TableDaemon:
         # A storage fault raised or cleared: the retained state says so at once, and the
         # link retries what it could not mark published.
         j.storage.add_listener(self.state.refresh)
-        j.storage.add_listener(link.notify)
+        j.storage.add_listener(link.storage_changed)
         if self.jackpot is not None and plan.jackpot is not None:
             sign = devices.get(plan.jackpot.sign) if plan.jackpot.sign else None
             if sign is not None and not isinstance(sign, JackpotSign):
