@@ -160,6 +160,9 @@ class Probe:
             protocol=mqtt.MQTTv5 if v5 else mqtt.MQTTv311,
         )
         self.client.username_pw_set(user, password)
+        # mosquitto 2.0 closes the connection after refusing a publication: come back
+        # at once (paho waits 1 s by default).
+        self.client.reconnect_delay_set(min_delay=0.01, max_delay=0.05)  # type: ignore[arg-type]
         self._acks: dict[int, Any] = {}
         self._subacks: dict[int, list[Any]] = {}
         self.received: list[tuple[str, bytes]] = []
