@@ -541,8 +541,9 @@ class FloorLink:
         #: Outbox entries the broker acknowledged whose "published" mark the journal
         #: could not write (full disk, I/O error): not sent again, marked when it writes.
         self._acked_unmarked: dict[int, None] = {}
-        #: While the journal cannot be read or written: (retry at, failures in a row).
-        self._storage_hold: tuple[float, int] | None = None
+        #: While the journal cannot be read ("read") or its marks written ("mark"):
+        #: (retry at, failures in a row). A failing mark does not stop publishing.
+        self._storage_holds: dict[str, tuple[float, int]] = {}
         #: Outbox entry id -> connections that ended while it was in flight, in a row.
         self._drops: dict[int, int] = {}
         self._in_flight: dict[int, str] = {}
@@ -1131,8 +1132,7 @@ class FloorLink:
     def _idle_timeout(self) -> float:
         now = time.monotonic()
         until = [t for t, _ in self._holds.values()]
-        if self._storage_hold is not None:
-            until.append(self._storage_hold[0])
+        until.extend(t for t, _ in self._storage_holds.values())
         if self._unconfirmed:
             until.append(min(t for t, _ in self._unconfirmed.values()) + CONFIRM_AFTER_S)
         soonest = min(until, default=now + IDLE_POLL_S)
@@ -1155,42 +1155,41 @@ class FloorLink:
     # -- the journal's storage ---------------------------------------------------------
     def storage_changed(self) -> None:
         """The journal's storage fault was raised or cleared (its guard's listener):
-        retry the outbox now."""
-        if self._storage_hold is not None:
-            self._storage_hold = (0.0, self._storage_hold[1])
+        retry the outbox and the marks now."""
+        for which, (_, n) in list(self._storage_holds.items()):
+            self._storage_holds[which] = (0.0, n)
         self.notify()
 
-    def _storage_failed(self, exc: JournalError) -> None:
-        """The journal could not be read or written: retry the outbox with backoff,
-        keeping the connection and its backoff (a journal failure is not a broker
-        failure). Logged once, when the outbox starts waiting."""
-        n = self._storage_hold[1] + 1 if self._storage_hold else 1
-        if n == 1:
-            log.warning("mqtt: the outbox waits for the journal (%s); connection kept", exc)
-        self._storage_hold = (time.monotonic() + self._backoff(n - 1), n)
+    def _storage_failed(self, which: str, exc: JournalError) -> None:
+        """The journal could not be read (``read``: the outbox waits) or a mark could
+        not be written (``mark``: publishing goes on, the marks are retried): retried
+        with backoff, keeping the connection and its backoff (a journal failure is not
+        a broker failure). Logged once, when the first hold begins."""
+        if not self._storage_holds:
+            log.warning("mqtt: the journal fails (%s); connection kept, retried with backoff", exc)
+        _, n = self._storage_holds.get(which, (0.0, 0))
+        self._storage_holds[which] = (time.monotonic() + self._backoff(n), n + 1)
 
-    def _storage_ok(self) -> None:
-        if self._storage_hold is not None:
-            log.info(
-                "mqtt: the journal answers again after %d failure(s); the outbox resumes",
-                self._storage_hold[1],
-            )
-            self._storage_hold = None
+    def _storage_ok(self, which: str) -> None:
+        hold = self._storage_holds.pop(which, None)
+        if hold is not None and not self._storage_holds:
+            log.info("mqtt: the journal answers again after %d failure(s)", hold[1])
 
-    def _storage_ready(self, now: float) -> bool:
-        return self._storage_hold is None or self._storage_hold[0] <= now
+    def _storage_ready(self, which: str, now: float) -> bool:
+        hold = self._storage_holds.get(which)
+        return hold is None or hold[0] <= now
 
     def _retry_marks(self) -> None:
         """Write the "published" marks the journal could not write before."""
-        if not self._acked_unmarked or not self._storage_ready(time.monotonic()):
+        if not self._acked_unmarked or not self._storage_ready("mark", time.monotonic()):
             return
         try:
             self.journal.outbox_mark_published(list(self._acked_unmarked))
         except JournalError as exc:
-            self._storage_failed(exc)
+            self._storage_failed("mark", exc)
             return
         self._acked_unmarked.clear()
-        self._storage_ok()
+        self._storage_ok("mark")
 
     def _next_batch(self) -> list[_Item]:
         """What to publish next. On a new connection the ``state`` snapshot goes first
@@ -1213,17 +1212,16 @@ class FloorLink:
             snapshots.append(_Item("snapshot", suffix, payload, 1, True, (suffix, version)))
         announced = "state" in self._snap_sent or "state" not in self._snapshots
         batch: list[_Item] = [] if announced else snapshots
-        if len(batch) < room and self._storage_ready(now):
+        if len(batch) < room and self._storage_ready("read", now):
             try:
                 entries = self.journal.outbox_pending(
                     room - len(batch) + len(self._acked_unmarked) + len(self._unconfirmed)
                 )
             except JournalError as exc:
-                self._storage_failed(exc)
+                self._storage_failed("read", exc)
                 entries = []
             else:
-                if not self._acked_unmarked:
-                    self._storage_ok()
+                self._storage_ok("read")
             for e in entries:
                 if e.id in self._acked_unmarked or e.id in self._unconfirmed:
                     continue
@@ -1335,7 +1333,7 @@ class FloorLink:
             self._drops.pop(i, None)
         for topic in set(topics.values()):
             self._taken(topic)
-        if self._acked_unmarked or not self._storage_ready(time.monotonic()):
+        if self._acked_unmarked or not self._storage_ready("mark", time.monotonic()):
             for i in ids:
                 self._defer_mark(i)
             return
@@ -1344,7 +1342,7 @@ class FloorLink:
         except JournalError as exc:
             for i in ids:
                 self._defer_mark(i)
-            self._storage_failed(exc)
+            self._storage_failed("mark", exc)
 
     def _defer_mark(self, entry_id: int) -> None:
         """Acknowledged by the broker, not marked in the journal: remembered, so it is
