@@ -529,7 +529,10 @@ class FloorLink:
         self._snapshots: dict[str, tuple[int, Mapping[str, JSON]]] = {}
         self._snap_sent: dict[str, int] = {}
         self._version = 0
+        #: Responses waiting: to requests that acted (ok, accepted) first, then refusals
+        #: (a flood of malformed requests cannot hold back a dealer's answer).
         self._responses: OrderedDict[int, tuple[str, bytes]] = OrderedDict()
+        self._refusals: OrderedDict[int, tuple[str, bytes]] = OrderedDict()
         self._response_seq = 0
         #: Requests received and not yet handled, one queue per request topic.
         self._requests: dict[str, deque[bytes]] = {t: deque() for t in REQUEST_TOPICS}
@@ -633,21 +636,24 @@ class FloorLink:
             raise TopicError(
                 f"{request_topic!r} is not a request topic ({', '.join(REQUEST_TOPICS)})"
             )
+        acted = False
         if isinstance(payload, bytes):
             body = payload
         elif isinstance(payload, str):
             body = payload.encode("utf-8")
         elif isinstance(payload, Mapping):
             body = dumps(dict(payload)).encode("utf-8")
+            acted = payload.get("status") in ("ok", "accepted")
         else:
             raise TypeError(
                 f"a response must be a mapping, bytes or str, got {type(payload).__name__}"
             )
-        while len(self._responses) >= MAX_RESPONSES_QUEUED:
-            self._responses.popitem(last=False)
+        while len(self._responses) + len(self._refusals) >= MAX_RESPONSES_QUEUED:
+            (self._refusals or self._responses).popitem(last=False)
             self.stats.responses_dropped += 1
         self._response_seq += 1
-        self._responses[self._response_seq] = (response_topic, body)
+        queue = self._responses if acted else self._refusals
+        queue[self._response_seq] = (response_topic, body)
         self.notify()
 
     @property
@@ -695,7 +701,7 @@ class FloorLink:
             "refused": s.refused,
             "faults": [f.to_json() for f in self.faults.values()],
             "acked_not_marked": len(self._acked_unmarked),
-            "responses_queued": len(self._responses),
+            "responses_queued": len(self._responses) + len(self._refusals),
             "responses_dropped": s.responses_dropped,
             "requests": s.requests,
             "requests_queued": {t: len(q) for t, q in self._requests.items()},
@@ -1139,7 +1145,7 @@ class FloorLink:
         return max(0.001, min(IDLE_POLL_S, soonest - now))
 
     def _has_work(self) -> bool:
-        if self._responses or self._acked_unmarked or self._unconfirmed:
+        if self._responses or self._refusals or self._acked_unmarked or self._unconfirmed:
             return True
         try:
             if self.journal.outbox_pending_count():
@@ -1196,7 +1202,8 @@ class FloorLink:
         (availability before anything else); after that the journal's outbox (settled
         rounds, lifecycle events) goes before snapshots, which only need their latest
         value, and responses come last: neither a burst of snapshot updates nor a
-        stream of requests may hold back the table's own output. A topic the broker
+        stream of requests may hold back the table's own output (answers to requests that
+        acted go before refusals). A topic the broker
         refused waits for its backoff; a refused outbox entry holds back every entry
         after it (the floor gets them in order or not at all)."""
         now = time.monotonic()
@@ -1230,11 +1237,12 @@ class FloorLink:
                 batch.append(self._outbox_item(e))
         if announced and len(batch) < room:
             batch.extend(snapshots[: room - len(batch)])
-        for key, (topic, raw) in list(self._responses.items()):
-            if len(batch) >= room:
-                break
-            if not self._held(topic, now):
-                batch.append(_Item("response", topic, raw, 1, False, key))
+        for queue in (self._responses, self._refusals):
+            for key, (topic, raw) in queue.items():
+                if len(batch) >= room:
+                    break
+                if not self._held(topic, now):
+                    batch.append(_Item("response", topic, raw, 1, False, key))
         return batch
 
     @staticmethod
@@ -1299,7 +1307,8 @@ class FloorLink:
             else:
                 self._confirm([item.ref], {item.ref: item.topic})
         elif item.kind == "response":
-            self._responses.pop(item.ref, None)
+            if self._responses.pop(item.ref, None) is None:
+                self._refusals.pop(item.ref, None)
         elif item.ref is not None:
             suffix, version = item.ref
             self._snap_sent[suffix] = version
