@@ -53,7 +53,7 @@ from .outbox import OutboxEntry, OutboxMessage
 from .rounds import ROUNDS_TOPIC, RoundRecord, RoundStatus, new_round_id
 from .schema import DB_MIGRATIONS, DB_SCHEMA_VERSION
 from .settings import JOURNAL_SPECS, JournalSettings
-from .storage import StorageFault, StorageGuard
+from .storage import STORAGE_CODES, StorageFault, StorageGuard
 from .store import Journal, RecalledRound
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "GENESIS_HASH",
     "JOURNAL_SPECS",
     "ROUNDS_TOPIC",
+    "STORAGE_CODES",
     "BetConflict",
     "BetNotFound",
     "BetRecord",

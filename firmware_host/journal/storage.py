@@ -45,6 +45,8 @@ from .errors import JournalCorrupt, JournalError, JournalFull, JournalIOError, S
 
 log = logging.getLogger(__name__)
 
+#: The codes of a storage fault (what a caller may skip quietly: the guard logged it).
+STORAGE_CODES = frozenset({"DISK_FULL", "JOURNAL_IO"})
 #: Free space a full disk must show again before ``DISK_FULL`` clears.
 MIN_FREE_BYTES = 1024 * 1024
 #: At most one probe write per this many seconds while a fault is latched.

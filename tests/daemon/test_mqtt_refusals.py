@@ -24,6 +24,7 @@ grants it), its dynamic-security plugin refuses (SUBACK 0x80 on 3.1.1, 0x87 on 5
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ from _mqtt_support import play_round
 
 from firmware_host.journal import Journal, OutboxMessage
 from firmware_host.mqtt import DROPS_TO_FAULT, FloorLink, MqttSettings
+from firmware_host.schemas import validate
 from tablesim.broker import MosquittoProcess
 
 pytestmark = [pytest.mark.mosquitto]
@@ -119,6 +121,7 @@ async def test_a_refused_publication_is_not_marked_the_fault_is_seen_and_nothing
         assert any(f["code"] == "PUBLISH_REFUSED" for f in link.get_status()["faults"])  # type: ignore[union-attr]
         states = [p for t, p in floor.received if t == f"{ROOT}/state"]
         assert states and b'"link_faults":[{"code":"PUBLISH_REFUSED","topic":"events"' in states[-1]
+        validate("state", json.loads(states[-1]))
         assert len(lines(caplog, "PUBLISH_REFUSED on events:")) == 1
 
         # The ACL is fixed: the event, then the round, reach the floor; the fault clears.
