@@ -341,3 +341,15 @@ def test_storage_module_has_no_stray_names() -> None:
 
     for mod in (rounds, bets, jackpot):
         assert mod.loads_or_none is storage_mod.loads_or_none
+
+
+def test_tablectl_on_a_damaged_journal_says_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from firmware_host.cli import main
+
+    p = tmp_path / "j.sqlite3"
+    p.write_bytes(b"garbage" * 3000)
+    assert main(["audit", "verify", "--journal", str(p)]) == 3
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tablectl: JOURNAL_CORRUPT: ") and "\n" not in err, err
