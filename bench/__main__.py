@@ -3,7 +3,8 @@
 Sections (in order): ``machine`` (fsync and a CPU micro-benchmark), ``settle`` and
 ``math`` (rules core), ``peers`` (treys, pokerkit, mahjong, bare aiomqtt), ``e2e``
 (wheel result to the floor), ``footprint`` (memory, idle CPU, start to READY),
-``floor`` (N tables on one broker). ``--quick`` uses smaller sizes and fewer repeats
+``floor`` (N tables on one broker), ``flood`` (a flood of malformed requests against
+one table). ``--quick`` uses smaller sizes and fewer repeats
 and says so in the output; every figure is still measured.
 """
 
@@ -35,8 +36,8 @@ from .common import (
 )
 from .procs import kill_leftovers
 
-SECTIONS = ("machine", "settle", "math", "peers", "e2e", "footprint", "floor")
-BROKER_SECTIONS = {"peers", "e2e", "footprint", "floor"}
+SECTIONS = ("machine", "settle", "math", "peers", "e2e", "footprint", "floor", "flood")
+BROKER_SECTIONS = {"peers", "e2e", "footprint", "floor", "flood"}
 JSON = Any
 
 
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             _log(f"broker: {broker.description}")
             machine["broker"] = broker.description
 
-        from . import floor, peers, rules, table
+        from . import flood, floor, peers, rules, table
 
         section("settle", lambda: rules.run_settle(args.quick, _log))
         section("math", lambda: rules.run_math(args.quick, _log))
@@ -204,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
             return figs
 
         section("floor", floor_scale)
+        section("flood", lambda: flood.run(ep()[0], ep()[1], args.quick, _log))
     finally:
         for b in (extra, broker):
             if b is not None:

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
+from .journal.errors import JournalError
 
 #: Modules contributing subcommands, in the order ``tablectl --help`` lists them.
 SUBCOMMAND_MODULES = (
@@ -45,6 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except JournalError as exc:  # a damaged journal, a full disk: one line, its code
+        print(f"tablectl: {exc}", file=sys.stderr)
+        return 3
     return int(rc or 0)
 
 

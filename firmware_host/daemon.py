@@ -43,7 +43,7 @@ from .console import ConsoleSession, ConsoleSettings, Lockout, serve_socket, ser
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
-from .journal import Journal
+from .journal import Journal, JournalError, StorageError
 from .jsonio import JSON
 from .mqtt import FloorLink, MqttSettings
 from .sdnotify import Notifier
@@ -56,6 +56,10 @@ from .table.state import LatchedFaults, TableState
 
 log = logging.getLogger(__name__)
 
+
+#: ``tablectl run``'s exit status when the journal refuses to open (damaged, disk full,
+#: I/O error): the reason is one log line with its code.
+EXIT_JOURNAL = 3
 
 #: Sections that SIGHUP applies without a restart; any other change needs one.
 RELOADABLE = ("limits", "console", "daemon")
@@ -133,7 +137,7 @@ class TableDaemon:
         j = self.journal = plan.journal.open()
         self._power_up(j)
 
-        faults = LatchedFaults(j)
+        faults = LatchedFaults(j, storage=j.storage)
         if plan.jackpot_params is not None:
             self.jackpot = self._jackpot(j, plan)
         engine = self.engine = RoundEngine(
@@ -157,6 +161,10 @@ class TableDaemon:
         self.state = TableState(
             self.extensions, publish=link.set_state, game_id=cfg.game_id, faults=faults
         )
+        # A storage fault raised or cleared: the retained state says so at once, and the
+        # link retries what it could not mark published.
+        j.storage.add_listener(self.state.refresh)
+        j.storage.add_listener(link.storage_changed)
         if self.jackpot is not None and plan.jackpot is not None:
             sign = devices.get(plan.jackpot.sign) if plan.jackpot.sign else None
             if sign is not None and not isinstance(sign, JackpotSign):
@@ -293,7 +301,8 @@ class TableDaemon:
         if self.link is not None:
             await self.link.stop()
         if self.journal is not None:
-            self.journal.append_event("power_down", {"reason": reason})
+            with contextlib.suppress(StorageError):  # a full disk: the guard logged it
+                self.journal.append_event("power_down", {"reason": reason})
             self.journal.close()
         self.notifier.close()
 
@@ -449,7 +458,13 @@ async def run_daemon(
     loop.add_signal_handler(signal.SIGINT, stop.set)
     loop.add_signal_handler(signal.SIGHUP, daemon.reload)
     try:
-        await daemon.start()
+        try:
+            await daemon.start()
+        except JournalError as exc:
+            # A damaged journal, a full disk or an I/O error at start-up: one line with
+            # the documented code (docs/reliability.md), never a traceback.
+            log.error("table %s cannot start: %s", cfg.table_id, exc)
+            return EXIT_JOURNAL
         if on_ready:
             on_ready(daemon)
         await stop.wait()

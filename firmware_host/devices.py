@@ -21,6 +21,7 @@ from drivers.base import DeviceEvent, Health, HealthChanged
 from drivers.common import Subscription
 from drivers.registry import DEVICE_KINDS, DeviceConfig, create_driver, driver_class
 
+from .journal import STORAGE_CODES
 from .jsonio import JSON
 from .table.procedures import Device
 
@@ -165,5 +166,7 @@ class TableDevices:
                         },
                     )
                 await on_event(c.name, event)
-            except Exception:
+            except Exception as exc:
+                if getattr(exc, "code", None) in STORAGE_CODES:
+                    continue  # the journal cannot write: its guard has logged that once
                 log.exception("device event from %s failed", c.name)

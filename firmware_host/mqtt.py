@@ -14,38 +14,63 @@
   memory: only the latest value matters, each is republished after every
   reconnect, and a burst of updates costs one publication.
 - Rounds and lifecycle events come from the journal's outbox, drained IN ID ORDER
-  with QoS 1. An entry is marked published only after its PUBACK, so a broker or
-  network failure loses nothing: unacknowledged entries are sent again after the
-  reconnect, and a duplicate is always the same bytes under the same ``round_id``.
-  Up to ``max_inflight`` entries are in flight at once; the publisher is woken by
-  the journal whenever a commit adds outbox entries, and the round engine never
-  waits for it.
-- Requests on ``bets/request`` and ``commands/request`` are handed, one at a time
-  in arrival order, to the daemon's handler (retained and empty messages are not
-  requests and are ignored) ``(topic, payload) -> response``; a
-  returned response is published on the matching ``.../response`` topic (QoS 1,
-  not retained). Responses are NOT journaled: they go through a bounded in-memory
-  queue that survives reconnects but not a restart. A requester that gets no
-  answer re-sends with the same id; bets are idempotent by ``bet_id``.
+  with QoS 1. An entry is marked published only once the broker has taken it, so a
+  broker or network failure loses nothing: unacknowledged entries are sent again
+  after the reconnect, and a duplicate is always the same bytes under the same
+  ``round_id``. Up to ``max_inflight`` entries are in flight at once; the publisher
+  is woken by the journal whenever a commit adds outbox entries, and the round engine
+  never waits for it.
+- Refusals are seen (issue 14 item 5). MQTT 5: a PUBACK with a reason code of 0x80
+  or above (mosquitto's ACL answers 0x87) leaves the entry unpublished; MQTT 3.1.1
+  has no refusal in PUBACK, and mosquitto 2.0 acknowledges a refused publication
+  and closes the connection, so there an entry counts as taken only once the
+  connection has outlived its PUBACK (:data:`CONFIRM_AFTER_S`, or a later PUBACK),
+  and one caught by :data:`DROPS_TO_FAULT` closed connections in a row is refused.
+  A refused SUBSCRIBE (SUBACK 0x80, or an MQTT 5 reason code) is retried. Each
+  refusal raises a :class:`LinkFault` (``PUBLISH_REFUSED``, ``SUBSCRIBE_REFUSED``):
+  one log line when raised and one when cleared, listed in the retained ``state``
+  (``link_faults``) and the console's ``status``; the topic is retried with
+  backoff, and a refused outbox entry holds back the entries after it (the floor
+  gets them in order or not yet), while everything else keeps flowing.
+- Requests on ``bets/request`` and ``commands/request`` (retained and empty messages
+  are not requests and are ignored) wait in one bounded queue per topic and are
+  handed to the daemon's handler ``(topic, payload) -> response`` one at a time,
+  **commands first**: a flood of bets never delays a dealer's command. A request
+  larger than :data:`~firmware_host.boundedjson.MAX_REQUEST_BYTES`, or arriving
+  when its queue is full, is answered at once without being read (``request_id``
+  null: ``REQUEST_TOO_LARGE``, ``TABLE_BUSY``); the handler bounds the rest before
+  parsing (``firmware_host/boundedjson.py``). A returned response is published on
+  the matching ``.../response`` topic (QoS 1, not retained), after the outbox.
+  Responses are NOT journaled by the link: they go through a bounded in-memory
+  queue that survives reconnects but not a restart.
+- A journal that cannot be read or written (full disk, I/O error) is not a broker
+  failure: the connection and its backoff are kept, the outbox waits with its own
+  backoff, an entry the broker took whose mark cannot be written is remembered and
+  not sent again (at most one publication per entry per connection), and marked
+  when the journal writes again.
 - Reconnects forever with capped, jittered exponential backoff while the table
-  keeps playing and journaling.
+  keeps playing and journaling; the backoff starts again from its minimum only
+  after a connection that held (:data:`STABLE_CONNECTION_S`), so a broker that
+  closes every connection at once is retried ever more slowly, never in a storm.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import dataclasses
 import inspect
-import json
 import logging
 import os
 import random
+import select
 import socket
 import ssl
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -54,10 +79,11 @@ import aiomqtt
 from paho.mqtt.client import MQTT_CLEAN_START_FIRST_ONLY
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
 
-from . import __version__
+from . import __version__, boundedjson
 from .config import FieldSpec, register_section, validate_fields
-from .journal import Journal, OutboxEntry
+from .journal import Journal, JournalError, OutboxEntry
 from .jsonio import JSON, dumps
 from .latency import Latency
 from .schemas import PAYLOAD_SCHEMA_VERSION, response
@@ -75,8 +101,27 @@ REQUEST_TOPICS: dict[str, str] = {
 Response = Mapping[str, JSON] | bytes | str | None
 Handler = Callable[[str, bytes], "Awaitable[Response] | Response"]
 
+#: Commands are handled before bets (a flood of bets never delays a dealer's command).
+REQUEST_PRIORITY = ("commands/request", "bets/request")
+#: Requests waiting to be handled, per topic; above it one is answered ``TABLE_BUSY``
+#: unread.
+MAX_QUEUED = {"commands/request": 1_000, "bets/request": 10_000}
+
 MAX_RESPONSES_QUEUED = 10_000
 MAX_INCOMING_QUEUED = 10_000
+#: A connection that held this long (or ``reconnect_max_ms``, if shorter) restarts the
+#: reconnect backoff from ``reconnect_min_ms``; a shorter one keeps it growing.
+STABLE_CONNECTION_S = 10.0
+#: Connections ended in a row with the same outbox entry in flight that raise
+#: ``PUBLISH_REFUSED`` (an MQTT 3.1.1 broker closing the connection to refuse it).
+DROPS_TO_FAULT = 3
+#: Most incoming packets read per wake-up of the socket (then other tasks run).
+READ_BURST = 256
+#: MQTT 3.1.1: an acknowledged outbox entry counts as taken once the connection has
+#: stayed open this long after its PUBACK (or another PUBACK came after it), seconds.
+CONFIRM_AFTER_S = 0.5
+#: The publisher's safety-net poll when nothing wakes it, seconds.
+IDLE_POLL_S = 5.0
 
 
 # ---------------------------------------------------------------------------
@@ -266,6 +311,136 @@ register_section("mqtt", _validate_section)
 
 
 # ---------------------------------------------------------------------------
+# the client: aiomqtt, with the broker's refusals made visible
+
+#: The message id of the last publication this task handed to paho (see _AckClient).
+_PUBLISH_MID: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "publish_mid", default=None
+)
+
+
+class _AckClient(aiomqtt.Client):
+    """aiomqtt's client, telling which publications the broker refused.
+
+    MQTT 5 lets a broker refuse a QoS 1 publication in its PUBACK (reason code 0x80 or
+    above, e.g. 0x87 *Not authorized* from mosquitto's ACL). paho-mqtt 2.x passes that
+    reason code to ``on_publish`` (callback API 2), but aiomqtt 2.x (``_on_publish``)
+    drops it and ``publish()`` returns as if the message had been accepted. This
+    subclass keeps the refusals by message id and :meth:`publish_checked` returns the
+    refusal of its own publication. It depends on two private hooks of aiomqtt 2.x
+    (``_on_publish`` and ``_pending_call``, pinned by ``aiomqtt<3``); the tests in
+    ``tests/daemon/test_mqtt_refusals.py`` fail if an upgrade breaks it.
+
+    It also reads incoming packets in bursts (:meth:`_read_bursts`) and hands each
+    message to ``deliver`` as it is read (:meth:`_on_message`), so that requests reach
+    the link's queues as soon as they arrive (``tests/daemon/test_mqtt_requests.py``).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        deliver: Callable[[str, bytes, bool], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.refused: dict[int, ReasonCode] = {}
+        self._deliver = deliver
+
+    def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
+        """Incoming messages go straight to ``deliver(topic, payload, retain)`` (the
+        link's queues), on the packet's arrival: aiomqtt's message iterator hands them
+        over one per few event-loop iterations, so a burst would wait there in arrival
+        order, a dealer's command behind every bet before it."""
+        if self._deliver is None:
+            super()._on_message(client, userdata, message)
+            return
+        self._deliver(message.topic, bytes(message.payload), bool(message.retain))
+
+    def _on_publish(
+        self,
+        client: Any,
+        userdata: Any,
+        mid: int,
+        reason_code: ReasonCode,
+        properties: Any,
+    ) -> None:
+        if reason_code.is_failure:
+            self.refused[mid] = reason_code
+        super()._on_publish(client, userdata, mid, reason_code, properties)
+
+    @contextlib.contextmanager
+    def _pending_call(self, mid: int, value: Any, pending_dict: dict[int, Any]) -> Iterator[None]:
+        if pending_dict is self._pending_publishes:
+            self.refused.pop(mid, None)  # a stale refusal of an earlier use of this id
+            _PUBLISH_MID.set(mid)
+        with super()._pending_call(mid, value, pending_dict):
+            yield
+
+    def _on_socket_open(self, client: Any, userdata: Any, sock: Any) -> None:
+        super()._on_socket_open(client, userdata, sock)
+        # Runs after aiomqtt's own add_reader (call_soon_threadsafe keeps the order).
+        self._loop.call_soon_threadsafe(self._read_bursts, sock)
+
+    def _read_bursts(self, sock: Any) -> None:
+        """Read every packet waiting on the socket at each wake-up, not one.
+
+        aiomqtt's reader reads one packet per event-loop iteration (paho's
+        ``loop_read`` reads one when nothing of ours is in flight), so a burst of
+        requests sits in the socket in arrival order and a dealer's command behind
+        a flood of bets is read only after every bet before it was handled: the
+        separate queues could not put it first. Reading the socket dry (up to
+        :data:`READ_BURST` packets per wake-up) moves the requests into the link's
+        queues at once."""
+        try:
+            fd = sock.fileno()
+        except OSError:
+            return
+        if fd < 0:
+            return
+        self._loop.remove_reader(fd)
+        self._loop.add_reader(fd, self._read_burst, sock)
+
+    def _read_burst(self, sock: Any) -> None:
+        paho = self._client
+        try:
+            for _ in range(READ_BURST):
+                paho.loop_read()
+                current: Any = paho.socket()
+                if current is None or current.fileno() != sock.fileno():
+                    break  # closed meanwhile
+                if hasattr(current, "pending") and current.pending() > 0:
+                    continue  # TLS: decrypted bytes already buffered
+                if not select.select([current], [], [], 0)[0]:
+                    break
+        except Exception as exc:  # as aiomqtt's reader: the connection is broken
+            if not self._disconnected.done():
+                self._disconnected.set_exception(exc)
+
+    async def publish_checked(
+        self, topic: str, payload: bytes, *, qos: int, retain: bool, timeout: float
+    ) -> ReasonCode | None:
+        """Publish and wait for the acknowledgement; the broker's refusal, or None."""
+        token = _PUBLISH_MID.set(None)
+        try:
+            await self.publish(topic, payload, qos=qos, retain=retain, timeout=timeout)
+            mid = _PUBLISH_MID.get()
+        finally:
+            _PUBLISH_MID.reset(token)
+        return self.refused.pop(mid, None) if mid is not None else None
+
+
+def _refusal(code: int | ReasonCode) -> str | None:
+    """The text of a refusing SUBACK/PUBACK code, or None if it grants.
+
+    MQTT 3.1.1 SUBACK says 0x80 for a refused filter; MQTT 5 has reason codes 0x80 and
+    above (0x87 Not authorized...). paho gives ints or ReasonCodes depending on the
+    protocol and callback API."""
+    if isinstance(code, ReasonCode):
+        return f"{code.getName()} (0x{code.value:02x})" if code.is_failure else None
+    return f"refused (0x{code:02x})" if code >= 0x80 else None
+
+
+# ---------------------------------------------------------------------------
 # the link
 
 
@@ -279,6 +454,29 @@ class _Item:
     ref: Any  # snapshot: (suffix, version); response: key; outbox: entry id
 
 
+@dataclass(frozen=True, slots=True)
+class LinkFault:
+    """Something the broker refuses: a publication (``PUBLISH_REFUSED``) or a
+    subscription (``SUBSCRIBE_REFUSED``) on one topic (relative to the table's root).
+    Raised and cleared by the link; shown in ``state`` (``link_faults``), the console
+    (``status``) and the log (one line when raised, one when cleared)."""
+
+    code: str
+    topic: str
+    message: str
+    since: str
+    attempts: int = 1
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "code": self.code,
+            "topic": self.topic,
+            "message": self.message,
+            "since": self.since,
+            "attempts": self.attempts,
+        }
+
+
 @dataclass
 class LinkStats:
     connects: int = 0
@@ -286,9 +484,12 @@ class LinkStats:
     disconnects: int = 0
     published: int = 0
     outbox_published: int = 0
+    refused: int = 0
     requests: int = 0
+    requests_refused_unread: int = 0
     handler_errors: int = 0
     responses_dropped: int = 0
+    marks_deferred: int = 0
     last_error: str = ""
     connected_since: str | None = None
     puback: Latency = field(default_factory=Latency)
@@ -328,8 +529,33 @@ class FloorLink:
         self._snapshots: dict[str, tuple[int, Mapping[str, JSON]]] = {}
         self._snap_sent: dict[str, int] = {}
         self._version = 0
+        #: Responses waiting: to requests that acted (ok, accepted) first, then refusals
+        #: (a flood of malformed requests cannot hold back a dealer's answer).
         self._responses: OrderedDict[int, tuple[str, bytes]] = OrderedDict()
+        self._refusals: OrderedDict[int, tuple[str, bytes]] = OrderedDict()
         self._response_seq = 0
+        #: Requests received and not yet handled, one queue per request topic.
+        self._requests: dict[str, deque[bytes]] = {t: deque() for t in REQUEST_TOPICS}
+        self._request_ready = asyncio.Event()
+        #: What the broker refuses now, by (code, topic).
+        self.faults: dict[tuple[str, str], LinkFault] = {}
+        #: Topic -> (monotonic time before which it is not retried, refusals in a row).
+        self._holds: dict[str, tuple[float, int]] = {}
+        #: Outbox entries the broker acknowledged whose "published" mark the journal
+        #: could not write (full disk, I/O error): not sent again, marked when it writes.
+        self._acked_unmarked: dict[int, None] = {}
+        #: While the journal cannot be read ("read") or its marks written ("mark"):
+        #: (retry at, failures in a row). A failing mark does not stop publishing.
+        self._storage_holds: dict[str, tuple[float, int]] = {}
+        #: Outbox entry id -> connections that ended while it was in flight, in a row.
+        self._drops: dict[int, int] = {}
+        self._in_flight: dict[int, str] = {}
+        #: MQTT 3.1.1: outbox entries acknowledged on this connection and not yet known
+        #: to have been taken (id -> (acknowledged at, topic)); see _confirm_unconfirmed.
+        self._unconfirmed: dict[int, tuple[float, str]] = {}
+        #: Whether an acknowledgement counts only once the connection outlived it.
+        self._confirm_by_survival = settings.protocol != "5"
+        self._handler_failures: dict[str, int] = {}
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._stop = asyncio.Event()
@@ -367,7 +593,7 @@ class FloorLink:
         """Update the retained ``state`` snapshot (game, phase, round_id, faults...).
 
         ``schema_version``, ``table_id``, ``availability``, ``software_version``,
-        ``since`` and ``updated_at`` are filled in by the link.
+        ``link_faults``, ``since`` and ``updated_at`` are filled in by the link.
         """
         self._state.update(fields)
         self._put_snapshot("state", self._state)
@@ -418,21 +644,24 @@ class FloorLink:
             raise TopicError(
                 f"{request_topic!r} is not a request topic ({', '.join(REQUEST_TOPICS)})"
             )
+        acted = False
         if isinstance(payload, bytes):
             body = payload
         elif isinstance(payload, str):
             body = payload.encode("utf-8")
         elif isinstance(payload, Mapping):
             body = dumps(dict(payload)).encode("utf-8")
+            acted = payload.get("status") in ("ok", "accepted")
         else:
             raise TypeError(
                 f"a response must be a mapping, bytes or str, got {type(payload).__name__}"
             )
-        while len(self._responses) >= MAX_RESPONSES_QUEUED:
-            self._responses.popitem(last=False)
+        while len(self._responses) + len(self._refusals) >= MAX_RESPONSES_QUEUED:
+            (self._refusals or self._responses).popitem(last=False)
             self.stats.responses_dropped += 1
         self._response_seq += 1
-        self._responses[self._response_seq] = (response_topic, body)
+        queue = self._responses if acted else self._refusals
+        queue[self._response_seq] = (response_topic, body)
         self.notify()
 
     @property
@@ -461,6 +690,10 @@ class FloorLink:
 
     def get_status(self) -> dict[str, JSON]:
         s = self.stats
+        try:
+            pending: int | None = self.journal.outbox_pending_count()
+        except JournalError:
+            pending = None
         return {
             "broker": f"{self.settings.host}:{self.settings.port}",
             "client_id": self.client_id,
@@ -472,14 +705,42 @@ class FloorLink:
             "disconnects": s.disconnects,
             "published": s.published,
             "outbox_published": s.outbox_published,
-            "outbox_pending": self.journal.outbox_pending_count(),
-            "responses_queued": len(self._responses),
+            "outbox_pending": pending,
+            "refused": s.refused,
+            "faults": [f.to_json() for f in self.faults.values()],
+            "acked_not_marked": len(self._acked_unmarked),
+            "responses_queued": len(self._responses) + len(self._refusals),
             "responses_dropped": s.responses_dropped,
             "requests": s.requests,
+            "requests_queued": {t: len(q) for t, q in self._requests.items()},
+            "requests_refused_unread": s.requests_refused_unread,
             "handler_errors": s.handler_errors,
             "puback_latency": s.puback.summary(),
             "last_error": s.last_error,
         }
+
+    # -- faults: what the broker refuses ------------------------------------------------
+    def _raise_fault(self, code: str, topic: str, message: str) -> None:
+        key = (code, topic)
+        cur = self.faults.get(key)
+        if cur is not None:
+            self.faults[key] = dataclasses.replace(cur, attempts=cur.attempts + 1)
+            return
+        self.faults[key] = LinkFault(code, topic, message, iso_utc(self._clock()))
+        log.error("mqtt: %s on %s: %s; retried with backoff", code, topic, message)
+        self._put_snapshot("state", self._state)  # the floor sees it (if state gets through)
+
+    def _clear_fault(self, code: str, topic: str) -> None:
+        cur = self.faults.pop((code, topic), None)
+        if cur is None:
+            return
+        log.warning(
+            "mqtt: %s on %s cleared after %d attempt(s): the broker accepts it again",
+            code,
+            topic,
+            cur.attempts,
+        )
+        self._put_snapshot("state", self._state)
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> asyncio.Task[None]:
@@ -516,39 +777,54 @@ class FloorLink:
         await self.stop()
 
     async def run(self) -> None:
-        """Connect, serve, reconnect with backoff; returns after :meth:`stop`."""
+        """Connect, serve, reconnect with backoff; returns after :meth:`stop`.
+
+        The backoff starts again from ``reconnect_min_ms`` only after a connection
+        that held for a while (:data:`STABLE_CONNECTION_S`, or ``reconnect_max_ms`` if
+        shorter): a broker that accepts the connection and drops it at once is retried
+        ever more slowly, never in a storm."""
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self.journal.add_outbox_listener(self.notify)
+        worker = asyncio.create_task(self._serve_requests(), name="floor-link-requests")
+        stable_after = min(STABLE_CONNECTION_S, self.settings.reconnect_max_ms / 1000)
         attempt = 0
         try:
             while not self._stop.is_set():
+                up_since: float | None = None
                 try:
                     client = self._make_client()
                     async with client:
-                        attempt = 0
+                        up_since = time.monotonic()
                         self._on_connected()
                         await self._session(client)
                 except aiomqtt.MqttError as exc:
                     self._on_error(exc)
                 except (OSError, ssl.SSLError) as exc:
                     self._on_error(exc)
-                except Exception as exc:  # a bug or a journal error: log it, never stop trying
-                    log.exception("mqtt: unexpected error in the floor link")
+                except Exception as exc:  # a bug: log it once per kind, never stop trying
+                    if self._first_failure(f"link {type(exc).__name__}"):
+                        log.exception("mqtt: unexpected error in the floor link")
                     self._on_error(exc)
                 finally:
                     self._subscribed.clear()
                     if self._connected.is_set():
                         self._connected.clear()
                         self.stats.disconnects += 1
+                    self._count_drops()
                 if self._stop.is_set():
                     break
+                if up_since is not None and time.monotonic() - up_since >= stable_after:
+                    attempt = 0
                 delay = self._backoff(attempt)
                 attempt += 1
                 log.info("mqtt: reconnecting in %.2fs", delay)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), delay)
         finally:
+            worker.cancel()
+            with contextlib.suppress(BaseException):
+                await worker
             self.journal.remove_outbox_listener(self.notify)
             self._connected.clear()
 
@@ -557,6 +833,31 @@ class FloorLink:
         lo, hi = self.settings.reconnect_min_ms / 1000, self.settings.reconnect_max_ms / 1000
         step = min(hi, lo * float(1 << min(attempt, 30)))
         return step * (0.5 + 0.5 * self._rng.random())
+
+    def _count_drops(self) -> None:
+        """A connection ended with outbox entries in flight or acknowledged but not
+        confirmed. An MQTT 3.1.1 broker cannot say no to a publication (MQTT-3.3.5-2):
+        it acknowledges it or closes the connection, and mosquitto 2.0 does both (a
+        PUBACK, then the connection closed). Such entries were not marked published:
+        they go out again on the next connection. The same entry caught by
+        :data:`DROPS_TO_FAULT` ends in a row raises ``PUBLISH_REFUSED`` on its topic
+        and waits for its backoff, so that everything else still flows meanwhile."""
+        caught = dict(self._in_flight)
+        caught.update({i: topic for i, (_, topic) in self._unconfirmed.items()})
+        self._in_flight.clear()
+        self._unconfirmed.clear()
+        for entry_id, topic in caught.items():
+            n = self._drops.get(entry_id, 0) + 1
+            self._drops[entry_id] = n
+            if n >= DROPS_TO_FAULT:
+                self._hold(topic)
+                self._raise_fault(
+                    "PUBLISH_REFUSED",
+                    topic,
+                    f"the broker closed the connection {n} times in a row just after outbox "
+                    f"entry {entry_id} was sent (how an MQTT 3.1.1 broker refuses a "
+                    "publication); the entry stays queued and holds back the outbox after it",
+                )
 
     def _on_connected(self) -> None:
         self.stats.connects += 1
@@ -577,7 +878,14 @@ class FloorLink:
             log.warning("mqtt: %s", msg)
         self.stats.last_error = msg
 
-    def _make_client(self) -> aiomqtt.Client:
+    def _first_failure(self, kind: str) -> bool:
+        """Whether this is the first failure of ``kind`` (a traceback is logged once per
+        kind, then only counted: a request that trips a bug cannot flood the log)."""
+        n = self._handler_failures.get(kind, 0) + 1
+        self._handler_failures[kind] = n
+        return n == 1
+
+    def _make_client(self) -> _AckClient:
         s = self.settings
         v5 = s.protocol == "5"
         properties = None
@@ -590,7 +898,7 @@ class FloorLink:
             qos=1,
             retain=True,
         )
-        client = aiomqtt.Client(
+        client = _AckClient(
             s.host,
             s.port,
             username=s.username or None,
@@ -605,6 +913,7 @@ class FloorLink:
             timeout=s.connect_timeout_ms / 1000,  # CONNACK, SUBACK; publish passes its own
             tls_context=s.tls_context(),
             max_queued_incoming_messages=MAX_INCOMING_QUEUED,
+            deliver=self._received,
             # Without TCP_NODELAY, Nagle + delayed ACK add ~40 ms to each PUBACK round trip.
             socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
         )
@@ -620,6 +929,11 @@ class FloorLink:
             "software_version": self.software_version,
         }
         body.update({k: v for k, v in self._state.items() if k not in body})
+        if self.faults:
+            body["link_faults"] = [
+                {"code": f.code, "topic": f.topic, "message": f.message, "since": f.since}
+                for f in self.faults.values()
+            ]
         body["since"] = (
             self._online_since if availability == "online" and self._online_since else now
         )
@@ -629,7 +943,7 @@ class FloorLink:
         return dumps(body).encode("utf-8")
 
     # -- one connection ------------------------------------------------------------------
-    async def _session(self, client: aiomqtt.Client) -> None:
+    async def _session(self, client: _AckClient) -> None:
         # Subscribe, then publish: a SUBACK and a PUBACK in flight together meet Nagle's
         # algorithm on brokers without TCP_NODELAY and cost ~40 ms.
         subscribed = asyncio.Event()
@@ -647,34 +961,132 @@ class FloorLink:
             if t in done and isinstance(r, Exception):
                 raise r
 
-    async def _receive(self, client: aiomqtt.Client, subscribed: asyncio.Event) -> None:
+    async def _subscribe(self, client: _AckClient, topics: list[str]) -> list[str]:
+        """Subscribe to ``topics`` (relative); the ones the broker refused (SUBACK
+        0x80 on MQTT 3.1.1, a reason code of 0x80 or above on MQTT 5)."""
+        codes: Sequence[int | ReasonCode] = await client.subscribe(
+            [(self.topic(t), 1) for t in topics]
+        )
+        refused = []
+        for t, code in zip(topics, codes, strict=False):
+            why = _refusal(code)
+            if why is None:
+                self._clear_fault("SUBSCRIBE_REFUSED", t)
+            else:
+                refused.append(t)
+                self._raise_fault(
+                    "SUBSCRIBE_REFUSED",
+                    t,
+                    f"the broker refused the subscription: {why}; requests on {t} cannot reach "
+                    "the table",
+                )
+        return refused
+
+    async def _receive(self, client: _AckClient, subscribed: asyncio.Event) -> None:
+        refused: list[str] = []
         if self.handler is not None:
-            await client.subscribe([(self.topic(t), 1) for t in REQUEST_TOPICS])
+            refused = await self._subscribe(client, list(REQUEST_TOPICS))
         subscribed.set()
+        retry: asyncio.Task[None] | None = None
+        if refused:
+            retry = asyncio.create_task(self._resubscribe(client, refused), name="floor-link-sub")
+        else:
+            self._subscribed.set()
+        try:
+            # Messages are delivered to _received by the client as they are read; this
+            # iteration only ends (raising) when the connection is lost.
+            async for _ in client.messages:
+                pass
+        finally:
+            if retry is not None:
+                retry.cancel()
+                with contextlib.suppress(BaseException):
+                    await retry
+
+    async def _resubscribe(self, client: _AckClient, refused: list[str]) -> None:
+        """Retry refused subscriptions with backoff, on the same connection."""
+        attempt = 0
+        while refused:
+            await asyncio.sleep(self._backoff(attempt))
+            attempt += 1
+            refused = await self._subscribe(client, refused)
         self._subscribed.set()
-        async for message in client.messages:
-            rel = self._relative(message.topic.value)
-            if rel not in REQUEST_TOPICS:
+
+    def _received(self, topic: str, payload: bytes, retain: bool) -> None:
+        """One incoming message (called by the client as it is read): queued for the
+        request worker, or refused at once without being read (too large, queue full).
+        Never raises: it runs inside the client's socket reader."""
+        try:
+            self._take(topic, payload, retain)
+        except Exception:
+            if self._first_failure("receive"):
+                log.exception("mqtt: an incoming message could not be queued")
+
+    def _take(self, topic: str, payload: bytes, retain: bool) -> None:
+        rel = self._relative(topic)
+        if rel not in REQUEST_TOPICS:
+            return
+        if retain:
+            log.warning("mqtt: ignoring a retained request on %s (requests must be live)", rel)
+            return
+        if not payload:
+            return  # an empty message only clears a retained one: not a request
+        self.stats.requests += 1
+        queue = self._requests[rel]
+        if len(payload) > boundedjson.MAX_REQUEST_BYTES:
+            self._refuse_unread(
+                rel,
+                "REQUEST_TOO_LARGE",
+                f"the request is {len(payload)} bytes; the limit is "
+                f"{boundedjson.MAX_REQUEST_BYTES} (not read)",
+            )
+        elif len(queue) >= MAX_QUEUED[rel]:
+            self._refuse_unread(
+                rel,
+                "TABLE_BUSY",
+                f"{len(queue)} requests on {rel} are waiting; send again later (not read)",
+            )
+        else:
+            queue.append(payload)
+            self._request_ready.set()
+
+    def _refuse_unread(self, rel: str, code: str, message: str) -> None:
+        """Answer a request without reading it (``request_id`` null), at once."""
+        self.stats.requests_refused_unread += 1
+        status = "rejected" if rel == "bets/request" else "error"
+        self.respond(rel, response(self.table_id, None, status, code=code, message=message))
+
+    def _next_request(self) -> tuple[str, bytes] | None:
+        """Commands before bets: a flood of bets never delays a dealer's command."""
+        for rel in REQUEST_PRIORITY:
+            queue = self._requests[rel]
+            if queue:
+                return rel, queue.popleft()
+        return None
+
+    async def _serve_requests(self) -> None:
+        """Hand queued requests to the handler one at a time, commands first; between
+        two, the event loop runs everything else (devices, the publisher)."""
+        while True:
+            nxt = self._next_request()
+            if nxt is None:
+                self._request_ready.clear()
+                await self._request_ready.wait()
                 continue
-            if message.retain:
-                log.warning("mqtt: ignoring a retained request on %s (requests must be live)", rel)
-                continue
-            raw = message.payload
-            payload = bytes(raw) if isinstance(raw, bytes | bytearray) else str(raw or "").encode()
-            if not payload:
-                continue  # an empty message only clears a retained one: not a request
-            await self._dispatch(rel, payload)
+            await self._dispatch(*nxt)
+            await asyncio.sleep(0)
 
     async def _dispatch(self, rel: str, payload: bytes) -> None:
-        self.stats.requests += 1
-        assert self.handler is not None
+        if self.handler is None:
+            return
         try:
             result = self.handler(rel, payload)
             if inspect.isawaitable(result):
                 result = await result
         except Exception as exc:  # a bad request must never stop the link
             self.stats.handler_errors += 1
-            log.exception("mqtt: request handler failed on %s", rel)
+            if self._first_failure(f"handler {type(exc).__name__}"):
+                log.exception("mqtt: request handler failed on %s (logged once per kind)", rel)
             result = self._internal_error(rel, payload, exc)
         try:
             self.respond(rel, result)
@@ -684,20 +1096,15 @@ class FloorLink:
 
     def _internal_error(self, rel: str, payload: bytes, exc: Exception) -> dict[str, JSON]:
         """The answer when the handler itself fails (it should answer every request itself)."""
-        request_id = None
-        with contextlib.suppress(Exception):
-            doc = json.loads(payload)
-            if isinstance(doc, dict) and isinstance(doc.get("request_id"), str):
-                request_id = doc["request_id"]
         return response(
             self.table_id,
-            request_id,
+            boundedjson.peek_request_id(payload),
             "rejected" if rel == "bets/request" else "error",
             code="INTERNAL_ERROR",
             message=f"internal error: {type(exc).__name__}",
         )
 
-    async def _publish_loop(self, client: aiomqtt.Client, subscribed: asyncio.Event) -> None:
+    async def _publish_loop(self, client: _AckClient, subscribed: asyncio.Event) -> None:
         await subscribed.wait()
         version = self._snapshots.get("state", (0, {}))[0]
         online = self._state_payload("online")
@@ -709,6 +1116,8 @@ class FloorLink:
                     drain_deadline = time.monotonic() + self.settings.shutdown_drain_ms / 1000
                 if time.monotonic() >= drain_deadline:
                     break
+            self._confirm_unconfirmed()
+            self._retry_marks()
             batch = self._next_batch()
             if not batch:
                 if self._stop.is_set():
@@ -718,8 +1127,10 @@ class FloorLink:
                 if not batch:
                     self._idle.set()
                     with contextlib.suppress(TimeoutError):
-                        # The poll is a safety net only: commits wake us through the listener.
-                        await asyncio.wait_for(self._wake.wait(), 5.0)
+                        # The poll is a safety net only: commits wake us through the
+                        # listener; a refused topic or the journal's storage is retried
+                        # when its backoff ends.
+                        await asyncio.wait_for(self._wake.wait(), self._idle_timeout())
                     continue
             results = await asyncio.gather(
                 *(self._publish(client, it) for it in batch), return_exceptions=True
@@ -732,21 +1143,82 @@ class FloorLink:
         await self._publish(client, _Item("snapshot", "state", offline, 1, True, None))
         log.info("mqtt: table marked offline (clean shutdown)")
 
+    def _idle_timeout(self) -> float:
+        now = time.monotonic()
+        until = [t for t, _ in self._holds.values()]
+        until.extend(t for t, _ in self._storage_holds.values())
+        if self._unconfirmed:
+            until.append(min(t for t, _ in self._unconfirmed.values()) + CONFIRM_AFTER_S)
+        soonest = min(until, default=now + IDLE_POLL_S)
+        return max(0.001, min(IDLE_POLL_S, soonest - now))
+
     def _has_work(self) -> bool:
-        if self._responses or self.journal.outbox_pending_count():
+        if self._responses or self._refusals or self._acked_unmarked or self._unconfirmed:
+            return True
+        try:
+            if self.journal.outbox_pending_count():
+                return True
+        except JournalError:
             return True
         return any(self._snap_sent.get(k) != v for k, (v, _) in self._snapshots.items())
+
+    def _held(self, topic: str, now: float) -> bool:
+        hold = self._holds.get(topic)
+        return hold is not None and hold[0] > now
+
+    # -- the journal's storage ---------------------------------------------------------
+    def storage_changed(self) -> None:
+        """The journal's storage fault was raised or cleared (its guard's listener):
+        retry the outbox and the marks now."""
+        for which, (_, n) in list(self._storage_holds.items()):
+            self._storage_holds[which] = (0.0, n)
+        self.notify()
+
+    def _storage_failed(self, which: str, exc: JournalError) -> None:
+        """The journal could not be read (``read``: the outbox waits) or a mark could
+        not be written (``mark``: publishing goes on, the marks are retried): retried
+        with backoff, keeping the connection and its backoff (a journal failure is not
+        a broker failure). Logged once, when the first hold begins."""
+        if not self._storage_holds:
+            log.warning("mqtt: the journal fails (%s); connection kept, retried with backoff", exc)
+        _, n = self._storage_holds.get(which, (0.0, 0))
+        self._storage_holds[which] = (time.monotonic() + self._backoff(n), n + 1)
+
+    def _storage_ok(self, which: str) -> None:
+        hold = self._storage_holds.pop(which, None)
+        if hold is not None and not self._storage_holds:
+            log.info("mqtt: the journal answers again after %d failure(s)", hold[1])
+
+    def _storage_ready(self, which: str, now: float) -> bool:
+        hold = self._storage_holds.get(which)
+        return hold is None or hold[0] <= now
+
+    def _retry_marks(self) -> None:
+        """Write the "published" marks the journal could not write before."""
+        if not self._acked_unmarked or not self._storage_ready("mark", time.monotonic()):
+            return
+        try:
+            self.journal.outbox_mark_published(list(self._acked_unmarked))
+        except JournalError as exc:
+            self._storage_failed("mark", exc)
+            return
+        self._acked_unmarked.clear()
+        self._storage_ok("mark")
 
     def _next_batch(self) -> list[_Item]:
         """What to publish next. On a new connection the ``state`` snapshot goes first
         (availability before anything else); after that the journal's outbox (settled
         rounds, lifecycle events) goes before snapshots, which only need their latest
         value, and responses come last: neither a burst of snapshot updates nor a
-        stream of requests may hold back the table's own output."""
+        stream of requests may hold back the table's own output (answers to requests that
+        acted go before refusals). A topic the broker
+        refused waits for its backoff; a refused outbox entry holds back every entry
+        after it (the floor gets them in order or not at all)."""
+        now = time.monotonic()
         room = self.settings.max_inflight
         snapshots: list[_Item] = []
         for suffix, (version, body) in list(self._snapshots.items()):
-            if self._snap_sent.get(suffix) == version:
+            if self._snap_sent.get(suffix) == version or self._held(suffix, now):
                 continue
             if suffix == "state":
                 payload = self._state_payload("online")
@@ -755,24 +1227,44 @@ class FloorLink:
             snapshots.append(_Item("snapshot", suffix, payload, 1, True, (suffix, version)))
         announced = "state" in self._snap_sent or "state" not in self._snapshots
         batch: list[_Item] = [] if announced else snapshots
-        if len(batch) < room:
-            for e in self.journal.outbox_pending(room - len(batch)):
+        if len(batch) < room and self._storage_ready("read", now):
+            try:
+                entries = self.journal.outbox_pending(
+                    room - len(batch) + len(self._acked_unmarked) + len(self._unconfirmed)
+                )
+            except JournalError as exc:
+                self._storage_failed("read", exc)
+                entries = []
+            else:
+                self._storage_ok("read")
+            for e in entries:
+                if e.id in self._acked_unmarked or e.id in self._unconfirmed:
+                    continue
+                if self._held(e.topic, now) or len(batch) >= room:
+                    break
                 batch.append(self._outbox_item(e))
         if announced and len(batch) < room:
             batch.extend(snapshots[: room - len(batch)])
-        for key, (topic, raw) in list(self._responses.items())[: max(0, room - len(batch))]:
-            batch.append(_Item("response", topic, raw, 1, False, key))
+        for queue in (self._responses, self._refusals):
+            for key, (topic, raw) in queue.items():
+                if len(batch) >= room:
+                    break
+                if not self._held(topic, now):
+                    batch.append(_Item("response", topic, raw, 1, False, key))
         return batch
 
     @staticmethod
     def _outbox_item(e: OutboxEntry) -> _Item:
         return _Item("outbox", e.topic, e.payload, e.qos, e.retain, e.id)
 
-    async def _publish(self, client: aiomqtt.Client, item: _Item) -> None:
+    async def _publish(self, client: _AckClient, item: _Item) -> None:
         topic = self.topic(item.topic)
         t0 = time.perf_counter()
+        refused: ReasonCode | None = None
+        if item.kind == "outbox":
+            self._in_flight[item.ref] = item.topic
         try:
-            await client.publish(
+            refused = await client.publish_checked(
                 topic,
                 item.payload,
                 qos=item.qos,
@@ -782,13 +1274,96 @@ class FloorLink:
         except (ValueError, TypeError) as exc:
             # Unpublishable (e.g. a payload too large): never let it block the queue.
             log.error("mqtt: dropping unpublishable %s message on %s: %s", item.kind, topic, exc)
-        self.stats.puback.add(time.perf_counter() - t0)
-        self.stats.published += 1
         if item.kind == "outbox":
-            self.journal.outbox_mark_published(item.ref)
+            self._in_flight.pop(item.ref, None)
+        self.stats.puback.add(time.perf_counter() - t0)
+        if refused is not None:
+            self._refused(item, refused)
+            return
+        self._accepted(item)
+
+    def _refused(self, item: _Item, reason: ReasonCode) -> None:
+        """The broker refused ``item`` (PUBACK reason code >= 0x80): nothing is marked,
+        the topic waits for its backoff, the fault is raised (logged once)."""
+        self.stats.refused += 1
+        self._hold(item.topic)
+        what = {"outbox": "outbox entry", "snapshot": "snapshot", "response": "response"}
+        self._raise_fault(
+            "PUBLISH_REFUSED",
+            item.topic,
+            f"the broker refused the publication: {_refusal(reason)}; the {what[item.kind]} "
+            "stays queued"
+            + (" and holds back the outbox after it" if item.kind == "outbox" else ""),
+        )
+
+    def _hold(self, topic: str) -> None:
+        """Nothing more on ``topic`` before its backoff ends (refusals in a row grow it)."""
+        _, n = self._holds.get(topic, (0.0, 0))
+        self._holds[topic] = (time.monotonic() + self._backoff(n), n + 1)
+
+    def _accepted(self, item: _Item) -> None:
+        self.stats.published += 1
+        if self._unconfirmed:
+            # An acknowledgement after them: the connection outlived theirs.
+            self._confirm(list(self._unconfirmed))
+        if item.kind != "outbox":
+            self._taken(item.topic)
+        if item.kind == "outbox":
             self.stats.outbox_published += 1
+            if self._confirm_by_survival:
+                self._unconfirmed[item.ref] = (time.monotonic(), item.topic)
+            else:
+                self._confirm([item.ref], {item.ref: item.topic})
         elif item.kind == "response":
-            self._responses.pop(item.ref, None)
+            if self._responses.pop(item.ref, None) is None:
+                self._refusals.pop(item.ref, None)
         elif item.ref is not None:
             suffix, version = item.ref
             self._snap_sent[suffix] = version
+
+    def _taken(self, topic: str) -> None:
+        """The broker took a publication on ``topic``: its hold and fault end."""
+        if topic in self._holds:
+            del self._holds[topic]
+        if self.faults:
+            self._clear_fault("PUBLISH_REFUSED", topic)
+
+    def _confirm_unconfirmed(self) -> None:
+        """MQTT 3.1.1: entries acknowledged :data:`CONFIRM_AFTER_S` ago on a connection
+        still open were taken (mosquitto closes the connection at once after
+        acknowledging a publication it refused)."""
+        if not self._unconfirmed:
+            return
+        limit = time.monotonic() - CONFIRM_AFTER_S
+        done = [i for i, (t, _) in self._unconfirmed.items() if t <= limit]
+        if done:
+            self._confirm(done)
+
+    def _confirm(self, ids: list[int], topics: dict[int, str] | None = None) -> None:
+        """Outbox entries the broker took: marked published in the journal (or, if the
+        journal cannot write now, remembered and marked when it can)."""
+        topics = dict(topics or {})
+        for i in ids:
+            entry = self._unconfirmed.pop(i, None)
+            if entry is not None:
+                topics[i] = entry[1]
+            self._drops.pop(i, None)
+        for topic in set(topics.values()):
+            self._taken(topic)
+        if self._acked_unmarked or not self._storage_ready("mark", time.monotonic()):
+            for i in ids:
+                self._defer_mark(i)
+            return
+        try:
+            self.journal.outbox_mark_published(ids)
+        except JournalError as exc:
+            for i in ids:
+                self._defer_mark(i)
+            self._storage_failed("mark", exc)
+
+    def _defer_mark(self, entry_id: int) -> None:
+        """Acknowledged by the broker, not marked in the journal: remembered, so it is
+        not published again while the process lives, and marked when the journal
+        writes again."""
+        self.stats.marks_deferred += 1
+        self._acked_unmarked[entry_id] = None

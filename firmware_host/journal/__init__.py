@@ -19,6 +19,8 @@ One module per concern, each a part of :class:`Journal`:
   the one place that numbers rounds (sequence numbers and round ids);
 - ``bets``: the bets of a round, idempotent by id;
 - ``store``: :class:`Journal` itself, game recall and the status snapshot;
+- ``storage``: storage faults (full disk, I/O error, damaged file) translated into
+  coded errors and latched calmly (:class:`StorageGuard`);
 - ``settings``: the ``[journal]`` configuration section.
 
 Import from here (``from firmware_host.journal import Journal``), not from the parts.
@@ -36,11 +38,14 @@ from .errors import (
     JackpotHitNotFound,
     JournalCorrupt,
     JournalError,
+    JournalFull,
+    JournalIOError,
     PhaseNotAllowed,
     RoundExists,
     RoundFinished,
     RoundInFlight,
     RoundNotFound,
+    StorageError,
 )
 from .frames import RawFrame
 from .jackpot import DEFAULT_JACKPOT, JackpotHit, JackpotHitRecord
@@ -48,6 +53,7 @@ from .outbox import OutboxEntry, OutboxMessage
 from .rounds import ROUNDS_TOPIC, RoundRecord, RoundStatus, new_round_id
 from .schema import DB_MIGRATIONS, DB_SCHEMA_VERSION
 from .settings import JOURNAL_SPECS, JournalSettings
+from .storage import STORAGE_CODES, StorageFault, StorageGuard
 from .store import Journal, RecalledRound
 
 __all__ = [
@@ -57,6 +63,7 @@ __all__ = [
     "GENESIS_HASH",
     "JOURNAL_SPECS",
     "ROUNDS_TOPIC",
+    "STORAGE_CODES",
     "BetConflict",
     "BetNotFound",
     "BetRecord",
@@ -71,6 +78,8 @@ __all__ = [
     "Journal",
     "JournalCorrupt",
     "JournalError",
+    "JournalFull",
+    "JournalIOError",
     "JournalSettings",
     "OutboxEntry",
     "OutboxMessage",
@@ -83,6 +92,9 @@ __all__ = [
     "RoundNotFound",
     "RoundRecord",
     "RoundStatus",
+    "StorageError",
+    "StorageFault",
+    "StorageGuard",
     "event_hash",
     "new_round_id",
 ]

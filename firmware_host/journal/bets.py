@@ -15,10 +15,11 @@ from datetime import datetime
 from typing import Literal
 
 from ..games.base import Bet
-from ..jsonio import JSON, canonical_json, loads_or_none
+from ..jsonio import JSON, canonical_json
 from .errors import BetConflict, BetNotFound, PhaseNotAllowed
 from .outbox import OutboxMessage
 from .rounds import RoundStore
+from .storage import loads_or_none
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,13 @@ Storage choices and why:
 
 Every other part of the journal (outbox, audit log, jackpot, rounds...) is a mixin
 over :class:`Connection` and writes only inside :meth:`Connection._tx`.
+
+Storage faults (``storage.py``): every statement and fetch raises the journal's coded
+errors for a full disk (``DISK_FULL``), an I/O error (``JOURNAL_IO``) or a damaged
+file (``JOURNAL_CORRUPT``), never a raw ``sqlite3`` exception; the first two latch
+:attr:`Connection.storage` until a write commits again. A file that cannot be opened,
+checked or migrated is refused with :class:`~.errors.JournalCorrupt` and a one-line
+reason.
 """
 
 from __future__ import annotations
@@ -30,10 +37,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Self
 
+from ..jsonio import JSON
 from ..latency import Latency
 from ..timefmt import iso_utc, utc_now
 from .errors import JournalCorrupt, JournalError
 from .schema import DB_MIGRATIONS, DB_SCHEMA_VERSION
+from .storage import StorageGuard, connect, one_line
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +64,22 @@ class Connection:
         self._latency: dict[str, Latency] = {}
         #: Run once after the current transaction commits (dropped on rollback).
         self._after_commit: list[Callable[[], None]] = []
-        if readonly:
-            uri = Path(self.path).resolve().as_uri() + "?mode=ro"
-            self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=5.0)
-        else:
+        #: The latched storage fault (disk full, I/O error) and its listeners.
+        self.storage = StorageGuard(self.path, probe=self._storage_probe)
+        if not readonly:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=5.0)
+        self._db = connect(self.path, readonly=readonly)
+        self._db.on_storage_error = self.storage.failed
         try:
             self._setup(integrity_check)
+        except JournalError:
+            self._db.close()
+            raise
+        except sqlite3.Error as exc:  # anything else SQLite says about the file: damaged
+            self._db.close()
+            raise JournalCorrupt(
+                f"{self.path}: cannot be opened as a journal ({one_line(str(exc))})"
+            ) from None
         except BaseException:
             self._db.close()
             raise
@@ -79,12 +96,11 @@ class Connection:
             db.execute("PRAGMA synchronous = FULL")
         if integrity_check != "none":
             pragma = "quick_check" if integrity_check == "quick" else "integrity_check"
-            try:
-                rows = [r[0] for r in db.execute(f"PRAGMA {pragma}(5)")]
-            except sqlite3.DatabaseError as exc:
-                raise JournalCorrupt(f"{self.path}: {exc}") from exc
+            rows = [str(r[0]) for r in db.execute(f"PRAGMA {pragma}(5)")]
             if rows != ["ok"]:
-                raise JournalCorrupt(f"{self.path}: integrity check failed: {'; '.join(rows)}")
+                raise JournalCorrupt(
+                    f"{self.path}: integrity check failed: {one_line('; '.join(rows))}"
+                )
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if version > DB_SCHEMA_VERSION:
             raise JournalCorrupt(
@@ -149,22 +165,40 @@ class Connection:
             db.execute("PRAGMA synchronous = NORMAL")
         t0 = time.perf_counter()
         self._after_commit.clear()
-        db.execute("BEGIN IMMEDIATE")
         try:
-            yield db
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            self._after_commit.clear()
-            raise
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    # SQLite may have rolled back already after a full disk or an I/O
+                    # error; a failing ROLLBACK must not hide the error that matters.
+                    with contextlib.suppress(sqlite3.Error, JournalError):
+                        db.execute("ROLLBACK")
+                self._after_commit.clear()
+                raise
         finally:
             if not durable:
-                db.execute("PRAGMA synchronous = FULL")
+                with contextlib.suppress(sqlite3.Error, JournalError):
+                    db.execute("PRAGMA synchronous = FULL")
         self._latency.setdefault(op, Latency()).add(time.perf_counter() - t0)
+        cleared = self.storage.succeeded() if self.storage.fault is not None else None
         callbacks, self._after_commit = self._after_commit, []
         for cb in callbacks:
             cb()
+        if cleared is not None:
+            self._storage_recovered(cleared.to_json())
+
+    def _storage_probe(self) -> None:
+        """A small durable write (the header's user_version, unchanged) while a storage
+        fault is latched: its commit clears the fault."""
+        with self._tx("storage_probe") as db:
+            version = int(db.execute("PRAGMA user_version").fetchone()[0])
+            db.execute(f"PRAGMA user_version = {version}")
+
+    def _storage_recovered(self, fault: dict[str, JSON]) -> None:
+        """Called once after a write cleared a storage fault (the journal records it)."""
 
     def commit_latency(self) -> dict[str, dict[str, float | int]]:
         """Per operation: count, p50/p99/max commit time in ms (transaction begin to commit)."""

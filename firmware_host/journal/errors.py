@@ -63,3 +63,24 @@ class JournalCorrupt(JournalError):
     """The file fails SQLite's integrity check or has a schema this software cannot read."""
 
     code = "JOURNAL_CORRUPT"
+
+
+class StorageError(JournalError):
+    """The storage under the journal failed a read or a write (the file itself may be
+    fine): nothing was changed. A :class:`~.storage.StorageGuard` latches it until a
+    write succeeds again."""
+
+    code = "JOURNAL_IO"
+
+
+class JournalFull(StorageError):
+    """The filesystem holding the journal is full (SQLITE_FULL)."""
+
+    code = "DISK_FULL"
+
+
+class JournalIOError(StorageError):
+    """A read or write of the journal failed with an I/O error (SQLITE_IOERR), or the
+    filesystem went read-only under it (SQLITE_READONLY, e.g. remounted after errors)."""
+
+    code = "JOURNAL_IO"

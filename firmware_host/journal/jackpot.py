@@ -10,17 +10,17 @@ but unpaid are finished after a restart.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..jsonio import JSON, canonical_json, dumps, loads_or_none
+from ..jsonio import JSON, canonical_json, dumps
 from .audit import AuditLog
 from .errors import JackpotHitConflict, JackpotHitNotFound
 from .outbox import OutboxMessage
+from .storage import loads_or_none
 
 #: Jackpot name used when a table has one progressive (the usual case).
 DEFAULT_JACKPOT = "progressive"
@@ -141,7 +141,7 @@ class JackpotStore(AuditLog):
     def jackpot_state(self, name: str = DEFAULT_JACKPOT) -> JSON:
         """The last saved state (meters, parameters...) of jackpot ``name``, or None."""
         row = self._db.execute("SELECT state FROM jackpot WHERE name = ?", (name,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else loads_or_none(row[0])
 
     def save_jackpot_state(
         self,

@@ -12,7 +12,6 @@ This module is also the one place that numbers rounds: :meth:`RoundStore.next_se
 
 from __future__ import annotations
 
-import json
 import secrets
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -20,12 +19,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from ..jsonio import JSON, dumps, loads_or_none
+from ..jsonio import JSON, dumps
 from .errors import RoundExists, RoundFinished, RoundInFlight, RoundNotFound
 from .frames import FrameStore
 from .jackpot import DEFAULT_JACKPOT, JackpotHit, JackpotStore
 from .outbox import OutboxMessage
 from .retention import Retention
+from .storage import loads_or_none
 
 #: Topic of settled and voided rounds, relative to the table's root.
 ROUNDS_TOPIC = "rounds"
@@ -396,7 +396,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         row = self._db.execute(
             "SELECT payload FROM settlements WHERE round_id = ?", (round_id,)
         ).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else loads_or_none(row[0])
 
     def rounds_summary(
         self, limit: int = 100, *, before_seq: int | None = None, table_id: str | None = None

@@ -8,6 +8,7 @@ them (game recall, the status snapshot).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,6 +17,7 @@ from pathlib import Path
 from ..jsonio import JSON
 from ..timefmt import utc_now
 from .bets import BetRecord, BetStore
+from .errors import JournalError
 from .frames import RawFrame
 from .rounds import RoundRecord
 
@@ -79,9 +81,16 @@ class Journal(BetStore):
             for rnd in self.rounds_summary(n)
         ]
 
+    def _storage_recovered(self, fault: dict[str, JSON]) -> None:
+        """A storage fault cleared: the episode goes to the event log (best effort: a
+        failure here latches the fault again, which the guard logs)."""
+        with contextlib.suppress(JournalError):
+            self.append_event("storage_fault_cleared", fault)
+
     def get_status(self) -> dict[str, JSON]:
         """A snapshot for ``status`` on the console and the daemon's health."""
         return {
+            "storage": self.storage.get_status(),
             "path": self.path,
             "schema_version": self.schema_version,
             "outbox_pending": self.outbox_pending_count(),

@@ -18,6 +18,12 @@ Collaborators come through the constructor: the journal, the progressive jackpot
 (which takes part in each settle and void), what stops play (latched faults), and the
 table's extensions, told of every committed phase change, settled and voided round.
 
+A storage fault (disk full, I/O error: ``firmware_host/journal/storage.py``) changes
+nothing: the operation is refused with the fault's code (``DISK_FULL``,
+``JOURNAL_IO``); while the fault is latched new bets and rounds are refused up front,
+and raw frames and fault reports that cannot be written are skipped (the journal's
+guard has logged the fault once).
+
 After a restart, :meth:`RoundEngine.resume` voids every round a crash left unfinished
 (refunding every bet, reason recorded): since a result is journaled only with its
 settlement, an unfinished round never has a result. Nothing is settled twice: the
@@ -26,9 +32,10 @@ journal refuses it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -45,6 +52,7 @@ from ..journal import (
     PhaseNotAllowed,
     RoundFinished,
     RoundRecord,
+    StorageError,
     new_round_id,
 )
 from ..jsonio import JSON
@@ -187,9 +195,10 @@ class RoundEngine:
     def report_fault(self, kind: str, data: Mapping[str, JSON]) -> None:
         """Publish a fault on ``events`` (``result_refused``, ``misdeal``,
         ``device_problem``...) against the round in flight, and write it to the event log."""
-        self.journal.enqueue(self._event(kind, data))
-        self.journal.append_event(kind, dict(data))
         log.warning("%s: %s", kind, data)
+        with contextlib.suppress(StorageError):  # the storage fault is logged once
+            self.journal.enqueue(self._event(kind, data))
+            self.journal.append_event(kind, dict(data))
 
     def _require(self, phases: Iterable[Phase], what: str) -> RoundRecord:
         allowed = set(phases)
@@ -202,6 +211,15 @@ class RoundEngine:
         assert self._current is not None or Phase.IDLE in allowed
         return self._current  # type: ignore[return-value]
 
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A journal write that a storage fault refuses as a :class:`RoundFault` with
+        the fault's code (nothing was committed; the guard logged it once)."""
+        try:
+            yield
+        except StorageError as exc:
+            raise RoundFault(exc.message, code=exc.code) from None
+
     # -- dealer / procedure operations -------------------------------------------
     def open_betting(self, *, source: str = "dealer") -> RoundRecord:
         """Start a new round with betting open (art. 3 of each regulation: after the
@@ -210,32 +228,37 @@ class RoundEngine:
         stopped = self._play_stop()
         if stopped:
             raise RoundFault(stopped, code="PLAY_STOPPED")
+        storage = self.journal.storage.blocked()
+        if storage is not None:
+            raise RoundFault(storage.message, code=storage.code)
         at = self._clock()
-        seq = self.journal.next_seq(self.cfg.table_id)
-        round_id = new_round_id(self.cfg.table_id, seq)
-        msg = self._event("betting_open", {"source": source, "seq": seq}, round_id)
-        self._current = self.journal.open_round(
-            self.cfg.table_id,
-            self.cfg.game_id,
-            self.rules_json(),
-            round_id=round_id,
-            seq=seq,
-            phase=Phase.OPEN.value,
-            at=at,
-            outbox=[msg],
-        )
+        with self._writing():
+            seq = self.journal.next_seq(self.cfg.table_id)
+            round_id = new_round_id(self.cfg.table_id, seq)
+            msg = self._event("betting_open", {"source": source, "seq": seq}, round_id)
+            self._current = self.journal.open_round(
+                self.cfg.table_id,
+                self.cfg.game_id,
+                self.rules_json(),
+                round_id=round_id,
+                seq=seq,
+                phase=Phase.OPEN.value,
+                at=at,
+                outbox=[msg],
+            )
         self._notify_phase()
         return self._current
 
     def close_betting(self, *, source: str = "dealer") -> RoundRecord:
         """No more bets (the bell, the wheel's state 4, a dealer command)."""
         rnd = self._require([Phase.OPEN], "close betting")
-        self._current = self.journal.set_phase(
-            rnd.round_id,
-            Phase.CLOSED.value,
-            at=self._clock(),
-            outbox=[self._event("betting_closed", {"source": source})],
-        )
+        with self._writing():
+            self._current = self.journal.set_phase(
+                rnd.round_id,
+                Phase.CLOSED.value,
+                at=self._clock(),
+                outbox=[self._event("betting_closed", {"source": source})],
+            )
         self._notify_phase()
         return self._current
 
@@ -243,12 +266,13 @@ class RoundEngine:
         """A voided throw (dice stacked or tilted, 57/2004 art. 3 3)-4)): the round goes
         back to betting open; bets stay and new bets may be added."""
         rnd = self._require([Phase.CLOSED, Phase.OPEN], "void the throw")
-        self._current = self.journal.set_phase(
-            rnd.round_id,
-            Phase.OPEN.value,
-            at=self._clock(),
-            outbox=[self._event("throw_void", {"reason": reason, "source": source})],
-        )
+        with self._writing():
+            self._current = self.journal.set_phase(
+                rnd.round_id,
+                Phase.OPEN.value,
+                at=self._clock(),
+                outbox=[self._event("throw_void", {"reason": reason, "source": source})],
+            )
         self._notify_phase()
         return self._current
 
@@ -256,15 +280,17 @@ class RoundEngine:
         """A null spin (60/2004 art. 2 2)-3)): the ball is launched again; the bets stay
         locked (no new bets, art. 3 2)) and the next spin's number decides the round."""
         rnd = self._require([Phase.OPEN, Phase.CLOSED], "void the spin")
-        self._current = self.journal.set_phase(
-            rnd.round_id,
-            Phase.CLOSED.value,
-            at=self._clock(),
-            outbox=[self._event("spin_void", {"reason": reason, "source": source})],
-        )
-        self.journal.append_event(
-            "spin_void", {"round_id": rnd.round_id, "reason": reason, "source": source}
-        )
+        with self._writing():
+            self._current = self.journal.set_phase(
+                rnd.round_id,
+                Phase.CLOSED.value,
+                at=self._clock(),
+                outbox=[self._event("spin_void", {"reason": reason, "source": source})],
+            )
+        with contextlib.suppress(StorageError):
+            self.journal.append_event(
+                "spin_void", {"round_id": rnd.round_id, "reason": reason, "source": source}
+            )
         self._notify_phase()
         return self._current
 
@@ -288,7 +314,8 @@ class RoundEngine:
         if round_id is None and self._current is not None:
             round_id = self._current.round_id
         if frames:
-            self.journal.add_raw_frames([(round_id, *f) for f in frames])
+            with contextlib.suppress(StorageError):  # frames are evidence, not state
+                self.journal.add_raw_frames([(round_id, *f) for f in frames])
 
     def place_bet(self, raw: object) -> BetAnswer:
         """Validate and journal a bet. Never raises for bad input: answers rejected."""
@@ -305,6 +332,9 @@ class RoundEngine:
             )
         assert self._current is not None
         rid = self._current.round_id
+        storage = self.journal.storage.blocked()
+        if storage is not None:
+            return BetAnswer(False, bet_id, storage.code, storage.message, rid)
         try:
             bet = self.game.parse_bet(self.rules, raw, self.cfg.limits)
         except BetError as exc:
@@ -340,6 +370,8 @@ class RoundEngine:
             return BetAnswer(
                 False, bet.bet_id, "BETTING_CLOSED", str(exc.args[0]) if exc.args else str(exc), rid
             )
+        except StorageError as exc:
+            return BetAnswer(False, bet.bet_id, exc.code, exc.message, rid)
         if record.status != "placed":
             return BetAnswer(
                 False,
@@ -372,6 +404,8 @@ class RoundEngine:
             )
         except (PhaseNotAllowed, RoundFinished) as exc:
             return BetAnswer(False, bet_id, "BETTING_CLOSED", str(exc), rid)
+        except StorageError as exc:
+            return BetAnswer(False, bet_id, exc.code, exc.message, rid)
         self._bets_of(rid).pop(bet_id, None)
         return BetAnswer(True, bet_id, round_id=rid)
 
@@ -386,7 +420,8 @@ class RoundEngine:
         blackjack double/split/insurance): validated by the rules core, journaled."""
         rnd = self._require([Phase.CLOSED], "add a decision bet")
         bet = self.game.parse_bet(self.rules, raw, self.cfg.limits)
-        record, _ = self.journal.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
+        with self._writing():
+            record, _ = self.journal.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
         if record.status != "placed":
             raise RoundFault(
                 f"bet {bet.bet_id!r} was cancelled in round {rnd.round_id}", code="BET_ID_CANCELLED"
@@ -451,17 +486,18 @@ class RoundEngine:
         rnd = dataclasses.replace(rnd, timestamps=stamps)
         payload = self._payload(rnd, "settled", settlement.to_json(), at, extras=extras)
         try:
-            self.journal.settle_round(
-                rnd.round_id,
-                canonical,
-                payload,
-                jp_state,
-                jackpot_name="progressive",
-                jackpot_hits=hits,
-                outbox=outbox,
-                at=at,
-                raw_frames=frames,
-            )
+            with self._writing():
+                self.journal.settle_round(
+                    rnd.round_id,
+                    canonical,
+                    payload,
+                    jp_state,
+                    jackpot_name="progressive",
+                    jackpot_hits=hits,
+                    outbox=outbox,
+                    at=at,
+                    raw_frames=frames,
+                )
         except BaseException:
             if jackpot is not None:
                 jackpot.discard()
@@ -481,7 +517,8 @@ class RoundEngine:
         return self._void(rnd, reason, source)
 
     def _void(self, rnd: RoundRecord, reason: str, source: str) -> Mapping[str, JSON]:
-        bets = self.journal.bets(rnd.round_id, include_cancelled=False)
+        with self._writing():
+            bets = self.journal.bets(rnd.round_id, include_cancelled=False)
         refunded = [
             dict(b.to_bet().to_json(), result="refund", payout=0, commission=0, net=0, breakage="0")
             for b in bets
@@ -512,15 +549,16 @@ class RoundEngine:
         at = self._clock()
         payload = self._payload(rnd, "void", body, at, void_reason=reason, extras=extras)
         try:
-            self.journal.void_round(
-                rnd.round_id,
-                reason,
-                payload,
-                at=at,
-                jackpot_state=jp_state,
-                jackpot_name="progressive",
-                events=[("round_void_by", {"round_id": rnd.round_id, "source": source})],
-            )
+            with self._writing():
+                self.journal.void_round(
+                    rnd.round_id,
+                    reason,
+                    payload,
+                    at=at,
+                    jackpot_state=jp_state,
+                    jackpot_name="progressive",
+                    events=[("round_void_by", {"round_id": rnd.round_id, "source": source})],
+                )
         except BaseException:
             if jackpot is not None:
                 jackpot.discard()

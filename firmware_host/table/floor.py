@@ -11,9 +11,9 @@ and publishes what we return; every answer is built by
 
 from __future__ import annotations
 
-import json
 import logging
 
+from .. import boundedjson
 from ..games.errors import CodedError, RulesError
 from ..games.money import parse_json_int
 from ..jsonio import JSON
@@ -24,7 +24,7 @@ from .procedures import Procedure
 
 log = logging.getLogger(__name__)
 
-MAX_PAYLOAD = 64 * 1024
+MAX_PAYLOAD = boundedjson.MAX_REQUEST_BYTES
 
 BET_REQUEST_KEYS = frozenset({"request_id", "action", "bet", "bet_id"})
 COMMAND_REQUEST_KEYS = frozenset({"request_id", "command", "args", "operator"})
@@ -55,18 +55,10 @@ class RequestError(CodedError, ValueError):
 
 
 def _decode(payload: bytes, keys: frozenset[str], what: str) -> dict[str, JSON]:
-    if len(payload) > MAX_PAYLOAD:
-        raise RequestError(
-            "REQUEST_TOO_LARGE", f"{what} is {len(payload)} bytes; the limit is {MAX_PAYLOAD}"
-        )
-    try:
-        data = json.loads(payload.decode("utf-8"), parse_int=parse_json_int)
-    except UnicodeDecodeError:
-        raise RequestError("MALFORMED_JSON", f"{what} is not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise RequestError(
-            "MALFORMED_JSON", f"{what} is not valid JSON: {exc.msg} at position {exc.pos}"
-        ) from None
+    try:  # size, nesting and container count checked before parsing (boundedjson)
+        data = boundedjson.loads(payload, parse_int=parse_json_int)
+    except boundedjson.RequestShapeError as exc:
+        raise RequestError(exc.code, f"{what}: {exc.message}") from None
     if not isinstance(data, dict):
         raise RequestError(
             "MALFORMED_REQUEST", f"{what} must be a JSON object, got {type(data).__name__}"
@@ -90,12 +82,7 @@ def internal_error(exc: BaseException) -> dict[str, str]:
 
 
 def _peek_request_id(payload: bytes) -> str | None:
-    try:
-        data = json.loads(payload, parse_int=parse_json_int)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    rid = data.get("request_id") if isinstance(data, dict) else None
-    return rid if isinstance(rid, str) and len(rid) <= 128 else None
+    return boundedjson.peek_request_id(payload, parse_int=parse_json_int)
 
 
 class FloorRequests:

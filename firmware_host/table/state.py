@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Protocol
 
-from ..journal import Fault, RoundRecord
+from ..journal import Fault, RoundRecord, StorageError, StorageGuard
 from .extension import TableExtension, TableExtensions
 from .phase import Phase
 
@@ -16,17 +17,34 @@ class FaultJournal(Protocol):
 
 class LatchedFaults:
     """Faults that survive a restart until a technician clears them from the console
-    (GLI-style); while any is latched no round opens."""
+    (GLI-style); while any is latched no round opens.
 
-    def __init__(self, journal: FaultJournal) -> None:
+    ``storage``: the journal's storage guard; its fault (``DISK_FULL``, ``JOURNAL_IO``)
+    is listed with them while it lasts (it clears itself when the journal writes again,
+    and cannot be journaled while it lasts)."""
+
+    def __init__(self, journal: FaultJournal, *, storage: StorageGuard | None = None) -> None:
         self.journal = journal
+        self.storage = storage
+        self._last: list[str] = []
+
+    def journaled(self) -> list[str]:
+        """The codes of the faults latched in the journal (cleared from the console)."""
+        with contextlib.suppress(StorageError):  # unreadable for now: the last known list
+            self._last = [f.code for f in self.journal.active_faults()]
+        return list(self._last)
 
     def codes(self) -> list[str]:
-        return [f.code for f in self.journal.active_faults()]
+        """Every fault stopping play: the journaled ones, then the storage fault."""
+        codes = self.journaled()
+        if self.storage is not None and self.storage.fault is not None:
+            codes.append(self.storage.fault.code)
+        return codes
 
     def play_stop(self) -> str | None:
-        """Why play is stopped, or None (the round engine's ``play_stop``)."""
-        codes = self.codes()
+        """Why play is stopped, or None (the round engine's ``play_stop``; the engine
+        asks the storage guard itself, which answers with its own code)."""
+        codes = self.journaled()
         if codes:
             return "latched fault(s) stop play until cleared from the console: " + ", ".join(codes)
         return None

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-MAX_PAYLOAD = 64 * 1024  # firmware_host.table.floor.MAX_PAYLOAD (checked by the test)
+MAX_PAYLOAD = 16 * 1024  # firmware_host.boundedjson.MAX_REQUEST_BYTES (checked by the test)
+MAX_DEPTH = 16  # firmware_host.boundedjson.MAX_DEPTH (checked by the test)
 
 #: Fantan results that cannot be (58/2004 art. 3 2): 1 to 4, or a count of buttons).
 IMPOSSIBLE: list[Any] = [{"number": 9}, {"buttons": -4}, {"buttons": "many"}, [1]]
@@ -27,6 +28,13 @@ def valid_bet(rng: random.Random, bet_id: str) -> dict[str, Any]:
         "selection": rng.randint(1, 4),
         "stake": 1000 * rng.randint(1, 10),
     }
+
+
+def _nest(n: int) -> Any:
+    v: Any = 0
+    for _ in range(n):
+        v = [v]
+    return v
 
 
 @dataclass
@@ -155,11 +163,31 @@ def make_flood(rng: random.Random) -> Iterator[Malformed]:
             rid(),
             {"BET_MALFORMED"},
         ),
+        # Refused by the link unread: the answer cannot echo the request id.
         "oversized payload": lambda: (
             rng.choice(["bets", "commands"]),
             json.dumps({"request_id": rid(), "pad": "x" * (MAX_PAYLOAD + 1000)}).encode(),
-            rid(),
+            None,
             {"REQUEST_TOO_LARGE"},
+        ),
+        # Deeply nested JSON (used to recurse to RecursionError: a traceback each).
+        "deeply nested": lambda: (
+            rng.choice(["bets", "commands"]),
+            b"[" * rng.randint(MAX_DEPTH + 1, MAX_PAYLOAD),
+            None,
+            {"REQUEST_TOO_DEEP", "REQUEST_TOO_COMPLEX"},
+        ),
+        "nested past the depth limit": lambda: (
+            rng.choice(["bets", "commands"]),
+            json.dumps({"request_id": rid(), "args": _nest(MAX_DEPTH + 1)}).encode(),
+            None,
+            {"REQUEST_TOO_DEEP"},
+        ),
+        "too many arrays": lambda: (
+            "bets",
+            json.dumps({"request_id": rid(), "bet": [[0]] * 2000}).encode(),
+            None,
+            {"REQUEST_TOO_COMPLEX"},
         ),
         "unknown command": lambda: (
             "commands",

@@ -5,7 +5,7 @@ floor network, not sharing the table's CPU time slice or event loop).
 --count N --window W --out FILE``: sends malformed requests (``_flood_requests``) with
 at most W awaiting their answer (a client that pipelines requests and reads the
 answers, like any floor system; an answer with ``request_id: null`` answers the
-oldest unreadable request sent on that topic). After N requests it prints
+oldest unreadable request sent on that topic that its code can answer). After N requests it prints
 ``reached`` and goes on until its standard input is closed, then waits for the last
 answers and writes every request with its answers to FILE as JSON.
 """
@@ -60,7 +60,13 @@ async def flood(args: argparse.Namespace) -> dict[str, Any]:
                 kind = msg.topic.value.rsplit("/", 2)[-2]
                 rid = body.get("request_id")
                 if rid is None and anonymous[kind]:
-                    i: int | None = anonymous[kind].popleft()
+                    # The oldest unreadable request this code can answer (a request too
+                    # large is answered at once by the link, before older ones queued).
+                    code = body.get("code")
+                    i = next((j for j in anonymous[kind] if code in sent[j].codes), None)
+                    if i is None:
+                        i = anonymous[kind][0]
+                    anonymous[kind].remove(i)
                 elif isinstance(rid, str) and rid in by_id:
                     i = by_id[rid]
                 else:

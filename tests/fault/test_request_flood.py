@@ -11,7 +11,7 @@ thousands of requests that are each wrong in one way (``_flood_requests.py``: in
 JSON, not UTF-8, not an object, unknown fields, missing or overlong request ids,
 negative / zero / fractional / string / NaN / huge stakes, unknown bet types, wrong
 types, unknown commands and arguments, impossible results, cancels of unknown bets,
-payloads over the 64 KiB limit), pipelined with up to ``WINDOW`` awaiting an answer.
+payloads over the 16 KiB limit, deeply nested JSON), pipelined with up to ``WINDOW`` awaiting an answer.
 
 Asserted: every flood request gets exactly one response, rejected with the code
 ``docs/mqtt.md`` documents for its kind (a bet arriving outside betting may be
@@ -51,9 +51,9 @@ from _fault_support import (
     report,
     wait_until,
 )
-from _flood_requests import MAX_PAYLOAD, valid_bet
+from _flood_requests import MAX_DEPTH, MAX_PAYLOAD, valid_bet
 
-from firmware_host.table import floor as floor_module
+from firmware_host import boundedjson
 from tablesim.floor_client import FloorClient
 
 ROUNDS = int(os.environ.get("TABLECTL_FLOOD_ROUNDS", "20"))  # measured with, and without
@@ -150,7 +150,7 @@ async def run_flood(
     broker: Any, short_dir: Path, *, window: int, count: int, rounds: int, blind: bool
 ) -> dict[str, Any]:
     """The table, the dealer's rounds without then with the flood; everything measured."""
-    assert MAX_PAYLOAD == floor_module.MAX_PAYLOAD
+    assert (MAX_PAYLOAD, MAX_DEPTH) == (boundedjson.MAX_REQUEST_BYTES, boundedjson.MAX_DEPTH)
     rng = random.Random(SEED + 4)
     cfg_path = short_dir / "fantan.toml"
     cfg_path.write_text(CONFIG.format(table=TABLE, host=broker.host, port=broker.port))
