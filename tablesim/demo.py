@@ -38,6 +38,7 @@ from .broker import EmbeddedBroker
 from .dealer import Dealer
 from .floor_client import FloorClient, FloorMessage
 from .players import SimulatedPlayers
+from .principals import Principals, make_principals
 from .printer import RoundPrinter, out
 from .tables import DEMO_DRIVERS, table_document, to_toml
 
@@ -112,6 +113,9 @@ class DemoTable:
         self.rounds: list[JSON] = []
         self.ids: list[str] = []
         self.config_path = self.tmp / "table.toml"
+        #: The floor's principals, their keys generated in the demo's directory: the
+        #: table requires signed requests, as on a casino floor.
+        self.principals: Principals = make_principals(self.tmp / "keys")
 
     async def __aenter__(self) -> DemoTable:
         await self.start()
@@ -137,7 +141,9 @@ class DemoTable:
             "reconnect_min_ms": 100,
             "reconnect_max_ms": 2000,
         }
-        doc = table_document(self.game, self.devices, mqtt=mqtt)
+        doc = table_document(
+            self.game, self.devices, mqtt=mqtt, auth=self.principals.auth_section()
+        )
         self.config_path.write_text(to_toml(doc))
         self.cfg = validate_document(doc, str(self.config_path))
         self.printer = RoundPrinter(self.cfg, self.quiet)
@@ -149,6 +155,7 @@ class DemoTable:
             prefix=PREFIX,
             client_id=f"demo-floor-{self.seed}",
             on_message=self._on_message,
+            signers=self.principals,
         )
         await self.floor.start()
         started = datetime.now(UTC) - timedelta(seconds=1)  # the table's clock is in ms

@@ -95,10 +95,11 @@ def _encode(value: Any, out: list[str]) -> None:
         out.append("]")
     elif isinstance(value, dict):
         out.append("{")
-        keys = sorted(value, key=lambda k: k.encode("utf-16-be", "surrogatepass"))
-        for i, key in enumerate(keys):
+        for key in value:
             if not isinstance(key, str):
                 raise CanonicalError(f"object member name {key!r} is not a string")
+        keys = sorted(value, key=lambda k: k.encode("utf-16-be", "surrogatepass"))
+        for i, key in enumerate(keys):
             if i:
                 out.append(",")
             out.append(_string(key))

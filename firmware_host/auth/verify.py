@@ -203,8 +203,7 @@ class Authenticator:
             holders = ", ".join(sorted(self.settings.holders(permission))) or "nobody"
             raise AuthError(
                 "NOT_PERMITTED",
-                f"{principal.name} (roles: {roles}) may not {permission}; "
-                f"allowed: {holders}",
+                f"{principal.name} (roles: {roles}) may not {permission}; allowed: {holders}",
             )
 
 

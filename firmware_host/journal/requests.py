@@ -123,9 +123,7 @@ class RequestStore(Connection):
                 raise RequestIdTaken(
                     f"request id {request_id!r} of {principal!r} is already answered"
                 ) from exc
-        return RequestRecord(
-            principal, request_id, topic, digest, round_id, verified, answer, now
-        )
+        return RequestRecord(principal, request_id, topic, digest, round_id, verified, answer, now)
 
     def requests_answered(self, limit: int = 50) -> list[RequestRecord]:
         """The last ``limit`` journaled answers, newest first (console, tests)."""
@@ -170,6 +168,4 @@ class RequestStore(Connection):
     def clear_approvals(self, action: str, subject: str) -> None:
         """Forget the approvals of a finished action (in the transaction that finishes it)."""
         with self._tx("clear_approvals") as db:
-            db.execute(
-                "DELETE FROM approvals WHERE action = ? AND subject = ?", (action, subject)
-            )
+            db.execute("DELETE FROM approvals WHERE action = ? AND subject = ?", (action, subject))
