@@ -20,7 +20,13 @@ from drivers.registry import DeviceConfig
 
 from .auth import AuthSettings, KeyFileError, load_public_key
 from .auth.policy import PrincipalSpec
-from .config import FieldSpec, TableConfig, register_section, validate_fields
+from .config import (
+    FieldSpec,
+    TableConfig,
+    register_section,
+    result_device_problems,
+    validate_fields,
+)
 from .console import ConsoleSettings
 from .devices import gpio_problems
 from .games.jackpot import JackpotParams
@@ -101,6 +107,7 @@ def read_plan(
     auth_problems, warnings = _auth_problems(auth, cfg.result_source)
     problems = [
         *gpio_problems(devices, simulated=simulated, injected=pin_factory_given),
+        *result_device_problems(cfg),
         *auth_problems,
         *cfg.unread_options(),
     ]

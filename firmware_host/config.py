@@ -469,18 +469,34 @@ def validate_document(
 def _check_result_source(
     game: Game[Any, Any], devices: Any, result_source: str | None, errors: list[str]
 ) -> str:
-    """No silent manual table: a game whose result a device reads (the roulette wheel)
-    refuses a table without that device, enabled and of the right kind, unless
-    ``table.result_source = "manual"`` says that people enter its results. Returns
-    the result source in force."""
+    """The result source in force (``table.result_source``, by default ``device`` for a
+    game with a result device, else ``manual``), refusing the contradictions: a
+    ``device`` source for a game without one, and ``manual`` beside an enabled device
+    that reads the results (one source of results, never two). A table without its
+    result device and without ``manual`` is refused by the daemon and ``check-config``
+    (:func:`result_device_problems`), not here: the rules alone (``tablectl settle``)
+    need no device."""
     kind = game.result_device
     if kind is None:
         if result_source == "device":
             errors.append(
                 f"table.result_source: {game.game_id} has no result device; its results are "
-                "declared by command (remove the key or say \"manual\")"
+                'declared by command (remove the key or say "manual")'
             )
         return "manual"
+    if result_source == "manual":
+        readers, _ = _result_readers(kind, devices)
+        if readers:
+            errors.append(
+                f'table.result_source: "manual", but devices.{readers[0]} (a {kind}) reads '
+                f"the results of this {game.game_id} table: remove one or the other"
+            )
+        return "manual"
+    return "device"
+
+
+def _result_readers(kind: str, devices: Any) -> tuple[list[str], list[str]]:
+    """The enabled and the disabled devices of ``kind`` among ``[devices]``."""
     if isinstance(devices, Section):
         devices = devices.untracked()
     kinds: Mapping[str, str] = {}
@@ -492,26 +508,30 @@ def _check_result_source(
         if kinds.get(getattr(dev, "driver", "")) != kind:
             continue
         (readers if getattr(dev, "enabled", True) else disabled).append(str(name))
-    if result_source == "manual":
-        if readers:
-            errors.append(
-                f"table.result_source: \"manual\", but devices.{readers[0]} (a {kind}) reads "
-                f"the results of this {game.game_id} table: remove one or the other"
-            )
-        return "manual"
-    if not readers:
-        why = (
-            f"devices.{disabled[0]} is disabled"
-            if disabled
-            else f"no [devices.<name>] section has a {kind} driver"
-        )
-        errors.append(
-            f"devices: a {game.game_id} table reads its results from a {kind}, and {why}: "
-            f"configure the {kind}, or say table.result_source = \"manual\" if people enter "
-            "the results (they then need signed requests and the 'result' permission, "
-            "docs/security.md)"
-        )
-    return "device"
+    return readers, disabled
+
+
+def result_device_problems(cfg: TableConfig) -> list[str]:
+    """No silent manual table: a game whose result a device reads (the roulette wheel)
+    cannot run without that device, enabled and of the right kind, unless
+    ``table.result_source = "manual"`` says that people enter its results."""
+    kind = cfg.game.result_device
+    if kind is None or cfg.result_source == "manual":
+        return []
+    readers, disabled = _result_readers(kind, cfg.sections.get("devices"))
+    if readers:
+        return []
+    why = (
+        f"devices.{disabled[0]} is disabled"
+        if disabled
+        else f"no [devices.<name>] section has a {kind} driver"
+    )
+    return [
+        f"devices: a {cfg.game_id} table reads its results from a {kind}, and {why}: "
+        f'configure the {kind}, or say table.result_source = "manual" if people enter '
+        "the results (they then need signed requests and the 'result' permission, "
+        "docs/security.md)"
+    ]
 
 
 def _check_device_kinds(game: Game[Any, Any], devices: Any, errors: list[str]) -> None:
@@ -555,8 +575,5 @@ def load_config(path: str | Path) -> TableConfig:
 def default_config(game_id: str, table_id: str = "demo-1") -> TableConfig:
     """A configuration with every default, for ``tablectl settle``/``math`` without ``--config``."""
     return validate_document(
-        {
-            "version": CURRENT_VERSION,
-            "table": {"id": table_id, "game": game_id, "result_source": "manual"},
-        }
+        {"version": CURRENT_VERSION, "table": {"id": table_id, "game": game_id}}
     )

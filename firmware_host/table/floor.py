@@ -497,6 +497,11 @@ class FloorRequests:
             return {"round_id": e.open_betting(source=source).round_id}
         if command == "jackpot_paid":
             return self._jackpot_paid(args, data, who, rid)
+        if command == "result" and not self.procedure.manual_results:
+            raise RequestError(
+                "RESULT_FROM_DEVICE_ONLY",
+                "this table reads its results from its device; a result cannot be entered remotely",
+            )
         e.check_round(data.get("round_id"), command)
         if command == "close_betting":
             return {"round_id": e.close_betting(source=source).round_id}
@@ -513,11 +518,6 @@ class FloorRequests:
             out = self.procedure.deal_setup(args, source)
             return _with_round(out, data.get("round_id"))
         if command == "result":
-            if not self.procedure.manual_results:
-                raise RequestError(
-                    "RESULT_FROM_DEVICE_ONLY",
-                    "this table reads its results from its device; a result cannot be entered remotely",
-                )
             if "outcome" not in args:
                 raise RequestError("MALFORMED_REQUEST", "result needs an 'outcome'")
             payload = e.submit_result(args["outcome"], source=source)
