@@ -135,6 +135,7 @@ def make_table(
     signatures: bool = True,
     journal: Journal | None = None,
     devices: tuple[Device, ...] = (),
+    keys: dict[str, Ed25519PrivateKey] | None = None,
 ) -> Table:
     clock = Clock()
     cfg = validate_document(
@@ -144,7 +145,7 @@ def make_table(
             "limits": {"min_stake": 100, "max_stake": 1_000_000},
         }
     )
-    keys = {n: Ed25519PrivateKey.generate() for n in ROLES}
+    keys = keys or {n: Ed25519PrivateKey.generate() for n in ROLES}
     settings = AuthSettings(
         signatures=signatures,
         max_age_s=30,
