@@ -477,6 +477,19 @@ class FloorRequests:
             extra: dict[str, JSON] = {"command": command} if isinstance(command, str) else {}
             return _Acted(self._refusal(False, rid, who, exc.code, exc.message, **extra), named)
         acted_on = result.get("round_id") if isinstance(result, dict) else None
+        # The audit chain names who did it, as the table established it (in the same
+        # transaction as the change and its answer).
+        self.journal.append_event(
+            "floor_command",
+            {
+                "command": command,
+                "request_id": rid,
+                "principal": who.name,
+                "verified": who.verified,
+                "key": who.key,
+                "round_id": acted_on if isinstance(acted_on, str) else None,
+            },
+        )
         return _Acted(
             response(self.table_id, rid, "ok", command=command, principal=who.name, data=result),
             acted_on if isinstance(acted_on, str) else None,

@@ -284,6 +284,12 @@ def test_the_audit_names_the_verified_principal(tmp_path: Path) -> None:
     t.cmd("pit", "void_round", args={"reason": "test"})
     by = t.journal.events(10, kind="round_void_by")
     assert by[-1].data == {"round_id": rnd, "source": "mqtt:pit"}
+    done = t.journal.events(10, kind="floor_command")
+    assert [(e.data["command"], e.data["principal"], e.data["verified"]) for e in done] == [
+        ("open_betting", "dealer", True),
+        ("void_round", "pit", True),
+    ]
+    assert done[-1].data["key"].startswith("ed25519:") and done[-1].data["round_id"] == rnd
     answers = t.journal.requests_answered(10)
     assert {(a.principal, a.verified) for a in answers} == {("dealer", True), ("pit", True)}
     unsigned = make_table(tmp_path / "u", signatures=False)
