@@ -45,6 +45,7 @@ from ..journal import (
     OutboxMessage,
     PhaseNotAllowed,
     RoundFinished,
+    RoundNotFound,
     RoundRecord,
     new_round_id,
 )
@@ -380,6 +381,9 @@ class RoundEngine:
             if known is not None:
                 return self._answer_again(known, raw, principal)
             if cur is None or cur.round_id != round_id:
+                pruned = self._pruned(round_id)
+                if pruned is not None:
+                    return BetAnswer(False, bet_id, "ROUND_PRUNED", pruned, round_id)
                 return BetAnswer(
                     False,
                     bet_id,
@@ -463,6 +467,21 @@ class RoundEngine:
         self._bets_of(rid)[record.bet_id] = record.to_bet()
         self.journal.on_rollback(self._resync)
         return BetAnswer(True, bet.bet_id, round_id=rid, bet=record.to_bet().to_json())
+
+    def _pruned(self, round_id: str) -> str | None:
+        """Why nothing can be said of a bet in ``round_id`` any more (a round whose bets
+        the journal no longer keeps, ``[journal] full_rounds``), or None."""
+        try:
+            rnd = self.journal.round(round_id)
+        except RoundNotFound:
+            return None
+        if rnd.detail != "summary":
+            return None
+        return (
+            f"round {round_id} finished at {rnd.finished_at} and its bets are no longer kept "
+            "in full here ([journal] full_rounds): the floor's copy of its settlement says "
+            "what was settled"
+        )
 
     def _answer_again(self, known: BetRecord, raw: object, principal: str | None) -> BetAnswer:
         """The answer to a place of a bet already journaled (a retry, in any phase)."""

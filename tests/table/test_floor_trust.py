@@ -122,6 +122,27 @@ def test_a_cancelled_bet_is_answered_as_cancelled_in_every_phase(tmp_path: Path)
     assert t.journal.settlement(rnd)["bets"] == []
 
 
+def test_past_the_window_a_bet_is_never_answered_rejected_as_if_it_had_not_been(
+    tmp_path: Path,
+) -> None:
+    # Once the journal keeps only a summary of a round (beyond [journal] full_rounds),
+    # the table cannot tell whether a bet was in it: it says so, never "not placed".
+    from firmware_host.journal import Journal
+
+    j = Journal(tmp_path / "j.sqlite3", raw_frame_rounds=10, full_rounds=10)
+    t = make_table(tmp_path, journal=j)
+    first = open_round(t)
+    assert t.bet("pos", red("b1"))["status"] == "accepted"
+    settle(t)
+    for _ in range(10):
+        open_round(t)
+        settle(t)
+    assert t.journal.round(first).detail == "summary"
+    r = t.bet("pos", red("b1"), round_id=first)
+    assert (r["status"], r["code"]) == ("rejected", "ROUND_PRUNED")
+    assert "floor's copy" in r["message"]
+
+
 def test_a_bet_for_another_round_is_not_placed_in_this_one(tmp_path: Path) -> None:
     t = make_table(tmp_path)
     first = open_round(t)
