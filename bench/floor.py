@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tablesim.floor_client import FloorClient, FloorMessage
+from tablesim.principals import make_principals
 from tablesim.tables import table_document
 
 from .common import Figure, latency_summary, workdir
@@ -33,7 +34,9 @@ JSON = Any
 class CommandTable:
     def __init__(self, host: str, port: int, directory: Path, index: int) -> None:
         self.table_id = f"bench-ft-{index:03d}"
-        doc = table_document("fantan", {})
+        # signed requests, as on a casino floor (issue 14): keys made for the bench
+        self.principals = make_principals(directory / f"keys-{self.table_id}")
+        doc = table_document("fantan", {}, auth=self.principals.auth_section())
         doc["table"]["id"] = self.table_id
         doc["mqtt"] = mqtt_section(host, port, f"tablectl-{self.table_id}")
         self.daemon = DaemonProcess(doc, directory, self.table_id)
@@ -57,7 +60,7 @@ class CommandTable:
         ready = await self.daemon.start(timeout=120)
         self.floor = FloorClient(
             self.host, self.port, self.table_id, client_id=f"bench-floor-{self.table_id}",
-            on_message=self._on_message,
+            on_message=self._on_message, signers=self.principals,
         )  # fmt: skip
         await self.floor.start()
         floor_nodelay(self.floor)

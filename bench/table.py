@@ -32,6 +32,7 @@ from drivers.cammegh.sim import CammeghSim, SimTiming
 from firmware_host.config import validate_document
 from tablesim.floor_client import FloorClient, FloorMessage
 from tablesim.players import SimulatedPlayers
+from tablesim.principals import make_principals
 from tablesim.tables import table_document
 
 from .common import (
@@ -97,10 +98,18 @@ class WheelTable:
         self.players: SimulatedPlayers | None = None
         self._tag = 0
         self.split = 0.0
+        #: The floor's principals: requests are signed, as on a casino floor (issue 14).
+        self.principals = make_principals(self.dir / f"keys-{self.table_id}")
 
     def _doc(self, port_path: str) -> dict[str, JSON]:
-        doc = table_document("roulette", {"wheel": {"driver": "cammegh-ss2", "port": port_path}})
+        doc = table_document(
+            "roulette",
+            {"wheel": {"driver": "cammegh-ss2", "port": port_path}},
+            auth=self.principals.auth_section(),
+        )
         doc["table"]["id"] = self.table_id
+        # 1000 bets a round from 8 seats: above the table's default caps per seat ([bets])
+        doc["bets"] = {"max_bets_per_seat": 1000, "max_seat_stakes": 10**11}
         doc["mqtt"] = mqtt_section(self.host, self.port, f"tablectl-{self.table_id}")
         return doc
 
@@ -114,7 +123,7 @@ class WheelTable:
         ready = await self.daemon.start()
         self.floor = FloorClient(
             self.host, self.port, self.table_id, client_id=f"bench-floor-{self.table_id}",
-            on_message=self._on_message,
+            on_message=self._on_message, signers=self.principals,
         )  # fmt: skip
         await self.floor.start()
         floor_nodelay(self.floor)

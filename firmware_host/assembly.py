@@ -18,13 +18,24 @@ from typing import Any
 
 from drivers.registry import DEVICE_KINDS, DeviceConfig
 
-from .config import FieldSpec, TableConfig, register_section, validate_fields
+from .auth import AuthSettings, KeyFileError, load_public_key
+from .auth.policy import PrincipalSpec
+from .config import (
+    FieldSpec,
+    TableConfig,
+    register_section,
+    result_device_problems,
+    validate_fields,
+)
 from .console import ConsoleSettings
 from .devices import gpio_problems
 from .face.board import StatisticsSettings, board_problems
 from .games.jackpot import JackpotParams
+from .games.money import MAX_STAKE
 from .journal import JournalSettings
 from .mqtt import MqttSettings
+from .table.engine import BetCaps
+from .table.floor import bet_caps
 from .table.jackpot import JackpotSettings
 
 DAEMON_SPECS: dict[str, FieldSpec] = {
@@ -61,8 +72,16 @@ class TablePlan:
     jackpot: JackpotSettings | None
     #: ``[statistics]``: the window of the roulette and dice statistics.
     statistics: StatisticsSettings
-    #: Why this configuration cannot run here (unread options, GPIO), one line each.
+    #: Who may send what (``[auth]``), key file paths resolved against the table file.
+    auth: AuthSettings
+    #: How many bets and how much stake a round and a seat may hold (``[bets]``).
+    bet_caps: BetCaps
+    #: ``device`` or ``manual`` (``table.result_source``).
+    result_source: str
+    #: Why this configuration cannot run here (unread options, GPIO, keys), one line each.
     problems: tuple[str, ...]
+    #: What runs but deserves a look (signatures off...), one line each.
+    warnings: tuple[str, ...] = ()
 
 
 def read_plan(
@@ -87,8 +106,13 @@ def read_plan(
     params = cfg.game.jackpot_params(cfg.rules)
     jackpot = JackpotSettings.from_section(cfg.section("jackpot")) if params else None
     statistics = StatisticsSettings.from_section(cfg.section("statistics"))
+    auth = _resolve_keys(cfg.section("auth") or AuthSettings(), cfg.source)
+    caps = bet_caps(cfg.section("bets"), cfg.limits.max_stake or MAX_STAKE)
+    auth_problems, warnings = _auth_problems(auth, cfg.result_source)
     problems = [
         *gpio_problems(devices, simulated=simulated, injected=pin_factory_given),
+        *result_device_problems(cfg),
+        *auth_problems,
         *board_problems(
             cfg.game_id,
             [(d.name, DEVICE_KINDS.get(d.driver, ""), d.settings) for d in devices if d.enabled],
@@ -105,8 +129,64 @@ def read_plan(
         jackpot_params=params,
         jackpot=jackpot,
         statistics=statistics,
+        auth=auth,
+        bet_caps=caps,
+        result_source=cfg.result_source,
         problems=tuple(problems),
+        warnings=tuple(warnings),
     )
+
+
+def _resolve_keys(auth: AuthSettings, source: str) -> AuthSettings:
+    """Key file paths relative to the table file's directory (an absolute path stays)."""
+    base = Path(source).parent if Path(source).suffix == ".toml" else Path.cwd()
+    principals = {
+        name: PrincipalSpec(name, tuple(str(base / k) for k in spec.keys), spec.roles)
+        for name, spec in auth.principals.items()
+    }
+    return replace(auth, principals=principals)
+
+
+def _auth_problems(auth: AuthSettings, result_source: str) -> tuple[list[str], list[str]]:
+    """Key files that cannot be read; a manual table without signed, permitted people
+    to enter results (problems); signatures off, nobody to take bets (warnings)."""
+    problems: list[str] = []
+    warnings: list[str] = []
+    if auth.signatures:
+        for name, spec in auth.principals.items():
+            for key in spec.keys:
+                try:
+                    load_public_key(key)
+                except KeyFileError as exc:
+                    problems.append(f"auth.principals.{name}.keys: {exc}")
+    else:
+        warnings.append(
+            "auth.signatures = false: floor requests are NOT authenticated; anyone who can "
+            "publish on the table's request topics can open, close, void and settle rounds "
+            "and place or cancel any bet (for a bench only; docs/security.md)"
+        )
+    if result_source == "manual":
+        if not auth.signatures:
+            problems.append(
+                "table.result_source = \"manual\": results entered by people need signed "
+                "requests (auth.signatures = true)"
+            )
+        elif not auth.holders("result"):
+            problems.append(
+                "table.result_source = \"manual\": no principal of [auth.principals] may "
+                "enter a result (give one the 'dealer' role or a role with 'result')"
+            )
+    if auth.signatures and not auth.principals:
+        warnings.append(
+            "auth: no principal is configured: every floor request (bets, commands) will be "
+            "refused UNKNOWN_PRINCIPAL"
+        )
+    return problems, warnings
+
+
+def assembly_warnings(cfg: TableConfig) -> list[str]:
+    """What ``tablectl check-config`` warns about (the table runs, but look)."""
+    return list(read_plan(cfg).warnings)
 
 
 def assembly_problems(cfg: TableConfig) -> list[str]:

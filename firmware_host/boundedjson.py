@@ -108,6 +108,11 @@ def check_shape(
         )
 
 
+def _no_constant(name: str) -> Any:
+    """NaN and the infinities are not JSON (and have no canonical form to sign)."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def loads(
     raw: bytes,
     *,
@@ -127,15 +132,17 @@ def loads(
         except UnicodeDecodeError:
             raise RequestShapeError("MALFORMED_JSON", "the request is not UTF-8 text") from None
         try:
-            value: JSON = json.loads(text, parse_int=parse_int)
+            value: JSON = json.loads(text, parse_int=parse_int, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise RequestShapeError(
                 "MALFORMED_JSON",
                 f"the request is not valid JSON: {exc.msg} at position {exc.pos}",
             ) from None
-        except (ValueError, RecursionError) as exc:  # belt and braces: the shape was checked
+        except RecursionError:  # belt and braces: the shape was checked
+            raise RequestShapeError("MALFORMED_JSON", "the request nests too deeply") from None
+        except ValueError as exc:  # NaN/Infinity, or an integer parse_int refused
             raise RequestShapeError(
-                "MALFORMED_JSON", f"the request cannot be read: {type(exc).__name__}"
+                "MALFORMED_JSON", f"the request is not valid JSON: {exc}"
             ) from None
     except RequestShapeError:
         _last_refused = raw

@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = (
     "firmware_host.subcommands.rules",  # check-config, settle, math, score
     "firmware_host.subcommands.daemon",  # run, demo
     "firmware_host.subcommands.ops",  # console, audit
+    "firmware_host.subcommands.keys",  # keys generate/id/sign
     "drivers.cli",  # sim, decode
     "tableview.cli",  # view (its web server is imported only when it runs)
 )

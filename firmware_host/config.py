@@ -98,6 +98,8 @@ SECTION_MODULES = (
     "firmware_host.assembly",
     "firmware_host.console",
     "firmware_host.table.jackpot",
+    "firmware_host.auth",
+    "firmware_host.table.floor",
     "drivers.registry",
 )
 _sections_loaded = False
@@ -182,6 +184,15 @@ TABLE_SPECS: dict[str, FieldSpec] = {
         "str", "floor", doc="rounding rule of payouts", choices=tuple(r.value for r in Rounding)
     ),
     "name": FieldSpec("str", "", doc="human-readable name of the table"),
+    "result_source": FieldSpec(
+        "str",
+        None,
+        doc="where results come from: 'device' (the game's result device, which must be "
+        "configured and enabled) or 'manual' (entered by people over commands/request: "
+        "needs signed requests and a principal allowed 'result'); default: the device, or "
+        "'manual' for a game without one (mah-jong, P'ai Kao)",
+        choices=("device", "manual"),
+    ),
 }
 
 LIMIT_SPECS: dict[str, FieldSpec] = {
@@ -246,6 +257,9 @@ class TableConfig:
     rules: Any
     sections: Mapping[str, Any] = field(default_factory=dict)
     source: str = "<defaults>"
+    #: ``device`` (the game's result device reads results) or ``manual`` (entered by
+    #: people, over signed commands): never a silent fallback from one to the other.
+    result_source: str = "device"
     #: Every option the file sets in a module's section: ``"daemon.watchdog_check"``,
     #: ``"devices.wheel"`` (a device is one option: its driver checks its own keys).
     options: frozenset[str] = frozenset()
@@ -427,8 +441,12 @@ def validate_document(
         raw = doc.get(name)
         if isinstance(raw, Mapping):
             options.update(f"{name}.{key}" for key in raw)
+    result_source = table.get("result_source")
     if game is not None:
         _check_device_kinds(game, parsed_sections.get("devices"), errors)
+        result_source = _check_result_source(
+            game, parsed_sections.get("devices"), result_source, errors
+        )
 
     if errors or money is None or game is None or rules is None:
         raise ConfigInvalid(source, errors or ["configuration is incomplete"])
@@ -444,7 +462,76 @@ def validate_document(
         source=source,
         options=frozenset(options),
         reads=reads,
+        result_source=result_source or "device",
     )
+
+
+def _check_result_source(
+    game: Game[Any, Any], devices: Any, result_source: str | None, errors: list[str]
+) -> str:
+    """The result source in force (``table.result_source``, by default ``device`` for a
+    game with a result device, else ``manual``), refusing the contradictions: a
+    ``device`` source for a game without one, and ``manual`` beside an enabled device
+    that reads the results (one source of results, never two). A table without its
+    result device and without ``manual`` is refused by the daemon and ``check-config``
+    (:func:`result_device_problems`), not here: the rules alone (``tablectl settle``)
+    need no device."""
+    kind = game.result_device
+    if kind is None:
+        if result_source == "device":
+            errors.append(
+                f"table.result_source: {game.game_id} has no result device; its results are "
+                'declared by command (remove the key or say "manual")'
+            )
+        return "manual"
+    if result_source == "manual":
+        readers, _ = _result_readers(kind, devices)
+        if readers:
+            errors.append(
+                f'table.result_source: "manual", but devices.{readers[0]} (a {kind}) reads '
+                f"the results of this {game.game_id} table: remove one or the other"
+            )
+        return "manual"
+    return "device"
+
+
+def _result_readers(kind: str, devices: Any) -> tuple[list[str], list[str]]:
+    """The enabled and the disabled devices of ``kind`` among ``[devices]``."""
+    if isinstance(devices, Section):
+        devices = devices.untracked()
+    kinds: Mapping[str, str] = {}
+    with contextlib.suppress(ModuleNotFoundError):
+        kinds = importlib.import_module("drivers.registry").DEVICE_KINDS
+    readers: list[str] = []
+    disabled: list[str] = []
+    for name, dev in (devices or {}).items() if isinstance(devices, Mapping) else ():
+        if kinds.get(getattr(dev, "driver", "")) != kind:
+            continue
+        (readers if getattr(dev, "enabled", True) else disabled).append(str(name))
+    return readers, disabled
+
+
+def result_device_problems(cfg: TableConfig) -> list[str]:
+    """No silent manual table: a game whose result a device reads (the roulette wheel)
+    cannot run without that device, enabled and of the right kind, unless
+    ``table.result_source = "manual"`` says that people enter its results."""
+    kind = cfg.game.result_device
+    if kind is None or cfg.result_source == "manual":
+        return []
+    readers, disabled = _result_readers(kind, cfg.sections.get("devices"))
+    if readers:
+        return []
+    why = (
+        f"devices.{disabled[0]} is disabled"
+        if disabled
+        else f"no [devices.<name>] section has a {kind} driver"
+    )
+    return [
+        f"devices: a {cfg.game_id} table reads its results from a {kind}, and {why}: "
+        f'configure the {kind}, or say table.result_source = "manual" if people enter '
+        "the results (they then need signed requests and the 'result' permission, "
+        "docs/security.md)"
+    ]
 
 
 def _check_device_kinds(game: Game[Any, Any], devices: Any, errors: list[str]) -> None:

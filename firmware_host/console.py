@@ -135,7 +135,7 @@ class ConsoleBackend(Protocol):
     def check_config(self) -> JSON: ...
     def faults(self) -> JSON: ...
     def audit_event(self, kind: str, data: Mapping[str, JSON]) -> None: ...
-    def void_round(self, reason: str, who: str) -> JSON: ...
+    def void_round(self, round_id: str, reason: str, who: str) -> JSON: ...
     def jackpot_adjust(self, amount: int, reason: str, who: str) -> JSON: ...
     def jackpot_reset(self, reason: str, who: str) -> JSON: ...
     def jackpot_params(self, key: str, value: str, reason: str, who: str) -> JSON: ...
@@ -168,7 +168,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("check-config", "check-config", "validate the configuration file on disk"),
     Command("login", "login NAME", "log in as an operator (asks for the PIN)"),
     Command("logout", "logout", "end the operator session"),
-    Command("void", "void REASON...", "void the round in progress, every bet refunded", True),
+    Command(
+        "void",
+        "void ROUND_ID REASON...",
+        "void the round in progress (named, as `round` shows it), every bet refunded",
+        True,
+    ),
     Command(
         "jackpot-adjust",
         "jackpot-adjust AMOUNT REASON...",
@@ -389,9 +394,10 @@ class ConsoleSession:
             return _fmt(b.check_config())
         who = self.user or "?"
         if n == "void":
-            if not args:
-                return ["error: syntax: void REASON..."]
-            return _fmt(b.void_round(args, who))
+            round_id, _, reason = args.partition(" ")
+            if not reason.strip():
+                return ["error: syntax: void ROUND_ID REASON... (the round id as `round` shows it)"]
+            return _fmt(b.void_round(round_id, reason.strip(), who))
         if n == "jackpot-adjust":
             amount, _, reason = args.partition(" ")
             try:

@@ -132,8 +132,11 @@ class TableConsoleBackend:
             "privileged_action", {"action": action, "operator": who, "why": why, **data}
         )
 
-    def void_round(self, reason: str, who: str) -> JSON:
-        self._privileged("void_round", who, reason)
+    def void_round(self, round_id: str, reason: str, who: str) -> JSON:
+        """Void the round ``round_id`` names, if it is the one in progress (a void typed
+        for a round that has since ended never voids the next one: STALE_ROUND)."""
+        self.engine.check_round(round_id, "void")
+        self._privileged("void_round", who, reason, round_id=round_id)
         payload = self.engine.void_round(f"{reason} (console, {who})", source=f"console:{who}")
         return {"round_id": payload["round_id"], "status": "void", "refunded": len(payload["bets"])}
 

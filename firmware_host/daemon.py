@@ -38,6 +38,7 @@ from typing import Any
 
 from . import __version__
 from .assembly import TablePlan, read_plan
+from .auth import Authenticator
 from .config import ConfigInvalid, TableConfig, load_config
 from .console import ConsoleSession, ConsoleSettings, Lockout, serve_socket, serve_stream
 from .console_backend import TableConsoleBackend
@@ -141,7 +142,12 @@ class TableDaemon:
         if plan.jackpot_params is not None:
             self.jackpot = self._jackpot(j, plan)
         engine = self.engine = RoundEngine(
-            cfg, j, jackpot=self.jackpot, play_stop=faults.play_stop, extensions=self.extensions
+            cfg,
+            j,
+            jackpot=self.jackpot,
+            play_stop=faults.play_stop,
+            extensions=self.extensions,
+            caps=plan.bet_caps,
         )
         devices = self.devices = TableDevices(
             plan.devices,
@@ -156,10 +162,19 @@ class TableDaemon:
                 extensions=self.extensions,
             )
         )
-        floor = self.floor = FloorRequests(engine, procedure, jackpot=self.jackpot)
+        auth = Authenticator(plan.auth, cfg.table_id)
+        if not auth.signatures:
+            log.warning("[auth] signatures = false: floor requests are NOT authenticated")
+        floor = self.floor = FloorRequests(engine, procedure, auth=auth, jackpot=self.jackpot)
         link = self.link = FloorLink(plan.mqtt, cfg.table_id, j, handler=floor.handle)
         self.state = TableState(
-            self.extensions, publish=link.set_state, game_id=cfg.game_id, faults=faults
+            self.extensions,
+            publish=link.set_state,
+            game_id=cfg.game_id,
+            faults=faults,
+            auth=auth.mode,
+            result_source=plan.result_source,
+            last_round=engine.last_round_id,
         )
         # A storage fault raised or cleared: the retained state says so at once, and the
         # link retries what it could not mark published.

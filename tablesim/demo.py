@@ -39,6 +39,7 @@ from .broker import EmbeddedBroker
 from .dealer import Dealer
 from .floor_client import FloorClient, FloorMessage
 from .players import SimulatedPlayers
+from .principals import Principals, make_principals
 from .printer import RoundPrinter, out
 from .tables import DEMO_DRIVERS, table_document, to_toml
 
@@ -138,6 +139,9 @@ class DemoTable:
         #: ``tablectl view`` of the table (with ``view=True``): an MQTT subscriber only.
         self.want_view, self.view_port = view, view_port
         self.view: Any = None
+        #: The floor's principals, their keys generated in the demo's directory: the
+        #: table requires signed requests, as on a casino floor.
+        self.principals: Principals = make_principals(self.tmp / "keys")
 
     async def __aenter__(self) -> DemoTable:
         await self.start()
@@ -163,7 +167,9 @@ class DemoTable:
             "reconnect_min_ms": 100,
             "reconnect_max_ms": 2000,
         }
-        doc = table_document(self.game, self.devices, mqtt=mqtt)
+        doc = table_document(
+            self.game, self.devices, mqtt=mqtt, auth=self.principals.auth_section()
+        )
         self.config_path.write_text(to_toml(doc))
         self.cfg = validate_document(doc, str(self.config_path))
         self.printer = RoundPrinter(self.cfg, self.quiet)
@@ -175,6 +181,7 @@ class DemoTable:
             prefix=PREFIX,
             client_id=f"demo-floor-{self.seed}",
             on_message=self._on_message,
+            signers=self.principals,
         )
         await self.floor.start()
         started = datetime.now(UTC) - timedelta(seconds=1)  # the table's clock is in ms

@@ -8,6 +8,11 @@ Besides requests and their responses it keeps what a floor system knows of the
 table from its topics (``docs/mqtt.md``): the last retained ``state`` (availability,
 phase, round in flight) and the ids of the rounds received on ``rounds``;
 :meth:`FloorClient.until` waits for a condition on them.
+
+It is also the reference *signing client* (``docs/security.md``): with ``signers``,
+every request is signed by the principal whose role allows it, and every command
+names its round as the floor last saw it (``round_id``; ``after_round_id`` for
+``open_betting``), as the table requires.
 """
 
 from __future__ import annotations
@@ -24,7 +29,13 @@ from typing import Any
 
 import aiomqtt
 
+from firmware_host.auth import Signer
 from firmware_host.jsonio import JSON
+
+from .principals import Principals
+
+#: Commands that name no round in progress (``open_betting`` names the one it follows).
+_NO_ROUND = frozenset({"open_betting", "status", "jackpot_paid"})
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,8 @@ class FloorClient:
     state: JSON = None
     #: Ids of the rounds received on ``rounds`` (settled or void).
     finished: set[str] = field(default_factory=set)
+    #: Who signs the requests (None: unsigned, for a table with signatures off).
+    signers: Principals | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _client: aiomqtt.Client | None = None
     _task: asyncio.Task[None] | None = None
@@ -60,6 +73,10 @@ class FloorClient:
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _rounds: asyncio.Queue[JSON] = field(default_factory=asyncio.Queue)
+    #: The round opened by our last open_betting, until the table's state catches up.
+    _opened: str | None = None
+    #: The table's latest round as last heard (state, rounds, or our open_betting).
+    _last: str | None = None
 
     @property
     def root(self) -> str:
@@ -122,10 +139,13 @@ class FloorClient:
             with contextlib.suppress(ValueError):
                 payload = msg.json()
                 self.finished.add(str(payload.get("round_id")))
+                self._last = str(payload.get("round_id"))
                 self._rounds.put_nowait(payload)
         elif msg.topic == "state":
             with contextlib.suppress(ValueError):
                 self.state = msg.json()
+                if isinstance(self.state, dict) and self.state.get("last_round_id"):
+                    self._last = str(self.state["last_round_id"])
         self._changed.set()
         if self.on_message is not None:
             self.on_message(msg)
@@ -140,6 +160,23 @@ class FloorClient:
     def round_id(self) -> str | None:
         """The round in flight by the table's last ``state``."""
         return self.state.get("round_id") if isinstance(self.state, dict) else None
+
+    @property
+    def round_in_progress(self) -> str | None:
+        """The round in flight as the floor last heard of it: the table's ``state``, or
+        the round our last ``open_betting`` opened (until it is finished)."""
+        rid = self.round_id
+        if rid and rid not in self.finished:
+            return str(rid)
+        if self._opened and self._opened not in self.finished:
+            return self._opened
+        return None
+
+    @property
+    def last_round_id(self) -> str | None:
+        """The table's latest round as the floor last heard of it (what ``open_betting``
+        follows)."""
+        return self._last
 
     async def until(self, cond: Callable[[], bool], timeout: float = 30.0, what: str = "") -> None:
         """Until ``cond()`` holds (checked on every message received); TimeoutError
@@ -186,14 +223,57 @@ class FloorClient:
         await self.until(reached, timeout, f"phase {'/'.join(phases)}")
         return self.round_id or ""
 
-    async def request(self, kind: str, body: Mapping[str, JSON], timeout: float = 30.0) -> JSON:
-        """Send on ``<kind>/request`` (``bets`` or ``commands``), await the response."""
+    def new_request_id(self) -> str:
+        return f"{self.client_id}-{next(self._ids)}"
+
+    def sign(
+        self, kind: str, body: Mapping[str, JSON], signer: Signer | None = None
+    ) -> dict[str, JSON]:
+        """``body`` as sent on ``<kind>/request``: signed by ``signer``, or by the
+        principal of ``signers`` whose role allows it (unsigned without either)."""
+        permission = str(body.get("command") or body.get("action") or "")
+        if signer is None and self.signers is not None:
+            signer = self.signers.signer_for(permission)
+        if signer is None:
+            return dict(body)
+        return signer.sign(f"{kind}/request", self.table_id, body)
+
+    async def request(
+        self,
+        kind: str,
+        body: Mapping[str, JSON],
+        timeout: float = 30.0,
+        *,
+        request_id: str | None = None,
+        signer: Signer | None = None,
+    ) -> JSON:
+        """Send on ``<kind>/request`` (``bets`` or ``commands``), signed, await the
+        response. ``request_id``: to retry a request (signed again) under its id."""
         while self._client is None:
             await asyncio.sleep(0.05)
-        rid = f"{self.client_id}-{next(self._ids)}"
+        rid = request_id or self.new_request_id()
         fut: asyncio.Future[JSON] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
-        payload = json.dumps({"request_id": rid, **body})
+        payload = json.dumps(self.sign(kind, {"request_id": rid, **body}, signer))
+        await self._client.publish(f"{self.root}/{kind}/request", payload, qos=1)
+        answer = await asyncio.wait_for(fut, timeout)
+        if (
+            body.get("command") == "open_betting"
+            and isinstance(answer, dict)
+            and answer.get("status") == "ok"
+        ):
+            self._opened = self._last = str(answer["data"]["round_id"])
+        return answer
+
+    async def send_raw_awaiting(
+        self, kind: str, payload: bytes, request_id: str, timeout: float = 30.0
+    ) -> JSON:
+        """Publish ``payload`` as is (a replay, a forgery) and await the answer to
+        ``request_id``."""
+        while self._client is None:
+            await asyncio.sleep(0.05)
+        fut: asyncio.Future[JSON] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = fut
         await self._client.publish(f"{self.root}/{kind}/request", payload, qos=1)
         return await asyncio.wait_for(fut, timeout)
 
@@ -202,14 +282,61 @@ class FloorClient:
             await asyncio.sleep(0.05)
         await self._client.publish(f"{self.root}/{kind}/request", payload, qos=1)
 
-    async def command(self, command: str, **args: JSON) -> JSON:
+    def command_body(
+        self, command: str, *, round_id: str | None = None, **args: JSON
+    ) -> dict[str, JSON]:
+        """A command naming its round: ``round_id`` (default: the round in progress as
+        the floor last heard), or for ``open_betting`` the round it follows."""
         body: dict[str, JSON] = {"command": command}
+        if command == "open_betting":
+            body["after_round_id"] = round_id if round_id is not None else self.last_round_id
+        elif command not in _NO_ROUND or (command == "jackpot_paid" and round_id):
+            body["round_id"] = round_id if round_id is not None else self.round_in_progress
         if args:
             body["args"] = args
-        return await self.request("commands", body)
+        return body
 
-    async def place(self, bet: Mapping[str, JSON]) -> JSON:
-        return await self.request("bets", {"action": "place", "bet": dict(bet)})
+    async def command(
+        self,
+        command: str,
+        *,
+        round_id: str | None = None,
+        request_id: str | None = None,
+        signer: Signer | None = None,
+        **args: JSON,
+    ) -> JSON:
+        body = self.command_body(command, round_id=round_id, **args)
+        return await self.request("commands", body, request_id=request_id, signer=signer)
+
+    async def place(
+        self,
+        bet: Mapping[str, JSON],
+        *,
+        round_id: str | None = None,
+        request_id: str | None = None,
+        signer: Signer | None = None,
+    ) -> JSON:
+        body: dict[str, JSON] = {
+            "action": "place",
+            "round_id": round_id if round_id is not None else self.round_in_progress,
+            "bet": dict(bet),
+        }
+        return await self.request("bets", body, request_id=request_id, signer=signer)
+
+    async def cancel(
+        self,
+        bet_id: str,
+        *,
+        round_id: str | None = None,
+        request_id: str | None = None,
+        signer: Signer | None = None,
+    ) -> JSON:
+        body: dict[str, JSON] = {
+            "action": "cancel",
+            "round_id": round_id if round_id is not None else self.round_in_progress,
+            "bet_id": bet_id,
+        }
+        return await self.request("bets", body, request_id=request_id, signer=signer)
 
     async def next_round(self, timeout: float = 30.0) -> JSON:
         return await asyncio.wait_for(self._rounds.get(), timeout)

@@ -24,10 +24,19 @@ DEMO_DRIVERS: dict[str, str] = {
 
 
 def table_document(
-    game: str, devices: Mapping[str, Any], *, mqtt: Mapping[str, Any] | None = None
+    game: str,
+    devices: Mapping[str, Any],
+    *,
+    mqtt: Mapping[str, Any] | None = None,
+    auth: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The demo's table of ``game`` with ``devices`` (``[devices.<name>]`` sections) and,
-    when given, an ``[mqtt]`` section."""
+    when given, an ``[mqtt]`` and an ``[auth]`` section
+    (:meth:`tablesim.principals.Principals.auth_section`).
+
+    A game whose result device the demo does not simulate (:data:`DEMO_DRIVERS`: the
+    fantan keypad) says ``result_source = "manual"``: its croupier enters the results
+    by command, which the table then requires in so many words."""
     base: dict[str, Any] = {
         "version": 1,
         "table": {
@@ -43,6 +52,13 @@ def table_document(
     }
     if mqtt is not None:
         base["mqtt"] = dict(mqtt)
+    if auth is not None:
+        base["auth"] = dict(auth)
+    kind = _result_device(game)
+    if kind is not None and not any(
+        isinstance(d, Mapping) and _kind_of(d.get("driver")) == kind for d in devices.values()
+    ):
+        base["table"]["result_source"] = "manual"
     if game == "stud-poker":
         base["limits"] = {
             "min_stake": 10000,
@@ -66,6 +82,18 @@ def table_document(
     if game == "mahjong":
         base["limits"] = {"min_stake": 1, "max_stake": 10**9}
     return base
+
+
+def _result_device(game: str) -> str | None:
+    from firmware_host.games import get_game
+
+    return get_game(game).result_device
+
+
+def _kind_of(driver: object) -> str | None:
+    from drivers.registry import DEVICE_KINDS
+
+    return DEVICE_KINDS.get(str(driver))
 
 
 def to_toml(doc: Mapping[str, Any]) -> str:

@@ -199,6 +199,7 @@ def test_settle_refuses_a_5000_digit_stake_as_an_invalid_stake(
 def test_the_floor_door_refuses_a_5000_digit_stake_with_its_request_id(tmp_path: Path) -> None:
     # issue 12 point 7: the same bet on bets/request once answered INTERNAL_ERROR with a
     # null request id; the MQTT door now gets the rules core's refusal, like every door.
+    from firmware_host.auth import Authenticator, AuthSettings
     from firmware_host.config import load_config
     from firmware_host.journal import Journal
     from firmware_host.table.engine import RoundEngine
@@ -206,19 +207,26 @@ def test_the_floor_door_refuses_a_5000_digit_stake_with_its_request_id(tmp_path:
     from firmware_host.table.procedures import ManualProcedure, ProcedureContext
 
     e = RoundEngine(load_config(ROOT / "config" / "roulette.toml"), Journal(tmp_path / "j.db"))
-    e.open_betting()
+    rid = e.open_betting().round_id
+    # an unsigned table: the rules core's refusal is what this test is about
+    floor = FloorRequests(
+        e,
+        ManualProcedure(ProcedureContext(e)),
+        auth=Authenticator(AuthSettings(signatures=False), e.cfg.table_id),
+    )
     payload = (
-        '{"request_id": "r-1", "action": "place", "bet": {"bet_id": "a", "seat": 1, '
+        f'{{"request_id": "r-1", "action": "place", "round_id": "{rid}", '
+        '"bet": {"bet_id": "a", "seat": 1, '
         f'"bet_type": "straight", "selection": [17], "stake": {HUGE}}}}}'
     ).encode()
-    answer = FloorRequests(e, ManualProcedure(ProcedureContext(e))).handle_bet_request(payload)
+    answer = floor.handle_bet_request(payload)
     assert (answer["request_id"], answer["status"], answer["code"]) == (
         "r-1",
         "rejected",
         "BET_INVALID_STAKE",
     )
-    payload = payload.replace(HUGE.encode(), b"2550")
-    answer = FloorRequests(e, ManualProcedure(ProcedureContext(e))).handle_bet_request(payload)
+    payload = payload.replace(HUGE.encode(), b"2550").replace(b"r-1", b"r-2")
+    answer = floor.handle_bet_request(payload)
     assert (answer["status"], answer["code"]) == ("rejected", "BET_STAKE_PAYABLE_UNIT")
 
 
@@ -267,6 +275,7 @@ def test_figure_names_work_at_every_door_59_2004_art_1(
     data = json.loads(out)
     assert data["outcome"]["dice"] == [1, 5, 6] and data["bets"][0]["net"] == 2000  # art. 6 3)
     # the MQTT door: a result entered by command on a table without a shaker
+    from firmware_host.auth import Authenticator, AuthSettings
     from firmware_host.config import load_config
     from firmware_host.journal import Journal
     from firmware_host.table.engine import RoundEngine
@@ -275,11 +284,16 @@ def test_figure_names_work_at_every_door_59_2004_art_1(
 
     cfg = load_config(ROOT / "config" / "fish-prawn-crab.toml")
     e = RoundEngine(cfg, Journal(tmp_path / "j.db"))
-    e.open_betting()
+    rid = e.open_betting().round_id
     e.close_betting()
-    answer = FloorRequests(e, ManualProcedure(ProcedureContext(e))).handle_command_request(
-        b'{"request_id": "r", "command": "result", "args": {"outcome": '
-        b'{"dice": ["fish", "crab", "rooster"]}}}'
+    floor = FloorRequests(
+        e,
+        ManualProcedure(ProcedureContext(e)),
+        auth=Authenticator(AuthSettings(signatures=False), e.cfg.table_id),
+    )
+    answer = floor.handle_command_request(
+        b'{"request_id": "r", "command": "result", "round_id": "%s", "args": {"outcome": '
+        b'{"dice": ["fish", "crab", "rooster"]}}}' % rid.encode()
     )
     assert answer["status"] == "ok", answer
     assert e.journal.round(answer["data"]["round_id"]).outcome["dice"] == [1, 5, 6]

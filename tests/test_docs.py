@@ -37,10 +37,12 @@ def test_config_keys_are_documented() -> None:
 
 def test_every_registered_section_key_is_documented() -> None:
     from firmware_host.assembly import DAEMON_SPECS
+    from firmware_host.auth.policy import AUTH_SPECS
     from firmware_host.console import CONSOLE_SPECS
     from firmware_host.face.board import STATISTICS_SPECS
     from firmware_host.journal import JOURNAL_SPECS
     from firmware_host.mqtt import MQTT_SPECS
+    from firmware_host.table.floor import BETS_SPECS
     from firmware_host.table.jackpot import JACKPOT_SPECS
 
     text = (ROOT / "docs" / "configuration.md").read_text()
@@ -51,6 +53,8 @@ def test_every_registered_section_key_is_documented() -> None:
         ("jackpot", JACKPOT_SPECS),
         ("daemon", DAEMON_SPECS),
         ("statistics", STATISTICS_SPECS),
+        ("auth", AUTH_SPECS),
+        ("bets", BETS_SPECS),
     ):
         assert f"## `[{section}]`" in text, section
         block = text.split(f"## `[{section}]`", 1)[1].split("\n## ", 1)[0]

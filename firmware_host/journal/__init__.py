@@ -18,6 +18,8 @@ One module per concern, each a part of :class:`Journal`:
 - ``rounds``: rounds from open to settled or void, their settlement payloads, and
   the one place that numbers rounds (sequence numbers and round ids);
 - ``bets``: the bets of a round, idempotent by id;
+- ``requests``: the answer to every floor request by request id, journaled with the
+  change it answers (exactly once), and two-person approvals;
 - ``store``: :class:`Journal` itself, game recall and the status snapshot;
 - ``storage``: storage faults (full disk, I/O error, damaged file) translated into
   coded errors and latched calmly (:class:`StorageGuard`);
@@ -50,6 +52,7 @@ from .errors import (
 from .frames import RawFrame
 from .jackpot import DEFAULT_JACKPOT, JackpotHit, JackpotHitRecord
 from .outbox import OutboxEntry, OutboxMessage
+from .requests import RequestIdTaken, RequestRecord
 from .rounds import ROUNDS_TOPIC, RoundRecord, RoundStatus, new_round_id
 from .schema import DB_MIGRATIONS, DB_SCHEMA_VERSION
 from .settings import JOURNAL_SPECS, JournalSettings
@@ -86,6 +89,8 @@ __all__ = [
     "PhaseNotAllowed",
     "RawFrame",
     "RecalledRound",
+    "RequestIdTaken",
+    "RequestRecord",
     "RoundExists",
     "RoundFinished",
     "RoundInFlight",

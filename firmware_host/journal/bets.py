@@ -33,6 +33,8 @@ class BetRecord:
     status: Literal["placed", "cancelled"]
     placed_at: str
     cancelled_at: str | None
+    #: Who placed it (the verified principal of the request; None: not from the floor).
+    principal: str | None = None
 
     def content(self) -> tuple[int, str, str, int]:
         return (self.seat, self.bet_type, canonical_json(self.selection), self.stake)
@@ -51,16 +53,21 @@ class BetRecord:
             "status": self.status,
             "placed_at": self.placed_at,
             "cancelled_at": self.cancelled_at,
+            "principal": self.principal,
         }
 
 
-_BET_COLS = "round_id, bet_id, seat, bet_type, selection, stake, status, placed_at, cancelled_at"
+_BET_COLS = (
+    "round_id, bet_id, seat, bet_type, selection, stake, status, placed_at, cancelled_at, "
+    "principal"
+)
 
 
 def _bet(row: sqlite3.Row) -> BetRecord:
     return BetRecord(
-        row[0], row[1], row[2], row[3], loads_or_none(row[4]), row[5], row[6], row[7], row[8]
-    )
+        row[0], row[1], row[2], row[3], loads_or_none(row[4]), row[5], row[6], row[7], row[8],
+        row[9],
+    )  # fmt: skip
 
 
 class BetStore(RoundStore):
@@ -74,6 +81,7 @@ class BetStore(RoundStore):
         phases: Iterable[str] | None = None,
         at: datetime | None = None,
         outbox: Sequence[OutboxMessage] = (),
+        principal: str | None = None,
     ) -> tuple[BetRecord, bool]:
         """Record a bet (a rules-core ``Bet`` or a mapping with its five fields).
 
@@ -82,6 +90,7 @@ class BetStore(RoundStore):
         same id with different content raises :class:`BetConflict`. Returns
         ``(record, created)``. ``phases``, when given, are the phases in which the
         round accepts bets (checked in the same transaction: :class:`PhaseNotAllowed`).
+        ``principal``: who placed it (only they may cancel it).
         """
         if isinstance(bet, Mapping):
             bet_id, seat, bet_type = bet["bet_id"], bet.get("seat", 0), bet["bet_type"]
@@ -123,13 +132,14 @@ class BetStore(RoundStore):
                 )
             db.execute(
                 "INSERT INTO bets (round_id, bet_id, seat, bet_type, selection, stake, status, "
-                "placed_at) VALUES (?, ?, ?, ?, ?, ?, 'placed', ?)",
-                (round_id, bet_id, seat, bet_type, sel, stake, now),
+                "placed_at, principal) VALUES (?, ?, ?, ?, ?, ?, 'placed', ?, ?)",
+                (round_id, bet_id, seat, bet_type, sel, stake, now, principal),
             )
             self._enqueue(db, outbox, now)
             return BetRecord(
-                round_id, bet_id, seat, bet_type, json.loads(sel), stake, "placed", now, None
-            ), True
+                round_id, bet_id, seat, bet_type, json.loads(sel), stake, "placed", now, None,
+                principal,
+            ), True  # fmt: skip
 
     def cancel_bet(
         self,
@@ -168,6 +178,14 @@ class BetStore(RoundStore):
                 (round_id, bet_id),
             ).fetchone()
             return _bet(row), True
+
+    def bet(self, round_id: str, bet_id: str) -> BetRecord | None:
+        """One bet of a round (placed or cancelled), or None (unknown, or pruned)."""
+        row = self._db.execute(
+            f"SELECT {_BET_COLS} FROM bets WHERE round_id = ? AND bet_id = ?",
+            (round_id, bet_id),
+        ).fetchone()
+        return None if row is None else _bet(row)
 
     def bets(self, round_id: str, *, include_cancelled: bool = True) -> list[BetRecord]:
         """A round's bets in the order they were placed."""

@@ -11,7 +11,11 @@ Storage choices and why:
   frame that carried a device result (the wheel's winning number) is written by the
   settlement's own transaction (``settle_round(raw_frames=...)``).
 - Each public operation is one short ``BEGIN IMMEDIATE`` transaction on the caller's
-  thread (the daemon's event loop): no thread pool, no interleaving.
+  thread (the daemon's event loop): no thread pool, no interleaving. Operations may be
+  grouped into one transaction (:meth:`Connection.transaction`): inside it each
+  operation is a SAVEPOINT, undone alone if it fails, and everything commits together
+  or not at all. The floor's requests use it so that the answer to a request is
+  journaled in the transaction of the change it answers (``requests.py``).
 - The schema is versioned with ``PRAGMA user_version`` and upgraded by
   :data:`~.schema.DB_MIGRATIONS` when an older file is opened; a newer file is refused.
 
@@ -66,6 +70,12 @@ class Connection:
         self._after_commit: list[Callable[[], None]] = []
         #: The latched storage fault (disk full, I/O error) and its listeners.
         self.storage = StorageGuard(self.path, probe=self._storage_probe)
+        #: Run once if the current transaction rolls back (dropped on commit).
+        self._on_rollback: list[Callable[[], None]] = []
+        #: How deep the open transaction is nested (0: none open).
+        self._depth = 0
+        #: Name under which the open outermost transaction's commit time is recorded.
+        self._tx_op = ""
         if not readonly:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._db = connect(self.path, readonly=readonly)
@@ -157,16 +167,41 @@ class Connection:
         writes whose loss on power failure is harmless (see the module docstring).
         The commit time is recorded under ``op`` (:meth:`commit_latency`); the
         callbacks queued in ``_after_commit`` run after the commit, never on rollback.
+
+        Inside an open transaction (:meth:`transaction`) it is a SAVEPOINT instead:
+        undone alone when it raises, committed only with the outermost transaction
+        (whose durability wins; its commit time is recorded under the first ``op``
+        inside it).
         """
         if self.readonly:
             raise JournalError("the journal is open read-only", code="JOURNAL_READONLY")
         db = self._db
+        if self._depth:
+            if self._depth == 1 and not self._tx_op:
+                self._tx_op = op
+            name = f"sp{self._depth}"
+            db.execute(f"SAVEPOINT {name}")
+            self._depth += 1
+            try:
+                yield db
+            except BaseException:
+                db.execute(f"ROLLBACK TO {name}")
+                db.execute(f"RELEASE {name}")
+                raise
+            else:
+                db.execute(f"RELEASE {name}")
+            finally:
+                self._depth -= 1
+            return
         if not durable:
             db.execute("PRAGMA synchronous = NORMAL")
         t0 = time.perf_counter()
         self._after_commit.clear()
+        self._on_rollback.clear()
+        self._tx_op = op
         try:
             db.execute("BEGIN IMMEDIATE")
+            self._depth = 1
             try:
                 yield db
                 db.execute("COMMIT")
@@ -177,12 +212,22 @@ class Connection:
                     with contextlib.suppress(sqlite3.Error, JournalError):
                         db.execute("ROLLBACK")
                 self._after_commit.clear()
+                undo, self._on_rollback = self._on_rollback, []
+                for cb in undo:
+                    try:
+                        cb()
+                    except Exception:  # pragma: no cover - a rollback hook must not mask the error
+                        log.exception("rollback hook failed")
                 raise
         finally:
+            self._depth = 0
             if not durable:
                 with contextlib.suppress(sqlite3.Error, JournalError):
                     db.execute("PRAGMA synchronous = FULL")
-        self._latency.setdefault(op, Latency()).add(time.perf_counter() - t0)
+        self._latency.setdefault(self._tx_op or op or "transaction", Latency()).add(
+            time.perf_counter() - t0
+        )
+        self._on_rollback.clear()
         cleared = self.storage.succeeded() if self.storage.fault is not None else None
         callbacks, self._after_commit = self._after_commit, []
         for cb in callbacks:
@@ -199,6 +244,34 @@ class Connection:
 
     def _storage_recovered(self, fault: dict[str, JSON]) -> None:
         """Called once after a write cleared a storage fault (the journal records it)."""
+
+    @contextlib.contextmanager
+    def transaction(self, op: str = "") -> Iterator[sqlite3.Connection]:
+        """Group several operations into ONE transaction: each public write method
+        called inside is a savepoint of it, and all commit together (or none, if the
+        block raises). ``op`` names its commit time; by default the first operation's
+        name. Nested calls join the open transaction."""
+        with self._tx(op) as db:
+            yield db
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open (a write now commits only with it)."""
+        return self._depth > 0
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback()`` once the open transaction commits (never if it rolls
+        back); at once when no transaction is open."""
+        if self._depth:
+            self._after_commit.append(callback)
+        else:
+            callback()
+
+    def on_rollback(self, callback: Callable[[], None]) -> None:
+        """Run ``callback()`` if the open transaction rolls back (to put state kept
+        beside the journal back as the journal has it); nothing when none is open."""
+        if self._depth:
+            self._on_rollback.append(callback)
 
     def commit_latency(self) -> dict[str, dict[str, float | int]]:
         """Per operation: count, p50/p99/max commit time in ms (transaction begin to commit)."""

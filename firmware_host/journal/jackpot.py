@@ -218,6 +218,13 @@ class JackpotStore(AuditLog):
             ).fetchone()
             return _hit(row), True
 
+    def jackpot_hit(self, hit_id: str) -> JackpotHitRecord | None:
+        """One recorded hit by its id, or None."""
+        row = self._db.execute(
+            f"SELECT {_HIT_COLS} FROM jackpot_hits WHERE hit_id = ?", (hit_id,)
+        ).fetchone()
+        return None if row is None else _hit(row)
+
     def jackpot_hits(self, limit: int = 25, *, name: str | None = None) -> list[JackpotHitRecord]:
         """The last ``limit`` hits, newest first."""
         sql = f"SELECT {_HIT_COLS} FROM jackpot_hits"

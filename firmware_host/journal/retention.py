@@ -3,7 +3,9 @@
 Raw frames are kept for the last ``raw_frame_rounds`` finished rounds, bets and
 settlement payloads for the last ``full_rounds``, published outbox entries for the
 last ``published_outbox_keep``; the round row (outcome, status, timestamps and a
-totals summary) is kept forever. A round's ``detail`` says what is left of it:
+totals summary) is kept forever. The answers to floor requests (``requests.py``) are
+kept ``request_keep_hours`` (24 at least) and, beyond, as long as the round they name
+keeps its bets: a retried request is answered as the first time for that long. A round's ``detail`` says what is left of it:
 ``full``, ``no_frames`` or ``summary``. Pruning runs after each finished round, in a
 transaction of its own without an fsync (losing it on power failure only means it
 runs again).
@@ -11,6 +13,9 @@ runs again).
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from ..timefmt import iso_utc
 from .connection import Connection
 
 
@@ -23,6 +28,8 @@ class Retention(Connection):
     full_rounds: int
     #: Published outbox entries kept after publication.
     published_outbox_keep: int
+    #: Hours an answer to a floor request is kept at least (24 or more).
+    request_keep_hours: int
 
     def _retain(self) -> None:
         """Prune raw frames, full detail and published outbox entries past the windows."""
@@ -38,9 +45,13 @@ class Retention(Connection):
         frames_edge = nth_finished(self.raw_frame_rounds)
         full_edge = nth_finished(self.full_rounds)
         pub = db.execute("SELECT MAX(id) FROM outbox WHERE published_at IS NOT NULL").fetchone()[0]
-        if frames_edge is None and full_edge is None and pub is None:
-            return
+        requests_edge = iso_utc(self._clock() - timedelta(hours=self.request_keep_hours))
         with self._tx("retention", durable=False):
+            db.execute(
+                "DELETE FROM requests WHERE at < ? AND (round_id IS NULL OR round_id NOT IN "
+                "(SELECT round_id FROM rounds WHERE detail != 'summary'))",
+                (requests_edge,),
+            )
             if frames_edge is not None:
                 old = [
                     r[0]

@@ -127,8 +127,40 @@ CREATE TABLE faults (
 CREATE UNIQUE INDEX faults_active ON faults(code) WHERE cleared_at IS NULL;
 """
 
+#: Issue 14: the floor's requests answered exactly once. ``requests`` keeps the answer
+#: to every request by ``(principal, request_id)``, written in the transaction of the
+#: change it answers (``requests.py``); ``approvals`` the first confirmations of what
+#: needs two different principals (a jackpot payment); ``bets.principal`` who placed
+#: a bet (only they may cancel it).
+_REQUESTS_V2 = """
+CREATE TABLE requests (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  principal TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  topic TEXT NOT NULL,
+  digest TEXT NOT NULL,
+  round_id TEXT,
+  verified INTEGER NOT NULL CHECK (verified IN (0, 1)),
+  answer TEXT NOT NULL,
+  at TEXT NOT NULL,
+  UNIQUE (principal, request_id)
+) STRICT;
+CREATE INDEX requests_at ON requests(at);
+
+CREATE TABLE approvals (
+  action TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  principal TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  at TEXT NOT NULL,
+  PRIMARY KEY (action, subject, principal)
+) STRICT;
+
+ALTER TABLE bets ADD COLUMN principal TEXT;
+"""
+
 #: ``DB_MIGRATIONS[n]`` upgrades a journal from schema version ``n`` to ``n + 1``.
 #: Version 0 is an empty file. Append, never edit, once a version has shipped.
-DB_MIGRATIONS: tuple[str, ...] = (_SCHEMA_V1,)
+DB_MIGRATIONS: tuple[str, ...] = (_SCHEMA_V1, _REQUESTS_V2)
 #: The SQLite layout this software writes (``PRAGMA user_version`` of an up-to-date file).
 DB_SCHEMA_VERSION = len(DB_MIGRATIONS)

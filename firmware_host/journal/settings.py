@@ -29,6 +29,14 @@ JOURNAL_SPECS: dict[str, FieldSpec] = {
     "published_outbox_keep": FieldSpec(
         "int", 1000, doc="published outbox entries kept after publication", range=(0, 10**9)
     ),
+    "request_keep_hours": FieldSpec(
+        "int",
+        24,
+        doc="hours the answer to a floor request is kept at least (a retry within them is "
+        "answered as the first time, and acts nothing); kept longer while its round keeps "
+        "its bets (full_rounds)",
+        range=(24, 24 * 366),
+    ),
     "integrity_check": FieldSpec(
         "str",
         "quick",
@@ -44,6 +52,7 @@ class JournalSettings:
     raw_frame_rounds: int = 100
     full_rounds: int = 10000
     published_outbox_keep: int = 1000
+    request_keep_hours: int = 24
     integrity_check: str = "quick"
 
     def open(self, *, clock: Callable[[], datetime] = utc_now) -> Journal:
@@ -52,6 +61,7 @@ class JournalSettings:
             raw_frame_rounds=self.raw_frame_rounds,
             full_rounds=self.full_rounds,
             published_outbox_keep=self.published_outbox_keep,
+            request_keep_hours=self.request_keep_hours,
             integrity_check=self.integrity_check,
             clock=clock,
         )

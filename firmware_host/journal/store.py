@@ -19,6 +19,7 @@ from ..timefmt import utc_now
 from .bets import BetRecord, BetStore
 from .errors import JournalError
 from .frames import RawFrame
+from .requests import RequestStore
 from .rounds import RoundRecord
 
 
@@ -40,7 +41,7 @@ class RecalledRound:
         }
 
 
-class Journal(BetStore):
+class Journal(BetStore, RequestStore):
     """The table's journal. Not thread-safe: use it from one thread (the event loop).
 
     Every public method that writes is one atomic transaction. Methods taking
@@ -55,6 +56,7 @@ class Journal(BetStore):
         raw_frame_rounds: int = 100,
         full_rounds: int = 10000,
         published_outbox_keep: int = 1000,
+        request_keep_hours: int = 24,
         integrity_check: str = "quick",
         clock: Callable[[], datetime] = utc_now,
         readonly: bool = False,
@@ -66,6 +68,9 @@ class Journal(BetStore):
         self.raw_frame_rounds = raw_frame_rounds
         self.full_rounds = full_rounds
         self.published_outbox_keep = published_outbox_keep
+        if request_keep_hours < 24:
+            raise ValueError("request_keep_hours must be at least 24 (docs/mqtt.md)")
+        self.request_keep_hours = request_keep_hours
         self._listeners = []
         super().__init__(path, integrity_check=integrity_check, clock=clock, readonly=readonly)
 

@@ -115,6 +115,10 @@ def cmd_check_config(args: argparse.Namespace) -> int:
             continue
         if not args.quiet:
             print(f"{f}: ok (table {cfg.table_id}, game {cfg.game_id}, version {cfg.version})")
+        from ..assembly import assembly_warnings
+
+        for w in assembly_warnings(cfg):
+            print(f"{f}: warning: {w}")
     return rc
 
 

@@ -47,15 +47,17 @@ from ..games.errors import BetError, RulesError
 from ..journal import (
     BetConflict,
     BetNotFound,
+    BetRecord,
     Journal,
     OutboxMessage,
     PhaseNotAllowed,
     RoundFinished,
+    RoundNotFound,
     RoundRecord,
     StorageError,
     new_round_id,
 )
-from ..jsonio import JSON
+from ..jsonio import JSON, canonical_json
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc, utc_now
 from .extension import TableExtensions
@@ -67,7 +69,7 @@ log = logging.getLogger(__name__)
 #: A raw device frame: (device, direction, data).
 Frame = tuple[str, Literal["rx", "tx"], bytes]
 
-__all__ = ["BetAnswer", "Frame", "Phase", "RoundEngine", "RoundFault"]
+__all__ = ["BetAnswer", "BetCaps", "Frame", "Phase", "RoundEngine", "RoundFault", "StaleRound"]
 
 
 class RoundFault(RulesError):
@@ -75,6 +77,29 @@ class RoundFault(RulesError):
     a bet after close). Raised to the caller, published as a fault event, never settled."""
 
     code = "ROUND_FAULT"
+
+
+class StaleRound(RoundFault):
+    """A command or bet names a round that is not the one in progress (a retry that
+    arrives after its round ended must never act on the next one). ``current`` is the
+    round in progress (None: none); the answer names it."""
+
+    code = "STALE_ROUND"
+
+    def __init__(self, message: str, current: str | None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+@dataclass(frozen=True, slots=True)
+class BetCaps:
+    """How much the floor may put on one round (``[bets]``): a cap on the number of
+    bets and on the stakes held, per round and per seat. None: no cap."""
+
+    max_bets_per_round: int | None = None
+    max_bets_per_seat: int | None = None
+    max_round_stakes: int | None = None
+    max_seat_stakes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,10 +140,13 @@ class RoundEngine:
         play_stop: Callable[[], str | None] | None = None,
         extensions: TableExtensions | None = None,
         clock: Callable[[], datetime] = utc_now,
+        caps: BetCaps | None = None,
     ) -> None:
         """``jackpot``: the progressive jackpot, which takes part in every settle and
         void; ``play_stop``: why play is stopped (a latched fault), or None: no round
-        opens while it says so; ``extensions``: told of every committed change."""
+        opens while it says so; ``extensions``: told of every committed change (after
+        the commit: inside a grouped transaction, once it commits); ``caps``: how many
+        bets and how much stake a round and a seat may hold."""
         self.cfg = cfg
         self.game = cfg.game
         self.rules = cfg.rules
@@ -127,6 +155,7 @@ class RoundEngine:
         self._play_stop = play_stop or (lambda: None)
         self.extensions = extensions if extensions is not None else TableExtensions()
         self._clock = clock
+        self.caps = caps or BetCaps()
         self._current: RoundRecord | None = None
         in_flight = journal.in_flight_rounds(cfg.table_id)
         self._current = in_flight[-1] if in_flight else None
@@ -190,7 +219,64 @@ class RoundEngine:
         return self._bets[1]
 
     def _notify_phase(self) -> None:
-        self.extensions.phase_changed(self.phase, self._current)
+        phase, rnd = self.phase, self._current
+        self.journal.after_commit(lambda: self.extensions.phase_changed(phase, rnd))
+        self.journal.on_rollback(self._resync)
+
+    def _resync(self) -> None:
+        """The transaction that held our last change rolled back: take the round in
+        flight and its bets from the journal again (the journal is the record)."""
+        in_flight = self.journal.in_flight_rounds(self.cfg.table_id)
+        self._current = in_flight[-1] if in_flight else None
+        self._bets = None
+        if self.jackpot is not None:
+            self.jackpot.discard()
+
+    # -- the round a request names ------------------------------------------------
+    def check_round(self, round_id: object, what: str) -> RoundRecord:
+        """The round in progress, if it is ``round_id``; else :class:`StaleRound`
+        naming the round in progress (a command for a round that has ended must never
+        act on the next one)."""
+        cur = self._current
+        if not isinstance(round_id, str) or not round_id:
+            raise RoundFault(f"{what} must name its round_id", code="MALFORMED_REQUEST")
+        if cur is None:
+            raise StaleRound(
+                f"{what} names round {round_id}; no round is in progress"
+                + self._last_round_note(),
+                None,
+            )
+        if cur.round_id != round_id:
+            raise StaleRound(
+                f"{what} names round {round_id}; the round in progress is {cur.round_id} "
+                f"(phase {cur.phase})",
+                cur.round_id,
+            )
+        return cur
+
+    def last_round_id(self) -> str | None:
+        """The table's latest round, in flight or finished (what opening betting follows)."""
+        last = self.journal.rounds_summary(1, table_id=self.cfg.table_id)
+        return last[0].round_id if last else None
+
+    def _last_round_note(self) -> str:
+        last = self.last_round_id()
+        return f" (the last round was {last})" if last else ""
+
+    def check_follows(self, after_round_id: object, command: str = "open_betting") -> None:
+        """Opening betting (and a new shoe) names the round it follows (None on a table
+        that never played): a retried open, after its round opened, must not open another;
+        a late new shoe must not wipe the roads of a shoe already in play."""
+        if after_round_id is not None and not isinstance(after_round_id, str):
+            raise RoundFault("after_round_id must be a round id or null", code="MALFORMED_REQUEST")
+        last = self.last_round_id()
+        if after_round_id != last:
+            cur = self._current
+            raise StaleRound(
+                f"{command} follows round {after_round_id}; the table's last round is "
+                f"{last}" + (f", in progress (phase {cur.phase})" if cur else ", finished"),
+                cur.round_id if cur else None,
+            )
 
     def report_fault(self, kind: str, data: Mapping[str, JSON]) -> None:
         """Publish a fault on ``events`` (``result_refused``, ``misdeal``,
@@ -317,10 +403,41 @@ class RoundEngine:
             with contextlib.suppress(StorageError):  # frames are evidence, not state
                 self.journal.add_raw_frames([(round_id, *f) for f in frames])
 
-    def place_bet(self, raw: object) -> BetAnswer:
-        """Validate and journal a bet. Never raises for bad input: answers rejected."""
+    def place_bet(
+        self, raw: object, *, round_id: str | None = None, principal: str | None = None
+    ) -> BetAnswer:
+        """Validate and journal a bet. Never raises for bad input: answers rejected.
+
+        ``round_id``: the round the bet is for (the floor always names it; None: the
+        round in progress). A bet already journaled under its ``bet_id`` in that round
+        is answered as it stands, in every phase, even after the round ended: the same
+        content by the same principal ``accepted`` (it will be settled), anything else
+        ``BET_ID_CONFLICT``, a cancelled one ``BET_ID_CANCELLED``. A round that is not
+        the one in progress takes no new bet (``STALE_ROUND``). ``principal``: who
+        places it (only they may cancel it)."""
         bet_id = raw.get("bet_id", "") if isinstance(raw, Mapping) else ""
         bet_id = bet_id if isinstance(bet_id, str) else ""
+        cur = self._current
+        if round_id is not None and bet_id:
+            known = self.journal.bet(round_id, bet_id)
+            if known is not None:
+                return self._answer_again(known, raw, principal)
+            if cur is None or cur.round_id != round_id:
+                pruned = self._pruned(round_id)
+                if pruned is not None:
+                    return BetAnswer(False, bet_id, "ROUND_PRUNED", pruned, round_id)
+                return BetAnswer(
+                    False,
+                    bet_id,
+                    "STALE_ROUND",
+                    f"the bet is for round {round_id}; "
+                    + (
+                        f"the round in progress is {cur.round_id} (phase {cur.phase})"
+                        if cur
+                        else "no round is in progress"
+                    ),
+                    cur.round_id if cur else None,
+                )
         if self.phase is not Phase.OPEN:
             code = "BETTING_CLOSED" if self._current else "NO_ROUND"
             return BetAnswer(
@@ -356,8 +473,14 @@ class RoundEngine:
                     "void game; it plays in this game (61/2004 art. 11 1))",
                     rid,
                 )
+        if self.journal.bet(rid, bet.bet_id) is None:
+            capped = self._over_caps(bet, rid)
+            if capped is not None:
+                return capped
         try:
-            record, _ = self.journal.place_bet(rid, bet, phases=[Phase.OPEN.value])
+            record, _ = self.journal.place_bet(
+                rid, bet, phases=[Phase.OPEN.value], principal=principal
+            )
         except BetConflict as exc:
             return BetAnswer(
                 False,
@@ -380,18 +503,138 @@ class RoundEngine:
                 f"bet {bet.bet_id!r} was cancelled in round {rid}; a new bet needs a new bet_id",
                 rid,
             )
+        if record.principal != principal:
+            return BetAnswer(
+                False,
+                bet.bet_id,
+                "BET_ID_CONFLICT",
+                f"bet id {bet.bet_id!r} is already used in round {rid} by another principal",
+                rid,
+            )
         self._bets_of(rid)[record.bet_id] = record.to_bet()
-        return BetAnswer(True, bet.bet_id, round_id=rid, bet=bet.to_json())
+        self.journal.on_rollback(self._resync)
+        return BetAnswer(True, bet.bet_id, round_id=rid, bet=record.to_bet().to_json())
 
-    def cancel_bet(self, bet_id: object) -> BetAnswer:
+    def _pruned(self, round_id: str) -> str | None:
+        """Why nothing can be said of a bet in ``round_id`` any more (a round whose bets
+        the journal no longer keeps, ``[journal] full_rounds``), or None."""
+        try:
+            rnd = self.journal.round(round_id)
+        except RoundNotFound:
+            return None
+        if rnd.detail != "summary":
+            return None
+        return (
+            f"round {round_id} finished at {rnd.finished_at} and its bets are no longer kept "
+            "in full here ([journal] full_rounds): the floor's copy of its settlement says "
+            "what was settled"
+        )
+
+    def _answer_again(self, known: BetRecord, raw: object, principal: str | None) -> BetAnswer:
+        """The answer to a place of a bet already journaled (a retry, in any phase)."""
+        rid = known.round_id
+        if known.principal != principal:
+            return BetAnswer(
+                False,
+                known.bet_id,
+                "BET_ID_CONFLICT",
+                f"bet id {known.bet_id!r} is already used in round {rid} by another principal",
+                rid,
+            )
+        try:  # the content, as the rules core reads it (limits may have changed since)
+            bet = self.game.parse_bet(self.rules, raw, None)
+        except BetError as exc:
+            return BetAnswer(False, known.bet_id, exc.code, exc.message, rid)
+        if (bet.seat, bet.bet_type, canonical_json(bet.selection), bet.stake) != known.content():
+            return BetAnswer(
+                False,
+                known.bet_id,
+                "BET_ID_CONFLICT",
+                f"bet id {known.bet_id!r} is already used in round {rid} by "
+                f"{known.bet_type} {canonical_json(known.selection)} stake {known.stake}",
+                rid,
+            )
+        if known.status != "placed":
+            return BetAnswer(
+                False,
+                known.bet_id,
+                "BET_ID_CANCELLED",
+                f"bet {known.bet_id!r} was cancelled in round {rid}; a new bet needs a new bet_id",
+                rid,
+            )
+        return BetAnswer(True, known.bet_id, round_id=rid, bet=known.to_bet().to_json())
+
+    def _over_caps(self, bet: Bet, rid: str) -> BetAnswer | None:
+        """A refusal if ``bet`` would take its round or seat over ``caps`` (``[bets]``)."""
+        caps = self.caps
+        held = list(self._bets_of(rid).values())
+        seat = [b for b in held if b.seat == bet.seat]
+        checks = (
+            (caps.max_bets_per_round, len(held) + 1, "ROUND_BET_CAP", "bets in the round"),
+            (caps.max_bets_per_seat, len(seat) + 1, "SEAT_BET_CAP", f"bets of seat {bet.seat}"),
+            (
+                caps.max_round_stakes,
+                sum(b.stake for b in held) + bet.stake,
+                "ROUND_EXPOSURE_LIMIT",
+                "stakes in the round",
+            ),
+            (
+                caps.max_seat_stakes,
+                sum(b.stake for b in seat) + bet.stake,
+                "SEAT_EXPOSURE_LIMIT",
+                f"stakes of seat {bet.seat}",
+            ),
+        )
+        for cap, would_be, code, what in checks:
+            if cap is not None and would_be > cap:
+                return BetAnswer(
+                    False,
+                    bet.bet_id,
+                    code,
+                    f"the bet would bring the {what} to {would_be}; the table's cap is {cap}",
+                    rid,
+                )
+        return None
+
+    def cancel_bet(
+        self, bet_id: object, *, round_id: str | None = None, principal: str | None = None
+    ) -> BetAnswer:
+        """Cancel a bet while betting is open; only its ``principal`` may. A bet already
+        cancelled is answered ``accepted`` again, in every phase (a retry). ``round_id``:
+        the round the bet is in (the floor always names it)."""
         if not isinstance(bet_id, str) or not bet_id:
             return BetAnswer(False, "", "BET_MALFORMED", "cancel needs a bet_id string")
+        cur = self._current
+        rid = round_id if round_id is not None else (cur.round_id if cur else None)
+        known = self.journal.bet(rid, bet_id) if rid is not None else None
+        if known is not None and known.principal != principal:
+            return BetAnswer(
+                False,
+                bet_id,
+                "BET_NOT_OWNER",
+                f"bet {bet_id!r} of round {rid} was placed by another principal; only they "
+                "may cancel it",
+                rid,
+            )
+        if known is not None and known.status == "cancelled":
+            return BetAnswer(True, bet_id, round_id=rid)
+        if round_id is not None and (cur is None or cur.round_id != round_id):
+            return BetAnswer(
+                False,
+                bet_id,
+                "STALE_ROUND" if known is None else "BETTING_CLOSED",
+                f"round {round_id} is not in progress"
+                + (f"; the round in progress is {cur.round_id}" if cur else "")
+                + ("" if known is None else f": bet {bet_id!r} stands and will be settled"),
+                cur.round_id if cur else None,
+            )
         if self.phase is not Phase.OPEN:
             return BetAnswer(
                 False,
                 bet_id,
                 "BETTING_CLOSED",
-                f"bets cannot be cancelled in phase {self.phase.value}",
+                f"bets cannot be cancelled in phase {self.phase.value}"
+                + ("" if known is None else f": bet {bet_id!r} stands and will be settled"),
                 self._current.round_id if self._current else None,
             )
         assert self._current is not None
@@ -407,6 +650,7 @@ class RoundEngine:
         except StorageError as exc:
             return BetAnswer(False, bet_id, exc.code, exc.message, rid)
         self._bets_of(rid).pop(bet_id, None)
+        self.journal.on_rollback(self._resync)
         return BetAnswer(True, bet_id, round_id=rid)
 
     def bets(self) -> list[Bet]:
@@ -503,9 +747,10 @@ class RoundEngine:
                 jackpot.discard()
             raise
         if jackpot is not None:
-            jackpot.committed(bool(hits))
+            hit = bool(hits)
+            self.journal.after_commit(lambda: jackpot.committed(hit))
         self._current = None
-        self.extensions.round_settled(payload)
+        self.journal.after_commit(lambda: self.extensions.round_settled(payload))
         self._notify_phase()
         return payload
 
@@ -564,9 +809,9 @@ class RoundEngine:
                 jackpot.discard()
             raise
         if jackpot is not None:
-            jackpot.committed(False)
+            self.journal.after_commit(lambda: jackpot.committed(False))
         self._current = None
-        self.extensions.round_voided(payload)
+        self.journal.after_commit(lambda: self.extensions.round_voided(payload))
         self._notify_phase()
         return payload
 

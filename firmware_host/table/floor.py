@@ -1,24 +1,51 @@
-"""Requests from the floor: ``bets/request`` and ``commands/request``.
+"""Requests from the floor: ``bets/request`` and ``commands/request``, a trust boundary.
 
-Every request gets exactly one response (``bets/response``, ``commands/response``)
-echoing its ``request_id``, accepted or rejected with a stable error code and a
-message. Malformed JSON, unknown fields, negative or fractional stakes, unknown bet
-types, bets after close: all rejected, none raising out of here, none blocking the
-table. No MQTT here: the floor link hands us payload bytes (:meth:`FloorRequests.handle`)
-and publishes what we return; every answer is built by
-:func:`firmware_host.schemas.response`.
+Every request gets exactly one response (``bets/response``, ``commands/response``),
+accepted or rejected (ok or error) with a stable code and a message; nothing raises
+out of here, nothing blocks the table. No MQTT here: the floor link hands us payload
+bytes (:meth:`FloorRequests.handle`) and publishes what we return; every answer is
+built by :func:`firmware_host.schemas.response`. A request goes through, in order:
+
+1. **Reading**: a size limit, UTF-8, JSON (no NaN), an object. Refused answers carry
+   ``request_id: null`` on a signed table: nothing in the request is trusted yet.
+2. **Who sent it** (:class:`~firmware_host.auth.Authenticator`): for this table,
+   from a known principal, signed by its key (``docs/security.md``).
+3. **Seen before?** The answer to every request is journaled by ``(principal,
+   request_id)``: a request id answered before gets that answer again and acts
+   nothing (``REQUEST_ID_CONFLICT`` if its content differs). ``status`` alone, which
+   changes nothing, is answered afresh.
+4. **Fresh?** Signed within ``[auth] max_age_s`` of the table's clock.
+5. **Allowed, for the round it names, in its phase**: the principal's roles
+   (``NOT_PERMITTED``); a command names its ``round_id`` (opening betting names the
+   round it follows, ``after_round_id``) and is refused ``STALE_ROUND`` otherwise; a
+   bet names its round too, and only its principal may cancel it; identifiers are
+   printable ASCII; the round's and the seat's caps (``[bets]``).
+6. **Acting and answering in ONE journal transaction**: the change and its answer
+   commit together, so a crash leaves both or neither, and a retry never acts twice.
+
+Commands that need two different principals (``[auth] two_person``, a jackpot
+payment by default) act on the second confirmation; the first is journaled as an
+approval.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from .. import boundedjson
-from ..games.errors import CodedError, RulesError
-from ..games.money import parse_json_int
+from ..auth import AUTH_FIELDS, Authenticator, AuthError, Principal
+from ..config import FieldSpec, register_section, validate_fields
+from ..games.errors import CodedError
+from ..games.money import MAX_STAKE, parse_json_int
 from ..jsonio import JSON
 from ..schemas import response
-from .engine import RoundEngine, RoundFault
+from .engine import BetAnswer, BetCaps, RoundEngine, RoundFault, StaleRound
 from .jackpot import JackpotController
 from .procedures import Procedure
 
@@ -26,8 +53,10 @@ log = logging.getLogger(__name__)
 
 MAX_PAYLOAD = boundedjson.MAX_REQUEST_BYTES
 
-BET_REQUEST_KEYS = frozenset({"request_id", "action", "bet", "bet_id"})
-COMMAND_REQUEST_KEYS = frozenset({"request_id", "command", "args", "operator"})
+BET_REQUEST_KEYS = frozenset({"request_id", "action", "round_id", "bet", "bet_id", *AUTH_FIELDS})
+COMMAND_REQUEST_KEYS = frozenset(
+    {"request_id", "command", "round_id", "after_round_id", "args", *AUTH_FIELDS}
+)
 
 #: Commands a floor system may send, with the argument keys each takes.
 COMMANDS: dict[str, frozenset[str]] = {
@@ -43,6 +72,21 @@ COMMANDS: dict[str, frozenset[str]] = {
     "new_shoe": frozenset(),
 }
 
+#: Commands that name the round in progress (``round_id``); ``open_betting`` and
+#: ``new_shoe`` name the round they follow (``after_round_id``: a late retry, after
+#: another round was played, is refused), ``jackpot_paid`` the round of the hit, and
+#: ``status`` none.
+FOLLOWING_COMMANDS = frozenset({"open_betting", "new_shoe"})
+ROUND_COMMANDS = frozenset(COMMANDS) - FOLLOWING_COMMANDS - {"jackpot_paid", "status"}
+
+#: An identifier from the floor (request, bet, round, hit ids): printable ASCII, no
+#: space, so that it can never smuggle a control character into a log, the console
+#: or a downstream system.
+_IDENT = re.compile(r"[\x21-\x7e]+")
+MAX_REQUEST_ID = 128
+MAX_BET_ID = 64
+MAX_REASON = 200
+
 
 class RequestError(CodedError, ValueError):
     """A request refused before it reaches the table (malformed, unknown field or
@@ -54,7 +98,7 @@ class RequestError(CodedError, ValueError):
         super().__init__(message, code=code)
 
 
-def _decode(payload: bytes, keys: frozenset[str], what: str) -> dict[str, JSON]:
+def _decode(payload: bytes, what: str) -> dict[str, JSON]:
     try:  # size, nesting and container count checked before parsing (boundedjson)
         data = boundedjson.loads(payload, parse_int=parse_json_int)
     except boundedjson.RequestShapeError as exc:
@@ -63,17 +107,33 @@ def _decode(payload: bytes, keys: frozenset[str], what: str) -> dict[str, JSON]:
         raise RequestError(
             "MALFORMED_REQUEST", f"{what} must be a JSON object, got {type(data).__name__}"
         )
-    unknown = set(data) - keys
-    if unknown:
-        raise RequestError(
-            "UNKNOWN_FIELD", f"unknown field(s) in {what}: {', '.join(sorted(unknown))}"
-        )
-    rid = data.get("request_id")
-    if not isinstance(rid, str) or not 0 < len(rid) <= 128:
-        raise RequestError(
-            "MALFORMED_REQUEST", "request_id must be a non-empty string of at most 128 characters"
-        )
     return data
+
+
+def identifier(value: object, what: str, max_len: int) -> str:
+    """``value`` if it is an identifier of 1..``max_len`` printable ASCII characters."""
+    if not isinstance(value, str) or not 0 < len(value) <= max_len or not _IDENT.fullmatch(value):
+        raise RequestError(
+            "BAD_IDENTIFIER",
+            f"{what} must be 1-{max_len} printable ASCII characters without spaces, "
+            f"got {_show(value)}",
+        )
+    return value
+
+
+def _show(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise RequestError("MALFORMED_REQUEST", f"{what} must be a non-empty string")
+    if len(value) > MAX_REASON or not value.isprintable():
+        raise RequestError(
+            "MALFORMED_REQUEST", f"{what} must be at most {MAX_REASON} printable characters"
+        )
+    return value
 
 
 def internal_error(exc: BaseException) -> dict[str, str]:
@@ -82,7 +142,78 @@ def internal_error(exc: BaseException) -> dict[str, str]:
 
 
 def _peek_request_id(payload: bytes) -> str | None:
-    return boundedjson.peek_request_id(payload, parse_int=parse_json_int)
+    rid = boundedjson.peek_request_id(payload, parse_int=parse_json_int)
+    return rid if rid is not None and len(rid) <= MAX_REQUEST_ID else None
+
+
+def content_digest(request: Mapping[str, JSON]) -> str:
+    """What makes two requests under one request id the same request: the SHA-256 of
+    their content without ``signature`` and ``timestamp`` (a retry is signed again)."""
+    content = {k: v for k, v in request.items() if k not in ("signature", "timestamp")}
+    text = json.dumps(
+        content,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=lambda o: f"<{type(o).__name__}>",
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# -- [bets]: what a round and a seat may hold ------------------------------------------
+BETS_SPECS: dict[str, FieldSpec] = {
+    "max_bets_per_round": FieldSpec(
+        "int", 1000, doc="bets a round may hold (ROUND_BET_CAP beyond)", range=(1, 100_000)
+    ),
+    "max_bets_per_seat": FieldSpec(
+        "int", 100, doc="bets one seat may hold in a round (SEAT_BET_CAP)", range=(1, 100_000)
+    ),
+    "max_round_stakes": FieldSpec(
+        "int",
+        None,
+        doc="stakes a round may hold, minor units (ROUND_EXPOSURE_LIMIT; default 100 times "
+        "limits.max_stake)",
+        range=(1, MAX_STAKE * 100_000),
+    ),
+    "max_seat_stakes": FieldSpec(
+        "int",
+        None,
+        doc="stakes one seat may hold in a round, minor units (SEAT_EXPOSURE_LIMIT; default "
+        "10 times limits.max_stake)",
+        range=(1, MAX_STAKE * 100_000),
+    ),
+}
+
+
+def _validate_bets(data: Any, path: str, errors: list[str]) -> dict[str, Any]:
+    return validate_fields(BETS_SPECS, data, path, errors)
+
+
+register_section("bets", _validate_bets)
+
+
+def bet_caps(section: Mapping[str, Any] | None, max_stake: int) -> BetCaps:
+    """``[bets]`` as the round engine applies it; the stake caps default to multiples
+    of the table's maximum stake (10 a seat, 100 a round)."""
+    s: Mapping[str, Any] = section if section is not None else {}
+
+    def get(key: str) -> Any:
+        return s[key] if key in s else BETS_SPECS[key].default
+
+    return BetCaps(
+        max_bets_per_round=get("max_bets_per_round"),
+        max_bets_per_seat=get("max_bets_per_seat"),
+        max_round_stakes=get("max_round_stakes") or 100 * max_stake,
+        max_seat_stakes=get("max_seat_stakes") or 10 * max_stake,
+    )
+
+
+@dataclass
+class _Acted:
+    """A request's answer and the round it concerns (keeps the answer in retention)."""
+
+    answer: dict[str, JSON]
+    round_id: str | None = None
 
 
 class FloorRequests:
@@ -90,142 +221,301 @@ class FloorRequests:
 
     ``procedure``: the game procedure (whether results may be entered by command;
     player decisions and deal setups go to it); ``jackpot``: the progressive jackpot
-    (``jackpot_paid``), or None."""
+    (``jackpot_paid``), or None; ``auth``: who may send what."""
 
     def __init__(
         self,
         engine: RoundEngine,
         procedure: Procedure,
         *,
+        auth: Authenticator,
         jackpot: JackpotController | None = None,
     ) -> None:
         self.engine = engine
+        self.journal = engine.journal
         self.procedure = procedure
         self.jackpot = jackpot
+        self.auth = auth
         self.table_id = engine.cfg.table_id
         self.counters = {
             "bets_accepted": 0,
             "bets_rejected": 0,
             "commands_ok": 0,
             "commands_error": 0,
+            "refused_unauthenticated": 0,
+            "answered_again": 0,
         }
 
     async def handle(self, topic: str, payload: bytes) -> JSON:
         """The floor link's request handler: ``topic`` relative to the table's root."""
-        if topic == "bets/request":
-            return self.handle_bet_request(payload)
-        if topic == "commands/request":
-            return self.handle_command_request(payload)
+        if topic in ("bets/request", "commands/request"):
+            return self.answer(topic, payload)
         return None
 
     def handle_bet_request(self, payload: bytes) -> dict[str, JSON]:
+        return self.answer("bets/request", payload)
+
+    def handle_command_request(self, payload: bytes) -> dict[str, JSON]:
+        return self.answer("commands/request", payload)
+
+    # -- one request ---------------------------------------------------------------------
+    def answer(self, topic: str, payload: bytes) -> dict[str, JSON]:
+        """The answer to one request on ``topic`` (see the module docstring)."""
+        bets = topic == "bets/request"
+        what = "bet request" if bets else "command request"
+        refused = "rejected" if bets else "error"
         try:
-            data = _decode(payload, BET_REQUEST_KEYS, "bet request")
-            action = data.get("action")
+            data = _decode(payload, what)
+            who = self.auth.verify(topic, data)
+            rid = identifier(data.get("request_id"), "request_id", MAX_REQUEST_ID)
+        except (RequestError, AuthError) as exc:
+            self.counters["refused_unauthenticated"] += 1
+            # Nothing in the request is trusted yet: never answer under its request_id on
+            # a signed table (a forger could make a requester believe its request failed).
+            echo = None if self.auth.signatures else _peek_request_id(payload)
+            return self._count(bets, response(self.table_id, echo, refused, **exc.to_json()))
+        if not bets and data.get("command") == "status":
+            return self._count(bets, self._status(data, who, rid))
+        digest = content_digest(data)
+        before = self.journal.answered(who.name, rid)
+        if before is not None:
+            self.counters["answered_again"] += 1
+            if before.digest == digest:
+                return dict(before.answer)
+            return self._count(
+                bets,
+                self._refusal(
+                    bets,
+                    rid,
+                    who,
+                    "REQUEST_ID_CONFLICT",
+                    f"request id {rid!r} of {who.name} was used at {before.at} for another "
+                    "request; a new request needs a new request_id",
+                ),
+            )
+        try:
+            self.auth.check_fresh(data)
+        except AuthError as exc:
+            return self._count(bets, self._refusal(bets, rid, who, exc.code, exc.message))
+        try:
+            with self.journal.transaction():
+                acted = self._bet(data, who, rid) if bets else self._command(data, who, rid)
+                self.journal.record_answer(
+                    who.name,
+                    rid,
+                    topic=topic,
+                    digest=digest,
+                    answer=acted.answer,
+                    round_id=acted.round_id,
+                    verified=who.verified,
+                )
+        except Exception as exc:  # never let one request stop the table; nothing acted
+            log.exception("%s %s of %s failed; rolled back", what, rid, who.audit)
+            return self._count(
+                bets,
+                response(self.table_id, rid, refused, principal=who.name, **internal_error(exc)),
+            )
+        return self._count(bets, acted.answer)
+
+    def _count(self, bets: bool, answer: dict[str, JSON]) -> dict[str, JSON]:
+        good = answer.get("status") in ("accepted", "ok")
+        key = ("bets_" if bets else "commands_") + (
+            ("accepted" if bets else "ok") if good else ("rejected" if bets else "error")
+        )
+        self.counters[key] += 1
+        return answer
+
+    def _refusal(
+        self, bets: bool, rid: str, who: Principal, code: str, message: str, **extra: JSON
+    ) -> dict[str, JSON]:
+        return response(
+            self.table_id,
+            rid,
+            "rejected" if bets else "error",
+            principal=who.name,
+            code=code,
+            message=message,
+            **extra,
+        )
+
+    # -- bets ---------------------------------------------------------------------------
+    def _bet(self, data: dict[str, JSON], who: Principal, rid: str) -> _Acted:
+        action = data.get("action")
+        try:
+            unknown = set(data) - BET_REQUEST_KEYS
+            if unknown:
+                raise RequestError(
+                    "UNKNOWN_FIELD",
+                    f"unknown field(s) in bet request: {', '.join(sorted(unknown))}",
+                )
+            if action not in ("place", "cancel"):
+                raise RequestError(
+                    "UNKNOWN_ACTION", f"action must be 'place' or 'cancel', got {_show(action)}"
+                )
+            self.auth.allowed(who, str(action))
+            round_id = identifier(data.get("round_id"), "round_id", MAX_REQUEST_ID)
             if action == "place":
-                if "bet" not in data or "bet_id" in data:
+                bet = data.get("bet")
+                if not isinstance(bet, dict) or "bet_id" in data:
                     raise RequestError(
                         "MALFORMED_REQUEST", "place takes a 'bet' object (and no top-level bet_id)"
                     )
-                answer = self.engine.place_bet(data["bet"])
-            elif action == "cancel":
+                identifier(bet.get("bet_id"), "bet_id", MAX_BET_ID)
+                answer = self.engine.place_bet(bet, round_id=round_id, principal=who.name)
+            else:
                 if "bet" in data:
                     raise RequestError("MALFORMED_REQUEST", "cancel takes a 'bet_id', not a 'bet'")
-                answer = self.engine.cancel_bet(data.get("bet_id"))
-            else:
-                raise RequestError(
-                    "UNKNOWN_ACTION", f"action must be 'place' or 'cancel', got {action!r}"
-                )
-        except RequestError as exc:
-            self.counters["bets_rejected"] += 1
-            return response(self.table_id, _peek_request_id(payload), "rejected", **exc.to_json())
-        except Exception as exc:  # never let one request stop the table
-            log.exception("bet request failed")
-            self.counters["bets_rejected"] += 1
-            return response(
-                self.table_id, _peek_request_id(payload), "rejected", **internal_error(exc)
-            )
-        self.counters["bets_accepted" if answer.accepted else "bets_rejected"] += 1
+                bet_id = identifier(data.get("bet_id"), "bet_id", MAX_BET_ID)
+                answer = self.engine.cancel_bet(bet_id, round_id=round_id, principal=who.name)
+        except (RequestError, AuthError) as exc:
+            body: dict[str, JSON] = {"status": "rejected", **exc.to_json()}
+            if isinstance(action, str) and action in ("place", "cancel"):
+                body["action"] = action
+            return _Acted(response(self.table_id, rid, principal=who.name, **body))
+        return _Acted(self._bet_answer(rid, who, str(action), answer), answer.round_id)
+
+    def _bet_answer(
+        self, rid: str, who: Principal, action: str, answer: BetAnswer
+    ) -> dict[str, JSON]:
         body = answer.to_json()
-        return response(
-            self.table_id, data["request_id"], body.pop("status"), action=action, **body
-        )
+        status = body.pop("status")
+        return response(self.table_id, rid, status, action=action, principal=who.name, **body)
 
-    def handle_command_request(self, payload: bytes) -> dict[str, JSON]:
-        rid: str | None = None
+    # -- commands -----------------------------------------------------------------------
+    def _status(self, data: dict[str, JSON], who: Principal, rid: str) -> dict[str, JSON]:
         try:
-            data = _decode(payload, COMMAND_REQUEST_KEYS, "command request")
-            rid = data["request_id"]
-            command = data.get("command")
-            args = data.get("args", {})
-            if not isinstance(args, dict):
-                raise RequestError("MALFORMED_REQUEST", "args must be a JSON object")
-            operator = data.get("operator", "floor")
-            if not isinstance(operator, str) or len(operator) > 64:
-                raise RequestError(
-                    "MALFORMED_REQUEST", "operator must be a string of at most 64 characters"
-                )
-            result = self._run(command, args, operator)
-        except RequestError as exc:
-            self.counters["commands_error"] += 1
-            return response(
-                self.table_id, rid or _peek_request_id(payload), "error", **exc.to_json()
-            )
-        except RulesError as exc:
-            self.counters["commands_error"] += 1
-            return response(self.table_id, rid, "error", **exc.to_json())
-        except Exception as exc:
-            log.exception("command failed")
-            self.counters["commands_error"] += 1
-            return response(self.table_id, rid, "error", **internal_error(exc))
-        self.counters["commands_ok"] += 1
-        return response(self.table_id, rid, "ok", command=command, data=result)
+            self.auth.check_fresh(data)
+            self._command_envelope(data, "status")
+            self.auth.allowed(who, "status")
+        except (RequestError, AuthError) as exc:
+            return self._refusal(False, rid, who, exc.code, exc.message)
+        status = self.engine.get_status()
+        status["last_round_id"] = self.engine.last_round_id()
+        return response(self.table_id, rid, "ok", command="status", principal=who.name, data=status)
 
-    def _run(self, command: object, args: dict[str, JSON], operator: str) -> JSON:
+    def _command_envelope(self, data: dict[str, JSON], command: object) -> dict[str, JSON]:
+        unknown = set(data) - COMMAND_REQUEST_KEYS
+        if unknown:
+            raise RequestError(
+                "UNKNOWN_FIELD",
+                f"unknown field(s) in command request: {', '.join(sorted(unknown))}",
+            )
         if not isinstance(command, str) or command not in COMMANDS:
             raise RequestError(
-                "UNKNOWN_COMMAND", f"unknown command {command!r}; known: {', '.join(COMMANDS)}"
+                "UNKNOWN_COMMAND",
+                f"unknown command {_show(command)}; known: {', '.join(COMMANDS)}",
             )
+        args = data.get("args", {})
+        if not isinstance(args, dict):
+            raise RequestError("MALFORMED_REQUEST", "args must be a JSON object")
         unknown = set(args) - COMMANDS[command]
         if unknown:
             raise RequestError(
                 "UNKNOWN_FIELD", f"{command} takes no argument(s) {', '.join(sorted(unknown))}"
             )
+        if command in FOLLOWING_COMMANDS:
+            if "round_id" in data or "after_round_id" not in data:
+                raise RequestError(
+                    "MALFORMED_REQUEST",
+                    f"{command} names the round it follows: 'after_round_id' (null on a table "
+                    "that never played), not 'round_id'",
+                )
+            if data["after_round_id"] is not None:
+                identifier(data["after_round_id"], "after_round_id", MAX_REQUEST_ID)
+        elif command == "status":
+            if "round_id" in data or "after_round_id" in data:
+                raise RequestError("MALFORMED_REQUEST", "status names no round")
+        else:
+            if "after_round_id" in data:
+                raise RequestError(
+                    "MALFORMED_REQUEST", f"{command} names its 'round_id', not 'after_round_id'"
+                )
+            identifier(data.get("round_id"), "round_id", MAX_REQUEST_ID)
+        return args
+
+    def _command(self, data: dict[str, JSON], who: Principal, rid: str) -> _Acted:
+        command = data.get("command")
+        round_id = data.get("round_id")
+        named = str(round_id) if isinstance(round_id, str) else None
+        try:
+            args = self._command_envelope(data, command)
+            assert isinstance(command, str)
+            self.auth.allowed(who, command)
+            result = self._run(command, args, data, who, rid)
+        except StaleRound as exc:
+            return _Acted(
+                self._refusal(
+                    False,
+                    rid,
+                    who,
+                    exc.code,
+                    exc.message,
+                    command=str(command),
+                    round_id=exc.current,
+                ),
+                named,
+            )
+        except CodedError as exc:
+            extra: dict[str, JSON] = {"command": command} if isinstance(command, str) else {}
+            return _Acted(self._refusal(False, rid, who, exc.code, exc.message, **extra), named)
+        acted_on = result.get("round_id") if isinstance(result, dict) else None
+        # The audit chain names who did it, as the table established it (in the same
+        # transaction as the change and its answer).
+        self.journal.append_event(
+            "floor_command",
+            {
+                "command": command,
+                "request_id": rid,
+                "principal": who.name,
+                "verified": who.verified,
+                "key": who.key,
+                "round_id": acted_on if isinstance(acted_on, str) else None,
+            },
+        )
+        return _Acted(
+            response(self.table_id, rid, "ok", command=command, principal=who.name, data=result),
+            acted_on if isinstance(acted_on, str) else None,
+        )
+
+    def _run(
+        self,
+        command: str,
+        args: dict[str, JSON],
+        data: Mapping[str, JSON],
+        who: Principal,
+        rid: str,
+    ) -> JSON:
         e = self.engine
-        source = f"mqtt:{operator}"
-        if command == "status":
-            return e.get_status()
+        source = f"mqtt:{who.audit}"
         if command == "open_betting":
+            e.check_follows(data.get("after_round_id"), command)
             return {"round_id": e.open_betting(source=source).round_id}
+        if command == "new_shoe":
+            e.check_follows(data.get("after_round_id"), command)
+            return e.new_shoe(source=source)
+        if command == "jackpot_paid":
+            return self._jackpot_paid(args, data, who, rid)
+        if command == "result" and not self.procedure.manual_results:
+            raise RequestError(
+                "RESULT_FROM_DEVICE_ONLY",
+                "this table reads its results from its device; a result cannot be entered remotely",
+            )
+        e.check_round(data.get("round_id"), command)
         if command == "close_betting":
             return {"round_id": e.close_betting(source=source).round_id}
         if command in ("void_round", "void_throw"):
-            reason = args.get("reason")
-            if not isinstance(reason, str) or not reason.strip():
-                raise RequestError("MALFORMED_REQUEST", f"{command} needs a 'reason' string")
+            reason = _text(args.get("reason"), f"{command}'s 'reason'")
             if command == "void_throw":
                 return {"round_id": e.reopen_betting(reason, source=source).round_id}
             payload = e.void_round(reason, source=source)
             return {"round_id": payload["round_id"], "status": "void"}
         if command == "decide":
-            return self.procedure.decide(args, source)
+            out = self.procedure.decide(args, source)
+            return _with_round(out, data.get("round_id"))
         if command == "deal_setup":
-            return self.procedure.deal_setup(args, source)
-        if command == "new_shoe":
-            return e.new_shoe(source=source)
-        if command == "jackpot_paid":
-            if self.jackpot is None:
-                raise RequestError("NOT_SUPPORTED", "this table has no progressive jackpot")
-            hit_id = args.get("hit_id")
-            if not isinstance(hit_id, str):
-                raise RequestError("MALFORMED_REQUEST", "jackpot_paid needs a 'hit_id' string")
-            return self.jackpot.confirm_payment(hit_id, who=operator)
+            out = self.procedure.deal_setup(args, source)
+            return _with_round(out, data.get("round_id"))
         if command == "result":
-            if not self.procedure.manual_results:
-                raise RequestError(
-                    "RESULT_FROM_DEVICE_ONLY",
-                    "this table reads its results from its device; a result cannot be entered remotely",
-                )
             if "outcome" not in args:
                 raise RequestError("MALFORMED_REQUEST", "result needs an 'outcome'")
             payload = e.submit_result(args["outcome"], source=source)
@@ -233,3 +523,48 @@ class FloorRequests:
         raise RoundFault(
             f"command {command} is not available", code="UNKNOWN_COMMAND"
         )  # pragma: no cover
+
+    def _jackpot_paid(
+        self, args: Mapping[str, JSON], data: Mapping[str, JSON], who: Principal, rid: str
+    ) -> JSON:
+        """Step 2 of a jackpot hit, confirmed by two different principals where
+        ``[auth] two_person`` says so: the first confirmation is journaled as an
+        approval, the second (by someone else) confirms the payment."""
+        if self.jackpot is None:
+            raise RequestError("NOT_SUPPORTED", "this table has no progressive jackpot")
+        hit_id = identifier(args.get("hit_id"), "jackpot_paid's 'hit_id'", MAX_REQUEST_ID)
+        hit = self.journal.jackpot_hit(hit_id)
+        if hit is None:
+            raise RequestError("JACKPOT_HIT_NOT_FOUND", f"no jackpot hit {hit_id!r}")
+        if hit.round_id != data.get("round_id"):
+            raise StaleRound(
+                f"jackpot_paid names round {data.get('round_id')}; hit {hit_id} was won in "
+                f"round {hit.round_id}",
+                self.engine.current.round_id if self.engine.current else None,
+            )
+        if hit.paid:
+            return {"hit_id": hit_id, "round_id": hit.round_id, "paid": True, "already": True,
+                    "amount": hit.amount}  # fmt: skip
+        if "jackpot_paid" not in self.auth.settings.two_person:
+            out = self.jackpot.confirm_payment(hit_id, who=who.audit)
+            return {**out, "round_id": hit.round_id} if isinstance(out, dict) else out
+        before = self.journal.approvals("jackpot_paid", hit_id)
+        if who.audit in before:
+            raise RequestError(
+                "SECOND_PRINCIPAL_REQUIRED",
+                f"hit {hit_id} is confirmed by {who.audit}; a second, different principal "
+                "must confirm the payment",
+            )
+        approved = self.journal.approve("jackpot_paid", hit_id, who.audit, rid)
+        if len(approved) < 2:
+            return {"hit_id": hit_id, "round_id": hit.round_id, "paid": False,
+                    "confirmed_by": approved, "amount": hit.amount}  # fmt: skip
+        out = self.jackpot.confirm_payment(hit_id, who=approved)
+        self.journal.clear_approvals("jackpot_paid", hit_id)
+        result = dict(out) if isinstance(out, dict) else {}
+        result.update({"round_id": hit.round_id, "confirmed_by": approved})
+        return result
+
+
+def _with_round(out: JSON, round_id: JSON) -> JSON:
+    return {**out, "round_id": round_id} if isinstance(out, dict) else out

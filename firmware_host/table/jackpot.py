@@ -398,8 +398,11 @@ class JackpotController:
             },
         )
 
-    def confirm_payment(self, hit_id: str, *, who: str, reason: str = "") -> JSON:
-        record, changed = self.journal.confirm_jackpot_payment(hit_id, {"by": who, "note": reason})
+    def confirm_payment(self, hit_id: str, *, who: str | Sequence[str], reason: str = "") -> JSON:
+        """Step 2 of a hit; ``who``: the principal(s) who confirmed it (two, where the
+        two-person rule applies: ``[auth] two_person``)."""
+        by: JSON = who if isinstance(who, str) else list(who)
+        record, changed = self.journal.confirm_jackpot_payment(hit_id, {"by": by, "note": reason})
         return {"hit_id": hit_id, "paid": True, "already": not changed, "amount": record.amount}
 
     # -- status ----------------------------------------------------------------------

@@ -52,7 +52,9 @@ class LatchedFaults:
 
 class TableState(TableExtension):
     """The retained ``state`` topic follows the table: the game, the phase, the round in
-    flight and the latched faults (``state.json``)."""
+    flight, the last round (what opening betting follows), the latched faults, whether
+    requests must be signed (``auth``) and where results come from (``result_source``)
+    (``state.json``)."""
 
     name = "state"
 
@@ -63,10 +65,16 @@ class TableState(TableExtension):
         publish: Callable[..., None],
         game_id: str,
         faults: LatchedFaults,
+        auth: str = "signed",
+        result_source: str = "device",
+        last_round: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.publish = publish
         self.game_id = game_id
         self.faults = faults
+        self.auth = auth
+        self.result_source = result_source
+        self.last_round = last_round
         self.phase = Phase.IDLE
         self.round: RoundRecord | None = None
         extensions.add(self)
@@ -81,5 +89,8 @@ class TableState(TableExtension):
             game=self.game_id,
             phase=self.phase.value,
             round_id=self.round.round_id if self.round else None,
+            last_round_id=self.last_round(),
             faults=self.faults.codes(),
+            auth=self.auth,
+            result_source=self.result_source,
         )

@@ -110,7 +110,7 @@ def round_payload(
         )  # fmt: skip
     net = sum(b["net"] for b in bets)
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "table_id": rnd.table_id,
         "round_id": rnd.round_id,
         "seq": rnd.seq,

@@ -15,6 +15,7 @@ from firmware_host.config import validate_document
 from firmware_host.console import COMMANDS, hash_pin
 from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
+from tablesim.principals import make_principals
 
 PIN = "2468"
 
@@ -54,10 +55,12 @@ class PtyTerminal:
         os.close(self._slave)
 
 
-def config(tty_path: str, **console: object) -> object:
+def config(tty_path: str, keys: Path, **console: object) -> object:
+    # fantan without its keypad: results entered by people, over signed commands
     return validate_document(
         {
-            "table": {"id": "con-1", "game": "fantan"},
+            "table": {"id": "con-1", "game": "fantan", "result_source": "manual"},
+            "auth": make_principals(keys).auth_section(),
             "console": {
                 "serial_port": tty_path,
                 "max_tries": 5,
@@ -73,7 +76,7 @@ def config(tty_path: str, **console: object) -> object:
 async def table(tmp_path: Path, amqtt_broker):  # type: ignore[no-untyped-def]
     term = PtyTerminal()
     d = TableDaemon(
-        config(term.path),
+        config(term.path, tmp_path / "keys"),
         state_dir=tmp_path,
         runtime_dir=tmp_path,
         mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
@@ -107,12 +110,17 @@ async def test_login_recall_void_and_audit(table) -> None:  # type: ignore[no-un
     # a privileged command needs a login
     e.open_betting()
     e.place_bet({"bet_id": "b", "seat": 2, "bet_type": "fan", "selection": 1, "stake": 500})
-    refused = await term.cmd("void dealer error")
+    old = d.journal.rounds_summary(2)[1].round_id
+    now = e.current.round_id
+    refused = await term.cmd(f"void {now} dealer error")
     assert "needs an operator login" in refused and e.phase.value == "open"
     await term.cmd("login tech1", prompt=b"PIN: ")
     ok = await term.cmd(PIN, prompt=b"# ")
     assert "logged in as tech1" in ok
-    voided = await term.cmd("void bets placed after the bell", prompt=b"# ")
+    # a void names its round: the last round's id voids nothing (issue 14)
+    stale = await term.cmd(f"void {old} bets placed after the bell", prompt=b"# ")
+    assert "STALE_ROUND" in stale and now in stale and e.phase.value == "open"
+    voided = await term.cmd(f"void {now} bets placed after the bell", prompt=b"# ")
     assert "refunded: 1" in voided and e.phase.value == "idle"
     events = d.journal.events(50)
     priv = [ev for ev in events if ev.kind == "privileged_action"]

@@ -11,6 +11,8 @@ from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
 from firmware_host.schemas import validate
 from tablesim.floor_client import FloorClient
+from tablesim.principals import make_principals
+from tablesim.tables import to_toml
 
 FANTAN = """\
 version = 1
@@ -18,6 +20,7 @@ version = 1
 id = "ft-1"
 game = "fantan"
 payable_unit = 100
+result_source = "manual"
 [limits]
 min_stake = 1000
 """
@@ -47,7 +50,8 @@ def settle_cli(game: str, outcome: object, bets: list, config: Path) -> dict:
 
 async def test_manual_round_over_mqtt(broker, tmp_path: Path) -> None:
     path = tmp_path / "fantan.toml"
-    path.write_text(FANTAN)
+    principals = make_principals(tmp_path / "keys")
+    path.write_text(FANTAN + to_toml({"auth": principals.auth_section()}))
     cfg = load_config(path)
     d = TableDaemon(
         cfg,
@@ -58,7 +62,9 @@ async def test_manual_round_over_mqtt(broker, tmp_path: Path) -> None:
     await d.start()
     await d.link.wait_subscribed(30)
     try:
-        async with FloorClient(broker.host, broker.port, cfg.table_id) as floor:
+        async with FloorClient(
+            broker.host, broker.port, cfg.table_id, signers=principals
+        ) as floor:
             r = await floor.command("open_betting")
             assert r["status"] == "ok", r
             bets = [
@@ -82,9 +88,7 @@ async def test_manual_round_over_mqtt(broker, tmp_path: Path) -> None:
                 resp = await floor.place(b)
                 assert resp["status"] == "accepted", resp
                 validate("bet_response", resp)
-            bad = await floor.request(
-                "bets", {"action": "place", "bet": {**bets[0], "bet_id": "z", "stake": -1}}
-            )
+            bad = await floor.place({**bets[0], "bet_id": "z", "stake": -1})
             assert (bad["status"], bad["code"]) == ("rejected", "BET_INVALID_STAKE")
             assert (await floor.command("close_betting"))["status"] == "ok"
             late = await floor.place({**bets[1], "bet_id": "late"})

@@ -322,8 +322,9 @@ def test_the_daemon_refuses_a_damaged_journal_in_one_line(tmp_path: Path) -> Non
     (state / "journal.sqlite3").write_bytes(b"\x00garbage" * 5000)
     cfg = tmp_path / "t.toml"
     cfg.write_text(
-        'version = 1\n[table]\nid = "t-damaged"\ngame = "fantan"\npayable_unit = 100\n'
-        '[mqtt]\nhost = "127.0.0.1"\nport = 9\n'
+        'version = 1\n[table]\nid = "t-damaged"\ngame = "roulette"\npayable_unit = 100\n'
+        '[devices.wheel]\ndriver = "cammegh-ss2"\nport = "socket://127.0.0.1:9"\n'
+        '[auth]\nsignatures = false\n[mqtt]\nhost = "127.0.0.1"\nport = 9\n'
     )
     r = subprocess.run(
         [sys.executable, "-m", "firmware_host", "run", "--config", str(cfg), "--state-dir", str(state)],

@@ -11,10 +11,17 @@ from firmware_host.config import validate_document
 from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
 from firmware_host.table.engine import RoundFault
+from tablesim.principals import make_principals
 
 
 def make(tmp_path: Path, broker) -> TableDaemon:  # type: ignore[no-untyped-def]
-    cfg = validate_document({"table": {"id": "lf-1", "game": "fantan"}})
+    # fantan without its keypad: results entered by people, who sign their commands
+    cfg = validate_document(
+        {
+            "table": {"id": "lf-1", "game": "fantan", "result_source": "manual"},
+            "auth": make_principals(tmp_path / "keys").auth_section(),
+        }
+    )
     return TableDaemon(
         cfg,
         state_dir=tmp_path,

@@ -9,12 +9,15 @@ from pathlib import Path
 from firmware_host.config import load_config
 from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
+from tablesim.principals import make_principals
+from tablesim.tables import to_toml
 
 BASE = """\
 version = 1
 [table]
 id = "rl-1"
 game = "sicbo"
+result_source = "manual"
 [limits]
 min_stake = {min_stake}
 [pay_table.sicbo]
@@ -24,7 +27,8 @@ total_5 = {total_5}
 
 async def test_reload_applies_safe_keys_and_names_the_rest(tmp_path: Path, amqtt_broker) -> None:
     path = tmp_path / "table.toml"
-    path.write_text(BASE.format(min_stake=100, total_5=18))
+    AUTH = to_toml({"auth": make_principals(tmp_path / "keys").auth_section()})
+    path.write_text(BASE.format(min_stake=100, total_5=18) + AUTH)
     d = TableDaemon(
         load_config(path),
         config_path=path,
@@ -34,7 +38,7 @@ async def test_reload_applies_safe_keys_and_names_the_rest(tmp_path: Path, amqtt
     )
     await d.start()
     try:
-        path.write_text(BASE.format(min_stake=500, total_5=30))
+        path.write_text(BASE.format(min_stake=500, total_5=30) + AUTH)
         result = d.reload()
         assert result["applied"] == ["limits"]
         assert result["needs_restart"] == ["rules"]

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from firmware_host.auth import Authenticator, AuthSettings
 from firmware_host.config import load_config
 from firmware_host.games.errors import OutcomeError
 from firmware_host.journal import Journal
@@ -247,13 +248,21 @@ def test_random_valid_bets_settle_as_the_rules_core_says(
 
 
 def test_floor_requests_always_answer(tmp_path: Path) -> None:
+    # An unsigned table (signatures are tests/table/test_floor_trust.py's subject): every
+    # request is answered, none raises.
     e = engine(tmp_path)
-    f = FloorRequests(e, ManualProcedure(ProcedureContext(e)))
+    f = FloorRequests(
+        e,
+        ManualProcedure(ProcedureContext(e)),
+        auth=Authenticator(AuthSettings(signatures=False), e.cfg.table_id),
+    )
     bad = [
         b"",
         b"{",
         b"[]",
         b"\xff\xfe",
+        b'{"request_id": "n", "action": "place", "bet": {"stake": NaN}}',
+        b"[" * 100_000,
         json.dumps({"request_id": "1", "action": "fly"}).encode(),
         json.dumps({"action": "place"}).encode(),
         json.dumps({"request_id": "2", "action": "place", "bet": {}, "x": 1}).encode(),
@@ -263,20 +272,25 @@ def test_floor_requests_always_answer(tmp_path: Path) -> None:
         r = f.handle_bet_request(payload)
         assert r["status"] == "rejected" and r["code"], payload[:20]
     ok = f.handle_command_request(
-        json.dumps({"request_id": "c1", "command": "open_betting"}).encode()
+        json.dumps({"request_id": "c1", "command": "open_betting", "after_round_id": None}).encode()
     )
     assert ok["status"] == "ok" and ok["request_id"] == "c1"
+    rid = ok["data"]["round_id"]
     r = f.handle_bet_request(
         json.dumps(
-            {"request_id": "3", "action": "place", "bet": bet("a", "red", None, 5000)}
+            {"request_id": "3", "action": "place", "round_id": rid,
+             "bet": bet("a", "red", None, 5000)}
         ).encode()
-    )
+    )  # fmt: skip
     assert r["status"] == "accepted" and r["request_id"] == "3"
     for cmd, code in [
-        ({"request_id": "c2", "command": "result", "args": {"outcome": 1}}, "WRONG_PHASE"),
-        ({"request_id": "c3", "command": "void_round"}, "MALFORMED_REQUEST"),
+        ({"request_id": "c2", "command": "result", "round_id": rid, "args": {"outcome": 1}},
+         "WRONG_PHASE"),
+        ({"request_id": "c3", "command": "void_round", "round_id": rid}, "MALFORMED_REQUEST"),
         ({"request_id": "c4", "command": "reboot"}, "UNKNOWN_COMMAND"),
         ({"request_id": "c5", "command": "status", "args": {"x": 1}}, "UNKNOWN_FIELD"),
-    ]:
+        ({"request_id": "c6", "command": "close_betting"}, "BAD_IDENTIFIER"),
+        ({"request_id": "c7", "command": "close_betting", "round_id": "other"}, "STALE_ROUND"),
+    ]:  # fmt: skip
         r = f.handle_command_request(json.dumps(cmd).encode())
         assert (r["status"], r["code"]) == ("error", code)

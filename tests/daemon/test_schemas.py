@@ -142,7 +142,7 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("currency", "mop"),
         ("timestamps.settled", "2026-05-09 07:35:43"),  # ISO-8601 UTC with Z only
         ("timestamps.settled", KeyError),
-        ("schema_version", 2),
+        ("schema_version", 1),  # version 1 predates signed requests (issue 14)
         ("rules.regulation", KeyError),
         ("table_id", "a/b"),
         ("totals", {"stakes": 1}),
@@ -232,7 +232,7 @@ def test_settlements_of_the_rules_core_validate_as_rounds(
     settlement = game.settle(rules, game.parse_outcome(rules, number), parsed, MoneyRules())
     body = settlement.to_json()
     payload = {
-        "schema_version": 1, "table_id": "t1", "round_id": "t1-000001-00000000", "seq": 1,
+        "schema_version": 2, "table_id": "t1", "round_id": "t1-000001-00000000", "seq": 1,
         "game": body["game"], "rules": game.rules_json(rules), "currency": "MOP", "minor_digits": 2,
         "status": "settled", "void_reason": None, "outcome": body["outcome"], "bets": body["bets"],
         "totals": body["totals"], "jackpot": {"contributions": [], "hits": []},

@@ -20,12 +20,15 @@ from firmware_host.config import validate_document
 from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
 from firmware_host.sdnotify import Notifier
+from tablesim.principals import make_principals
+from tablesim.tables import to_toml
 
 CONFIG = """\
 version = 1
 [table]
 id = "sd-1"
 game = "fantan"
+result_source = "manual"
 [mqtt]
 host = "127.0.0.1"
 port = {port}
@@ -76,7 +79,8 @@ class NotifyListener:
 
 def test_started_as_systemd_would(tmp_path: Path, broker) -> None:
     cfg = tmp_path / "table.toml"
-    cfg.write_text(CONFIG.format(port=broker.port))
+    auth = to_toml({"auth": make_principals(tmp_path / "keys").auth_section()})
+    cfg.write_text(CONFIG.format(port=broker.port) + auth)
     listener = NotifyListener(tmp_path / "notify.sock")
     env = dict(os.environ, NOTIFY_SOCKET=str(tmp_path / "notify.sock"), WATCHDOG_USEC="400000")
     t0 = time.monotonic()
@@ -123,7 +127,12 @@ def test_started_as_systemd_would(tmp_path: Path, broker) -> None:
 async def test_a_blocked_event_loop_stops_the_watchdog(tmp_path: Path, amqtt_broker) -> None:
     listener = NotifyListener(tmp_path / "notify.sock")
     notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "notify.sock"), "WATCHDOG_USEC": "200000"})
-    cfg = validate_document({"table": {"id": "sd-2", "game": "fantan"}})
+    cfg = validate_document(
+        {
+            "table": {"id": "sd-2", "game": "fantan", "result_source": "manual"},
+            "auth": make_principals(tmp_path / "keys").auth_section(),
+        }
+    )
     d = TableDaemon(
         cfg,
         state_dir=tmp_path,

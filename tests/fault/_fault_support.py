@@ -21,6 +21,8 @@ import pytest
 
 from firmware_host.table.extension import TableExtension
 from tablesim.floor_client import FloorClient
+from tablesim.principals import Principals, make_principals
+from tablesim.tables import to_toml
 
 JSON = Any
 
@@ -145,17 +147,33 @@ class Requests:
         return None
 
     async def command(self, command: str, **args: JSON) -> JSON | None:
-        body: dict[str, JSON] = {"command": command}
-        if args:
-            body["args"] = args
-        return await self.request("commands", body)
+        # named for the round the floor last saw (issue 14: commands name their round)
+        return await self.request("commands", self.floor.command_body(command, **args))
 
     async def place(self, bet: Mapping[str, JSON]) -> JSON | None:
-        return await self.request("bets", {"action": "place", "bet": dict(bet)})
+        return await self.request(
+            "bets", {"action": "place", "round_id": self.floor.round_in_progress, "bet": dict(bet)}
+        )
 
     def send_nowait(self, kind: str, body: Mapping[str, JSON]) -> asyncio.Task[JSON | None]:
         """Send and do not wait (the caller kills something right after)."""
         return asyncio.ensure_future(self.request(kind, body))
+
+
+def signed_setup(directory: Path) -> tuple[str, Principals]:
+    """Fresh principals' keys in ``directory`` and the ``[auth]`` TOML naming them: the
+    fault tests run with signed requests, as a casino floor does."""
+    principals = make_principals(directory)
+    return to_toml({"auth": principals.auth_section()}), principals
+
+
+def signed(principals: Principals, table_id: str, kind: str, body: Mapping[str, JSON]) -> bytes:
+    """``body`` (with its request_id) signed by the principal whose role allows it, as
+    bytes for the table's own request handler."""
+    permission = str(body.get("command") or body.get("action"))
+    signer = principals.signer_for(permission)
+    assert signer is not None, permission
+    return json.dumps(signer.sign(f"{kind}/request", table_id, body)).encode()
 
 
 async def wait_online(floor: FloorClient, after: float, timeout: float = 30.0) -> None:

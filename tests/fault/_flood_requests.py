@@ -16,8 +16,13 @@ MAX_DEPTH = 16  # firmware_host.boundedjson.MAX_DEPTH (checked by the test)
 #: Fantan results that cannot be (58/2004 art. 3 2): 1 to 4, or a count of buttons).
 IMPOSSIBLE: list[Any] = [{"number": 9}, {"buttons": -4}, {"buttons": "many"}, [1]]
 
-#: A bet outside betting is refused for that before its content is looked at.
-OUTSIDE = {"BETTING_CLOSED", "NO_ROUND"}
+#: A bet outside betting is refused for that before its content is looked at; so is a
+#: request naming a round that is not in progress (issue 14: requests name their round;
+#: the flood names one that never is, :data:`FLOOD_ROUND`).
+OUTSIDE = {"BETTING_CLOSED", "NO_ROUND", "STALE_ROUND"}
+
+#: The round every flood request names.
+FLOOD_ROUND = "flood-round"
 
 
 def valid_bet(rng: random.Random, bet_id: str) -> dict[str, Any]:
@@ -46,18 +51,42 @@ class Malformed:
     codes: frozenset[str]
 
 
-def make_flood(rng: random.Random) -> Iterator[Malformed]:
-    """An endless stream of malformed requests, every kind in turn (seeded)."""
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _on_a_signed_table(m: Malformed) -> Malformed:
+    """What a table that requires signatures answers an unsigned request: refused where
+    it stops being readable, else ``UNSIGNED``; always with ``request_id: null``, since
+    nothing in an unauthenticated request is trusted (docs/security.md)."""
+    if len(m.payload) > MAX_PAYLOAD:
+        return Malformed(m.kind, m.category, m.payload, None, frozenset({"REQUEST_TOO_LARGE"}))
+    try:
+        doc = json.loads(m.payload, parse_constant=_no_constant)
+    except ValueError:
+        return Malformed(m.kind, m.category, m.payload, None, m.codes)
+    if not isinstance(doc, dict):
+        return Malformed(m.kind, m.category, m.payload, None, m.codes)
+    return Malformed(m.kind, m.category, m.payload, None, frozenset({"UNSIGNED"}))
+
+
+def make_flood(rng: random.Random, *, signed_table: bool = True) -> Iterator[Malformed]:
+    """An endless stream of malformed requests, every kind in turn (seeded). The codes
+    are those of an unsigned table; ``signed_table`` (the tables of the tests): those of
+    a table that requires signatures, the flood being unsigned."""
     n = 0
 
     def rid() -> str:
         return f"flood-{n}"
 
     def bet_req(bet: Any, **extra: Any) -> bytes:
-        return json.dumps({"request_id": rid(), "action": "place", "bet": bet, **extra}).encode()
+        return json.dumps(
+            {"request_id": rid(), "action": "place", "round_id": FLOOD_ROUND, "bet": bet, **extra}
+        ).encode()
 
     def cmd_req(command: Any, **extra: Any) -> bytes:
-        return json.dumps({"request_id": rid(), "command": command, **extra}).encode()
+        named = {} if command == "status" else {"round_id": FLOOD_ROUND}
+        return json.dumps({"request_id": rid(), "command": command, **named, **extra}).encode()
 
     def stake(value: Any, codes: set[str]) -> tuple[str, bytes, str | None, set[str]]:
         bet = valid_bet(rng, f"fb{n}")
@@ -82,19 +111,19 @@ def make_flood(rng: random.Random) -> Iterator[Malformed]:
             "bets",
             json.dumps({"action": "place", "bet": valid_bet(rng, "x")}).encode(),
             None,
-            {"MALFORMED_REQUEST"},
+            {"BAD_IDENTIFIER"},
         ),
         "request_id not a string": lambda: (
             "commands",
             json.dumps({"request_id": n, "command": "status"}).encode(),
             None,
-            {"MALFORMED_REQUEST"},
+            {"BAD_IDENTIFIER"},
         ),
         "request_id too long": lambda: (
             "commands",
             json.dumps({"request_id": "r" * 200, "command": "status"}).encode(),
             None,
-            {"MALFORMED_REQUEST"},
+            {"BAD_IDENTIFIER"},
         ),
         "unknown request field": lambda: (
             "bets",
@@ -113,7 +142,8 @@ def make_flood(rng: random.Random) -> Iterator[Malformed]:
         "fractional stake": lambda: stake(1000.5, {"BET_INVALID_STAKE"}),
         "stake as a string": lambda: stake("1000", {"BET_INVALID_STAKE"}),
         "stake as a boolean": lambda: stake(True, {"BET_INVALID_STAKE"}),
-        "stake NaN": lambda: stake(float("nan"), {"BET_INVALID_STAKE"}),
+        # NaN is no JSON number (RFC 8259): the request is not JSON at all
+        "stake NaN": lambda: ("bets", stake(float("nan"), set())[1], rid(), {"MALFORMED_JSON"}),
         "huge stake": lambda: stake(10**30, {"BET_INVALID_STAKE", "BET_STAKE_OUT_OF_LIMITS"}),
         "unknown bet type": lambda: (
             "bets",
@@ -137,13 +167,13 @@ def make_flood(rng: random.Random) -> Iterator[Malformed]:
             "bets",
             bet_req(rng.choice([[1, 2], "fan 3", 7])),
             rid(),
-            {"BET_MALFORMED"} | OUTSIDE,
+            {"MALFORMED_REQUEST"},
         ),
         "missing bet_id": lambda: (
             "bets",
             bet_req({k: v for k, v in valid_bet(rng, "x").items() if k != "bet_id"}),
             rid(),
-            {"BET_MISSING_FIELD"} | OUTSIDE,
+            {"BAD_IDENTIFIER"},
         ),
         "unknown action": lambda: (
             "bets",
@@ -153,15 +183,18 @@ def make_flood(rng: random.Random) -> Iterator[Malformed]:
         ),
         "cancel of an unknown bet": lambda: (
             "bets",
-            json.dumps({"request_id": rid(), "action": "cancel", "bet_id": f"nope-{n}"}).encode(),
+            json.dumps(
+                {"request_id": rid(), "action": "cancel", "round_id": FLOOD_ROUND,
+                 "bet_id": f"nope-{n}"}
+            ).encode(),
             rid(),
             {"BET_NOT_FOUND"} | OUTSIDE,
         ),
         "cancel without bet_id": lambda: (
             "bets",
-            json.dumps({"request_id": rid(), "action": "cancel"}).encode(),
+            json.dumps({"request_id": rid(), "action": "cancel", "round_id": FLOOD_ROUND}).encode(),
             rid(),
-            {"BET_MALFORMED"},
+            {"BAD_IDENTIFIER"},
         ),
         # Refused by the link unread: the answer cannot echo the request id.
         "oversized payload": lambda: (
@@ -207,35 +240,35 @@ def make_flood(rng: random.Random) -> Iterator[Malformed]:
             rid(),
             {"MALFORMED_REQUEST"},
         ),
-        "operator too long": lambda: (
+        "unknown field operator": lambda: (
             "commands",
             cmd_req("status", operator="o" * 100),
             rid(),
-            {"MALFORMED_REQUEST"},
+            {"UNKNOWN_FIELD"},
         ),
         "void without reason": lambda: (
             "commands",
             cmd_req("void_round", args={"reason": " "}),
             rid(),
-            {"MALFORMED_REQUEST"},
+            {"MALFORMED_REQUEST"} | OUTSIDE,
         ),
         "result without outcome": lambda: (
             "commands",
             cmd_req("result", args={}),
             rid(),
-            {"MALFORMED_REQUEST"},
+            {"MALFORMED_REQUEST"} | OUTSIDE,
         ),
         "impossible result": lambda: (
             "commands",
             cmd_req("result", args={"outcome": rng.choice(IMPOSSIBLE)}),
             rid(),
-            {"OUTCOME_INVALID", "WRONG_PHASE"},
+            {"OUTCOME_INVALID", "WRONG_PHASE"} | OUTSIDE,
         ),
         "decision at fantan": lambda: (
             "commands",
             cmd_req("decide", args={"seat": 1, "action": "hit"}),
             rid(),
-            {"NOT_SUPPORTED"},
+            {"NOT_SUPPORTED"} | OUTSIDE,
         ),
         "jackpot at fantan": lambda: (
             "commands",
@@ -249,4 +282,5 @@ def make_flood(rng: random.Random) -> Iterator[Malformed]:
         n += 1
         name = names[n % len(names)] if n <= len(names) else rng.choice(names)
         kind, payload, request_id, codes = makers[name]()
-        yield Malformed(kind, name, payload, request_id, frozenset(codes))
+        m = Malformed(kind, name, payload, request_id, frozenset(codes))
+        yield _on_a_signed_table(m) if signed_table else m

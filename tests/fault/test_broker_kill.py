@@ -26,7 +26,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fault_support import SEED, Deliveries, Requests, RoundRecorder, kv, report
+from _fault_support import (
+    SEED,
+    Deliveries,
+    Requests,
+    RoundRecorder,
+    kv,
+    report,
+    signed,
+    signed_setup,
+)
 from _mqtt_support import Collector
 
 from firmware_host.config import load_config
@@ -34,6 +43,7 @@ from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
 from firmware_host.table.engine import Phase
 from tablesim.floor_client import FloorClient
+from tablesim.principals import Principals
 
 ROUNDS = int(os.environ.get("TABLECTL_FAULT_ROUNDS", "300"))
 
@@ -43,6 +53,7 @@ version = 1
 id = "fault-ft"
 game = "fantan"
 payable_unit = 100
+result_source = "manual"
 [limits]
 min_stake = 1000
 max_stake = 1000000
@@ -55,8 +66,11 @@ class Dealer:
     chosen from the phase the table is in now (a request that gave up may have been
     applied, or may be applied later)."""
 
-    def __init__(self, daemon: TableDaemon, req: Requests, rng: random.Random) -> None:
+    def __init__(
+        self, daemon: TableDaemon, req: Requests, rng: random.Random, principals: Principals
+    ) -> None:
         self.d = daemon
+        self.principals = principals
         self.req = req
         self.rng = rng
         self.broker_up = True
@@ -69,12 +83,21 @@ class Dealer:
         assert self.d.floor is not None
         self.local_requests += 1
         self.n += 1
-        payload = json.dumps({"request_id": f"local-{self.n}", **body}).encode()
+        payload = signed(
+            self.principals, self.d.cfg.table_id, kind, {"request_id": f"local-{self.n}", **body}
+        )
         if kind == "bets":
             return self.d.floor.handle_bet_request(payload)
         return self.d.floor.handle_command_request(payload)
 
     async def act(self, kind: str, body: dict[str, Any]) -> Any:
+        e = self.d.engine
+        assert e is not None
+        # every request names its round, as the dealer sees it now (issue 14)
+        if body.get("command") == "open_betting":
+            body = {**body, "after_round_id": e.last_round_id()}
+        else:
+            body = {**body, "round_id": e.current.round_id if e.current else None}
         if self.broker_up:
             self.mqtt_requests += 1
             resp = await self.req.request(kind, body)
@@ -121,7 +144,8 @@ async def test_broker_killed_at_random_every_round_reaches_the_floor_in_order(
     broker = fast_mosquitto
     rng = random.Random(SEED)
     path = tmp_path / "fantan.toml"
-    path.write_text(FANTAN)
+    auth, principals = signed_setup(tmp_path / "keys")
+    path.write_text(FANTAN + auth)
     cfg = load_config(path)
     settings = MqttSettings(
         host=broker.host,
@@ -139,10 +163,12 @@ async def test_broker_killed_at_random_every_round_reaches_the_floor_in_order(
     assert d.engine is not None and d.link is not None and d.journal is not None
     journal = d.journal
     d.extensions.add(RoundRecorder(finished))
-    floor = FloorClient(broker.host, broker.port, cfg.table_id, client_id="fault-dealer")
+    floor = FloorClient(
+        broker.host, broker.port, cfg.table_id, client_id="fault-dealer", signers=principals
+    )
     await floor.start()
     req = Requests(floor, timeout=5.0)
-    dealer = Dealer(d, req, random.Random(rng.random()))
+    dealer = Dealer(d, req, random.Random(rng.random()), principals)
     kills = 0
     down_total = 0.0
     backlog_max = 0

@@ -62,6 +62,8 @@ from _fault_support import (
     Requests,
     kv,
     report,
+    signed,
+    signed_setup,
     wait_until,
 )
 from _mqtt_support import Collector
@@ -88,6 +90,7 @@ game = "stud-poker"
 currency = "MOP"
 minor_digits = 2
 payable_unit = 100
+result_source = "manual"
 
 [limits]
 min_stake = 10000
@@ -254,7 +257,8 @@ class StudDealer:
         accepted = []
         for i, bet in enumerate(bets):
             if i == stop_at:
-                self.req.send_nowait("bets", {"action": "place", "bet": bet})
+                rid = self.req.floor.round_in_progress
+                self.req.send_nowait("bets", {"action": "place", "round_id": rid, "bet": bet})
                 return True
             resp = await self.req.place(bet)
             if resp is None:
@@ -272,7 +276,8 @@ class StudDealer:
             return True
         outcome = self.deal(accepted)
         if kill_at == "after_result":
-            self.req.send_nowait("commands", {"command": "result", "args": {"outcome": outcome}})
+            body = self.req.floor.command_body("result", outcome=outcome)
+            self.req.send_nowait("commands", body)
             return True
         t0 = time.perf_counter()
         r = await self.req.command("result", outcome=outcome)
@@ -294,7 +299,9 @@ class StudDealer:
         if r["data"]["phase"] != "idle":
             self.tally.cleanup_voids += 1
             v = await self.req.command(
-                "void_round", reason="test dealer: stale request after restart"
+                "void_round",
+                round_id=r["data"]["round_id"],
+                reason="test dealer: stale request after restart",
             )
             assert v is not None and v["status"] == "ok", v
 
@@ -326,18 +333,21 @@ async def test_daemon_sigkill_loses_nothing_settles_nothing_twice_and_the_jackpo
     broker = fault_broker
     rng = random.Random(SEED + 2)
     cfg_path = short_dir / "stud.toml"
+    auth, principals = signed_setup(short_dir / "keys")
     cfg_path.write_text(
         CONFIG.format(
             table=TABLE, stake=STAKE, seed=SEED_POOL, royal=ROYAL_FIXED, sf=SF_FIXED,
             host=broker.host, port=broker.port,
-        )
+        ) + auth
     )  # fmt: skip
     journal_path = short_dir / "journal.sqlite3"
     notify = NotifySocket(short_dir / "notify.sock")
     col = await Collector(
         broker.host, broker.port, f"casino/tables/{TABLE}/rounds", "fault-stud-floor"
     ).start()
-    floor = FloorClient(broker.host, broker.port, TABLE, client_id="fault-stud-dealer")
+    floor = FloorClient(
+        broker.host, broker.port, TABLE, client_id="fault-stud-dealer", signers=principals
+    )
     daemon = DaemonProcess(cfg_path, short_dir, notify, short_dir / "daemon.log", floor)
     tally = Tally()
     landed: Counter[str] = Counter()
@@ -603,11 +613,12 @@ async def test_a_place_holding_a_carried_jackpot_bet_cannot_add_one_and_its_next
     from firmware_host.mqtt import MqttSettings
 
     cfg_path = tmp_path / "stud.toml"
+    auth, principals = signed_setup(tmp_path / "keys")
     cfg_path.write_text(
         CONFIG.format(
             table=TABLE, stake=STAKE, seed=SEED_POOL, royal=ROYAL_FIXED, sf=SF_FIXED,
             host="127.0.0.1", port=1,
-        )
+        ) + auth
     )  # fmt: skip
     d = TableDaemon(
         load_config(cfg_path), state_dir=tmp_path, runtime_dir=tmp_path,
@@ -618,14 +629,23 @@ async def test_a_place_holding_a_carried_jackpot_bet_cannot_add_one_and_its_next
         assert d.floor is not None and d.engine is not None
         floor = d.floor
 
+        engine = d.engine
+        n = iter(range(1, 1000))
+
         def cmd(command: str, **args: Any) -> Any:
-            body = {"request_id": "c", "command": command, "args": args}
-            return floor.handle_command_request(json.dumps(body).encode())
+            named = (
+                {"after_round_id": engine.last_round_id()}
+                if command == "open_betting"
+                else {"round_id": engine.current.round_id if engine.current else None}
+            )
+            body = {"request_id": f"c{next(n)}", "command": command, **named, "args": args}
+            return floor.handle_command_request(signed(principals, TABLE, "commands", body))
 
         def bet(bet_id: str, bet_type: str, stake: int) -> Any:
-            body = {"request_id": bet_id, "action": "place",
+            rid = engine.current.round_id if engine.current else None
+            body = {"request_id": bet_id, "action": "place", "round_id": rid,
                     "bet": {"bet_id": bet_id, "seat": 3, "bet_type": bet_type, "stake": stake}}  # fmt: skip
-            return floor.handle_bet_request(json.dumps(body).encode())
+            return floor.handle_bet_request(signed(principals, TABLE, "bets", body))
 
         assert cmd("open_betting")["status"] == "ok"
         assert bet("a1", "ante", 10000)["status"] == "accepted"

@@ -49,6 +49,7 @@ from _fault_support import (
     ms_summary,
     pct,
     report,
+    signed_setup,
     wait_until,
 )
 from _flood_requests import MAX_DEPTH, MAX_PAYLOAD, valid_bet
@@ -69,6 +70,7 @@ version = 1
 id = "{table}"
 game = "fantan"
 payable_unit = 100
+result_source = "manual"
 [limits]
 min_stake = 1000
 max_stake = 1000000
@@ -123,14 +125,18 @@ class Dealer:
         overload): open, close, result, 0.2 s apart; then the round on the floor."""
         self.n += 1
         for command in ("open_betting", "close_betting"):
-            req = {"request_id": f"blind-{self.n}-{command}", "command": command}
-            await self.floor.send_raw("commands", json.dumps(req).encode())
+            req = {"request_id": f"blind-{self.n}-{command}", **self.floor.command_body(command)}
+            await self.floor.send_raw("commands", json.dumps(self.floor.sign("commands", req)).encode())
             await asyncio.sleep(0.2)
         seen = len(self.floor.messages)
         t0 = time.perf_counter()
-        body: dict[str, Any] = {"request_id": f"blind-{self.n}-result", "command": "result",
-                "args": {"outcome": {"buttons": self.rng.randint(20, 120)}}}  # fmt: skip
-        await self.floor.send_raw("commands", json.dumps(body).encode())
+        body: dict[str, Any] = {
+            "request_id": f"blind-{self.n}-result",
+            **self.floor.command_body(
+                "result", outcome={"buttons": self.rng.randint(20, 120)}
+            ),
+        }
+        await self.floor.send_raw("commands", json.dumps(self.floor.sign("commands", body)).encode())
         await wait_until(lambda: self._arrived(seen, None) is not None, 60, "the round")
         arrived = self._arrived(seen, None)
         assert arrived is not None
@@ -153,9 +159,16 @@ async def run_flood(
     assert (MAX_PAYLOAD, MAX_DEPTH) == (boundedjson.MAX_REQUEST_BYTES, boundedjson.MAX_DEPTH)
     rng = random.Random(SEED + 4)
     cfg_path = short_dir / "fantan.toml"
-    cfg_path.write_text(CONFIG.format(table=TABLE, host=broker.host, port=broker.port))
+    # The table requires signed requests (the dealer signs); the flooder signs nothing,
+    # so each flood request is refused where it stops: unreadable, or UNSIGNED.
+    auth, principals = signed_setup(short_dir / "keys")
+    cfg_path.write_text(
+        CONFIG.format(table=TABLE, host=broker.host, port=broker.port) + auth
+    )
     notify = NotifySocket(short_dir / "notify.sock")
-    floor = FloorClient(broker.host, broker.port, TABLE, client_id="fault-flood-dealer")
+    floor = FloorClient(
+        broker.host, broker.port, TABLE, client_id="fault-flood-dealer", signers=principals
+    )
     daemon = DaemonProcess(cfg_path, short_dir, notify, short_dir / "daemon.log", floor)
     flooder: asyncio.subprocess.Process | None = None
     try:

@@ -44,7 +44,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fault_support import SEED, Deliveries, RoundRecorder, kv, ms_summary, report, wait_until
+from _fault_support import (
+    SEED,
+    Deliveries,
+    RoundRecorder,
+    kv,
+    ms_summary,
+    report,
+    signed,
+    signed_setup,
+    wait_until,
+)
 
 from drivers.base import HealthState
 from drivers.cammegh.sim import CammeghSim, SimTiming
@@ -112,7 +122,8 @@ async def test_serial_unplug_replug_and_garbage_settle_no_wrong_result(
     await sim.power_on()
     await sim.wait_state(2, timeout=10)  # type: ignore[arg-type]
     path = short_dir / "roulette.toml"
-    path.write_text(CONFIG.format(port=server.path))
+    auth, principals = signed_setup(short_dir / "keys")
+    path.write_text(CONFIG.format(port=server.path) + auth)
     cfg = load_config(path)
     settings = MqttSettings(host=broker.host, port=broker.port, reconnect_min_ms=50)
     d = TableDaemon(
@@ -197,12 +208,10 @@ async def test_serial_unplug_replug_and_garbage_settle_no_wrong_result(
                 cur = d.engine.current
                 if d.engine.phase is Phase.OPEN and cur is not None:
                     round_spin[cur.round_id] = sim.spin_number
-                    for bet in players.many(3, f"g{g}"):
-                        d.floor.handle_bet_request(
-                            json.dumps(
-                                {"request_id": f"g{g}", "action": "place", "bet": bet}
-                            ).encode()
-                        )
+                    for i, bet in enumerate(players.many(3, f"g{g}")):
+                        body = {"request_id": f"g{g}-{i}", "action": "place",
+                                "round_id": cur.round_id, "bet": bet}  # fmt: skip
+                        d.floor.handle_bet_request(signed(principals, cfg.table_id, "bets", body))
                 else:
                     games_without_bets += 1
                 await sim.spin(timeout=30)
@@ -316,7 +325,8 @@ async def test_a_round_whose_spin_ended_unseen_is_voided_not_settled_by_the_next
     await sim.power_on()
     await sim.wait_state(2, timeout=10)  # type: ignore[arg-type]
     path = short_dir / "roulette.toml"
-    path.write_text(CONFIG.format(port=server.path))
+    auth, principals = signed_setup(short_dir / "keys")
+    path.write_text(CONFIG.format(port=server.path) + auth)
     cfg = load_config(path)
     d = TableDaemon(
         cfg, state_dir=short_dir, runtime_dir=short_dir,
@@ -333,9 +343,8 @@ async def test_a_round_whose_spin_ended_unseen_is_voided_not_settled_by_the_next
         assert first is not None
         spin_n = sim.spin_number
         bet = {"bet_id": "b1", "seat": 1, "bet_type": "red", "selection": None, "stake": 1000}
-        d.floor.handle_bet_request(
-            json.dumps({"request_id": "r", "action": "place", "bet": bet}).encode()
-        )
+        body = {"request_id": "r", "action": "place", "round_id": first.round_id, "bet": bet}
+        d.floor.handle_bet_request(signed(principals, cfg.table_id, "bets", body))
         game = asyncio.create_task(sim.spin())
         # betting procedure 1 (the default): bets close when the ball is launched (state 3)
         await wait_until(lambda: d.engine.phase is Phase.CLOSED, 10, "betting closed")

@@ -38,8 +38,12 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from drivers.base import DeviceEvent
+from firmware_host.auth import Authenticator, AuthSettings, PrincipalSpec, Signer
 from firmware_host.config import validate_document
+from firmware_host.games import get_game
 from firmware_host.journal import Journal
 from firmware_host.table.engine import RoundEngine
 from firmware_host.table.extension import TableExtensions
@@ -121,10 +125,18 @@ class Scenario:
         self.answer: dict[str, Any] | None = None
         self.seen_outbox = 0
         self.events: list[dict[str, Any]] = []
+        self.key = Ed25519PrivateKey.generate()
+        self.requests = 0
 
     # -- set-up ----------------------------------------------------------------------
     def _build(self) -> None:
-        cfg = validate_document(self.doc or {"table": {"id": "sc-1", "game": "roulette"}})
+        doc = self.doc or {"table": {"id": "sc-1", "game": "roulette"}}
+        kind = get_game(doc["table"]["game"]).result_device
+        if kind is not None and all(k != kind for k, _ in self.devices.values()):
+            # no device reads the results: the scenario's commands enter them, as the
+            # table must then say (no silent manual table)
+            doc["table"]["result_source"] = "manual"
+        cfg = validate_document(doc)
         self.journal = j = Journal(self.workdir / "journal.sqlite3")
         for code, message in self.latched:
             j.set_fault(code, message)
@@ -136,7 +148,16 @@ class Scenario:
                 self.engine, devices=devices, report_fault=self.engine.report_fault, extensions=ext
             )
         )
-        self.floor = FloorRequests(self.engine, self.procedure)
+        # Commands are signed by one principal who holds every role, as a floor would.
+        settings = AuthSettings(
+            principals={
+                "scenario": PrincipalSpec(
+                    "scenario", (), ("pit_supervisor", "floor_system", "jackpot_attendant")
+                )
+            }
+        )
+        auth = Authenticator(settings, cfg.table_id, keys={"scenario": (self.key.public_key(),)})
+        self.floor = FloorRequests(self.engine, self.procedure, auth=auth)
 
     def _ready(self) -> RoundEngine:
         if self.engine is None:
@@ -208,11 +229,21 @@ class Scenario:
     def _command(self, rest: str) -> None:
         self._ready()
         assert self.floor is not None
+        assert self.engine is not None
         name, _, args = rest.partition(" ")
-        request = {"request_id": "sc", "command": name}
+        self.requests += 1
+        request: dict[str, Any] = {"request_id": f"sc-{self.requests}", "command": name}
+        if name == "open_betting":  # commands name their round, as the floor sees it
+            request["after_round_id"] = self.engine.last_round_id()
+        elif name != "status":
+            cur = self.engine.current
+            request["round_id"] = cur.round_id if cur else "none"
         if args.strip():
             request["args"] = json.loads(args)
-        self.answer = self.floor.handle_command_request(json.dumps(request).encode())
+        signed = Signer("scenario", self.key).sign(
+            "commands/request", self.engine.cfg.table_id, request
+        )
+        self.answer = self.floor.handle_command_request(json.dumps(signed).encode())
 
     def _outbox(self) -> list[tuple[str, dict[str, Any]]]:
         assert self.journal is not None

@@ -88,8 +88,15 @@ def test_the_procedure_is_chosen_by_the_result_device_kind(game_id: str, tmp_pat
     cfg = validate_document({"table": {"id": "t-1", "game": game_id}})
     engine = RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"))
     kind = cfg.game.result_device
-    # without its result device, a table enters results by command
-    assert type(make_procedure(ProcedureContext(engine))) is ManualProcedure
+    # without its result device, a table enters results by command only if it says so
+    # (issue 14: no silent manual table)
+    if kind is not None:
+        with pytest.raises(RulesError) as exc:
+            make_procedure(ProcedureContext(engine))
+        assert exc.value.code == "RESULT_DEVICE_MISSING"
+    manual = validate_document({"table": {"id": "t-1", "game": game_id, "result_source": "manual"}})
+    manual_engine = RoundEngine(manual, Journal(tmp_path / "m.sqlite3"))
+    assert type(make_procedure(ProcedureContext(manual_engine))) is ManualProcedure
     devices = [Device("board", "board", object())]
     if kind is not None:
         devices.append(Device("it", kind, object()))

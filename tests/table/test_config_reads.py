@@ -20,8 +20,16 @@ KEYPAD = {"driver": "keypad-gpio", "pins": {"1": 5, "2": 6, "3": 13, "4": 19, "c
 NO_GPIO = gpio_unavailable() is not None
 
 
+#: A device that reads each game's results (no silent manual table, issue 14).
+READERS: dict[str, dict[str, object]] = {
+    "roulette": {"wheel": {"driver": "cammegh-ss2", "port": "/dev/null"}},
+    "stud-poker": {"shoe": {"driver": "shoe-ref", "port": "/dev/null"}},
+}
+
+
 def doc(game: str = "roulette", **sections: object) -> dict[str, object]:
-    return {"version": 1, "table": {"id": "t-1", "game": game}, **sections}
+    return {"version": 1, "table": {"id": "t-1", "game": game}, "devices": READERS.get(game, {}),
+            **sections}  # fmt: skip
 
 
 def test_a_jackpot_section_on_a_table_without_a_jackpot_is_never_read() -> None:
@@ -145,6 +153,13 @@ async def test_a_gpio_driver_started_without_pins_refuses() -> None:
 def test_settings_the_caller_overrides_still_count_as_read(tmp_path: Path) -> None:
     from firmware_host.mqtt import MqttSettings
 
-    cfg = validate_document(doc("fantan", mqtt={"host": "floor.example", "port": 8883}))
+    cfg = validate_document(
+        doc(
+            "fantan",
+            mqtt={"host": "floor.example", "port": 8883},
+            devices={"keypad": KEYPAD},
+            daemon={"simulated": True},
+        )
+    )
     plan = read_plan(cfg, mqtt=MqttSettings(host="127.0.0.1", port=1883), state_dir=tmp_path)
     assert plan.problems == () and plan.mqtt.host == "127.0.0.1"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...games.errors import RulesError
 from .base import Device, Procedure, ProcedureContext
 from .dice import DiceProcedure
 from .keypad import KeypadProcedure
@@ -41,6 +42,14 @@ def make_procedure(ctx: ProcedureContext) -> Procedure:
     else the manual procedure (results entered or declared by command)."""
     kind = ctx.engine.game.result_device
     device = ctx.device_of_kind(kind) if kind is not None else None
+    if kind is not None and device is None and ctx.engine.cfg.result_source != "manual":
+        # The configuration refuses this (config._check_result_source); never fall back
+        # to entering results by command without the table saying so.
+        raise RulesError(
+            f"this {ctx.engine.game.game_id} table reads its results from a {kind} and has "
+            "none; say table.result_source = \"manual\" if people enter the results",
+            code="RESULT_DEVICE_MISSING",
+        )
     if kind is None or device is None or kind not in PROCEDURES:
         return ManualProcedure(ctx)
     return PROCEDURES[kind](ctx, device)

@@ -1,0 +1,171 @@
+"""Requests answered exactly once: the answer to every floor request, by request id.
+
+The floor re-sends a request it got no answer to, with the same ``request_id``
+(``docs/mqtt.md``). The table must then answer what it answered the first time and do
+nothing again. So the answer to a request is written here **in the transaction of the
+change it answers** (:meth:`~.connection.Connection.transaction`): a crash before the
+commit leaves neither the change nor the answer (the retry acts, once), a crash after
+it leaves both (the retry gets the answer, and acts nothing).
+
+Answers are kept by ``(principal, request_id)``: each principal has its own request
+ids, and one principal can never take (or spoil) another's. ``digest`` is the hash of
+the request's content (without its signature and timestamp, so a retry signed again
+is the same request): a request id used again for different content is a conflict.
+
+Retention (``retention.py``): an answer is kept at least ``request_keep_hours`` (24
+hours or more) and as long as the round it names keeps its bets in the journal
+(``full_rounds``).
+
+``approvals`` holds the first confirmations of what needs two different principals
+(a jackpot payment, GLI's two-person rule), until the second one comes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+
+from ..jsonio import JSON, dumps, loads_or_none
+from .connection import Connection
+from .errors import JournalError
+
+
+class RequestIdTaken(JournalError):
+    """The principal already used this request id (its answer is journaled)."""
+
+    code = "REQUEST_ID_TAKEN"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """A journaled answer to one request."""
+
+    principal: str
+    request_id: str
+    #: The request topic, relative to the table's root (``bets/request``...).
+    topic: str
+    #: sha256 (hex) of the request's canonical content without signature and timestamp.
+    digest: str
+    #: The round the request named or acted on, if any (keeps the answer in retention).
+    round_id: str | None
+    #: Whether the principal was verified by its signature (False: signatures off).
+    verified: bool
+    #: The response as published.
+    answer: JSON
+    at: str
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "principal": self.principal,
+            "request_id": self.request_id,
+            "topic": self.topic,
+            "digest": self.digest,
+            "round_id": self.round_id,
+            "verified": self.verified,
+            "answer": self.answer,
+            "at": self.at,
+        }
+
+
+_REQ_COLS = "principal, request_id, topic, digest, round_id, verified, answer, at"
+
+
+def _request(row: sqlite3.Row) -> RequestRecord:
+    return RequestRecord(
+        row[0], row[1], row[2], row[3], row[4], bool(row[5]), loads_or_none(row[6]), row[7]
+    )
+
+
+class RequestStore(Connection):
+    """Journaled answers by request id; approvals of two-person actions."""
+
+    def answered(self, principal: str, request_id: str) -> RequestRecord | None:
+        """The journaled answer to ``principal``'s request ``request_id``, if any."""
+        row = self._db.execute(
+            f"SELECT {_REQ_COLS} FROM requests WHERE principal = ? AND request_id = ?",
+            (principal, request_id),
+        ).fetchone()
+        return None if row is None else _request(row)
+
+    def record_answer(
+        self,
+        principal: str,
+        request_id: str,
+        *,
+        topic: str,
+        digest: str,
+        answer: JSON,
+        round_id: str | None = None,
+        verified: bool = True,
+        at: datetime | None = None,
+    ) -> RequestRecord:
+        """Journal the answer to a request: inside the open transaction (the change it
+        answers), or in one of its own. :class:`RequestIdTaken` if the principal already
+        used ``request_id``."""
+        now = self._now(at)
+        with self._tx("record_answer") as db:
+            try:
+                db.execute(
+                    f"INSERT INTO requests ({_REQ_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        principal,
+                        request_id,
+                        topic,
+                        digest,
+                        round_id,
+                        int(verified),
+                        dumps(answer),
+                        now,
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise RequestIdTaken(
+                    f"request id {request_id!r} of {principal!r} is already answered"
+                ) from exc
+        return RequestRecord(principal, request_id, topic, digest, round_id, verified, answer, now)
+
+    def requests_answered(self, limit: int = 50) -> list[RequestRecord]:
+        """The last ``limit`` journaled answers, newest first (console, tests)."""
+        return [
+            _request(r)
+            for r in self._db.execute(
+                f"SELECT {_REQ_COLS} FROM requests ORDER BY id DESC LIMIT ?", (limit,)
+            )
+        ]
+
+    # -- two-person actions -----------------------------------------------------------
+    def approve(
+        self,
+        action: str,
+        subject: str,
+        principal: str,
+        request_id: str,
+        *,
+        at: datetime | None = None,
+    ) -> list[str]:
+        """Record ``principal``'s approval of ``action`` on ``subject`` (idempotent);
+        return every principal who approved it so far, first first."""
+        now = self._now(at)
+        with self._tx("approve") as db:
+            db.execute(
+                "INSERT OR IGNORE INTO approvals (action, subject, principal, request_id, at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (action, subject, principal, request_id, now),
+            )
+        return self.approvals(action, subject)
+
+    def approvals(self, action: str, subject: str) -> list[str]:
+        return [
+            r[0]
+            for r in self._db.execute(
+                "SELECT principal FROM approvals WHERE action = ? AND subject = ? "
+                "ORDER BY at, rowid",
+                (action, subject),
+            )
+        ]
+
+    def clear_approvals(self, action: str, subject: str) -> None:
+        """Forget the approvals of a finished action (in the transaction that finishes it)."""
+        with self._tx("clear_approvals") as db:
+            db.execute("DELETE FROM approvals WHERE action = ? AND subject = ?", (action, subject))

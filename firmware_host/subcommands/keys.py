@@ -1,0 +1,101 @@
+"""``tablectl keys``: the Ed25519 keys of the floor's principals (``docs/security.md``).
+
+- ``keys generate NAME [--dir DIR]``: a key pair for principal NAME: ``NAME.key`` (the
+  principal's private key, mode 0600, never on the table) and ``NAME.pub`` (for the
+  table's ``[auth.principals.NAME] keys``);
+- ``keys id FILE``: the id the audit records for a key (``ed25519:...``);
+- ``keys sign --key FILE --principal NAME --table ID --topic TOPIC REQUEST``: a request
+  (JSON, ``-`` for standard input) signed as the table expects, for a technician or a
+  vendor checking their own implementation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("keys", help="generate and inspect the floor principals' signing keys")
+    ksub = p.add_subparsers(dest="keys_command", metavar="ACTION")
+    ksub.required = True
+    g = ksub.add_parser("generate", help="a new Ed25519 key pair for a principal")
+    g.add_argument("name", help="the principal's name ([auth.principals.NAME])")
+    g.add_argument("--dir", default=".", help="where to write NAME.key and NAME.pub")
+    g.add_argument("--overwrite", action="store_true", help="replace existing files")
+    g.set_defaults(func=cmd_keys_generate)
+    i = ksub.add_parser("id", help="the id of a public or private key file")
+    i.add_argument("file")
+    i.set_defaults(func=cmd_keys_id)
+    s = ksub.add_parser("sign", help="sign a request (JSON) as a principal")
+    s.add_argument("--key", required=True, help="the principal's private key file")
+    s.add_argument("--principal", required=True)
+    s.add_argument("--table", required=True, help="the table id the request is for")
+    s.add_argument(
+        "--topic",
+        default="commands/request",
+        choices=("commands/request", "bets/request"),
+        help="the request topic below the table's root",
+    )
+    s.add_argument("request", help="the request as JSON text, @FILE, or - (standard input)")
+    s.set_defaults(func=cmd_keys_sign)
+
+
+def cmd_keys_generate(args: argparse.Namespace) -> int:
+    from ..auth import KeyFileError, generate, key_id, load_public_key
+    from ..auth.policy import PRINCIPAL_NAME
+
+    if not PRINCIPAL_NAME.match(args.name):
+        print(
+            f"error: {args.name!r} is not a principal name (1-64 letters, digits, '_', '.', "
+            "'@', ':', '-')",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        priv, pub = generate(args.name, args.dir, overwrite=args.overwrite)
+        kid = key_id(load_public_key(pub))
+    except (FileExistsError, KeyFileError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"private key: {priv} (mode 0600: for the principal {args.name} alone)")
+    print(f"public key:  {pub} (for the table: [auth.principals.{args.name}] keys)")
+    print(f"key id:      {kid}")
+    return 0
+
+
+def cmd_keys_id(args: argparse.Namespace) -> int:
+    from ..auth import KeyFileError, key_id, load_private_key, load_public_key
+
+    try:
+        try:
+            pub = load_public_key(args.file)
+        except KeyFileError:
+            pub = load_private_key(args.file).public_key()
+    except KeyFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(key_id(pub))
+    return 0
+
+
+def cmd_keys_sign(args: argparse.Namespace) -> int:
+    from ..auth import KeyFileError, Signer
+
+    try:
+        text = args.request
+        if text == "-":
+            text = sys.stdin.read()
+        elif text.startswith("@"):
+            with open(text[1:], encoding="utf-8") as f:
+                text = f.read()
+        request = json.loads(text)
+        if not isinstance(request, dict):
+            raise ValueError("the request must be a JSON object")
+        signer = Signer(args.principal, args.key)
+    except (KeyFileError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(signer.sign(args.topic, args.table, request), ensure_ascii=False))
+    return 0

@@ -1,0 +1,179 @@
+"""Issue 14's attacks, as a hostile floor client would make them, over a real mosquitto
+against a running table daemon (``tests/table/test_floor_trust.py`` covers each
+wall in detail, against the request handler): each is refused, or answered with
+the original answer while nothing acts again."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from firmware_host.auth import Signer
+from firmware_host.config import validate_document
+from firmware_host.daemon import TableDaemon
+from firmware_host.mqtt import MqttSettings
+from firmware_host.schemas import validate
+from firmware_host.timefmt import utc_now
+from tablesim.floor_client import FloorClient
+from tablesim.principals import make_principals
+
+ROLES = {
+    "dealer": ("dealer",),
+    "pit": ("pit_supervisor",),
+    "floor": ("floor_system",),
+    "floor2": ("floor_system",),
+}
+
+
+@pytest.fixture
+async def table(tmp_path: Path, mosquitto_broker: Any) -> Any:
+    principals = make_principals(tmp_path / "keys", ROLES)
+    doc = {
+        "table": {"id": "atk-1", "game": "roulette", "result_source": "manual"},
+        "limits": {"min_stake": 100, "max_stake": 1_000_000},
+        "auth": principals.auth_section(),
+    }
+    cfg = validate_document(doc)
+    mqtt = MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port, reconnect_min_ms=50)
+    d = TableDaemon(cfg, state_dir=tmp_path, runtime_dir=tmp_path, mqtt=mqtt)
+    await d.start()
+    await d.link.wait_subscribed(30)
+    floor = FloorClient(mosquitto_broker.host, mosquitto_broker.port, "atk-1", signers=principals)
+    await floor.start()
+    try:
+        yield d, floor, principals
+    finally:
+        await floor.stop()
+        await d.stop()
+
+
+async def answer_to_unauthenticated(floor: FloorClient, kind: str, payload: bytes) -> Any:
+    """Publish ``payload``; the answer carries request_id null (nothing in it trusted)."""
+    before = len(floor.messages)
+    await floor.send_raw(kind, payload)
+    topic = f"{kind}/response"
+    for _ in range(300):
+        for m in floor.messages[before:]:
+            if m.topic == topic and m.json().get("request_id") is None:
+                return m.json()
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no answer on {topic}")
+
+
+def ok(answer: Any) -> Any:
+    assert answer["status"] in ("ok", "accepted"), answer
+    return answer
+
+
+@pytest.mark.mosquitto
+async def test_retried_void_and_result_after_the_next_round_opened(table: Any) -> None:
+    d, floor, _ = table
+    first = ok(await floor.command("open_betting"))["data"]["round_id"]
+    void = ok(await floor.command("void_round", request_id="void-1", reason="ball left the wheel"))
+    second = ok(await floor.command("open_betting"))["data"]["round_id"]
+    ok(
+        await floor.place(
+            {"bet_id": "s4", "seat": 1, "bet_type": "straight", "selection": [4], "stake": 1000}
+        )
+    )
+    # the retry, as docs/mqtt.md tells a requester to do: same request_id, signed again
+    again = await floor.command(
+        "void_round", round_id=first, request_id="void-1", reason="ball left the wheel"
+    )
+    assert again == void
+    assert d.engine.current.round_id == second and len(d.engine.bets()) == 1
+    ok(await floor.command("close_betting"))
+    result = ok(await floor.command("result", request_id="res-1", outcome={"number": 4}))
+    assert result["data"]["round_id"] == second
+    third = ok(await floor.command("open_betting"))["data"]["round_id"]
+    ok(await floor.command("close_betting"))
+    again = await floor.command(
+        "result", round_id=second, request_id="res-1", outcome={"number": 4}
+    )
+    assert again == result
+    assert d.engine.current.round_id == third and d.engine.phase.value == "closed"
+    stale = await floor.command("result", round_id=second, outcome={"number": 4})
+    assert (stale["code"], stale["round_id"]) == ("STALE_ROUND", third)
+    validate("command_response", stale)
+    assert d.journal.settlement(third) is None
+
+
+@pytest.mark.mosquitto
+async def test_a_retried_accepted_bet_after_close_is_answered_accepted(table: Any) -> None:
+    d, floor, _ = table
+    rnd = ok(await floor.command("open_betting"))["data"]["round_id"]
+    bet = {"bet_id": "b1", "seat": 2, "bet_type": "red", "stake": 1000}
+    placed = ok(await floor.place(bet, request_id="bet-1"))
+    ok(await floor.command("close_betting"))
+    assert await floor.place(bet, round_id=rnd, request_id="bet-1") == placed
+    again = await floor.place(bet, round_id=rnd)  # a new request for the same bet
+    assert (again["status"], again["round_id"]) == ("accepted", rnd)
+    ok(await floor.command("result", outcome={"number": 1}))
+    settled = await floor.next_round()
+    assert [b["bet_id"] for b in settled["bets"]] == ["b1"]
+    assert (await floor.place(bet, round_id=rnd))["status"] == "accepted"  # after settlement
+
+
+@pytest.mark.mosquitto
+async def test_unsigned_forged_replayed_expired_and_wrong_role(table: Any) -> None:
+    d, floor, principals = table
+    rnd = ok(await floor.command("open_betting"))["data"]["round_id"]
+    body = {
+        "request_id": "x-1",
+        "command": "void_round",
+        "round_id": rnd,
+        "args": {"reason": "not allowed"},
+    }
+    unsigned = await answer_to_unauthenticated(floor, "commands", json.dumps(body).encode())
+    assert unsigned["code"] == "UNSIGNED"
+    # the pit supervisor's name on a request signed with the floor system's key
+    thief = Signer("pit", principals.signer("floor").key)
+    forged = thief.sign("commands/request", "atk-1", body)
+    answer = await answer_to_unauthenticated(floor, "commands", json.dumps(forged).encode())
+    assert answer["code"] == "BAD_SIGNATURE"
+    old = principals.signer("pit").sign(
+        "commands/request",
+        "atk-1",
+        dict(body, request_id="x-2"),
+        at=utc_now() - timedelta(minutes=5),
+    )
+    expired = await floor.send_raw_awaiting("commands", json.dumps(old).encode(), "x-2")
+    assert expired["code"] == "REQUEST_EXPIRED"
+    wrong_role = await floor.command(
+        "void_round", reason="dealer", signer=principals.signer("dealer")
+    )
+    assert (wrong_role["code"], wrong_role["principal"]) == ("NOT_PERMITTED", "dealer")
+    assert d.engine.phase.value == "open" and d.engine.current.round_id == rnd
+    # a captured request replayed byte for byte: its answer again, nothing acts twice
+    close = principals.signer("dealer").sign(
+        "commands/request",
+        "atk-1",
+        {"request_id": "c-1", "command": "close_betting", "round_id": rnd},
+    )
+    payload = json.dumps(close).encode()
+    first = ok(await floor.send_raw_awaiting("commands", payload, "c-1"))
+    ok(await floor.command("result", outcome={"number": 7}))
+    nxt = ok(await floor.command("open_betting"))["data"]["round_id"]
+    assert await floor.send_raw_awaiting("commands", payload, "c-1") == first
+    assert d.engine.current.round_id == nxt and d.engine.phase.value == "open"
+
+
+@pytest.mark.mosquitto
+async def test_a_bet_is_cancelled_only_by_the_principal_that_placed_it(table: Any) -> None:
+    d, floor, principals = table
+    ok(await floor.command("open_betting"))
+    ok(await floor.place({"bet_id": "b1", "seat": 1, "bet_type": "black", "stake": 500}))
+    other = await floor.cancel("b1", signer=principals.signer("floor2"))
+    assert (other["status"], other["code"]) == ("rejected", "BET_NOT_OWNER")
+    validate("bet_response", other)
+    assert [b.bet_id for b in d.engine.bets()] == ["b1"]
+    assert (await floor.cancel("b1"))["status"] == "accepted"
+    assert d.engine.bets() == []
+    state = floor.state
+    assert state["auth"] == "signed" and state["result_source"] == "manual"
+    validate("state", state)
