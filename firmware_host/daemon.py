@@ -44,13 +44,14 @@ from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .journal import Journal
 from .jsonio import JSON
+from .logsetup import RoundLog
 from .mqtt import FloorLink, MqttSettings
 from .sdnotify import Notifier
 from .table.engine import RoundEngine
 from .table.extension import TableExtensions
 from .table.floor import FloorRequests
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
-from .table.procedures import Procedure, ProcedureContext, make_procedure
+from .table.procedures import ManualProcedure, Procedure, ProcedureContext, make_procedure
 from .table.state import LatchedFaults, TableState
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,7 @@ class TableDaemon:
         self.state = TableState(
             self.extensions, publish=link.set_state, game_id=cfg.game_id, faults=faults
         )
+        RoundLog(self.extensions, cfg.money)
         if self.jackpot is not None and plan.jackpot is not None:
             sign = devices.get(plan.jackpot.sign) if plan.jackpot.sign else None
             if sign is not None and not isinstance(sign, JackpotSign):
@@ -205,6 +207,14 @@ class TableDaemon:
         self.ready.set()
         self.notifier.ready(f"table {cfg.table_id} ({cfg.game_id}) up")
         log.info("table %s (%s) ready", cfg.table_id, cfg.game_id)
+        if isinstance(procedure, ManualProcedure) and cfg.game.result_device is not None:
+            log.info(
+                "no %s device configured: results are entered by command (console 'open', "
+                "'close', 'result'; or MQTT commands/request); 'tablectl run --simulate' "
+                "serves a simulated %s",
+                cfg.game.result_device,
+                cfg.game.result_device,
+            )
 
     def _power_up(self, j: Journal) -> None:
         digest = (
@@ -380,6 +390,11 @@ class TableDaemon:
             "config_sha256": config_digest(self.config_path),
         }
         self.journal.append_event("config_reload", result)
+        log.info(
+            "reload applied: %s%s",
+            ", ".join(applied) or "no change",
+            f"; needs a restart: {', '.join(restart)}" if restart else "",
+        )
         for name in restart:
             log.warning("config change to %s needs a restart (systemctl restart tablectl)", name)
         return result

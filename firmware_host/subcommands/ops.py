@@ -61,7 +61,11 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
 def cmd_audit_events(args: argparse.Namespace) -> int:
     from ..journal import Journal
 
-    with Journal(_journal_path(args.journal), readonly=True) as j:
+    path = _journal_path(args.journal)
+    if not Path(path).exists():
+        print(f"error: no journal at {path}", file=sys.stderr)
+        return 2
+    with Journal(path, readonly=True) as j:
         for ev in j.events(args.n):
             print(json.dumps(ev.to_json(), ensure_ascii=False))
     return 0
