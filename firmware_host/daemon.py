@@ -39,7 +39,15 @@ from typing import Any
 from . import __version__
 from .assembly import TablePlan, read_plan
 from .config import ConfigInvalid, TableConfig, load_config
-from .console import ConsoleSession, ConsoleSettings, Lockout, serve_socket, serve_stream
+from .console import (
+    ConsoleSession,
+    ConsoleSettings,
+    DualControl,
+    Lockout,
+    restore_lockout,
+    serve_socket,
+    serve_stream,
+)
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .journal import Journal
@@ -101,6 +109,8 @@ class TableDaemon:
         self.lockout = Lockout(
             self.console_settings.max_tries, self.console_settings.lockout_seconds
         )
+        #: Jackpot requests waiting for a second operator (shared by every session).
+        self.dual_control = DualControl()
         #: The table's extensions: what follows the rounds (state, jackpot display).
         self.extensions = TableExtensions()
         self.journal: Journal | None = None
@@ -130,6 +140,8 @@ class TableDaemon:
         self.notifier.status("opening journal")
         j = self.journal = plan.journal.open()
         self._power_up(j)
+        if left := restore_lockout(self.lockout, j):
+            log.warning("console locked for %d s more (a lockout from before the restart)", left)
 
         faults = LatchedFaults(j)
         if plan.jackpot_params is not None:
@@ -191,6 +203,7 @@ class TableDaemon:
             state=self.state,
             loop_lag=lambda: self.loop_lag,
             config_path=self.config_path,
+            procedure=procedure,
         )
         await self._start_console()
         self._tasks.append(asyncio.create_task(self._watch_loop_lag(), name="loop-lag"))
@@ -315,7 +328,11 @@ class TableDaemon:
     def new_session(self, channel: str) -> ConsoleSession:
         assert self.console_backend is not None
         return ConsoleSession(
-            self.console_backend, self.console_settings, self.lockout, channel=channel
+            self.console_backend,
+            self.console_settings,
+            self.lockout,
+            channel=channel,
+            dual=self.dual_control,
         )
 
     async def _serial_console(self, port: str, baud: int) -> None:
