@@ -121,6 +121,8 @@ def describe_error(exc: BaseException) -> str:
         return f"JOURNAL_ERROR: the journal: {exc}"
     if isinstance(exc, RecursionError):
         return "INPUT_TOO_DEEP: the input is nested too deeply"
+    if isinstance(exc, ValueError):  # a value from the command line a parser refused
+        return f"INVALID_VALUE: {exc}"
     if isinstance(exc, MemoryError):
         return "INPUT_TOO_LARGE: out of memory reading the input"
     return f"INTERNAL_ERROR: {type(exc).__name__}: {exc} (tablectl --debug shows the traceback)"
