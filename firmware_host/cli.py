@@ -15,6 +15,7 @@ import importlib
 import os
 import sqlite3
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from . import __version__
@@ -89,9 +90,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class ManFormatter(argparse.HelpFormatter):
+    """Help as a short man page: paragraphs wrapped to the terminal, indented lines
+    (the examples) kept as written, and no line broken at a hyphen (``fish-prawn-crab``,
+    ``--state-dir`` stay whole)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out: list[str] = []
+        for line in text.splitlines():
+            if line.startswith(" ") or not line.strip():
+                out.append(indent + line)
+            else:
+                out += textwrap.wrap(
+                    line, width, initial_indent=indent, subsequent_indent=indent,
+                    break_on_hyphens=False,
+                )  # fmt: skip
+        return "\n".join(out)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 def _man_style(name: str, p: argparse.ArgumentParser) -> None:
     """A subcommand's help as a short man page: what it does, its options, examples."""
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.formatter_class = ManFormatter
     examples = EXAMPLES.get(name)
     if examples and not p.epilog:
         p.epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)

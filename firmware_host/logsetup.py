@@ -24,6 +24,7 @@ from typing import IO
 from .games.money import MoneyRules
 from .jsonio import JSON
 from .table.extension import TableExtension, TableExtensions
+from .textsafe import printable
 
 #: Python levels -> syslog priorities (sd-daemon(3): ``<3>`` error ... ``<7>`` debug).
 PRIORITIES = {
@@ -137,7 +138,7 @@ class RoundLog(TableExtension):
         self.log.info(
             "round %s voided: %s; %s refunded",
             payload.get("round_id"),
-            payload.get("void_reason"),
+            printable(payload.get("void_reason") or ""),  # may come from the floor
             self._totals(payload),
         )
 

@@ -104,6 +104,7 @@ NOT_HERE: list[tuple[str, str]] = [
     (r"^/opt/tablectl/", "the Pi's installed venv (install); the same subcommands run here"),
     (r"^mosquitto_sub .*-h (broker|floor-broker)", "the casino's broker"),
     (r"^(\./dev test|\.venv/bin/python -m pytest)", "the test suite itself"),
+    (r"^(for i in 1 2; do timeout 3600 python3|time \./dev test|kill %1)", "the load check (the suite itself)"),
     (r"^(\.venv/bin/python|python) -m bench", "benchmarks (tests/test_bench_smoke.py)"),
     (r"^\.venv/bin/pip install -e '\.\[bench\]'", "installs the benchmarks' peers from PyPI"),
 ]
