@@ -450,8 +450,15 @@ async def run_daemon(
 
     daemon = TableDaemon(cfg, config_path=config_path, state_dir=state_dir, runtime_dir=runtime_dir)
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
-    loop.add_signal_handler(signal.SIGINT, stop.set)
+    why: list[str] = []
+
+    def on_signal(name: str) -> None:
+        why.append(name)
+        log.info("%s: stopping", name)
+        stop.set()
+
+    loop.add_signal_handler(signal.SIGTERM, on_signal, "SIGTERM")
+    loop.add_signal_handler(signal.SIGINT, on_signal, "SIGINT (Ctrl-C)")
     loop.add_signal_handler(signal.SIGHUP, daemon.reload)
     try:
         await daemon.start()
@@ -459,5 +466,6 @@ async def run_daemon(
             on_ready(daemon)
         await stop.wait()
     finally:
-        await daemon.stop("SIGTERM" if stop.is_set() else "error")
+        # power_down says what stopped the table: a signal by name, or an error
+        await daemon.stop(why[0] if why else ("stop requested" if stop.is_set() else "error"))
     return 0

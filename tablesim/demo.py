@@ -266,6 +266,8 @@ async def run_demo(
     began = time.monotonic()
     replay = f"tablectl demo --game {game} --seed {seed}"
     try:
+        if broker and not quiet:
+            out(f"connecting to the MQTT broker {broker} ...")
         await t.start()
         cfg = t.cfg
         if not quiet:
