@@ -290,6 +290,7 @@ def restore_lockout(lockout: Lockout, journal: LockoutJournal) -> float:
     """After a restart: a lockout journaled (``console_lockout`` with its ``until``) that
     has not ended yet locks the console again for what is left of it. Returns the
     seconds left (0: none)."""
+    _restore_failures(lockout, journal)
     last = journal.events(1, kind="console_lockout")
     if not last:
         return 0.0
@@ -301,6 +302,18 @@ def restore_lockout(lockout: Lockout, journal: LockoutJournal) -> float:
         return 0.0
     lockout.lock_for(min(left, float(lockout.seconds)))
     return lockout.locked()
+
+
+def _restore_failures(lockout: Lockout, journal: LockoutJournal) -> None:
+    """The wrong PINs since the last login or lockout count again after a restart (a
+    restart between tries does not give a guesser a fresh count)."""
+    n = 0
+    for ev in reversed(journal.events(500)):
+        if ev.kind in ("console_login", "console_lockout"):
+            break
+        if ev.kind == "console_login_failed":
+            n += 1
+    lockout.failures = min(n, max(lockout.max_tries - 1, 0))
 
 
 @dataclass
@@ -418,14 +431,17 @@ class Renderer:
         return json.dumps(value, ensure_ascii=True)
 
     def lines(self, data: JSON, indent: str = "", parent: str = "") -> list[str]:
+        """``parent``: the key above; below an outcome, the rules or a selection every
+        number is a count (a dice total, a hand's points), never an amount."""
         out: list[str] = []
         if isinstance(data, Mapping):
             if not data:
                 out.append(f"{indent}(none)")
             for k, v in data.items():
+                below = parent if parent in NOT_MONEY_PARENTS else str(k)
                 if isinstance(v, (Mapping, list)) and v:
                     out.append(f"{indent}{k}:")
-                    out += self.lines(v, indent + "  ", str(k))
+                    out += self.lines(v, indent + "  ", below)
                 else:
                     out.append(f"{indent}{k}: {self.scalar(str(k), v, parent)}")
         elif isinstance(data, list):

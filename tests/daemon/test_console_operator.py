@@ -265,6 +265,31 @@ async def test_the_lockout_survives_a_restart(tmp_path: Path) -> None:
         assert restore_lockout(Lockout(3, 300, wall=lambda: wall[0]), j) == 0
 
 
+async def test_wrong_pins_before_a_restart_still_count(tmp_path: Path) -> None:
+    with Journal(tmp_path / "j.sqlite3") as j:
+        s = session(FakeBackend(journal=j), Lockout(3, 300))
+        await login(s, "alice", "0000")
+        await login(s, "alice", "0001")
+    with Journal(tmp_path / "j.sqlite3") as j:
+        fresh = Lockout(3, 300)
+        restore_lockout(fresh, j)
+        assert fresh.failures == 2
+        s = session(FakeBackend(journal=j), fresh)
+        assert "console locked" in (await login(s, "alice", "0002"))[0]
+        assert (await login(s, "bob", PIN_B)) != ["logged in as bob"]  # locked, not asked
+
+
+def test_counts_below_an_outcome_are_not_amounts() -> None:
+    from firmware_host.console import Renderer
+
+    r = Renderer(MoneyRules(currency="MOP", minor_digits=2))
+    text = "\n".join(
+        r.lines({"outcome": {"places": [{"hands": [{"total": 21}]}], "total": 13},
+                 "totals": {"stakes": 2500}})
+    )  # fmt: skip
+    assert "total: 21" in text and "total: 13" in text and "stakes: MOP 25.00" in text
+
+
 def test_tablectl_console_never_echoes_the_pin(tmp_path: Path) -> None:
     """``tablectl console`` on a terminal: what is typed after ``PIN:`` is not shown."""
     path = str(tmp_path / "c.sock")
