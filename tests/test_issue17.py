@@ -376,7 +376,9 @@ def test_point9_every_subcommand_has_a_manual_with_an_example() -> None:
     subs = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     for name, p in subs.items():
         text = p.format_help()
-        assert "examples:" in text and f"tablectl {name}" in text.split("examples:")[1], name
+        assert "examples:" in text and f"tablectl {name}" in text.split("examples:")[1], (
+            f"tablectl {name} --help has no example: add one to firmware_host.cli.EXAMPLES"
+        )
 
 
 def test_point9_dev_takes_paths_from_where_you_stand() -> None:
