@@ -25,6 +25,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Coroutine
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -251,13 +252,12 @@ async def run_demo(
             return 1
     t = DemoTable(game, broker=broker, speed=speed, seed=seed, bets=bets, quiet=quiet, printer=True)
     loop = asyncio.get_running_loop()
-    me = asyncio.current_task()
     interrupted: list[str] = []
+    stop = asyncio.Event()
 
     def interrupt(name: str) -> None:
         interrupted.append(name)
-        if me is not None:
-            me.cancel()
+        stop.set()
 
     for sig, name in ((signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")):
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -265,7 +265,26 @@ async def run_demo(
     rc = 0
     began = time.monotonic()
     replay = f"tablectl demo --game {game} --seed {seed}"
-    try:
+    async def until_stopped(work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` until it ends or a signal stops the demo; then cancel it. The
+        demo's own task is never cancelled, so a cancellation swallowed deep in the
+        play (asyncio.wait_for racing its inner future, Python 3.11) cannot keep the
+        demo running after Ctrl-C."""
+        task = asyncio.ensure_future(work)
+        stopper = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if task.done():
+            task.result()
+            return
+        task.cancel()
+        # a task that swallowed the cancellation is left behind; its end is still read
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        await asyncio.wait({task}, timeout=5)
+
+    async def play() -> None:
         if broker and not quiet:
             out(f"connecting to the MQTT broker {broker} ...")
         await t.start()
@@ -288,13 +307,14 @@ async def run_demo(
         else:
             while True:
                 await t.play(1)
+
+    try:
+        await until_stopped(play())
+        if interrupted:
+            rc = 130 if interrupted[0] == "Ctrl-C" else 143
     except TimeoutError as exc:
         out(f"   ! {exc}")
         rc = 1
-    except asyncio.CancelledError:
-        if not interrupted:
-            raise
-        rc = 130 if interrupted[0] == "Ctrl-C" else 143
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):

@@ -104,7 +104,10 @@ NOT_HERE: list[tuple[str, str]] = [
     (r"^/opt/tablectl/", "the Pi's installed venv (install); the same subcommands run here"),
     (r"^mosquitto_sub .*-h (broker|floor-broker)", "the casino's broker"),
     (r"^(\./dev test|\.venv/bin/python -m pytest)", "the test suite itself"),
-    (r"^(for i in 1 2; do timeout 3600 python3|time \./dev test|kill %1)", "the load check (the suite itself)"),
+    (
+        r"^(for i in 1 2; do timeout 3600 python3|time \./dev test|kill %1)",
+        "the load check (the suite itself)",
+    ),
     (r"^(\.venv/bin/python|python) -m bench", "benchmarks (tests/test_bench_smoke.py)"),
     (r"^\.venv/bin/pip install -e '\.\[bench\]'", "installs the benchmarks' peers from PyPI"),
 ]
@@ -274,7 +277,7 @@ def test_the_readme_table_run_console_status_audit(tmp_path: Path) -> None:
             if cmd is run or "audit verify" in cmd.text:
                 continue
             done = subprocess.run(
-                ["bash", "-c", _rewrite(cmd.text, tmp_path)], cwd=ROOT, input="status\nrecall\nquit\n",
+                ["bash", "-c", _rewrite(cmd.text, tmp_path)], cwd=ROOT, input="status\nrecall 10\nquit\n",
                 capture_output=True, text=True, timeout=60, env=env,
             )  # fmt: skip
             _no_traceback(done.stdout + done.stderr, cmd)
