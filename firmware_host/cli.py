@@ -67,6 +67,15 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "sim": ("tablectl sim cammegh-ss2 --interval 10", "tablectl sim shoe-ref --tcp 0 -o decks=8"),
     "decode": ("tablectl decode cammegh-ss2 capture.log",),
+    "keys": (
+        "tablectl keys generate dealer-01 --dir /etc/tablectl/keys",
+        "tablectl keys id /etc/tablectl/keys/dealer-01.pub",
+        "tablectl keys sign --key dealer-01.key --principal dealer-01 --table roulette-01 @req.json",
+    ),
+    "view": (
+        "tablectl view --config config/roulette.toml --listen 127.0.0.1:8080",
+        "tablectl view --broker mqtt://127.0.0.1:1883 --table roulette-01 --table baccarat-01",
+    ),
 }
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from firmware_host.cli import describe_error, main
+from firmware_host.journal.errors import JournalError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -104,7 +105,7 @@ def test_usage_errors_are_argparse_messages(
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
-    with pytest.raises(sqlite3.Error):
+    with pytest.raises(JournalError):  # raised as it is, with its traceback
         main(["--debug", "audit", "events", "--journal", str(tmp_path)])  # a directory
 
 

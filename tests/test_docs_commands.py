@@ -110,6 +110,10 @@ NOT_HERE: list[tuple[str, str]] = [
     ),
     (r"^(\.venv/bin/python|python) -m bench", "benchmarks (tests/test_bench_smoke.py)"),
     (r"^\.venv/bin/pip install -e '\.\[bench\]'", "installs the benchmarks' peers from PyPI"),
+    (
+        r"^tablectl view --(config /etc|broker mqtts?://(pit|10\.))",
+        "the casino's broker and table file",
+    ),
 ]
 
 #: Long-running commands: what they print once they work.
@@ -117,6 +121,7 @@ SERVE: list[tuple[str, str]] = [
     (r"^\./dev demo( --game \S+)?( --speed \S+)?$", "#1 "),
     (r"^\./dev demo --broker ", "#1 "),
     (r"^\./dev tablectl sim ", "connect the driver to port"),
+    (r"^\./dev tablectl view --broker mqtt://127\.0\.0\.1:1883$", "tablectl view: http"),
 ]
 
 #: The README's table: started once, the commands after it run against it.
@@ -166,8 +171,9 @@ def _files_for(doc: Path, workdir: Path) -> None:
 
 
 def _rewrite(cmd: str, tmp: Path) -> str:
-    """The command with the README's /tmp/t in this test's temporary directory."""
-    return cmd.replace("/tmp/t", str(tmp / "t"))
+    """The command with the README's /tmp/t (or /tmp/keys, ...) in this test's
+    temporary directory."""
+    return re.sub(r"/tmp/(\w+)", lambda m: str(tmp / m.group(1)), cmd)
 
 
 def _no_traceback(output: str, cmd: DocCommand) -> None:

@@ -66,7 +66,12 @@ async def test_point1_the_daemon_log_names_the_broker(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     port = free_port()
-    cfg = validate_document({"table": {"id": "b-1", "game": "fantan"}})
+    cfg = validate_document(
+        {
+            "table": {"id": "b-1", "game": "fantan", "result_source": "manual"},
+            "console": {"operators": {"tech1": {"pin_hash": hash_pin(PIN)}}},
+        }
+    )
     d = TableDaemon(
         cfg, state_dir=tmp_path, runtime_dir=tmp_path,
         mqtt=MqttSettings(host="127.0.0.1", port=port, reconnect_min_ms=50),
@@ -111,9 +116,12 @@ async def test_point3_a_manual_table_plays_a_round_from_the_console(
 ) -> None:
     """The example roulette table without its wheel: the log says how results come, and
     a logged-in operator opens, closes and enters a result; the round settles."""
-    doc = tomllib.loads((ROOT / "config" / "roulette.toml").read_text())
+    source = ROOT / "config" / "roulette.toml"
+    doc = tomllib.loads(source.read_text())
+    del doc["devices"]  # without its wheel: results entered by people, who are on record
+    doc["table"]["result_source"] = "manual"
     doc["console"] = {"operators": {"tech1": {"pin_hash": hash_pin(PIN)}}}
-    cfg = validate_document(doc, "roulette.toml", require_version=True)
+    cfg = validate_document(doc, str(source), require_version=True)
     d = TableDaemon(
         cfg, state_dir=tmp_path, runtime_dir=tmp_path,
         mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
@@ -124,9 +132,10 @@ async def test_point3_a_manual_table_plays_a_round_from_the_console(
             s = d.new_session("test")
             await s.handle("login tech1")
             assert await s.handle(PIN) == ["logged in as tech1"]
-            await s.handle("open")
-            await s.handle("close")
-            out = await s.handle('result {"number": 17}')
+            opened = await s.handle("open")
+            rid = next(x.split(": ", 1)[1] for x in opened if x.startswith("round_id: "))
+            await s.handle(f"close {rid}")
+            out = await s.handle(f'result {rid} {{"number": 17}}')
             assert "status: settled" in out, out
             recall = "\n".join(await s.handle("recall"))
             assert '"number": 17' in recall
@@ -311,7 +320,8 @@ async def test_point8_void_and_reload_have_their_line(
 ) -> None:
     path = tmp_path / "table.toml"
     path.write_text(
-        'version = 1\n[table]\nid = "lg-1"\ngame = "fantan"\n[limits]\nmin_stake = 100\n'
+        'version = 1\n[table]\nid = "lg-1"\ngame = "fantan"\nresult_source = "manual"\n'
+        f'[limits]\nmin_stake = 100\n[console.operators.tech1]\npin_hash = "{hash_pin(PIN)}"\n'
     )
     d = TableDaemon(
         load_config(path), config_path=path, state_dir=tmp_path, runtime_dir=tmp_path,
@@ -342,7 +352,12 @@ async def test_point9_status_once_from_the_console_socket(
 ) -> None:
     from firmware_host.subcommands.ops import console_query, status_text
 
-    cfg = validate_document({"table": {"id": "st-1", "game": "sicbo"}})
+    cfg = validate_document(
+        {
+            "table": {"id": "st-1", "game": "sicbo", "result_source": "manual"},
+            "console": {"operators": {"tech1": {"pin_hash": hash_pin(PIN)}}},
+        }
+    )
     d = TableDaemon(
         cfg, state_dir=tmp_path, runtime_dir=tmp_path,
         mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),

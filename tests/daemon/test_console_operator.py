@@ -86,19 +86,20 @@ class FakeBackend:
         if self.journal is not None:
             self.journal.append_event(kind, dict(data))
 
-    def open_betting(self, who: str) -> JSON:
-        self.calls.append(("open", who))
+    def open_betting(self, after_round_id: str | None, who: str) -> JSON:
+        self.calls.append(("open", (after_round_id, who)))
         return {"round_id": "r1", "phase": "open"}
 
-    def close_betting(self, who: str) -> JSON:
+    def close_betting(self, round_id: str, who: str) -> JSON:
+        self.calls.append(("close", (round_id, who)))
         return {}
 
-    def enter_result(self, outcome: JSON, who: str) -> JSON:
-        self.calls.append(("result", outcome))
+    def enter_result(self, round_id: str, outcome: JSON, who: str) -> JSON:
+        self.calls.append(("result", (round_id, outcome)))
         return {"round_id": "r1", "status": "settled"}
 
-    def void_round(self, reason: str, who: str) -> JSON:
-        self.calls.append(("void", reason))
+    def void_round(self, round_id: str, reason: str, who: str) -> JSON:
+        self.calls.append(("void", (round_id, reason)))
         return {"status": "void", "reason": reason}
 
     def jackpot_adjust(self, amount: int, reason: str, who: str) -> JSON:
@@ -239,9 +240,18 @@ async def test_manual_table_rounds_from_the_console() -> None:
     assert "needs an operator login" in (await s.handle("open"))[0]
     await login(s, "alice", PIN_A)
     await s.handle("open")
-    await s.handle('result {"number": 17}')
-    assert b.calls == [("open", "alice"), ("result", {"number": 17})]
-    assert "syntax" in (await s.handle("result {nope"))[0]
+    await s.handle("open r1")  # the next round, naming the one it follows
+    await s.handle("close r1")
+    await s.handle('result r1 {"number": 17}')
+    assert b.calls == [
+        ("open", (None, "alice")),
+        ("open", ("r1", "alice")),
+        ("close", ("r1", "alice")),
+        ("result", ("r1", {"number": 17})),
+    ]
+    assert "syntax" in (await s.handle("result r1 {nope"))[0]
+    assert "syntax" in (await s.handle('result {"number": 17}'))[0]  # no round named
+    assert "syntax" in (await s.handle("close"))[0]
 
 
 async def test_the_lockout_survives_a_restart(tmp_path: Path) -> None:
