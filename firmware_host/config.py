@@ -529,8 +529,8 @@ def result_device_problems(cfg: TableConfig) -> list[str]:
     return [
         f"devices: a {cfg.game_id} table reads its results from a {kind}, and {why}: "
         f'configure the {kind}, or say table.result_source = "manual" if people enter '
-        "the results (they then need signed requests and the 'result' permission, "
-        "docs/security.md)"
+        "the results (they then need signed requests, and a principal with the 'result' "
+        "permission or a console operator, docs/security.md)"
     ]
 
 
