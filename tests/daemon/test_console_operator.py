@@ -194,7 +194,7 @@ async def test_unknown_operator_costs_the_same_pbkdf2_as_a_known_one(
         calls.append(iterations)
         return real(name, pin, salt, iterations, *a)
 
-    monkeypatch.setattr("firmware_host.console.hashlib.pbkdf2_hmac", counting)
+    monkeypatch.setattr("firmware_host.console.settings.hashlib.pbkdf2_hmac", counting)
     s = session(FakeBackend())
     assert await login(s, "alice", "0000") == ["error: wrong operator or PIN"]
     assert await login(s, "mallory", "0000") == ["error: wrong operator or PIN"]
