@@ -818,7 +818,12 @@ class FloorLink:
                     attempt = 0
                 delay = self._backoff(attempt)
                 attempt += 1
-                log.info("mqtt: reconnecting in %.2fs", delay)
+                log.info(
+                    "mqtt: reconnecting to %s:%d in %.2fs",
+                    self.settings.host,
+                    self.settings.port,
+                    delay,
+                )
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), delay)
         finally:
@@ -875,7 +880,7 @@ class FloorLink:
         if not self._connected.is_set():
             self.stats.connect_failures += 1
         if msg != self.stats.last_error:
-            log.warning("mqtt: %s", msg)
+            log.warning("mqtt: broker %s:%d: %s", self.settings.host, self.settings.port, msg)
         self.stats.last_error = msg
 
     def _first_failure(self, kind: str) -> bool:
