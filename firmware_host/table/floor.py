@@ -22,6 +22,8 @@ built by :func:`firmware_host.schemas.response`. A request goes through, in orde
    printable ASCII; the round's and the seat's caps (``[bets]``).
 6. **Acting and answering in ONE journal transaction**: the change and its answer
    commit together, so a crash leaves both or neither, and a retry never acts twice.
+   When the journal cannot write (``DISK_FULL``, ``JOURNAL_IO``) nothing acted and the
+   refusal is not journaled: the same request id acts once when it writes again.
 
 Commands that need two different principals (``[auth] two_person``, a jackpot
 payment by default) act on the second confirmation; the first is journaled as an
@@ -43,6 +45,7 @@ from ..auth import AUTH_FIELDS, Authenticator, AuthError, Principal
 from ..config import FieldSpec, register_section, validate_fields
 from ..games.errors import CodedError
 from ..games.money import MAX_STAKE, parse_json_int
+from ..journal import STORAGE_CODES, StorageError
 from ..jsonio import JSON
 from ..schemas import response
 from .engine import BetAnswer, BetCaps, RoundEngine, RoundFault, StaleRound
@@ -208,6 +211,15 @@ def bet_caps(section: Mapping[str, Any] | None, max_stake: int) -> BetCaps:
     )
 
 
+class _NotJournaled(Exception):
+    """Rolls a request's transaction back: its answer (a storage refusal) is sent but
+    never journaled."""
+
+    def __init__(self, answer: dict[str, JSON]) -> None:
+        super().__init__(answer.get("code"))
+        self.answer = answer
+
+
 @dataclass
 class _Acted:
     """A request's answer and the round it concerns (keeps the answer in retention)."""
@@ -277,7 +289,10 @@ class FloorRequests:
         if not bets and data.get("command") == "status":
             return self._count(bets, self._status(data, who, rid))
         digest = content_digest(data)
-        before = self.journal.answered(who.name, rid)
+        try:
+            before = self.journal.answered(who.name, rid)
+        except StorageError as exc:
+            return self._count(bets, self._unwritten(bets, rid, who, data, exc))
         if before is not None:
             self.counters["answered_again"] += 1
             if before.digest == digest:
@@ -297,9 +312,18 @@ class FloorRequests:
             self.auth.check_fresh(data)
         except AuthError as exc:
             return self._count(bets, self._refusal(bets, rid, who, exc.code, exc.message))
+        # A latched storage fault is checked outside the transaction: its probe write
+        # can only clear the fault from there (inside, it would be a savepoint).
+        storage = self.journal.storage.blocked()
+        if storage is not None:
+            return self._count(bets, self._unwritten(bets, rid, who, data, storage))
         try:
             with self.journal.transaction():
                 acted = self._bet(data, who, rid) if bets else self._command(data, who, rid)
+                if acted.answer.get("code") in STORAGE_CODES:
+                    # The journal failed under the engine: nothing acted. A transient
+                    # refusal is never journaled as the answer a retry would get.
+                    raise _NotJournaled(acted.answer)
                 self.journal.record_answer(
                     who.name,
                     rid,
@@ -309,6 +333,10 @@ class FloorRequests:
                     round_id=acted.round_id,
                     verified=who.verified,
                 )
+        except _NotJournaled as exc:
+            return self._count(bets, exc.answer)
+        except StorageError as exc:
+            return self._count(bets, self._unwritten(bets, rid, who, data, exc))
         except Exception as exc:  # never let one request stop the table; nothing acted
             log.exception("%s %s of %s failed; rolled back", what, rid, who.audit)
             return self._count(
@@ -337,6 +365,19 @@ class FloorRequests:
             message=message,
             **extra,
         )
+
+    def _unwritten(
+        self, bets: bool, rid: str, who: Principal, data: Mapping[str, JSON], exc: StorageError
+    ) -> dict[str, JSON]:
+        """The answer when the journal cannot write (``DISK_FULL``, ``JOURNAL_IO``): the
+        transaction that would have acted and journaled the answer rolled back, so
+        nothing acted and nothing is journaled (a retry acts once when the journal
+        writes again). The storage guard logged the fault once; no traceback per request."""
+        key = "action" if bets else "command"
+        named = data.get(key)
+        known = ("place", "cancel") if bets else tuple(COMMANDS)
+        extra: dict[str, JSON] = {key: named} if isinstance(named, str) and named in known else {}
+        return self._refusal(bets, rid, who, exc.code, exc.message, **extra)
 
     # -- bets ---------------------------------------------------------------------------
     def _bet(self, data: dict[str, JSON], who: Principal, rid: str) -> _Acted:

@@ -55,12 +55,28 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+#: The refusals of a request's reading, before its signature is looked at (docs/mqtt.md,
+#: "Requests: bounds and order"): too large, nested too deep, too many arrays or
+#: objects (all measured on the bytes), not UTF-8 or not JSON.
+READING = frozenset(
+    {"REQUEST_TOO_LARGE", "REQUEST_TOO_DEEP", "REQUEST_TOO_COMPLEX", "MALFORMED_JSON"}
+)
+
+
 def _on_a_signed_table(m: Malformed) -> Malformed:
     """What a table that requires signatures answers an unsigned request: refused where
     it stops being readable, else ``UNSIGNED``; always with ``request_id: null``, since
-    nothing in an unauthenticated request is trusted (docs/security.md)."""
+    nothing in an unauthenticated request is trusted (docs/security.md).
+
+    A kind refused while it is read keeps its codes, without parsing it here: the
+    table bounds depth and size before parsing, and ``json.loads`` has no such
+    bound (thousands of ``[`` raise RecursionError; a dict nested 17 deep or with
+    2000 arrays parses, yet the table refuses it REQUEST_TOO_DEEP / _COMPLEX before
+    it could look for a signature)."""
     if len(m.payload) > MAX_PAYLOAD:
         return Malformed(m.kind, m.category, m.payload, None, frozenset({"REQUEST_TOO_LARGE"}))
+    if m.codes <= READING:
+        return Malformed(m.kind, m.category, m.payload, None, m.codes)
     try:
         doc = json.loads(m.payload, parse_constant=_no_constant)
     except ValueError:

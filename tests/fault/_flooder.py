@@ -7,7 +7,9 @@ at most W awaiting their answer (a client that pipelines requests and reads the
 answers, like any floor system; an answer with ``request_id: null`` answers the
 oldest unreadable request sent on that topic that its code can answer). After N requests it prints
 ``reached`` and goes on until its standard input is closed, then waits for the last
-answers and writes every request with its answers to FILE as JSON.
+answers (``--timeout`` seconds at most) and writes every request with its answers to
+FILE as JSON. It fails (exit status 1, the reason on stderr) if no request was answered
+for ``--timeout`` seconds while W awaited their answer, instead of waiting for ever.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import json
 import random
 import socket
 import sys
+import threading
 import time
-from collections import deque
+from asyncio import FIRST_COMPLETED
+from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import contextlib
 
 from _flood_requests import Malformed, make_flood
+
+
+async def _acquire(
+    window: asyncio.Semaphore,
+    rx: asyncio.Task[None],
+    timeout: float,
+    sent: list[Malformed],
+    answers: dict[int, list[Any]],
+) -> None:
+    """A place in the window; an error, not a wait for ever, when the receiver stopped
+    or no request was answered for ``timeout`` seconds with the window full."""
+    slot = asyncio.ensure_future(window.acquire())
+    done, _ = await asyncio.wait({slot, rx}, timeout=timeout, return_when=FIRST_COMPLETED)
+    if slot in done:
+        return
+    slot.cancel()
+    if rx in done:
+        rx.result()  # its exception
+        raise RuntimeError("the flooder's receiver stopped")
+    waiting = Counter(sent[i].category for i in range(len(sent)) if i not in answers)
+    raise RuntimeError(
+        f"no answer for {timeout:g} s with {sum(waiting.values())} requests awaiting one: "
+        + ", ".join(f"{k} {v}" for k, v in waiting.most_common())
+    )
 
 
 async def flood(args: argparse.Namespace) -> dict[str, Any]:
@@ -86,18 +114,22 @@ async def flood(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.sleep(0.01)
 
         stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
 
-        async def watch_stdin() -> None:
-            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # EOF
-            stop.set()
+        def watch_stdin() -> None:
+            sys.stdin.read()  # EOF
+            loop.call_soon_threadsafe(stop.set)
 
+        # A daemon thread: one blocked on stdin must not keep a failed flooder alive
+        # (an executor's thread is joined at exit, and the test closes stdin only
+        # after "reached": the test then played rounds until its own timeout).
+        threading.Thread(target=watch_stdin, name="stdin", daemon=True).start()
         rx = asyncio.create_task(receive())
-        watcher = asyncio.create_task(watch_stdin())
         t0 = time.perf_counter()
         while not (stop.is_set() and len(sent) >= args.count):
             if len(sent) == args.count:
                 print("reached", flush=True)
-            await window.acquire()
+            await _acquire(window, rx, args.timeout, sent, answers)
             m = next(gen)
             i = len(sent)
             sent.append(m)
@@ -106,7 +138,6 @@ async def flood(args: argparse.Namespace) -> dict[str, Any]:
             else:
                 by_id[m.request_id] = i
             await c.publish(f"{args.root}/{m.kind}/request", m.payload, qos=1)
-        watcher.cancel()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(all_answered(), args.timeout)
         await asyncio.sleep(0.5)  # a duplicate answer, if any

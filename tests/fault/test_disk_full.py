@@ -1,8 +1,11 @@
 """The disk fills up under a running table, then space returns (issue 15 item 4).
 
-A fantan table (58/2004, results entered by command) runs as ``python -m firmware_host
-run`` with its journal on a small tmpfs (mounted by the test: root is needed; skipped
-with the reason otherwise). The floor's dealer plays it over MQTT, driven by the
+A fantan table (58/2004, results entered by command: ``result_source = "manual"``, no
+keypad) runs as ``python -m firmware_host run`` with its journal on a small tmpfs
+(mounted by the test: root is needed; skipped with the reason otherwise). Its requests
+are signed, as on a casino floor: the dealer's commands by the dealer principal, the
+bets by the floor system's (``signed_setup``). The floor's dealer plays it over MQTT,
+driven by the
 retained ``state`` (open betting, two bets, close, the counted buttons, whatever step
 comes next), while a filler file takes every free byte of the filesystem; it keeps
 playing for a while on the full disk, then the filler is deleted and play goes on.
@@ -40,7 +43,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fault_support import SEED, DaemonProcess, Deliveries, NotifySocket, Requests, kv, report
+from _fault_support import (
+    SEED,
+    DaemonProcess,
+    Deliveries,
+    NotifySocket,
+    Requests,
+    kv,
+    report,
+    signed_setup,
+)
 from _flood_requests import valid_bet
 
 from tablesim.floor_client import FloorClient
@@ -56,6 +68,7 @@ version = 1
 id = "{table}"
 game = "fantan"
 payable_unit = 100
+result_source = "manual"
 [limits]
 min_stake = 1000
 max_stake = 1000000
@@ -153,10 +166,18 @@ async def test_a_full_disk_stops_bets_calmly_and_play_resumes_with_nothing_lost(
 ) -> None:
     rng = random.Random(SEED + 15)
     cfg = tmp_path / "fantan.toml"
-    cfg.write_text(CONFIG.format(table=TABLE, host=fault_broker.host, port=fault_broker.port))
+    # The keys are not on the small filesystem: the daemon reads them at start only,
+    # but the test must never depend on what fits next to the journal.
+    auth, principals = signed_setup(tmp_path / "keys")
+    cfg.write_text(
+        CONFIG.format(table=TABLE, host=fault_broker.host, port=fault_broker.port) + auth
+    )
     short = Path(tempfile.mkdtemp(prefix="df-", dir="/tmp"))
     notify = NotifySocket(short / "notify.sock")
-    floor = FloorClient(fault_broker.host, fault_broker.port, TABLE, client_id="fault-df-floor")
+    floor = FloorClient(
+        fault_broker.host, fault_broker.port, TABLE, client_id="fault-df-floor",
+        signers=principals,
+    )  # fmt: skip
     log = tmp_path / "daemon.log"  # not on the small filesystem
     daemon = DaemonProcess(cfg, small_fs, notify, log, floor)
     filler: Path | None = None
