@@ -259,6 +259,8 @@ def test_documented_long_running_command_works(
     text = cmd.text
     if "--broker mqtt://127.0.0.1:1883" in text:  # the running broker: the test's own
         text = text.replace("127.0.0.1:1883", f"127.0.0.1:{mosquitto_broker.port}")  # type: ignore[attr-defined]
+    if "tablectl view" in text and "--listen" not in text:  # not the machine's port 8080
+        text += " --listen 127.0.0.1:0"
     out = _serve(_rewrite(text, tmp_path), classify(cmd)[1], _env(tmp_path))
     _no_traceback(out, cmd)
     if "demo" in text:  # Ctrl-C ends the demo with its summary and the seed to replay
