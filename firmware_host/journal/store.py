@@ -8,16 +8,23 @@ them (game recall, the status snapshot).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..jsonio import JSON
 from ..timefmt import utc_now
+from .anchor import Anchor, AnchorFinding, check_against_anchors
+from .audit import Fault
+from .auditkey import AuditKey
 from .bets import BetRecord, BetStore
 from .frames import RawFrame
 from .rounds import RoundRecord
+
+if TYPE_CHECKING:
+    from .verify import AuditReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +63,11 @@ class Journal(BetStore):
         integrity_check: str = "quick",
         clock: Callable[[], datetime] = utc_now,
         readonly: bool = False,
+        audit_key: AuditKey | None = None,
     ) -> None:
+        """``audit_key`` keys the audit chain (``audit.py``); the daemon always gives
+        it. Without one the chain is plain SHA-256 (library use and tests), and a
+        journal whose chain is keyed refuses chain writes."""
         if raw_frame_rounds < 10:
             raise ValueError("raw_frame_rounds must be at least 10 (recall of the last 10 games)")
         if full_rounds < raw_frame_rounds:
@@ -65,7 +76,14 @@ class Journal(BetStore):
         self.full_rounds = full_rounds
         self.published_outbox_keep = published_outbox_keep
         self._listeners = []
+        self._audit_key = audit_key
+        self._chain_key_id = None
         super().__init__(path, integrity_check=integrity_check, clock=clock, readonly=readonly)
+        try:
+            self._init_chain()
+        except BaseException:
+            self.close()
+            raise
 
     def recall(self, n: int = 10) -> list[RecalledRound]:
         """The last ``n`` rounds (newest first) with bets, settlement payload and raw frames."""
@@ -78,6 +96,70 @@ class Journal(BetStore):
             )
             for rnd in self.rounds_summary(n)
         ]
+
+    def audit(
+        self,
+        key: AuditKey | None = None,
+        *,
+        anchors: Sequence[Anchor] = (),
+        floor_rounds: Sequence[tuple[str, Mapping[str, JSON]]] = (),
+    ) -> AuditReport:
+        """Every money row checked against the chain (keyed with ``key``, by default
+        the journal's own), and the journal against the floor's anchors and rounds:
+        :func:`~.verify.audit_journal`."""
+        from .verify import audit_journal
+
+        return audit_journal(
+            self,
+            key if key is not None else self._audit_key,
+            anchors=anchors,
+            floor_rounds=floor_rounds,
+        )
+
+    # -- the journal against the floor ---------------------------------------------------
+    def check_against_floor(
+        self, anchors: Sequence[Anchor], table_id: str | None = None
+    ) -> list[AnchorFinding]:
+        """What the journal lacks of what the floor holds (``anchors``: the retained
+        ``anchor`` and ``state`` the table last published): empty when it lacks nothing."""
+        return check_against_anchors(self, anchors, table_id)
+
+    def latch_behind_floor(
+        self, table_id: str, findings: Sequence[AnchorFinding], *, at: datetime | None = None
+    ) -> Fault:
+        """Latch ``JOURNAL_BEHIND_FLOOR`` (play stops until a technician clears it) and
+        make sure no ``seq`` the floor has seen is given again: in ONE transaction, the
+        fault, its chain entry (what is missing) and the floor's last ``seq`` (``meta``
+        ``seq_floor:<table_id>``; :meth:`next_seq` continues above it)."""
+        if not findings:
+            raise ValueError("nothing is missing: there is no fault to latch")
+        now = self._now(at)
+        seqs = [f.anchor.round_seq for f in findings if f.anchor.round_seq is not None]
+        floor_seq = max(seqs, default=0)
+        head_id, head = self.chain_head()
+        last = self.last_seq(table_id)
+        missing = "; ".join(f.reason for f in findings)
+        message = (
+            f"the journal is behind what the floor holds: {missing}. "
+            f"Rounds continue from seq {max(floor_seq, last) + 1} (no seq is reused); "
+            "reconcile with the floor's records, then clear this fault from the console "
+            "with a reason"
+        )
+        data: dict[str, JSON] = {
+            "floor": [f.anchor.to_json() for f in findings],
+            "findings": [f.kind for f in findings],
+            "journal": {"chain": {"seq": head_id, "head": head}, "last_seq": last},
+            "seq_floor": floor_seq,
+        }
+        with self._tx("latch_behind_floor") as db:
+            key = f"seq_floor:{table_id}"
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            if row is None or int(row[0]) < floor_seq:
+                db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(floor_seq))
+                )
+            fault, _ = self._set_fault(db, "JOURNAL_BEHIND_FLOOR", message, data, now)
+            return fault
 
     def get_status(self) -> dict[str, JSON]:
         """A snapshot for ``status`` on the console and the daemon's health."""

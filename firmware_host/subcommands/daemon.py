@@ -66,11 +66,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             stop=asyncio.Event(),
         )
 
+    from ..journal import JournalError
+
     try:
         return asyncio.run(main())
     except ConfigInvalid as exc:  # options never read, GPIO missing: refused at start-up
         for e in exc.errors:
             print(f"{exc.source}: {e}", file=sys.stderr)
+        return 2
+    except JournalError as exc:  # a damaged journal, its audit key missing or not its own
+        print(f"error: {exc}", file=sys.stderr)
         return 2
 
 
