@@ -5,13 +5,17 @@
 GPIO missing), then builds each piece with its collaborators through its constructor,
 and owns their life-cycle:
 
-1. the journal (SQLite, WAL, full sync) is opened and a ``power_up`` event written;
+1. the journal (SQLite, WAL, full sync, its chain keyed with the table's audit key)
+   is opened and a ``power_up`` event written; it is compared with what the table last
+   published (its retained ``anchor`` and ``state``: ``table/floorcheck.py``), which
+   may latch ``JOURNAL_BEHIND_FLOOR`` or, broker unreachable, ``JOURNAL_UNCHECKED``;
    latched faults are read back (they survive restarts and stop play);
 2. the progressive jackpot (on a table that offers one), the round engine, the
    devices' drivers (one GPIO pin factory for all), the game's procedure (chosen by the
    device kind that carries the result), the floor requests and the floor link are
    built; the table's extensions (retained ``state``, jackpot display) register;
-3. the floor link (MQTT) starts publishing the outbox and answering requests;
+3. the floor link (MQTT) starts publishing the outbox and answering requests (once
+   the journal has been compared with the floor: until then it waits);
 4. the round engine resolves whatever a crash left in flight;
 5. every device driver starts, its health mirrored on ``devices/<name>``, its events
    handed to the procedure;
@@ -44,11 +48,12 @@ from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .journal import Journal
 from .jsonio import JSON
-from .mqtt import FloorLink, MqttSettings
+from .mqtt import FloorLink, MqttSettings, read_retained
 from .sdnotify import Notifier
 from .table.engine import RoundEngine
 from .table.extension import TableExtensions
 from .table.floor import FloorRequests
+from .table.floorcheck import RETAINED, JournalFloorCheck
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
 from .table.procedures import Procedure, ProcedureContext, make_procedure
 from .table.state import LatchedFaults, TableState
@@ -111,6 +116,7 @@ class TableDaemon:
         self.floor: FloorRequests | None = None
         self.link: FloorLink | None = None
         self.state: TableState | None = None
+        self.floor_check: JournalFloorCheck | None = None
         self.console_backend: TableConsoleBackend | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
@@ -129,6 +135,16 @@ class TableDaemon:
         self.notifier.status("opening journal")
         j = self.journal = plan.journal.open()
         self._power_up(j)
+        self.notifier.status("comparing the journal with the floor")
+        check = self.floor_check = JournalFloorCheck(
+            j,
+            cfg.table_id,
+            lambda: read_retained(plan.mqtt, cfg.table_id, RETAINED),
+            retry_min=plan.mqtt.reconnect_min_ms / 1000,
+            retry_max=plan.mqtt.reconnect_max_ms / 1000,
+            on_change=lambda: self.state.refresh() if self.state is not None else None,
+        )
+        checked = await check.check_once()
 
         faults = LatchedFaults(j)
         if plan.jackpot_params is not None:
@@ -152,7 +168,11 @@ class TableDaemon:
         floor = self.floor = FloorRequests(engine, procedure, jackpot=self.jackpot)
         link = self.link = FloorLink(plan.mqtt, cfg.table_id, j, handler=floor.handle)
         self.state = TableState(
-            self.extensions, publish=link.set_state, game_id=cfg.game_id, faults=faults
+            self.extensions,
+            publish=link.set_state,
+            game_id=cfg.game_id,
+            faults=faults,
+            anchor=j.round_anchor,
         )
         if self.jackpot is not None and plan.jackpot is not None:
             sign = devices.get(plan.jackpot.sign) if plan.jackpot.sign else None
@@ -166,7 +186,12 @@ class TableDaemon:
                 sign=sign,
                 display_ms=plan.jackpot.display_ms,
             )
-        link.start()
+        if checked:
+            link.start()
+        else:  # the link would overwrite the retained anchor before anyone read it
+            self._tasks.append(
+                asyncio.create_task(self._check_then_link(check, link), name="floor-check")
+            )
         for payload in engine.resume():
             log.warning(
                 "resumed round %s: %s %s",
@@ -205,6 +230,11 @@ class TableDaemon:
         self.ready.set()
         self.notifier.ready(f"table {cfg.table_id} ({cfg.game_id}) up")
         log.info("table %s (%s) ready", cfg.table_id, cfg.game_id)
+
+    @staticmethod
+    async def _check_then_link(check: JournalFloorCheck, link: FloorLink) -> None:
+        await check.until_checked()
+        link.start()
 
     def _power_up(self, j: Journal) -> None:
         digest = (

@@ -139,6 +139,12 @@ class Journal(BetStore):
         head_id, head = self.chain_head()
         last = self.last_seq(table_id)
         missing = "; ".join(f.reason for f in findings)
+        if floor_seq > last:
+            n = floor_seq - last
+            missing += (
+                f"; rounds {last + 1}..{floor_seq} ({n} round(s)) the floor holds are not in "
+                "the journal"
+            )
         message = (
             f"the journal is behind what the floor holds: {missing}. "
             f"Rounds continue from seq {max(floor_seq, last) + 1} (no seq is reused); "

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..journal import Fault, RoundRecord
+from ..jsonio import JSON
 from .extension import TableExtension, TableExtensions
 from .phase import Phase
 
@@ -24,6 +25,10 @@ class LatchedFaults:
     def codes(self) -> list[str]:
         return [f.code for f in self.journal.active_faults()]
 
+    def details(self) -> list[dict[str, JSON]]:
+        """Each latched fault's code and message (what a technician must know)."""
+        return [{"code": f.code, "message": f.message} for f in self.journal.active_faults()]
+
     def play_stop(self) -> str | None:
         """Why play is stopped, or None (the round engine's ``play_stop``)."""
         codes = self.codes()
@@ -34,7 +39,8 @@ class LatchedFaults:
 
 class TableState(TableExtension):
     """The retained ``state`` topic follows the table: the game, the phase, the round in
-    flight and the latched faults (``state.json``)."""
+    flight, the latched faults with their messages and the journal's latest round anchor
+    (``state.json``)."""
 
     name = "state"
 
@@ -45,10 +51,13 @@ class TableState(TableExtension):
         publish: Callable[..., None],
         game_id: str,
         faults: LatchedFaults,
+        anchor: Callable[[], JSON] | None = None,
     ) -> None:
+        """``anchor``: the journal's latest round anchor (``Journal.round_anchor``)."""
         self.publish = publish
         self.game_id = game_id
         self.faults = faults
+        self.anchor = anchor
         self.phase = Phase.IDLE
         self.round: RoundRecord | None = None
         extensions.add(self)
@@ -59,9 +68,14 @@ class TableState(TableExtension):
 
     def refresh(self) -> None:
         """Publish the snapshot again (after a latched fault was set or cleared)."""
-        self.publish(
-            game=self.game_id,
-            phase=self.phase.value,
-            round_id=self.round.round_id if self.round else None,
-            faults=self.faults.codes(),
-        )
+        details = self.faults.details()
+        fields: dict[str, JSON] = {
+            "game": self.game_id,
+            "phase": self.phase.value,
+            "round_id": self.round.round_id if self.round else None,
+            "faults": [d["code"] for d in details],
+            "fault_details": details,
+        }
+        if self.anchor is not None:
+            fields["anchor"] = self.anchor()
+        self.publish(**fields)
