@@ -156,19 +156,35 @@ def walk_chain(
     db: sqlite3.Connection,
     key: AuditKey | None,
     visit: Callable[[Event], None] | None = None,
+    *,
+    since: int = 1,
 ) -> ChainWalk:
     """Walk the chain of ``db``: rows before the ``chain_keyed`` entry are checked as
     SHA-256 links, that entry and every later row as HMACs under ``key``. A keyed chain
-    checked without a key, or under another key, fails at its ``chain_keyed`` entry."""
+    checked without a key, or under another key, fails at its ``chain_keyed`` entry.
+
+    ``since`` > 1 walks only from that entry on, taking the previous entry's hash as
+    stored (the start-up check of a journal's recent rows: it proves their consistency,
+    not that nothing before them was rewritten)."""
     walk = ChainWalk()
     prev_id, prev_hash, checked, keyed_from = 0, GENESIS_HASH, 0, None
+    if since > 1:
+        row = db.execute("SELECT id, hash FROM events WHERE id = ?", (since - 1,)).fetchone()
+        if row is not None:
+            prev_id, prev_hash = int(row[0]), str(row[1])
+            marker = db.execute("SELECT value FROM meta WHERE key = 'audit_keyed_from'").fetchone()
+            if marker is not None and int(marker[0]) < since:
+                keyed_from = int(marker[0])
+        else:
+            since = 1
 
     def fail(row_id: int, reason: str) -> ChainWalk:
         walk.report = ChainReport(False, checked, row_id, reason, prev_hash, keyed_from, prev_id)
         return walk
 
     for row_id, at, kind, data_text, stored_prev, stored_hash in db.execute(
-        "SELECT id, at, kind, data, prev_hash, hash FROM events ORDER BY id"
+        "SELECT id, at, kind, data, prev_hash, hash FROM events WHERE id >= ? ORDER BY id",
+        (since,),
     ):
         if row_id != prev_id + 1:
             missing = (
@@ -261,15 +277,15 @@ class AuditLog(Outbox):
             uncovered = json.loads(row[0]) if row else None
             self._chain_key_id = key.key_id  # the marker below is the first keyed row
             try:
-                self._append_event(
+                marker = self._append_event(
                     db,
                     CHAIN_KEYED,
                     {"key_id": key.key_id, "unkeyed_rows": unkeyed, "uncovered_before": uncovered},
                     self._now(),
                 )
-                db.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('audit_key_id', ?)",
-                    (key.key_id,),
+                db.executemany(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    [("audit_key_id", key.key_id), ("audit_keyed_from", str(marker.id))],
                 )
             except BaseException:
                 self._chain_key_id = None

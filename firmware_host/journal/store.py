@@ -8,6 +8,7 @@ them (game recall, the status snapshot).
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +21,7 @@ from .anchor import Anchor, AnchorFinding, check_against_anchors
 from .audit import Fault
 from .auditkey import AuditKey
 from .bets import BetRecord, BetStore
+from .errors import JournalCorrupt
 from .frames import RawFrame
 from .rounds import RoundRecord
 
@@ -116,29 +118,68 @@ class Journal(BetStore):
             floor_rounds=floor_rounds,
         )
 
+    def check_recent(self, entries: int = 20_000) -> AuditReport:
+        """Does the journal still hold what it recently wrote? The last ``entries`` of
+        the chain checked, and every row they describe (:meth:`audit` restricted to a
+        window, taking the chain before it as stored).
+
+        Power cut on storage that lied about a flush can leave a journal whose newest
+        entries are there but some pages are older (a checkpoint lost): the anchors the
+        floor holds still match, rounds are missing. Run at start-up; about as long as
+        an audit of ``entries`` rows."""
+        from .verify import audit_journal
+
+        try:
+            head, _ = self.chain_head()
+            return audit_journal(self, self._audit_key, since=max(1, head - entries + 1))
+        except sqlite3.DatabaseError as exc:  # a damaged page the open's quick check missed
+            raise JournalCorrupt(f"{self.path}: {exc}") from exc
+
     # -- the journal against the floor ---------------------------------------------------
     def check_against_floor(
         self, anchors: Sequence[Anchor], table_id: str | None = None
     ) -> list[AnchorFinding]:
         """What the journal lacks of what the floor holds (``anchors``: the retained
         ``anchor`` and ``state`` the table last published): empty when it lacks nothing."""
-        return check_against_anchors(self, anchors, table_id)
+        try:
+            return check_against_anchors(self, anchors, table_id)
+        except sqlite3.DatabaseError as exc:
+            raise JournalCorrupt(f"{self.path}: {exc}") from exc
 
     def latch_behind_floor(
-        self, table_id: str, findings: Sequence[AnchorFinding], *, at: datetime | None = None
+        self,
+        table_id: str,
+        findings: Sequence[AnchorFinding],
+        *,
+        damage: Sequence[str] = (),
+        anchors: Sequence[Anchor] = (),
+        at: datetime | None = None,
     ) -> Fault:
         """Latch ``JOURNAL_BEHIND_FLOOR`` (play stops until a technician clears it) and
         make sure no ``seq`` the floor has seen is given again: in ONE transaction, the
         fault, its chain entry (what is missing) and the floor's last ``seq`` (``meta``
-        ``seq_floor:<table_id>``; :meth:`next_seq` continues above it)."""
-        if not findings:
+        ``seq_floor:<table_id>``; :meth:`next_seq` continues above it).
+
+        ``findings``: what the floor's anchors say is missing; ``damage``: rows the
+        journal's own recent chain describes and no longer holds (:meth:`check_recent`);
+        ``anchors``: every anchor the floor holds (for its last ``seq``)."""
+        if not findings and not damage:
             raise ValueError("nothing is missing: there is no fault to latch")
         now = self._now(at)
-        seqs = [f.anchor.round_seq for f in findings if f.anchor.round_seq is not None]
+        seqs = [
+            a.round_seq
+            for a in [*anchors, *(f.anchor for f in findings)]
+            if a.round_seq is not None
+        ]
         floor_seq = max(seqs, default=0)
         head_id, head = self.chain_head()
         last = self.last_seq(table_id)
-        missing = "; ".join(f.reason for f in findings)
+        missing = "; ".join(
+            [
+                *(f.reason for f in findings),
+                *(f"the journal no longer holds what its own chain recorded: {d}" for d in damage),
+            ]
+        )
         if floor_seq > last:
             n = floor_seq - last
             missing += (
@@ -154,6 +195,7 @@ class Journal(BetStore):
         data: dict[str, JSON] = {
             "floor": [f.anchor.to_json() for f in findings],
             "findings": [f.kind for f in findings],
+            "damage": list(damage),
             "journal": {"chain": {"seq": head_id, "head": head}, "last_seq": last},
             "seq_floor": floor_seq,
         }

@@ -16,6 +16,11 @@ table last published (``firmware_host/journal/anchor.py`` says why the retained
   ``state``), and the floor's last ``seq`` is recorded so that new rounds are numbered
   above it; no round opens until a technician clears the fault from the console with a
   reason (after reconciling with the floor's records);
+- before that, and without the broker, the journal is checked against itself: its last
+  :data:`RECENT` chain entries and every row they describe (a power cut on storage that
+  lied about a flush can lose a checkpoint's pages while the newest entries, the ones
+  the floor's anchor matches, survive). Rows it recorded and no longer holds latch
+  ``JOURNAL_BEHIND_FLOOR`` too, naming them;
 - the broker cannot be reached: ``JOURNAL_UNCHECKED`` is latched and no round opens;
   the check is retried in the background (the link's backoff) and, once it succeeds,
   the fault clears itself (or becomes ``JOURNAL_BEHIND_FLOOR``). A technician may clear
@@ -31,7 +36,7 @@ import contextlib
 import json
 import logging
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from ..journal import Anchor, AnchorError, AnchorFinding, FaultNotFound, Journal
 
@@ -43,6 +48,10 @@ BEHIND = "JOURNAL_BEHIND_FLOOR"
 UNCHECKED = "JOURNAL_UNCHECKED"
 #: The retained topics read (relative to the table's root).
 RETAINED = ("anchor", "state")
+#: Chain entries checked against the rows they describe at start-up (the journal's own
+#: consistency: a power cut on lying storage can lose a checkpoint's pages while the
+#: newest entries, which the floor's anchor matches, survive). About a day of play.
+RECENT = 20_000
 
 #: Reads the table's retained messages: suffix -> payload (raises ``ConnectionError``).
 Reader = Callable[[], Awaitable[Mapping[str, bytes]]]
@@ -69,6 +78,22 @@ def anchors_from(table_id: str, retained: Mapping[str, bytes]) -> list[Anchor]:
     return out
 
 
+def damage(journal: Journal, recent: int = RECENT) -> list[str]:
+    """Rows the journal's last ``recent`` chain entries describe and it no longer holds
+    as recorded (:meth:`~firmware_host.journal.Journal.check_recent`): the first few,
+    named; empty when it holds them all."""
+    report = journal.check_recent(recent)
+    return [] if report.ok else [str(p) for p in report.ordered()[:3]]
+
+
+def assess(
+    journal: Journal, table_id: str, anchors: Sequence[Anchor], *, recent: int = RECENT
+) -> tuple[list[AnchorFinding], list[str]]:
+    """What the journal lacks: according to the floor's ``anchors``, and according to
+    its own recent chain (:func:`damage`). Both empty: it holds everything."""
+    return journal.check_against_floor(anchors, table_id), damage(journal, recent)
+
+
 class JournalFloorCheck:
     """The start-up check of the journal against the floor (see the module docstring)."""
 
@@ -82,8 +107,10 @@ class JournalFloorCheck:
         retry_max: float = 30.0,
         on_change: Callable[[], None] = lambda: None,
         rng: random.Random | None = None,
+        recent: int = RECENT,
     ) -> None:
         self.journal = journal
+        self.recent = recent
         self.table_id = table_id
         self.read = read
         self.retry_min = retry_min
@@ -93,11 +120,19 @@ class JournalFloorCheck:
         self._rng = rng or random.Random()
         self.checked = False
         self.findings: list[AnchorFinding] = []
+        #: What the journal's own recent chain says it lost (None: not checked yet).
+        self.damage: list[str] | None = None
 
     async def check_once(self, *, latch: bool = True) -> bool:
         """One attempt: True once the journal was compared with the floor. An unreachable
         broker latches ``JOURNAL_UNCHECKED`` when ``latch`` (the first attempt; a retry
         never latches it again over a technician's clear)."""
+        if self.damage is None:  # the journal against itself: needs no broker
+            self.damage = damage(self.journal, self.recent)
+            if self.damage:
+                fault = self.journal.latch_behind_floor(self.table_id, [], damage=self.damage)
+                log.error("journal check: %s: %s", BEHIND, fault.message)
+                self.on_change()
         try:
             retained = await self.read()
         except ConnectionError as exc:
@@ -118,8 +153,8 @@ class JournalFloorCheck:
         anchors = anchors_from(self.table_id, retained)
         self.findings = self.journal.check_against_floor(anchors, self.table_id)
         if self.findings:
-            fault = self.journal.latch_behind_floor(self.table_id, self.findings)
-            log.error("floor check: %s: %s", BEHIND, fault.message)
+            self.journal.latch_behind_floor(self.table_id, self.findings, anchors=anchors)
+            log.error("floor check: %s: %s", BEHIND, "; ".join(f.reason for f in self.findings))
         elif anchors:
             log.info(
                 "floor check: the journal holds everything the floor has (%s)",

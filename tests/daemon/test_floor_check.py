@@ -97,7 +97,9 @@ async def test_a_restored_backup_is_caught_and_no_seq_is_reused(
     j.close()
     restored = Journal(tmp_path / "backup.sqlite3", audit_key=key)
     changed: list[int] = []
-    check = JournalFloorCheck(restored, "fantan-01", floor.read, on_change=lambda: changed.append(1))
+    check = JournalFloorCheck(
+        restored, "fantan-01", floor.read, on_change=lambda: changed.append(1)
+    )
     assert await check.check_once()
     (fault,) = restored.active_faults()
     assert fault.code == BEHIND and changed
@@ -282,3 +284,23 @@ async def test_the_daemon_waits_for_an_unreachable_broker_then_checks(tmp_path: 
     finally:
         await d.stop()
         await broker.stop()
+
+
+async def test_rows_the_journals_own_recent_chain_lost_are_caught_without_the_floor(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    """A checkpoint lost on lying storage: the newest entries survive (the floor's anchor
+    matches), a page of settlements does not. The journal's own chain names it, even
+    with the broker down."""
+    j = Journal(tmp_path / "j.sqlite3", audit_key=key)
+    rounds = play(engine(j), 4)
+    floor = Floor(j)
+    floor.fail = ConnectionError("broker down")
+    lost = rounds[1]["round_id"]
+    j._db.execute("DELETE FROM settlements WHERE round_id = ?", (lost,))
+    check = JournalFloorCheck(j, "fantan-01", floor.read)
+    assert not await check.check_once()
+    codes = sorted(f.code for f in j.active_faults())
+    assert codes == [BEHIND, UNCHECKED]
+    (behind,) = [f for f in j.active_faults() if f.code == BEHIND]
+    assert f"settlement of round {lost}" in behind.message and "missing" in behind.message
