@@ -100,15 +100,21 @@ class AuditKey:
     def create(path: str | Path) -> AuditKey:
         """Create a new key file with mode 0600; never overwrites (``AUDIT_KEY_EXISTS``)."""
         p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
         secret = secrets.token_bytes(KEY_BYTES)
         try:
+            p.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             raise AuditKeyError(
                 f"{p} already exists: an audit key is never replaced (the journal chained "
                 "with it could no longer be verified)",
                 code="AUDIT_KEY_EXISTS",
+            ) from None
+        except OSError as exc:
+            raise AuditKeyError(
+                f"cannot create the audit key {p}: {exc.strerror or exc}; create it at install "
+                f"with `tablectl audit init-key --key {p}`",
+                code="AUDIT_KEY_UNWRITABLE",
             ) from None
         try:
             with os.fdopen(fd, "w", encoding="ascii") as f:

@@ -118,7 +118,7 @@ class Journal(BetStore):
             floor_rounds=floor_rounds,
         )
 
-    def check_recent(self, entries: int = 20_000) -> AuditReport:
+    def check_recent(self, entries: int = 10_000) -> AuditReport:
         """Does the journal still hold what it recently wrote? The last ``entries`` of
         the chain checked, and every row they describe (:meth:`audit` restricted to a
         window, taking the chain before it as stored).

@@ -161,6 +161,16 @@ def _c(value: JSON) -> str:
     return canonical_json(value)
 
 
+_SCALARS = (str, int, type(None))
+
+
+def _same(a: JSON, b: JSON) -> bool:
+    """Equal as JSON (``True`` is not ``1``; objects compared canonically)."""
+    if type(a) is type(b) and type(a) in _SCALARS:
+        return bool(a == b)
+    return _c(a) == _c(b)
+
+
 def _loads(text: str | None) -> JSON:
     return None if text is None else json.loads(text)
 
@@ -262,11 +272,15 @@ def audit_journal(
     # A damaged page may hold bytes that are not UTF-8: read them as they are, so the row
     # is named as differing instead of the audit stopping on it.
     text_factory = db.text_factory
-    db.text_factory = lambda b: bytes(b).decode("utf-8", "replace")
+    db.text_factory = _lenient_text
     try:
         return _audit(journal, db, key, anchors, floor_rounds, since)
     finally:
         db.text_factory = text_factory
+
+
+def _lenient_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
 
 
 def _audit(
@@ -367,7 +381,7 @@ def _cmp(
     in_table: JSON,
     in_chain: JSON,
 ) -> bool:
-    if _c(in_table) == _c(in_chain):
+    if _same(in_table, in_chain):
         return True
     problems.append(
         Problem(

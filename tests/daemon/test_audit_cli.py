@@ -393,3 +393,36 @@ def test_init_key_creates_a_private_key_and_never_replaces_one(
     os.chmod(path, 0o644)
     with pytest.raises(Exception, match="open to other users"):
         AuditKey.load(path)
+
+
+def test_a_new_table_gets_its_key_an_existing_journal_without_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    from firmware_host.journal import AuditKeyError, JournalSettings
+
+    settings = JournalSettings(path=str(tmp_path / "j.sqlite3"))
+    with settings.open() as j:  # a new table: its first start is its install
+        assert j.audit_key_id == AuditKey.load(tmp_path / "audit.key").key_id
+    assert stat.S_IMODE(os.stat(tmp_path / "audit.key").st_mode) == 0o600
+    (tmp_path / "audit.key").rename(tmp_path / "elsewhere.key")
+    with pytest.raises(AuditKeyError) as exc:
+        settings.open()
+    assert exc.value.code == "AUDIT_KEY_MISSING"
+    assert not (tmp_path / "audit.key").exists()  # never silently replaced
+
+
+def test_tablectl_run_refuses_a_journal_without_its_key_in_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "table.toml"
+    config.write_text('version = 1\n[table]\nid = "k-1"\ngame = "fantan"\n')
+    Journal(tmp_path / "journal.sqlite3", audit_key=AuditKey.create(tmp_path / "k")).close()
+    run = subprocess.run(
+        [sys.executable, "-m", "firmware_host", "run", "--config", str(config),
+         "--state-dir", str(tmp_path), "--runtime-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert (
+        last.startswith("error: AUDIT_KEY_MISSING: no audit key at")
+        and "Traceback" not in run.stderr
+    )
