@@ -217,5 +217,7 @@ class Journal(BetStore):
             "outbox_pending": self.outbox_pending_count(),
             "in_flight_rounds": [r.round_id for r in self.in_flight_rounds()],
             "active_faults": [f.code for f in self.active_faults()],
+            "chain": dict(zip(("seq", "head"), self.chain_head(), strict=True)),
+            "audit_key_id": self.audit_key_id,
             "commit_latency": self.commit_latency(),
         }

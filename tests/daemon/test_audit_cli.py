@@ -112,6 +112,9 @@ def test_an_untouched_journal_passes_with_every_anchor(
                      "--anchors", str(table.floor), capsys=capsys)  # fmt: skip
     assert rc == 0, out
     assert "10 floor round(s) match" in out and "31 floor anchor(s) hold" in out
+    rc, out = verify(table, "--json", capsys=capsys)
+    doc = json.loads(out)
+    assert rc == 0 and doc["ok"] and doc["problems"] == [] and doc["checked"]["bets"] == 30
 
 
 def test_the_real_entry_point_passes_then_fails(table: Table) -> None:
