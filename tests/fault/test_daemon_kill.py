@@ -66,7 +66,7 @@ from _fault_support import (
 )
 from _mqtt_support import Collector
 
-from firmware_host.journal import Journal
+from firmware_host.journal import AuditKey, Journal
 from firmware_host.table.jackpot import Meter
 from tablesim.floor_client import FloorClient
 
@@ -406,7 +406,8 @@ async def test_daemon_sigkill_loses_nothing_settles_nothing_twice_and_the_jackpo
         assert rc == 0, daemon.log_tail()
         await asyncio.sleep(0.2)  # a last duplicate in flight, if any
         got = Deliveries(m.payload for m in col.messages)
-        with Journal(journal_path) as j:
+        key = AuditKey.load(Path(journal_path).parent / "audit.key")  # made at the first start
+        with Journal(journal_path, audit_key=key) as j:
             check_journal_and_floor(j, got)
             resumed = check_resume(j, killed_in)
             jackpot = check_jackpot(j, got)
@@ -491,6 +492,8 @@ def check_journal_and_floor(j: Journal, got: Deliveries) -> None:
         assert payload["status"] == status
     chain = j.verify_chain()
     assert chain.ok, str(chain)
+    audit = j.audit()  # every money row against the keyed chain, after every kill
+    assert audit.ok, str(audit)
 
 
 def check_resume(j: Journal, killed_in: dict[str, str]) -> str:
