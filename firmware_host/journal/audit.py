@@ -409,6 +409,15 @@ class AuditLog(Outbox):
             f = _fault(row)
             return Fault(f.code, f.message, f.data, f.set_at, now, by, reason)
 
+    def last_cleared_fault(self, code: str) -> Fault | None:
+        """The latest cleared latch of ``code`` (what a technician acknowledged), or None."""
+        row = self._db.execute(
+            f"SELECT {_FAULT_COLS} FROM faults WHERE code = ? AND cleared_at IS NOT NULL "
+            "ORDER BY id DESC LIMIT 1",
+            (code,),
+        ).fetchone()
+        return None if row is None else _fault(row)
+
     def active_faults(self) -> list[Fault]:
         return [
             _fault(r)

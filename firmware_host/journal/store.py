@@ -177,7 +177,11 @@ class Journal(BetStore):
         missing = "; ".join(
             [
                 *(f.reason for f in findings),
-                *(f"the journal no longer holds what its own chain recorded: {d}" for d in damage),
+                *(
+                    f"the journal no longer holds what its own chain recorded: {d}"
+                    for d in damage[:3]
+                ),
+                *([f"and {len(damage) - 3} more such row(s)"] if len(damage) > 3 else []),
             ]
         )
         if floor_seq > last:

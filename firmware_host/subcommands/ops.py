@@ -156,6 +156,11 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
         try:
             key = AuditKey.load(key_path)
         except JournalError as exc:
+            if exc.code == "AUDIT_KEY_MISSING":  # a new key could never verify this journal
+                raise _Usage(
+                    f"no audit key at {key_path}: give the table's own key with --key (or the "
+                    "table's configuration with --config)"
+                ) from None
             raise _Usage(exc.message) from None
     except _Usage as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -27,6 +27,11 @@ table last published (``firmware_host/journal/anchor.py`` says why the retained
   ``JOURNAL_UNCHECKED`` from the console to play without the floor (recorded in the
   chain); the floor link still starts only after the check has been made, so the
   retained anchor it would overwrite is always read first.
+
+What a technician cleared (the floor's anchors and the rows named in the last cleared
+``JOURNAL_BEHIND_FLOOR``) is not latched again at the next start while it is the same:
+the broker keeps the floor's anchor until the table's next round, and lost rows stay
+in the checked window for a while. Anything new is latched again.
 """
 
 from __future__ import annotations
@@ -79,12 +84,37 @@ def anchors_from(table_id: str, retained: Mapping[str, bytes]) -> list[Anchor]:
     return out
 
 
+#: Problems of the journal's own recent chain kept in the fault (the message names 3).
+DAMAGE_KEPT = 200
+
+
 def damage(journal: Journal, recent: int = RECENT) -> list[str]:
     """Rows the journal's last ``recent`` chain entries describe and it no longer holds
-    as recorded (:meth:`~firmware_host.journal.Journal.check_recent`): the first few,
-    named; empty when it holds them all."""
+    as recorded (:meth:`~firmware_host.journal.Journal.check_recent`), each named; empty
+    when it holds them all. Damage a technician already acknowledged (it was in the
+    last cleared ``JOURNAL_BEHIND_FLOOR``) is left out: it is not latched again at every
+    start while it stays in the window."""
     report = journal.check_recent(recent)
-    return [] if report.ok else [str(p) for p in report.ordered()[:3]]
+    if report.ok:
+        return []
+    found = [str(p) for p in report.ordered()[:DAMAGE_KEPT]]
+    cleared = journal.last_cleared_fault(BEHIND)
+    known = cleared.data.get("damage", []) if cleared and isinstance(cleared.data, dict) else []
+    return [d for d in found if d not in set(known)]
+
+
+def acknowledged_anchors(journal: Journal) -> set[tuple[int, str]]:
+    """The floor's anchors of the last ``JOURNAL_BEHIND_FLOOR`` a technician cleared: the
+    broker keeps them retained until the table's next round, and they are not latched
+    again at every start meanwhile."""
+    cleared = journal.last_cleared_fault(BEHIND)
+    floor = cleared.data.get("floor", []) if cleared and isinstance(cleared.data, dict) else []
+    out: set[tuple[int, str]] = set()
+    for a in floor:
+        chain = a.get("chain") if isinstance(a, dict) else None
+        if isinstance(chain, dict):
+            out.add((int(chain.get("seq", 0)), str(chain.get("head", ""))))
+    return out
 
 
 def assess(
@@ -152,7 +182,11 @@ class JournalFloorCheck:
                 self.on_change()
             return False
         anchors = anchors_from(self.table_id, retained)
-        self.findings = self.journal.check_against_floor(anchors, self.table_id)
+        self.findings = [
+            f
+            for f in self.journal.check_against_floor(anchors, self.table_id)
+            if (f.anchor.chain_seq, f.anchor.chain_head) not in acknowledged_anchors(self.journal)
+        ]
         if self.findings:
             self.journal.latch_behind_floor(self.table_id, self.findings, anchors=anchors)
             log.error("floor check: %s: %s", BEHIND, "; ".join(f.reason for f in self.findings))

@@ -111,6 +111,10 @@ async def test_a_restored_backup_is_caught_and_no_seq_is_reused(
         e2.open_betting()
     assert exc.value.code == "PLAY_STOPPED" and BEHIND in exc.value.message
     restored.clear_fault(BEHIND, by="tech1", reason="rounds 3-5 reconciled with the floor's copy")
+    # A restart before the next round: the broker still holds the floor's anchor, which
+    # the technician acknowledged; it is not latched again.
+    assert await JournalFloorCheck(restored, "fantan-01", floor.read).check_once()
+    assert restored.active_faults() == []
     rnd = e2.open_betting()
     assert rnd.seq == 6 and rnd.seq > max(r["seq"] for r in later)  # never reused
     assert rnd.round_id not in {r["round_id"] for r in later}
@@ -304,3 +308,25 @@ async def test_rows_the_journals_own_recent_chain_lost_are_caught_without_the_fl
     assert codes == [BEHIND, UNCHECKED]
     (behind,) = [f for f in j.active_faults() if f.code == BEHIND]
     assert f"settlement of round {lost}" in behind.message and "missing" in behind.message
+
+
+async def test_damage_a_technician_acknowledged_is_not_latched_again_at_every_start(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    j = Journal(tmp_path / "j.sqlite3", audit_key=key)
+    e = engine(j)
+    rounds = play(e, 3)
+    j._db.execute("DELETE FROM settlements WHERE round_id = ?", (rounds[0]["round_id"],))
+    floor = Floor(j)
+    assert await JournalFloorCheck(j, "fantan-01", floor.read).check_once()
+    assert [f.code for f in j.active_faults()] == [BEHIND]
+    j.clear_fault(BEHIND, by="tech1", reason="round 1's payload restored from the floor's copy")
+    # The next start finds the same damage: acknowledged, not latched again...
+    assert await JournalFloorCheck(j, "fantan-01", floor.read).check_once()
+    assert j.active_faults() == []
+    # ...but new damage is.
+    j._db.execute("DELETE FROM settlements WHERE round_id = ?", (rounds[2]["round_id"],))
+    check = JournalFloorCheck(j, "fantan-01", floor.read)
+    assert await check.check_once()
+    (fault,) = j.active_faults()
+    assert rounds[2]["round_id"] in fault.message and rounds[0]["round_id"] not in fault.message
