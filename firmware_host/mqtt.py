@@ -824,6 +824,7 @@ async def read_retained(
         keepalive=settings.keepalive,
         timeout=settings.connect_timeout_ms / 1000,
         tls_context=settings.tls_context(),
+        socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
     )
     got: dict[str, bytes] = {}
     try:
