@@ -5,10 +5,12 @@ settlement payloads for the last ``full_rounds``, published outbox entries for t
 last ``published_outbox_keep``; the round row (outcome, status, timestamps and a
 totals summary) is kept forever. The answers to floor requests (``requests.py``) are
 kept ``request_keep_hours`` (24 at least) and, beyond, as long as the round they name
-keeps its bets: a retried request is answered as the first time for that long. A round's ``detail`` says what is left of it:
-``full``, ``no_frames`` or ``summary``. Pruning runs after each finished round, in a
+keeps its bets: a retried request is answered as the first time for that long. A
+round's ``detail`` says what is left of it: ``full``, ``no_frames`` or ``summary``. Pruning runs after each finished round, in a
 transaction of its own without an fsync (losing it on power failure only means it
-runs again).
+runs again). Dropping a round's bets and settlement payload appends a
+``rounds_pruned`` entry to the audit chain in that transaction, so an audit tells a
+round pruned by retention from one whose rows were deleted behind the journal's back.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ..timefmt import iso_utc
-from .connection import Connection
+from .audit import AuditLog
 
 
-class Retention(Connection):
+class Retention(AuditLog):
     """Prune what is past the retention windows (set by ``Journal``)."""
 
     #: Finished rounds whose raw frames are kept (at least 10: recall of the last 10 games).
@@ -84,6 +86,8 @@ class Retention(Connection):
                     db.execute("DELETE FROM bets WHERE round_id = ?", (rid,))
                     db.execute("DELETE FROM settlements WHERE round_id = ?", (rid,))
                     db.execute("UPDATE rounds SET detail = 'summary' WHERE round_id = ?", (rid,))
+                if old:
+                    self._append_event(db, "rounds_pruned", {"round_ids": old}, self._now())
             if pub is not None:
                 db.execute(
                     "DELETE FROM outbox WHERE published_at IS NOT NULL AND id <= ?",

@@ -22,6 +22,7 @@ PAYLOAD_SCHEMA_VERSION = 2
 SCHEMA_NAMES = (
     "round",
     "state",
+    "anchor",
     "device",
     "jackpot",
     "event",
@@ -37,6 +38,7 @@ SCHEMA_NAMES = (
 TOPIC_SCHEMAS = {
     "rounds": "round",
     "state": "state",
+    "anchor": "anchor",
     "jackpot": "jackpot",
     "events": "event",
     "bets/request": "bet_request",
