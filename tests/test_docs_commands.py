@@ -110,6 +110,10 @@ NOT_HERE: list[tuple[str, str]] = [
     ),
     (r"^(\.venv/bin/python|python) -m bench", "benchmarks (tests/test_bench_smoke.py)"),
     (r"^\.venv/bin/pip install -e '\.\[bench\]'", "installs the benchmarks' peers from PyPI"),
+    (
+        r"^tablectl audit verify --journal journal\.sqlite3 --key audit\.key --anchors? ",
+        "a table's journal, key and the floor's anchors (tests/daemon/test_audit_cli.py)",
+    ),
 ]
 
 #: Long-running commands: what they print once they work.

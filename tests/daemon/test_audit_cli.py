@@ -416,16 +416,19 @@ def test_a_new_table_gets_its_key_an_existing_journal_without_one_is_refused(
 
 def test_tablectl_run_refuses_a_journal_without_its_key_in_one_line(tmp_path: Path) -> None:
     config = tmp_path / "table.toml"
-    config.write_text('version = 1\n[table]\nid = "k-1"\ngame = "fantan"\n')
+    config.write_text(
+        'version = 1\n[table]\nid = "k-1"\ngame = "roulette"\npayable_unit = 100\n'
+        '[devices.wheel]\ndriver = "cammegh-ss2"\nport = "socket://127.0.0.1:9"\n'
+        '[auth]\nsignatures = false\n[mqtt]\nhost = "127.0.0.1"\nport = 9\n'
+    )
     Journal(tmp_path / "journal.sqlite3", audit_key=AuditKey.create(tmp_path / "k")).close()
     run = subprocess.run(
         [sys.executable, "-m", "firmware_host", "run", "--config", str(config),
          "--state-dir", str(tmp_path), "--runtime-dir", str(tmp_path)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
-    assert run.returncode == 2, run.stderr
-    last = run.stderr.strip().splitlines()[-1]
-    assert (
-        last.startswith("error: AUDIT_KEY_MISSING: no audit key at")
-        and "Traceback" not in run.stderr
-    )
+    assert run.returncode == 3, run.stderr  # the daemon's exit status for its journal
+    bad = [ln for ln in run.stderr.splitlines() if "AUDIT_KEY_MISSING" in ln]
+    assert len(bad) == 1 and "Traceback" not in run.stderr, run.stderr
+    assert "cannot start: AUDIT_KEY_MISSING: no audit key at" in bad[0]
+    assert not (tmp_path / "audit.key").exists()  # never silently created for a journal

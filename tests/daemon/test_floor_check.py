@@ -23,6 +23,7 @@ from firmware_host.mqtt import MqttSettings
 from firmware_host.table.engine import RoundEngine, RoundFault
 from firmware_host.table.floorcheck import BEHIND, UNCHECKED, JournalFloorCheck
 from firmware_host.table.state import LatchedFaults
+from tablesim.principals import make_principals
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -190,8 +191,18 @@ async def test_an_unreadable_retained_anchor_is_ignored(tmp_path: Path, key: Aud
 # -- the daemon, with a broker ---------------------------------------------------------------
 
 
+def fantan(tmp_path: Path) -> Any:
+    """fantan without its keypad: results entered by people, who sign their commands."""
+    return validate_document(
+        {
+            "table": {"id": "fc-1", "game": "fantan", "result_source": "manual"},
+            "auth": make_principals(tmp_path / "keys").auth_section(),
+        }
+    )
+
+
 def daemon(tmp_path: Path, broker: Any, journal_dir: Path) -> TableDaemon:
-    cfg = validate_document({"table": {"id": "fc-1", "game": "fantan"}})
+    cfg = fantan(tmp_path)
     return TableDaemon(
         cfg,
         state_dir=journal_dir,
@@ -268,7 +279,7 @@ async def test_the_daemon_waits_for_an_unreachable_broker_then_checks(tmp_path: 
     from tablesim.broker import EmbeddedBroker, free_port
 
     port = free_port()
-    cfg = validate_document({"table": {"id": "fc-1", "game": "fantan"}})
+    cfg = fantan(tmp_path)
     d = TableDaemon(
         cfg, state_dir=tmp_path, runtime_dir=tmp_path,
         mqtt=MqttSettings(port=port, reconnect_min_ms=20, reconnect_max_ms=100),
