@@ -16,7 +16,9 @@ configuration, faults, privileged actions), every write of a money row appends, 
 the row's own transaction, an entry describing it: ``round_opened``, ``bet_placed``,
 ``bet_cancelled``, ``round_settled`` / ``round_void`` (the outcome as read, the final
 timestamps, the totals and the SHA-256 of the published payload), ``jackpot_saved``
-(the meter state), ``jackpot_hit``, ``jackpot_paid``, ``rounds_pruned`` (retention).
+(the meter state), ``jackpot_hit``, ``jackpot_paid``, ``rounds_pruned`` (retention);
+every answer to a floor request, ``request_answered`` (``requests.py``), and
+``requests_pruned`` (retention).
 ``verify.py`` checks every row against the chain.
 
 A journal created or last written without a key (library use, tests; the daemon always

@@ -147,6 +147,7 @@ class BetStore(RoundStore):
                     "bet_type": bet_type,
                     "selection": json.loads(sel),
                     "stake": stake,
+                    "principal": principal,
                 },
                 now,
             )

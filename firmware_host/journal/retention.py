@@ -9,8 +9,9 @@ keeps its bets: a retried request is answered as the first time for that long. A
 round's ``detail`` says what is left of it: ``full``, ``no_frames`` or ``summary``. Pruning runs after each finished round, in a
 transaction of its own without an fsync (losing it on power failure only means it
 runs again). Dropping a round's bets and settlement payload appends a
-``rounds_pruned`` entry to the audit chain in that transaction, so an audit tells a
-round pruned by retention from one whose rows were deleted behind the journal's back.
+``rounds_pruned`` entry to the audit chain in that transaction, and dropping answers
+a ``requests_pruned`` entry, so an audit tells what retention pruned from rows deleted
+behind the journal's back.
 """
 
 from __future__ import annotations
@@ -49,11 +50,20 @@ class Retention(AuditLog):
         pub = db.execute("SELECT MAX(id) FROM outbox WHERE published_at IS NOT NULL").fetchone()[0]
         requests_edge = iso_utc(self._clock() - timedelta(hours=self.request_keep_hours))
         with self._tx("retention", durable=False):
-            db.execute(
-                "DELETE FROM requests WHERE at < ? AND (round_id IS NULL OR round_id NOT IN "
-                "(SELECT round_id FROM rounds WHERE detail != 'summary'))",
+            gone = db.execute(
+                "SELECT principal, request_id FROM requests WHERE at < ? AND (round_id IS NULL "
+                "OR round_id NOT IN (SELECT round_id FROM rounds WHERE detail != 'summary')) "
+                "ORDER BY id",
                 (requests_edge,),
-            )
+            ).fetchall()
+            if gone:
+                db.executemany(
+                    "DELETE FROM requests WHERE principal = ? AND request_id = ?",
+                    [(r[0], r[1]) for r in gone],
+                )
+                self._append_event(
+                    db, "requests_pruned", {"requests": [[r[0], r[1]] for r in gone]}, self._now()
+                )
             if frames_edge is not None:
                 old = [
                     r[0]

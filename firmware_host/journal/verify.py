@@ -16,6 +16,9 @@ reads every row and compares:
 - ``jackpot`` (meters and parameters) against the last ``jackpot_saved``;
   ``jackpot_hits`` against ``jackpot_hit`` and ``jackpot_paid``;
 - ``faults`` against ``fault_latched`` / ``fault_cleared``;
+- ``requests`` (the answers to floor requests) against ``request_answered``, unless
+  retention dropped them (``requests_pruned``); ``bets.principal`` against
+  ``bet_placed``;
 - a row the chain describes but the journal lacks is named as deleted, unless
   retention dropped it (``rounds_pruned``); a row the chain does not describe is named
   as written behind the journal's back, unless it predates the chain covering rows
@@ -43,6 +46,7 @@ from ..jsonio import JSON, canonical_json
 from .anchor import Anchor, check_anchor
 from .audit import CHAIN_KEYED, ChainReport, Event, walk_chain
 from .auditkey import AuditKey
+from .requests import answer_digest
 from .rounds import payload_digest, rules_digest
 
 #: Position of a problem no chain entry describes (reported after every chain position).
@@ -192,6 +196,9 @@ class _Expected:
         self.hits: dict[str, Event] = {}
         self.paid: dict[str, Event] = {}
         self.pruned: dict[str, Event] = {}
+        #: Answers to floor requests, by (principal, request_id); those retention dropped.
+        self.answered: dict[tuple[str, str], Event] = {}
+        self.answers_pruned: set[tuple[str, str]] = set()
         #: Each latched fault in order: [latched, cleared or None].
         self.faults: list[list[Event | None]] = []
         self.uncovered: dict[str, Any] | None = None
@@ -239,6 +246,12 @@ class _Expected:
         elif kind == "rounds_pruned":
             for rid in d.get("round_ids") or ():
                 self.pruned[rid] = ev
+        elif kind == "request_answered":
+            self.answered[(text("principal"), text("request_id"))] = ev
+        elif kind == "requests_pruned":
+            for pair in d.get("requests") or ():
+                if isinstance(pair, list) and len(pair) == 2:
+                    self.answers_pruned.add((str(pair[0]), str(pair[1])))
         elif kind == "fault_latched":
             self.faults.append([ev, None])
         elif kind == "fault_cleared":
@@ -323,11 +336,14 @@ def _audit(
         )
     problems.extend(exp.problems)
     uncovered = _uncovered(journal, exp)
-    report.uncovered = {t: 0 for t in ("rounds", "bets", "jackpot_hits", "faults", "jackpot")}
+    report.uncovered = {
+        t: 0 for t in ("rounds", "bets", "jackpot_hits", "faults", "jackpot", "requests")
+    }
     _check_rounds(db, exp, uncovered, report)
     _check_bets(db, exp, uncovered, report)
     _check_payloads(db, exp, report)
     _check_jackpot(db, exp, uncovered, report)
+    _check_requests(db, exp, uncovered, report, window=window)
     if window:  # rows the window does not describe are not its business
         report.problems[:] = [p for p in problems if not p.unchained]
     else:
@@ -519,10 +535,11 @@ def _check_bets(db: Any, exp: _Expected, uncovered: Mapping[str, Any], report: A
         status,
         placed_at,
         cancelled_at,
+        principal,
     ) in _select(
         db,
         "SELECT id, round_id, bet_id, seat, bet_type, selection, stake, status, placed_at, "
-        "cancelled_at FROM bets",
+        "cancelled_at, principal FROM bets",
         "round_id",
         exp.scope_rounds,
         "id",
@@ -552,6 +569,8 @@ def _check_bets(db: Any, exp: _Expected, uncovered: Mapping[str, Any], report: A
         _cmp(problems, placed, name, "bet_type", bet_type, p.get("bet_type"))
         _cmp(problems, placed, name, "selection", _loads(selection), p.get("selection"))
         _cmp(problems, placed, name, "placed_at", placed_at, placed.at)
+        if "principal" in p:  # entries written before bets named who placed them lack it
+            _cmp(problems, placed, name, "principal", principal, p.get("principal"))
         cancel = exp.cancelled.get(k)
         if cancel is None:
             _cmp(problems, placed, name, "status", status, "placed")
@@ -799,6 +818,81 @@ def _check_faults(
             )
         )
     report.checked["faults"] = min(len(rows), len(exp.faults))
+
+
+def _check_requests(
+    db: Any, exp: _Expected, uncovered: Mapping[str, Any], report: AuditReport, *, window: bool
+) -> None:
+    """Each journaled answer against its ``request_answered`` entry; an entry whose row
+    is gone, unless retention dropped it. In a window (``since`` > 1) only the answers
+    the window's entries describe."""
+    problems = report.problems
+    legacy_id = int(uncovered.get("requests") or 0)
+    cols = "SELECT id, principal, request_id, topic, digest, round_id, verified, answer, at"
+    if window:
+        keys = [[p, r] for p, r in exp.answered]
+        rows = db.execute(
+            f"{cols} FROM requests WHERE (principal, request_id) IN "
+            "(SELECT value ->> 0, value ->> 1 FROM json_each(?)) ORDER BY id",
+            (json.dumps(keys),),
+        ).fetchall()
+    else:
+        rows = db.execute(f"{cols} FROM requests ORDER BY id").fetchall()
+    seen: set[tuple[str, str]] = set()
+    n = 0
+    for row_id, principal, request_id, topic, digest, rid, verified, answer, at in rows:
+        k = (principal, request_id)
+        seen.add(k)
+        name = f"requests row {row_id} ({principal} {request_id})"
+        ev = exp.answered.get(k)
+        if ev is None:
+            if row_id <= legacy_id:
+                report.uncovered["requests"] += 1
+            else:
+                problems.append(
+                    Problem(
+                        NOWHERE,
+                        name,
+                        "not in the chain: an answer no entry records (slipped in behind the "
+                        "journal's back?)",
+                        unchained=True,
+                    )
+                )
+            continue
+        n += 1
+        d = ev.data if isinstance(ev.data, dict) else {}
+        _cmp(problems, ev, name, "topic", topic, d.get("topic"))
+        _cmp(problems, ev, name, "digest", digest, d.get("digest"))
+        _cmp(problems, ev, name, "round_id", rid, d.get("round_id"))
+        _cmp(problems, ev, name, "verified", bool(verified), d.get("verified"))
+        _cmp(problems, ev, name, "at", at, ev.at)
+        if answer_digest(str(answer)) != d.get("answer_sha256"):
+            problems.append(
+                Problem(
+                    ev.id,
+                    name,
+                    f"the answer {_short(_loads_lenient(answer))} is not the one the chain "
+                    f"recorded (entry {ev.id}, {ev.kind}: its SHA-256 differs)",
+                )
+            )
+    report.checked["requests"] = n
+    for k, ev in exp.answered.items():
+        if k not in seen and k not in exp.answers_pruned:
+            problems.append(
+                Problem(
+                    ev.id,
+                    f"answer to request {k[1]} of {k[0]}",
+                    f"answered in the chain (entry {ev.id}) but missing from the journal "
+                    "(deleted? a retry would act again)",
+                )
+            )
+
+
+def _loads_lenient(text: str) -> JSON:
+    try:
+        return _loads(text)
+    except ValueError:
+        return text
 
 
 def _check_anchor(journal: Any, anchor: Anchor, report: AuditReport) -> None:
