@@ -143,6 +143,7 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("timestamps.settled", "2026-05-09 07:35:43"),  # ISO-8601 UTC with Z only
         ("timestamps.settled", KeyError),
         ("schema_version", 1),  # version 1 predates signed requests (issue 14)
+        ("schema_version", 2),  # version 2 predates the chain (issue 15)
         ("rules.regulation", KeyError),
         ("chain", KeyError),  # every round carries its chain position (issue 15)
         ("chain.head", "A" * 64),  # lowercase hex SHA-256
