@@ -43,7 +43,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from ..journal import Anchor, AnchorError, AnchorFinding, FaultNotFound, Journal
+from ..journal import Anchor, AnchorError, AnchorFinding, FaultNotFound, Journal, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -159,11 +159,12 @@ class JournalFloorCheck:
         broker latches ``JOURNAL_UNCHECKED`` when ``latch`` (the first attempt; a retry
         never latches it again over a technician's clear)."""
         if self.damage is None:  # the journal against itself: needs no broker
-            self.damage = damage(self.journal, self.recent)
-            if self.damage:
-                fault = self.journal.latch_behind_floor(self.table_id, [], damage=self.damage)
+            found = damage(self.journal, self.recent)
+            if found:  # a storage fault here leaves it to the next attempt
+                fault = self.journal.latch_behind_floor(self.table_id, [], damage=found)
                 log.error("journal check: %s: %s", BEHIND, fault.message)
                 self.on_change()
+            self.damage = found
         try:
             retained = await self.read()
         except ConnectionError as exc:
@@ -215,5 +216,10 @@ class JournalFloorCheck:
             step = min(self.retry_max, self.retry_min * float(1 << min(attempt, 30)))
             attempt += 1
             await asyncio.sleep(step * (0.5 + 0.5 * self._rng.random()))
-            if await self.check_once(latch=False):
-                return
+            try:
+                if await self.check_once(latch=False):
+                    return
+            except StorageError:
+                # The journal cannot write now (DISK_FULL, JOURNAL_IO): its guard latched
+                # and logged it, play is stopped by it; the check is tried again.
+                continue

@@ -18,7 +18,7 @@ import pytest
 
 from firmware_host.config import load_config, validate_document
 from firmware_host.daemon import TableDaemon
-from firmware_host.journal import AuditKey, Journal
+from firmware_host.journal import AuditKey, Journal, JournalFull
 from firmware_host.mqtt import MqttSettings
 from firmware_host.table.engine import RoundEngine, RoundFault
 from firmware_host.table.floorcheck import BEHIND, UNCHECKED, JournalFloorCheck
@@ -162,6 +162,35 @@ async def test_an_unreachable_broker_stops_play_until_the_check_succeeds(
     cleared = j.events(5, kind="fault_cleared")[-1]
     assert cleared.data["code"] == UNCHECKED and cleared.data["by"] == "table"
     e.open_betting()
+
+
+async def test_a_full_disk_during_the_retries_does_not_end_them(
+    tmp_path: Path, key: AuditKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal cannot write when the broker comes back (DISK_FULL): the retries go
+    on (the link starts only after them), and the check is made once it writes again."""
+    j = Journal(tmp_path / "j.sqlite3", audit_key=key)
+    play(engine(j), 1)
+    floor = Floor(j)
+    floor.fail = ConnectionError("broker down")
+    check = JournalFloorCheck(j, "fantan-01", floor.read, retry_min=0.01, retry_max=0.02)
+    assert not await check.check_once()
+    full = {"on": True}
+    clear = j.clear_fault
+
+    def clear_or_full(*args: Any, **kwargs: Any) -> Any:
+        if full["on"]:
+            raise JournalFull("the disk is full (test)")
+        return clear(*args, **kwargs)
+
+    monkeypatch.setattr(j, "clear_fault", clear_or_full)
+    floor.fail = None  # the broker is back, the disk is full
+    task = asyncio.create_task(check.until_checked())
+    await asyncio.sleep(0.2)
+    assert not task.done() and [f.code for f in j.active_faults()] == [UNCHECKED]
+    full["on"] = False
+    await asyncio.wait_for(task, 5)
+    assert j.active_faults() == [] and check.checked
 
 
 async def test_a_technicians_clear_is_not_undone_by_the_retries(
