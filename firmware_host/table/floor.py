@@ -43,6 +43,7 @@ from ..auth import AUTH_FIELDS, Authenticator, AuthError, Principal
 from ..config import FieldSpec, register_section, validate_fields
 from ..games.errors import CodedError
 from ..games.money import MAX_STAKE, parse_json_int
+from ..journal import StorageError
 from ..jsonio import JSON
 from ..schemas import response
 from .engine import BetAnswer, BetCaps, RoundEngine, RoundFault, StaleRound
@@ -309,6 +310,11 @@ class FloorRequests:
                     round_id=acted.round_id,
                     verified=who.verified,
                 )
+        except StorageError as exc:
+            # The journal cannot write now (DISK_FULL, JOURNAL_IO): nothing acted, the
+            # storage guard latched and logged it once; the answer says so with its code
+            # (not journaled: it could not be; a retry is answered afresh).
+            return self._count(bets, self._refusal(bets, rid, who, exc.code, exc.message))
         except Exception as exc:  # never let one request stop the table; nothing acted
             log.exception("%s %s of %s failed; rolled back", what, rid, who.audit)
             return self._count(

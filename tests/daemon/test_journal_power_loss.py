@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from firmware_host.journal import Anchor, AuditKey, Journal, JournalError
+from firmware_host.journal import Anchor, AuditKey, Journal, JournalCorrupt, JournalError
 from firmware_host.journal.rounds import payload_digest
 from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
 from firmware_host.table.floorcheck import assess
@@ -200,14 +200,18 @@ def judge(image: Path, key: AuditKey, rounds: dict[str, bytes], anchor_raw: byte
         counts["refused when opened"] += 1
         counts[f"refused when opened: {exc.code}"] += 1
         return
-    except sqlite3.DatabaseError as exc:  # not the documented refusal: item 4's concern
+    except sqlite3.DatabaseError as exc:  # not the documented refusal (item 4: never now)
         counts["refused when opened"] += 1
         counts[f"refused when opened: raw sqlite3 error ({exc})"] += 1
         return
     try:
         _judge_open(j, image, rounds, anchor_raw, counts, failures)
-    except sqlite3.DatabaseError:  # a damaged page neither the open nor the check read
+    except JournalCorrupt:  # a damaged page neither the open nor the check read: the
+        # journal's guard refuses it with the documented code when it is met
         counts["a later read fails (damaged page)"] += 1
+    except sqlite3.DatabaseError:  # the same, undocumented (must not happen: item 4)
+        counts["a later read fails (damaged page)"] += 1
+        counts["a later read fails: raw sqlite3 error"] += 1
     finally:
         j.close()
 
@@ -316,7 +320,8 @@ def test_crash_images_never_silently_lose_or_reuse_a_round(
         print(f"    refusals: {refusals}; complete, yet the full audit names damage: "
               f"{counts['complete: the full audit names damage']}")  # fmt: skip
         print(f"    silent losses: {counts['SILENT LOSS']}, reused sequence numbers: "
-              f"{counts['REUSED SEQ']}")  # fmt: skip
+              f"{counts['REUSED SEQ']}, raw sqlite3 errors: "
+              f"{counts['a later read fails: raw sqlite3 error']}")  # fmt: skip
     assert images >= 500
     assert not failures, "\n".join(failures[:20])
     # The test must be able to fail: images behind the floor were made, and caught.

@@ -40,7 +40,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _fault_support import SEED, DaemonProcess, Deliveries, NotifySocket, Requests, kv, report
+from _fault_support import (
+    SEED,
+    DaemonProcess,
+    Deliveries,
+    NotifySocket,
+    Requests,
+    kv,
+    report,
+    signed_setup,
+)
 from _flood_requests import valid_bet
 
 from tablesim.floor_client import FloorClient
@@ -56,6 +65,7 @@ version = 1
 id = "{table}"
 game = "fantan"
 payable_unit = 100
+result_source = "manual"
 [limits]
 min_stake = 1000
 max_stake = 1000000
@@ -153,10 +163,17 @@ async def test_a_full_disk_stops_bets_calmly_and_play_resumes_with_nothing_lost(
 ) -> None:
     rng = random.Random(SEED + 15)
     cfg = tmp_path / "fantan.toml"
-    cfg.write_text(CONFIG.format(table=TABLE, host=fault_broker.host, port=fault_broker.port))
+    # fantan without its keypad: the dealer enters results by signed command (issue 14)
+    auth, principals = signed_setup(tmp_path / "keys")
+    cfg.write_text(
+        CONFIG.format(table=TABLE, host=fault_broker.host, port=fault_broker.port) + auth
+    )
     short = Path(tempfile.mkdtemp(prefix="df-", dir="/tmp"))
     notify = NotifySocket(short / "notify.sock")
-    floor = FloorClient(fault_broker.host, fault_broker.port, TABLE, client_id="fault-df-floor")
+    floor = FloorClient(
+        fault_broker.host, fault_broker.port, TABLE, client_id="fault-df-floor",
+        signers=principals,
+    )  # fmt: skip
     log = tmp_path / "daemon.log"  # not on the small filesystem
     daemon = DaemonProcess(cfg, small_fs, notify, log, floor)
     filler: Path | None = None
