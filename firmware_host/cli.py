@@ -60,7 +60,17 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "console": ("tablectl console --socket /tmp/t/console.sock", "tablectl console --hash-pin"),
     "status": ("tablectl status --socket /tmp/t/console.sock", "tablectl status --json"),
-    "audit": ("tablectl audit verify --journal /var/lib/tablectl/journal.sqlite3",),
+    "audit": (
+        "tablectl audit verify --config /etc/tablectl/table.toml",
+        "tablectl audit verify --journal journal.sqlite3 --key audit.key --anchor SEQ:HASH",
+        "tablectl audit verify --journal journal.sqlite3 --key audit.key --anchors rounds.jsonl",
+        "tablectl audit init-key --key /etc/tablectl/audit.key",
+    ),
+    "keys": ("tablectl keys generate pit-boss-2 --dir /etc/tablectl/keys",),
+    "view": (
+        "tablectl view --config /etc/tablectl/table.toml",
+        "tablectl view --broker mqtt://10.0.0.5 --table MO-R-07 --listen 0.0.0.0:8080",
+    ),
     "completion": (
         "tablectl completion bash > ~/.local/share/bash-completion/completions/tablectl",
         "source <(tablectl completion bash)",
