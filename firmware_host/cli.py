@@ -60,7 +60,12 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "console": ("tablectl console --socket /tmp/t/console.sock", "tablectl console --hash-pin"),
     "status": ("tablectl status --socket /tmp/t/console.sock", "tablectl status --json"),
-    "audit": ("tablectl audit verify --journal /var/lib/tablectl/journal.sqlite3",),
+    "audit": (
+        "tablectl audit verify --config /etc/tablectl/table.toml",
+        "tablectl audit verify --journal journal.sqlite3 --key audit.key --anchor SEQ:HASH",
+        "tablectl audit verify --journal journal.sqlite3 --key audit.key --anchors rounds.jsonl",
+        "tablectl audit init-key --key /etc/tablectl/audit.key",
+    ),
     "completion": (
         "tablectl completion bash > ~/.local/share/bash-completion/completions/tablectl",
         "source <(tablectl completion bash)",

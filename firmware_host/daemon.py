@@ -5,13 +5,17 @@
 GPIO missing), then builds each piece with its collaborators through its constructor,
 and owns their life-cycle:
 
-1. the journal (SQLite, WAL, full sync) is opened and a ``power_up`` event written;
+1. the journal (SQLite, WAL, full sync, its chain keyed with the table's audit key)
+   is opened and a ``power_up`` event written; it is compared with what the table last
+   published (its retained ``anchor`` and ``state``: ``table/floorcheck.py``), which
+   may latch ``JOURNAL_BEHIND_FLOOR`` or, broker unreachable, ``JOURNAL_UNCHECKED``;
    latched faults are read back (they survive restarts and stop play);
 2. the progressive jackpot (on a table that offers one), the round engine, the
    devices' drivers (one GPIO pin factory for all), the game's procedure (chosen by the
    device kind that carries the result), the floor requests and the floor link are
    built; the table's extensions (retained ``state``, jackpot display) register;
-3. the floor link (MQTT) starts publishing the outbox and answering requests;
+3. the floor link (MQTT) starts publishing the outbox and answering requests (once
+   the journal has been compared with the floor: until then it waits);
 4. the round engine resolves whatever a crash left in flight;
 5. every device driver starts, its health mirrored on ``devices/<name>``, its events
    handed to the procedure;
@@ -55,11 +59,12 @@ from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .journal import Journal, JournalError, StorageError
 from .jsonio import JSON
 from .logsetup import RoundLog
-from .mqtt import FloorLink, MqttSettings
+from .mqtt import FloorLink, MqttSettings, read_retained
 from .sdnotify import Notifier
 from .table.engine import RoundEngine
 from .table.extension import TableExtensions
 from .table.floor import FloorRequests
+from .table.floorcheck import RETAINED, JournalFloorCheck
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
 from .table.procedures import ManualProcedure, Procedure, ProcedureContext, make_procedure
 from .table.state import LatchedFaults, TableState
@@ -130,6 +135,7 @@ class TableDaemon:
         self.state: TableState | None = None
         self.board: ResultBoard | None = None
         self.statistics: TableStatistics | None = None
+        self.floor_check: JournalFloorCheck | None = None
         self.console_backend: TableConsoleBackend | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
@@ -150,6 +156,16 @@ class TableDaemon:
         self._power_up(j)
         if left := restore_lockout(self.lockout, j):
             log.warning("console locked for %d s more (a lockout from before the restart)", left)
+        self.notifier.status("comparing the journal with the floor")
+        check = self.floor_check = JournalFloorCheck(
+            j,
+            cfg.table_id,
+            lambda: read_retained(plan.mqtt, cfg.table_id, RETAINED),
+            retry_min=plan.mqtt.reconnect_min_ms / 1000,
+            retry_max=plan.mqtt.reconnect_max_ms / 1000,
+            on_change=lambda: self.state.refresh() if self.state is not None else None,
+        )
+        checked = await check.check_once()
 
         faults = LatchedFaults(j, storage=j.storage)
         if plan.jackpot_params is not None:
@@ -188,6 +204,7 @@ class TableDaemon:
             auth=auth.mode,
             result_source=plan.result_source,
             last_round=engine.last_round_id,
+            anchor=j.round_anchor,
         )
         # A storage fault raised or cleared: the retained state says so at once, and the
         # link retries what it could not mark published.
@@ -207,7 +224,12 @@ class TableDaemon:
                 display_ms=plan.jackpot.display_ms,
             )
         self._faces(devices, link, j)
-        link.start()
+        if checked:
+            link.start()
+        else:  # the link would overwrite the retained anchor before anyone read it
+            self._tasks.append(
+                asyncio.create_task(self._check_then_link(check, link), name="floor-check")
+            )
         for payload in engine.resume():
             log.warning(
                 "resumed round %s: %s %s",
@@ -278,6 +300,11 @@ class TableDaemon:
                 publish=lambda body: link.set_snapshot("stats", body),
                 settings=self.plan.statistics,
             )
+
+    @staticmethod
+    async def _check_then_link(check: JournalFloorCheck, link: FloorLink) -> None:
+        await check.until_checked()
+        link.start()
 
     def _power_up(self, j: Journal) -> None:
         digest = (

@@ -23,6 +23,8 @@ def _files(tmp: Path) -> dict[str, str]:
     (tmp / "not-toml.toml").write_text("this is [ not toml\n")
     (tmp / "garbage.sqlite3").write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 40)
     (tmp / "empty.sqlite3").write_bytes(b"")
+    (tmp / "table.key").write_text("ab" * 32 + "\n")  # an audit key (mode 0600)
+    (tmp / "table.key").chmod(0o600)
     return {"tmp": str(tmp)}
 
 
@@ -61,7 +63,11 @@ WRONG: list[tuple[list[str], str]] = [
     (["status", "--socket", "{tmp}/no.sock"], "no.sock"),
     (["status", "--json", "--socket", "{tmp}/no.sock"], "no.sock"),
     (["audit", "verify", "--journal", "{tmp}/missing.sqlite3"], "missing.sqlite3"),
-    (["audit", "verify", "--journal", "{tmp}/garbage.sqlite3"], "garbage.sqlite3"),
+    (
+        ["audit", "verify", "--journal", "{tmp}/garbage.sqlite3", "--key", "{tmp}/table.key"],
+        "garbage.sqlite3",
+    ),
+    (["audit", "verify", "--journal", "{tmp}/garbage.sqlite3"], "audit.key"),  # no key there
     (["audit", "events", "--journal", "{tmp}/missing.sqlite3"], "missing.sqlite3"),
     (["audit", "events", "--journal", "{tmp}/garbage.sqlite3"], "garbage.sqlite3"),
     (["decode", "cammegh-ss2", "{tmp}/missing.log"], "missing.log"),

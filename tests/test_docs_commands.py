@@ -114,6 +114,10 @@ NOT_HERE: list[tuple[str, str]] = [
         r"^tablectl view --(config /etc|broker mqtts?://(pit|10\.))",
         "the casino's broker and table file",
     ),
+    (
+        r"^tablectl audit verify --journal journal\.sqlite3 --key audit\.key --anchors? ",
+        "a table's journal, key and the floor's anchors (tests/daemon/test_audit_cli.py)",
+    ),
 ]
 
 #: Long-running commands: what they print once they work.

@@ -12,7 +12,10 @@ One module per concern, each a part of :class:`Journal`:
 - ``connection``: the SQLite connection, pragmas, migrations (``schema``) and the
   one transaction helper every other part writes through;
 - ``outbox``: messages queued in the transaction whose change they announce;
-- ``audit``: the hash-chained, append-only event log and the latched faults;
+- ``audit``: the keyed hash chain (the append-only event log, which also records
+  every row that moves money) and the latched faults; ``auditkey``: the table's
+  audit key; ``verify``: every row checked against the chain (``tablectl audit
+  verify``); ``anchor``: chain positions the floor holds, and what they prove;
 - ``jackpot``: jackpot states and the two-step hits;
 - ``frames``: raw device frames; ``retention``: what is kept and for how long;
 - ``rounds``: rounds from open to settled or void, their settlement payloads, and
@@ -30,7 +33,9 @@ Import from here (``from firmware_host.journal import Journal``), not from the p
 
 from __future__ import annotations
 
-from .audit import GENESIS_HASH, ChainReport, Event, Fault, event_hash
+from .anchor import ANCHOR_TOPIC, Anchor, AnchorError, AnchorFinding
+from .audit import CHAIN_KEYED, GENESIS_HASH, ChainReport, Event, Fault, event_hash
+from .auditkey import AuditKey, AuditKeyError
 from .bets import BetRecord
 from .errors import (
     BetConflict,
@@ -58,8 +63,11 @@ from .schema import DB_MIGRATIONS, DB_SCHEMA_VERSION
 from .settings import JOURNAL_SPECS, JournalSettings
 from .storage import STORAGE_CODES, StorageFault, StorageGuard
 from .store import Journal, RecalledRound
+from .verify import AuditReport, Problem, audit_journal
 
 __all__ = [
+    "ANCHOR_TOPIC",
+    "CHAIN_KEYED",
     "DB_MIGRATIONS",
     "DB_SCHEMA_VERSION",
     "DEFAULT_JACKPOT",
@@ -67,6 +75,12 @@ __all__ = [
     "JOURNAL_SPECS",
     "ROUNDS_TOPIC",
     "STORAGE_CODES",
+    "Anchor",
+    "AnchorError",
+    "AnchorFinding",
+    "AuditKey",
+    "AuditKeyError",
+    "AuditReport",
     "BetConflict",
     "BetNotFound",
     "BetRecord",
@@ -87,6 +101,7 @@ __all__ = [
     "OutboxEntry",
     "OutboxMessage",
     "PhaseNotAllowed",
+    "Problem",
     "RawFrame",
     "RecalledRound",
     "RequestIdTaken",
@@ -100,6 +115,7 @@ __all__ = [
     "StorageError",
     "StorageFault",
     "StorageGuard",
+    "audit_journal",
     "event_hash",
     "new_round_id",
 ]

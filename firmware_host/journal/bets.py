@@ -2,7 +2,9 @@
 
 A bet is recorded only while its round is unfinished and, when the caller says so,
 in a phase that takes bets; the check and the write are one transaction, so a bet
-can never slip in after the round was closed or settled.
+can never slip in after the round was closed or settled. Placing and cancelling each
+append their entry to the audit chain (``bet_placed``, ``bet_cancelled``) in that
+same transaction.
 """
 
 from __future__ import annotations
@@ -135,6 +137,20 @@ class BetStore(RoundStore):
                 "placed_at, principal) VALUES (?, ?, ?, ?, ?, ?, 'placed', ?, ?)",
                 (round_id, bet_id, seat, bet_type, sel, stake, now, principal),
             )
+            self._append_event(
+                db,
+                "bet_placed",
+                {
+                    "round_id": round_id,
+                    "bet_id": bet_id,
+                    "seat": seat,
+                    "bet_type": bet_type,
+                    "selection": json.loads(sel),
+                    "stake": stake,
+                    "principal": principal,
+                },
+                now,
+            )
             self._enqueue(db, outbox, now)
             return BetRecord(
                 round_id, bet_id, seat, bet_type, json.loads(sel), stake, "placed", now, None,
@@ -172,6 +188,7 @@ class BetStore(RoundStore):
                 "WHERE round_id = ? AND bet_id = ?",
                 (now, round_id, bet_id),
             )
+            self._append_event(db, "bet_cancelled", {"round_id": round_id, "bet_id": bet_id}, now)
             self._enqueue(db, outbox, now)
             row = db.execute(
                 f"SELECT {_BET_COLS} FROM bets WHERE round_id = ? AND bet_id = ?",

@@ -6,6 +6,10 @@ never be ahead of or behind the settled rounds. A hit is paid in two steps: reco
 (:meth:`JackpotStore.record_jackpot_hit`, or within the winning round's settlement)
 and then confirmed paid (:meth:`JackpotStore.confirm_jackpot_payment`); hits recorded
 but unpaid are finished after a restart.
+
+Every write here appends its entry to the audit chain in the same transaction: the
+state saved (``jackpot_saved``, the whole state: meters and parameters), a hit
+recorded (``jackpot_hit``) and a payment confirmed (``jackpot_paid``).
 """
 
 from __future__ import annotations
@@ -91,6 +95,9 @@ class JackpotStore(AuditLog):
             "updated_at = excluded.updated_at",
             (name, dumps(dict(state)), round_id, now),
         )
+        self._append_event(
+            db, "jackpot_saved", {"name": name, "round_id": round_id, "state": dict(state)}, now
+        )
 
     def _record_hit(self, db: sqlite3.Connection, hit: JackpotHit, now: str) -> JackpotHitRecord:
         if isinstance(hit.amount, bool) or not isinstance(hit.amount, int) or hit.amount < 0:
@@ -131,6 +138,7 @@ class JackpotStore(AuditLog):
                 "name": hit.name,
                 "round_id": hit.round_id,
                 "amount": hit.amount,
+                "details": hit.details,
             },
             now,
         )

@@ -18,16 +18,25 @@ hours or more) and as long as the round it names keeps its bets in the journal
 
 ``approvals`` holds the first confirmations of what needs two different principals
 (a jackpot payment, GLI's two-person rule), until the second one comes.
+
+Every answer is evidence (what the table told the floor, to whom): writing it appends a
+``request_answered`` entry to the audit chain in the same transaction (``audit.py``:
+principal, request id, topic, digest, round, verified, the SHA-256 of the answer as
+stored), and retention's deletions append ``requests_pruned``; ``tablectl audit verify``
+checks every row against them. ``approvals`` are not chained: they are working state
+(deleted when the action completes); each approval arrived as a request whose answer
+is chained, and the action itself (``jackpot_paid``) is chained too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 
 from ..jsonio import JSON, dumps, loads_or_none
-from .connection import Connection
+from .audit import AuditLog
 from .errors import JournalError
 
 
@@ -71,13 +80,19 @@ class RequestRecord:
 _REQ_COLS = "principal, request_id, topic, digest, round_id, verified, answer, at"
 
 
+def answer_digest(text: str) -> str:
+    """SHA-256 (hex) of an answer as stored (``requests.answer``): what its
+    ``request_answered`` chain entry records."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _request(row: sqlite3.Row) -> RequestRecord:
     return RequestRecord(
         row[0], row[1], row[2], row[3], row[4], bool(row[5]), loads_or_none(row[6]), row[7]
     )
 
 
-class RequestStore(Connection):
+class RequestStore(AuditLog):
     """Journaled answers by request id; approvals of two-person actions."""
 
     def answered(self, principal: str, request_id: str) -> RequestRecord | None:
@@ -104,25 +119,31 @@ class RequestStore(Connection):
         answers), or in one of its own. :class:`RequestIdTaken` if the principal already
         used ``request_id``."""
         now = self._now(at)
+        text = dumps(answer)
         with self._tx("record_answer") as db:
             try:
                 db.execute(
                     f"INSERT INTO requests ({_REQ_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        principal,
-                        request_id,
-                        topic,
-                        digest,
-                        round_id,
-                        int(verified),
-                        dumps(answer),
-                        now,
-                    ),
+                    (principal, request_id, topic, digest, round_id, int(verified), text, now),
                 )
             except sqlite3.IntegrityError as exc:
                 raise RequestIdTaken(
                     f"request id {request_id!r} of {principal!r} is already answered"
                 ) from exc
+            self._append_event(
+                db,
+                "request_answered",
+                {
+                    "principal": principal,
+                    "request_id": request_id,
+                    "topic": topic,
+                    "digest": digest,
+                    "round_id": round_id,
+                    "verified": verified,
+                    "answer_sha256": answer_digest(text),
+                },
+                now,
+            )
         return RequestRecord(principal, request_id, topic, digest, round_id, verified, answer, now)
 
     def requests_answered(self, limit: int = 50) -> list[RequestRecord]:

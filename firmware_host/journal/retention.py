@@ -5,10 +5,13 @@ settlement payloads for the last ``full_rounds``, published outbox entries for t
 last ``published_outbox_keep``; the round row (outcome, status, timestamps and a
 totals summary) is kept forever. The answers to floor requests (``requests.py``) are
 kept ``request_keep_hours`` (24 at least) and, beyond, as long as the round they name
-keeps its bets: a retried request is answered as the first time for that long. A round's ``detail`` says what is left of it:
-``full``, ``no_frames`` or ``summary``. Pruning runs after each finished round, in a
+keeps its bets: a retried request is answered as the first time for that long. A
+round's ``detail`` says what is left of it: ``full``, ``no_frames`` or ``summary``. Pruning runs after each finished round, in a
 transaction of its own without an fsync (losing it on power failure only means it
-runs again).
+runs again). Dropping a round's bets and settlement payload appends a
+``rounds_pruned`` entry to the audit chain in that transaction, and dropping answers
+a ``requests_pruned`` entry, so an audit tells what retention pruned from rows deleted
+behind the journal's back.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ..timefmt import iso_utc
-from .connection import Connection
+from .audit import AuditLog
 
 
-class Retention(Connection):
+class Retention(AuditLog):
     """Prune what is past the retention windows (set by ``Journal``)."""
 
     #: Finished rounds whose raw frames are kept (at least 10: recall of the last 10 games).
@@ -47,11 +50,20 @@ class Retention(Connection):
         pub = db.execute("SELECT MAX(id) FROM outbox WHERE published_at IS NOT NULL").fetchone()[0]
         requests_edge = iso_utc(self._clock() - timedelta(hours=self.request_keep_hours))
         with self._tx("retention", durable=False):
-            db.execute(
-                "DELETE FROM requests WHERE at < ? AND (round_id IS NULL OR round_id NOT IN "
-                "(SELECT round_id FROM rounds WHERE detail != 'summary'))",
+            gone = db.execute(
+                "SELECT principal, request_id FROM requests WHERE at < ? AND (round_id IS NULL "
+                "OR round_id NOT IN (SELECT round_id FROM rounds WHERE detail != 'summary')) "
+                "ORDER BY id",
                 (requests_edge,),
-            )
+            ).fetchall()
+            if gone:
+                db.executemany(
+                    "DELETE FROM requests WHERE principal = ? AND request_id = ?",
+                    [(r[0], r[1]) for r in gone],
+                )
+                self._append_event(
+                    db, "requests_pruned", {"requests": [[r[0], r[1]] for r in gone]}, self._now()
+                )
             if frames_edge is not None:
                 old = [
                     r[0]
@@ -84,6 +96,8 @@ class Retention(Connection):
                     db.execute("DELETE FROM bets WHERE round_id = ?", (rid,))
                     db.execute("DELETE FROM settlements WHERE round_id = ?", (rid,))
                     db.execute("UPDATE rounds SET detail = 'summary' WHERE round_id = ?", (rid,))
+                if old:
+                    self._append_event(db, "rounds_pruned", {"round_ids": old}, self._now())
             if pub is not None:
                 db.execute(
                     "DELETE FROM outbox WHERE published_at IS NOT NULL AND id <= ?",

@@ -7,19 +7,32 @@ settled at all, and a round can never be settled or voided twice:
 that is already finished.
 
 This module is also the one place that numbers rounds: :meth:`RoundStore.next_seq`
-(the table's next sequence number) and :func:`new_round_id`.
+(the table's next sequence number) and :func:`new_round_id`. A sequence number the
+floor has already seen is never given again, even by a journal that lost its tail:
+the start-up check against the floor records the floor's last ``seq`` (``meta``
+``seq_floor:<table_id>``) and numbering continues above it.
+
+Each round's opening and finish append its entry to the audit chain (``audit.py``) in
+the same transaction, and queue the retained ``anchor`` (``anchor.py``) before the
+round's own messages; a finished round's payload carries its chain position
+(``chain``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from ..jsonio import JSON, dumps
+from ..jsonio import JSON, canonical_json, dumps
+from ..schemas import PAYLOAD_SCHEMA_VERSION
+from .anchor import ANCHOR_TOPIC
+from .audit import Event
 from .errors import RoundExists, RoundFinished, RoundInFlight, RoundNotFound
 from .frames import FrameStore
 from .jackpot import DEFAULT_JACKPOT, JackpotHit, JackpotStore
@@ -44,9 +57,45 @@ def new_round_id(table_id: str, seq: int) -> str:
 
 def _next_seq(db: sqlite3.Connection, table_id: str) -> int:
     row = db.execute(
-        "SELECT COALESCE(MAX(seq), 0) + 1 FROM rounds WHERE table_id = ?", (table_id,)
+        "SELECT MAX(COALESCE((SELECT MAX(seq) FROM rounds WHERE table_id = ?), 0), "
+        "COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), 0)) + 1",
+        (table_id, f"seq_floor:{table_id}"),
     ).fetchone()
     return int(row[0])
+
+
+def payload_digest(payload: Mapping[str, JSON]) -> str:
+    """SHA-256 (hex) of a round payload's canonical JSON without its ``chain`` (the
+    position of the chain entry that records this digest)."""
+    body = {k: v for k, v in payload.items() if k != "chain"}
+    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+
+
+def rules_digest(rules: JSON) -> str:
+    """SHA-256 (hex) of a round's rules, as its ``round_opened`` chain entry records them."""
+    return hashlib.sha256(canonical_json(rules).encode("utf-8")).hexdigest()
+
+
+def anchor_message(
+    table_id: str, round_id: str, seq: int, phase: str, entry: Event, now: str
+) -> OutboxMessage:
+    """The retained ``anchor`` (``firmware_host/schemas/anchor.json``): round ``seq`` is
+    in ``phase`` and chain entry ``entry`` is its latest."""
+    return OutboxMessage(
+        ANCHOR_TOPIC,
+        {
+            "schema_version": PAYLOAD_SCHEMA_VERSION,
+            "table_id": table_id,
+            "round_id": round_id,
+            "seq": seq,
+            "phase": phase,
+            "chain": {"seq": entry.id, "head": entry.hash},
+            "at": now,
+        },
+        qos=1,
+        retain=True,
+        round_id=round_id,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +236,20 @@ class RoundStore(JackpotStore, FrameStore, Retention):
                 raise RoundExists(
                     f"round {round_id!r} or seq {seq} of table {table_id} already exists"
                 ) from exc
+            entry = self._append_event(
+                db,
+                "round_opened",
+                {
+                    "round_id": round_id,
+                    "table_id": table_id,
+                    "seq": seq,
+                    "game": game,
+                    "phase": phase,
+                    "rules_sha256": rules_digest(rules),
+                },
+                now,
+            )
+            self._enqueue(db, [anchor_message(table_id, round_id, seq, phase, entry, now)], now)
             self._enqueue(db, outbox, now)
             return self._get_round(db, round_id)
 
@@ -255,7 +318,6 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         if payload.get("status", status) != status:
             raise ValueError(f"payload status {payload.get('status')!r} is not {status!r}")
         now = self._now(at)
-        body = dumps(payload)
         with self._tx(op) as db:
             rnd = self._open_round_for_change(db, round_id, "settle or void it again")
             stamps = dict(rnd.timestamps)
@@ -283,26 +345,47 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             )
             if cur.rowcount != 1:  # cannot happen inside BEGIN IMMEDIATE; belt and braces
                 raise RoundFinished(f"round {round_id} changed under the transaction")
-            (outbox_id,) = self._enqueue(
-                db, [OutboxMessage(ROUNDS_TOPIC, body.encode("utf-8"), 1, False, round_id)], now
+            for hit in jackpot_hits:
+                self._record_hit(db, hit, now)
+            if jackpot_state is not None:
+                self._save_jackpot(db, jackpot_name, jackpot_state, round_id, now)
+            for kind, data in events:
+                self._append_event(db, kind, data, now)
+            # The round's closing entry comes last, so its position (published with the
+            # round) anchors everything the round wrote.
+            closing: dict[str, JSON] = {
+                "round_id": round_id,
+                "seq": rnd.seq,
+                "status": status,
+                "outcome": final_outcome,
+                "timestamps": stamps,
+                "summary": summary,
+                "payload_sha256": payload_digest(payload),
+            }
+            if status == "void":
+                closing["reason"] = void_reason
+            entry = self._append_event(
+                db, "round_settled" if status == "settled" else "round_void", closing, now
+            )
+            chain: dict[str, JSON] = {"seq": entry.id, "head": entry.hash}
+            final = {k: v for k, v in payload.items() if k != "chain"}
+            final["chain"] = chain
+            body = dumps(final)
+            anchor = anchor_message(rnd.table_id, round_id, rnd.seq, status, entry, now)
+            (_, outbox_id) = self._enqueue(
+                db,
+                [anchor, OutboxMessage(ROUNDS_TOPIC, body.encode("utf-8"), 1, False, round_id)],
+                now,
             )
             db.execute(
                 "INSERT INTO settlements (round_id, status, payload, outbox_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (round_id, status, body, outbox_id, now),
             )
-            for hit in jackpot_hits:
-                self._record_hit(db, hit, now)
-            if jackpot_state is not None:
-                self._save_jackpot(db, jackpot_name, jackpot_state, round_id, now)
-            if status == "void":
-                self._append_event(
-                    db, "round_void", {"round_id": round_id, "reason": void_reason}, now
-                )
-            for kind, data in events:
-                self._append_event(db, kind, data, now)
             self._enqueue(db, outbox, now)
             self._insert_frames(db, ((round_id, *f) for f in raw_frames), now)
+        if isinstance(payload, MutableMapping):
+            payload["chain"] = chain
         self._retain()
         return outbox_id
 
@@ -330,6 +413,12 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         result, against the round. Raises
         :class:`RoundFinished` if the round is already settled or voided, so nothing
         is ever settled twice, and :class:`RoundNotFound` for an unknown round.
+
+        The round's closing chain entry (``round_settled``: outcome, timestamps,
+        totals, the payload's SHA-256) is appended last, the retained ``anchor`` is
+        queued before the round, and the payload is stored and published with
+        ``chain = {"seq", "head"}``, that entry's position; ``payload`` itself gets the
+        same ``chain`` key when it is a mutable mapping (the round engine's dict).
         """
         return self._finish(
             "settle_round",
@@ -362,8 +451,8 @@ class RoundStore(JackpotStore, FrameStore, Retention):
     ) -> int:
         """Void a round in ONE transaction (same guarantees as :meth:`settle_round`).
 
-        ``payload`` is the voided round as published (bets refunded). A ``round_void``
-        event with the reason is appended to the event log in the same transaction.
+        ``payload`` is the voided round as published (bets refunded). Its closing chain
+        entry is ``round_void`` (with the ``reason``).
         """
         if not reason:
             raise ValueError("a void needs a reason")
@@ -381,6 +470,43 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             outbox=outbox,
             at=at,
         )
+
+    def last_seq(self, table_id: str | None = None) -> int:
+        """The highest round ``seq`` the journal holds (of ``table_id``), 0 if none."""
+        if table_id is None:
+            row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM rounds").fetchone()
+        else:
+            row = self._db.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM rounds WHERE table_id = ?", (table_id,)
+            ).fetchone()
+        return int(row[0])
+
+    def round_anchor(self) -> dict[str, JSON] | None:
+        """The latest round's chain position, as the retained ``anchor`` says it:
+        ``{"round_id", "seq", "phase", "chain": {"seq", "head"}}``; None before any round.
+
+        Always a durable position: round openings and finishes commit with a flush."""
+        row = self._db.execute(
+            "SELECT id, hash, kind, data FROM events WHERE kind IN "
+            "('round_opened', 'round_settled', 'round_void') ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        if row is None:
+            return None
+        data = json.loads(row[3])
+        rid = data.get("round_id")
+        seq = data.get("seq")
+        if not isinstance(seq, int):  # a round_void entry written before the chain covered rounds
+            found = self._db.execute("SELECT seq FROM rounds WHERE round_id = ?", (rid,)).fetchone()
+            seq = int(found[0]) if found else None
+        phase = {"round_settled": "settled", "round_void": "void"}.get(
+            row[2], data.get("phase", "open")
+        )
+        return {
+            "round_id": rid,
+            "seq": seq,
+            "phase": phase,
+            "chain": {"seq": int(row[0]), "head": str(row[1])},
+        }
 
     def in_flight_rounds(self, table_id: str | None = None) -> list[RoundRecord]:
         """Rounds neither settled nor voided, oldest first (what a restart must resolve)."""

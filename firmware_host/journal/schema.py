@@ -159,8 +159,25 @@ CREATE TABLE approvals (
 ALTER TABLE bets ADD COLUMN principal TEXT;
 """
 
+# Version 3 (issue 15): the audit chain covers every row that moves money and every
+# answered request (``audit.py``): rows written before it have no chain entry of their
+# own. Record where they end, so that ``tablectl audit verify`` reports them as written
+# before the chain covered them instead of as rows slipped in behind the journal's
+# back. (The first keyed chain entry copies this record; it is read from there, under
+# the key.)
+_CHAIN_COVERS_ROWS = """
+INSERT OR REPLACE INTO meta (key, value) SELECT 'uncovered_before', json_object(
+  'rounds', (SELECT COALESCE(MAX(id), 0) FROM rounds),
+  'bets', (SELECT COALESCE(MAX(id), 0) FROM bets),
+  'jackpot_hits', (SELECT COALESCE(MAX(id), 0) FROM jackpot_hits),
+  'faults', (SELECT COALESCE(MAX(id), 0) FROM faults),
+  'requests', (SELECT COALESCE(MAX(id), 0) FROM requests),
+  'jackpot', json((SELECT json_group_array(name) FROM jackpot))
+);
+"""
+
 #: ``DB_MIGRATIONS[n]`` upgrades a journal from schema version ``n`` to ``n + 1``.
 #: Version 0 is an empty file. Append, never edit, once a version has shipped.
-DB_MIGRATIONS: tuple[str, ...] = (_SCHEMA_V1, _REQUESTS_V2)
+DB_MIGRATIONS: tuple[str, ...] = (_SCHEMA_V1, _REQUESTS_V2, _CHAIN_COVERS_ROWS)
 #: The SQLite layout this software writes (``PRAGMA user_version`` of an up-to-date file).
 DB_SCHEMA_VERSION = len(DB_MIGRATIONS)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from ..config import FieldSpec, register_section, validate_fields
 from ..timefmt import utc_now
+from .auditkey import AuditKey
 from .store import Journal
+
+log = logging.getLogger(__name__)
 
 JOURNAL_SPECS: dict[str, FieldSpec] = {
     "path": FieldSpec("str", "/var/lib/tablectl/journal.sqlite3", doc="journal file (SQLite)"),
@@ -43,6 +48,13 @@ JOURNAL_SPECS: dict[str, FieldSpec] = {
         doc="SQLite check when the journal is opened",
         choices=("quick", "full", "none"),
     ),
+    "audit_key": FieldSpec(
+        "str",
+        "",
+        doc="file of the table's audit key, the secret that keys the journal's hash chain "
+        "(never in the journal; create it with `tablectl audit init-key`, mode 0600). "
+        "Default: audit.key beside the journal. Keep it off the journal's disk and back it up",
+    ),
 }
 
 
@@ -54,8 +66,33 @@ class JournalSettings:
     published_outbox_keep: int = 1000
     request_keep_hours: int = 24
     integrity_check: str = "quick"
+    audit_key: str = ""
+
+    @property
+    def key_path(self) -> Path:
+        """The audit key's file: ``audit_key``, or ``audit.key`` beside the journal."""
+        return Path(self.audit_key) if self.audit_key else Path(self.path).parent / "audit.key"
+
+    def load_key(self) -> AuditKey:
+        """The table's audit key. A new table (no journal file yet) without a key gets
+        one (mode 0600): that first start is its install. An existing journal whose key
+        is missing is refused (``AUDIT_KEY_MISSING``): a new key could not verify it."""
+        path = self.key_path
+        if not Path(self.path).exists() and not path.exists():
+            key = AuditKey.create(path)
+            log.warning(
+                "journal %s is new: created its audit key %s (id %s); keep a copy of it "
+                "somewhere safe, the journal cannot be verified without it",
+                self.path,
+                path,
+                key.key_id,
+            )
+            return key
+        return AuditKey.load(path)
 
     def open(self, *, clock: Callable[[], datetime] = utc_now) -> Journal:
+        """Open the journal, keyed with the table's audit key (:meth:`load_key`)."""
+        key = self.load_key()
         return Journal(
             self.path,
             raw_frame_rounds=self.raw_frame_rounds,
@@ -64,6 +101,7 @@ class JournalSettings:
             request_keep_hours=self.request_keep_hours,
             integrity_check=self.integrity_check,
             clock=clock,
+            audit_key=key,
         )
 
 

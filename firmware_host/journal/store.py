@@ -9,18 +9,26 @@ them (game recall, the status snapshot).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..jsonio import JSON
 from ..timefmt import utc_now
+from .anchor import Anchor, AnchorFinding, check_against_anchors
+from .audit import Fault
+from .auditkey import AuditKey
 from .bets import BetRecord, BetStore
-from .errors import JournalError
+from .errors import JournalCorrupt, JournalError
 from .frames import RawFrame
 from .requests import RequestStore
 from .rounds import RoundRecord
+
+if TYPE_CHECKING:
+    from .verify import AuditReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +68,11 @@ class Journal(BetStore, RequestStore):
         integrity_check: str = "quick",
         clock: Callable[[], datetime] = utc_now,
         readonly: bool = False,
+        audit_key: AuditKey | None = None,
     ) -> None:
+        """``audit_key`` keys the audit chain (``audit.py``); the daemon always gives
+        it. Without one the chain is plain SHA-256 (library use and tests), and a
+        journal whose chain is keyed refuses chain writes."""
         if raw_frame_rounds < 10:
             raise ValueError("raw_frame_rounds must be at least 10 (recall of the last 10 games)")
         if full_rounds < raw_frame_rounds:
@@ -72,7 +84,14 @@ class Journal(BetStore, RequestStore):
             raise ValueError("request_keep_hours must be at least 24 (docs/mqtt.md)")
         self.request_keep_hours = request_keep_hours
         self._listeners = []
+        self._audit_key = audit_key
+        self._chain_key_id = None
         super().__init__(path, integrity_check=integrity_check, clock=clock, readonly=readonly)
+        try:
+            self._init_chain()
+        except BaseException:
+            self.close()
+            raise
 
     def recall(self, n: int = 10) -> list[RecalledRound]:
         """The last ``n`` rounds (newest first) with bets, settlement payload and raw frames."""
@@ -92,6 +111,120 @@ class Journal(BetStore, RequestStore):
         with contextlib.suppress(JournalError):
             self.append_event("storage_fault_cleared", fault)
 
+    def audit(
+        self,
+        key: AuditKey | None = None,
+        *,
+        anchors: Sequence[Anchor] = (),
+        floor_rounds: Sequence[tuple[str, Mapping[str, JSON]]] = (),
+    ) -> AuditReport:
+        """Every money row checked against the chain (keyed with ``key``, by default
+        the journal's own), and the journal against the floor's anchors and rounds:
+        :func:`~.verify.audit_journal`."""
+        from .verify import audit_journal
+
+        return audit_journal(
+            self,
+            key if key is not None else self._audit_key,
+            anchors=anchors,
+            floor_rounds=floor_rounds,
+        )
+
+    def check_recent(self, entries: int = 10_000) -> AuditReport:
+        """Does the journal still hold what it recently wrote? The last ``entries`` of
+        the chain checked, and every row they describe (:meth:`audit` restricted to a
+        window, taking the chain before it as stored).
+
+        Power cut on storage that lied about a flush can leave a journal whose newest
+        entries are there but some pages are older (a checkpoint lost): the anchors the
+        floor holds still match, rounds are missing. Run at start-up; about as long as
+        an audit of ``entries`` rows."""
+        from .verify import audit_journal
+
+        try:
+            head, _ = self.chain_head()
+            return audit_journal(self, self._audit_key, since=max(1, head - entries + 1))
+        except sqlite3.DatabaseError as exc:  # a damaged page the open's quick check missed
+            raise JournalCorrupt(f"{self.path}: {exc}") from exc
+
+    # -- the journal against the floor ---------------------------------------------------
+    def check_against_floor(
+        self, anchors: Sequence[Anchor], table_id: str | None = None
+    ) -> list[AnchorFinding]:
+        """What the journal lacks of what the floor holds (``anchors``: the retained
+        ``anchor`` and ``state`` the table last published): empty when it lacks nothing."""
+        try:
+            return check_against_anchors(self, anchors, table_id)
+        except sqlite3.DatabaseError as exc:
+            raise JournalCorrupt(f"{self.path}: {exc}") from exc
+
+    def latch_behind_floor(
+        self,
+        table_id: str,
+        findings: Sequence[AnchorFinding],
+        *,
+        damage: Sequence[str] = (),
+        anchors: Sequence[Anchor] = (),
+        at: datetime | None = None,
+    ) -> Fault:
+        """Latch ``JOURNAL_BEHIND_FLOOR`` (play stops until a technician clears it) and
+        make sure no ``seq`` the floor has seen is given again: in ONE transaction, the
+        fault, its chain entry (what is missing) and the floor's last ``seq`` (``meta``
+        ``seq_floor:<table_id>``; :meth:`next_seq` continues above it).
+
+        ``findings``: what the floor's anchors say is missing; ``damage``: rows the
+        journal's own recent chain describes and no longer holds (:meth:`check_recent`);
+        ``anchors``: every anchor the floor holds (for its last ``seq``)."""
+        if not findings and not damage:
+            raise ValueError("nothing is missing: there is no fault to latch")
+        now = self._now(at)
+        seqs = [
+            a.round_seq
+            for a in [*anchors, *(f.anchor for f in findings)]
+            if a.round_seq is not None
+        ]
+        floor_seq = max(seqs, default=0)
+        head_id, head = self.chain_head()
+        last = self.last_seq(table_id)
+        missing = "; ".join(
+            [
+                *(f.reason for f in findings),
+                *(
+                    f"the journal no longer holds what its own chain recorded: {d}"
+                    for d in damage[:3]
+                ),
+                *([f"and {len(damage) - 3} more such row(s)"] if len(damage) > 3 else []),
+            ]
+        )
+        if floor_seq > last:
+            n = floor_seq - last
+            missing += (
+                f"; rounds {last + 1}..{floor_seq} ({n} round(s)) the floor holds are not in "
+                "the journal"
+            )
+        message = (
+            f"the journal is behind what the floor holds: {missing}. "
+            f"Rounds continue from seq {max(floor_seq, last) + 1} (no seq is reused); "
+            "reconcile with the floor's records, then clear this fault from the console "
+            "with a reason"
+        )
+        data: dict[str, JSON] = {
+            "floor": [f.anchor.to_json() for f in findings],
+            "findings": [f.kind for f in findings],
+            "damage": list(damage),
+            "journal": {"chain": {"seq": head_id, "head": head}, "last_seq": last},
+            "seq_floor": floor_seq,
+        }
+        with self._tx("latch_behind_floor") as db:
+            key = f"seq_floor:{table_id}"
+            row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            if row is None or int(row[0]) < floor_seq:
+                db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(floor_seq))
+                )
+            fault, _ = self._set_fault(db, "JOURNAL_BEHIND_FLOOR", message, data, now)
+            return fault
+
     def get_status(self) -> dict[str, JSON]:
         """A snapshot for ``status`` on the console and the daemon's health."""
         return {
@@ -101,5 +234,7 @@ class Journal(BetStore, RequestStore):
             "outbox_pending": self.outbox_pending_count(),
             "in_flight_rounds": [r.round_id for r in self.in_flight_rounds()],
             "active_faults": [f.code for f in self.active_faults()],
+            "chain": dict(zip(("seq", "head"), self.chain_head(), strict=True)),
+            "audit_key_id": self.audit_key_id,
             "commit_latency": self.commit_latency(),
         }

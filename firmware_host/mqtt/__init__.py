@@ -57,6 +57,7 @@
 from ..topics import TopicError, check_topic
 from .core import LinkFault, LinkStats
 from .link import FloorLink
+from .retained import BrokerUnreachable, read_retained
 from .settings import (
     CONFIRM_AFTER_S,
     DROPS_TO_FAULT,
@@ -86,6 +87,7 @@ __all__ = [
     "REQUEST_PRIORITY",
     "REQUEST_TOPICS",
     "STABLE_CONNECTION_S",
+    "BrokerUnreachable",
     "FloorLink",
     "Handler",
     "LinkFault",
@@ -94,4 +96,5 @@ __all__ = [
     "Response",
     "TopicError",
     "check_topic",
+    "read_retained",
 ]

@@ -16,12 +16,13 @@ from typing import Any
 
 #: The ``schema_version`` every MQTT payload carries (the ``const`` of every schema
 #: here; a test keeps them equal). Bumped on any change a consumer must know about.
-PAYLOAD_SCHEMA_VERSION = 2
+PAYLOAD_SCHEMA_VERSION = 3
 
 #: Every schema, by name (the file is ``<name>.json``).
 SCHEMA_NAMES = (
     "round",
     "state",
+    "anchor",
     "device",
     "jackpot",
     "event",
@@ -37,6 +38,7 @@ SCHEMA_NAMES = (
 TOPIC_SCHEMAS = {
     "rounds": "round",
     "state": "state",
+    "anchor": "anchor",
     "jackpot": "jackpot",
     "events": "event",
     "bets/request": "bet_request",

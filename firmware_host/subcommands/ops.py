@@ -12,9 +12,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..console import hash_pin
+from ..textsafe import printable
+
+if TYPE_CHECKING:
+    from ..journal import Anchor
 
 DEFAULT_RUNTIME = "/run/tablectl"
 DEFAULT_STATE = "/var/lib/tablectl"
@@ -55,33 +59,177 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("shell", choices=["bash"], help="the shell")
     p.set_defaults(func=cmd_completion)
 
-    p = sub.add_parser("audit", help="audit the journal: verify the event log's hash chain")
+    p = sub.add_parser(
+        "audit", help="audit the journal: every money row against the keyed chain, and anchors"
+    )
     asub = p.add_subparsers(dest="audit_command", metavar="ACTION")
     asub.required = True
-    v = asub.add_parser("verify", help="check the hash chain; say where it breaks")
+    v = asub.add_parser(
+        "verify",
+        help="check every row that moves money against the keyed chain, and the chain against "
+        "the floor's anchors; name the first row that fails and why",
+    )
     v.add_argument("--journal", help=f"journal file (default {DEFAULT_STATE}/journal.sqlite3)")
+    _key_args(v)
+    v.add_argument(
+        "--anchor",
+        action="append",
+        default=[],
+        metavar="SEQ:HASH",
+        help="a chain position the floor holds (a round's chain.seq:chain.head); repeatable",
+    )
+    v.add_argument(
+        "--anchors",
+        metavar="FILE",
+        help="the floor's payloads, one JSON per line (rounds, anchor, state): every anchor "
+        "in them must hold and every round must be in the journal, unchanged",
+    )
+    v.add_argument("--json", action="store_true", help="print the report as JSON")
     v.set_defaults(func=cmd_audit_verify)
+    k = asub.add_parser(
+        "init-key",
+        help="create the table's audit key (at install; mode 0600; never overwrites one)",
+    )
+    _key_args(k)
+    k.add_argument("--journal", help=f"journal file (default {DEFAULT_STATE}/journal.sqlite3)")
+    k.set_defaults(func=cmd_audit_init_key)
     e = asub.add_parser("events", help="print the event log")
     e.add_argument("--journal", help=f"journal file (default {DEFAULT_STATE}/journal.sqlite3)")
     e.add_argument("-n", type=int, default=50, help="last N events")
     e.set_defaults(func=cmd_audit_events)
 
 
+def _key_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--key",
+        help="the table's audit key file (default: [journal] audit_key of --config, else "
+        "audit.key beside the journal)",
+    )
+    p.add_argument("--config", help="the table's configuration: its [journal] path and audit_key")
+
+
 def _journal_path(arg: str | None) -> str:
     return arg or os.environ.get("TABLECTL_JOURNAL") or f"{DEFAULT_STATE}/journal.sqlite3"
 
 
-def cmd_audit_verify(args: argparse.Namespace) -> int:
-    from ..journal import Journal
+class _Usage(Exception):
+    """A problem with the command line or its files: exit 2."""
 
-    path = _journal_path(args.journal)
-    if not Path(path).exists():
-        print(f"error: no journal at {path}", file=sys.stderr)
+
+def _paths(args: argparse.Namespace) -> tuple[str, Path]:
+    """The journal and the audit key the arguments name (``--config`` fills what the
+    other options leave out)."""
+    journal, key = args.journal, args.key
+    if args.config:
+        from ..config import ConfigInvalid, load_config
+        from ..journal import JournalSettings
+
+        try:
+            cfg = load_config(args.config)
+        except ConfigInvalid as exc:
+            raise _Usage(f"{exc.source}: {exc.errors[0]}") from None
+        settings: JournalSettings = cfg.section("journal") or JournalSettings()
+        journal = journal or settings.path
+        key = key or (settings.audit_key or None)
+    path = _journal_path(journal)
+    return path, Path(key) if key else Path(path).parent / "audit.key"
+
+
+def _floor_file(path: str) -> tuple[list[Anchor], list[tuple[str, dict[str, Any]]]]:
+    """Anchors and rounds from a file of floor payloads (one JSON per line)."""
+    from ..journal import Anchor, AnchorError
+
+    anchors: list[Anchor] = []
+    rounds: list[tuple[str, dict[str, Any]]] = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _Usage(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            doc = json.loads(line)
+            anchor = Anchor.from_payload(doc, source=where)
+        except (ValueError, AnchorError) as exc:
+            raise _Usage(f"{where}: not a floor payload with an anchor: {exc}") from None
+        if anchor is None:
+            raise _Usage(f"{where}: carries no chain position (chain, or state's anchor)")
+        anchors.append(anchor)
+        if isinstance(doc, dict) and doc.get("status") in ("settled", "void") and "bets" in doc:
+            rounds.append((where, doc))
+    return anchors, rounds
+
+
+def cmd_audit_verify(args: argparse.Namespace) -> int:
+    from ..journal import Anchor, AnchorError, AuditKey, Journal, JournalError
+
+    try:
+        path, key_path = _paths(args)
+        if not Path(path).exists():
+            raise _Usage(f"no journal at {path}")
+        anchors: list[Anchor] = []
+        for text in args.anchor:
+            try:
+                anchors.append(Anchor.parse(text))
+            except AnchorError as exc:
+                raise _Usage(str(exc)) from None
+        rounds: list[tuple[str, dict[str, Any]]] = []
+        if args.anchors:
+            more, rounds = _floor_file(args.anchors)
+            anchors.extend(more)
+        try:
+            key = AuditKey.load(key_path)
+        except JournalError as exc:
+            if exc.code == "AUDIT_KEY_MISSING":  # a new key could never verify this journal
+                raise _Usage(
+                    f"no audit key at {key_path}: give the table's own key with --key (or the "
+                    "table's configuration with --config)"
+                ) from None
+            raise _Usage(exc.message) from None
+    except _Usage as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    with Journal(path, readonly=True) as j:
-        report = j.verify_chain()
-    print(report)
+    try:
+        with Journal(path, readonly=True) as j:
+            report = j.audit(key, anchors=anchors, floor_rounds=rounds)
+    except JournalError as exc:
+        print(printable(f"audit FAILED: the journal cannot be read: {exc}"), file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+        return 0 if report.ok else 1
+    # Row names and values come from the journal (bet ids, reasons from the floor):
+    # no control character reaches the terminal.
+    for line in str(report).splitlines():
+        print(printable(line))
+    if not report.ok:
+        ordered = report.ordered()
+        for p in ordered[1:20]:
+            print(printable(f"  also: {p}"))
+        if len(ordered) > 20:
+            print(f"  ... and {len(ordered) - 20} more")
     return 0 if report.ok else 1
+
+
+def cmd_audit_init_key(args: argparse.Namespace) -> int:
+    from ..journal import AuditKey, JournalError
+
+    try:
+        _, key_path = _paths(args)
+        key = AuditKey.create(key_path)
+    except _Usage as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (JournalError, OSError) as exc:
+        print(f"error: {getattr(exc, 'message', None) or exc}", file=sys.stderr)
+        return 2
+    print(
+        f"audit key created at {key_path} (id {key.key_id}, mode 0600). Keep a copy somewhere "
+        "safe, away from the journal: without it the journal cannot be verified."
+    )
+    return 0
 
 
 def cmd_audit_events(args: argparse.Namespace) -> int:
@@ -93,7 +241,7 @@ def cmd_audit_events(args: argparse.Namespace) -> int:
         return 2
     with Journal(path, readonly=True) as j:
         for ev in j.events(args.n):
-            print(json.dumps(ev.to_json(), ensure_ascii=False))
+            print(printable(json.dumps(ev.to_json(), ensure_ascii=False)))
     return 0
 
 

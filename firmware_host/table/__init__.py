@@ -8,5 +8,7 @@
 - :mod:`.jackpot`: the stud poker progressive jackpot made durable, and its display;
 - :mod:`.extension`: the extension point (what follows the rounds: the retained state,
   the jackpot display, the result board next);
-- :mod:`.state`: the retained ``state`` snapshot and the latched faults that stop play.
+- :mod:`.state`: the retained ``state`` snapshot and the latched faults that stop play;
+- :mod:`.floorcheck`: at start-up, the journal compared with what the table last
+  published (``JOURNAL_BEHIND_FLOOR``, ``JOURNAL_UNCHECKED``).
 """

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..journal import Fault, RoundRecord, StorageError, StorageGuard
+from ..jsonio import JSON
 from .extension import TableExtension, TableExtensions
 from .phase import Phase
 
@@ -26,13 +27,18 @@ class LatchedFaults:
     def __init__(self, journal: FaultJournal, *, storage: StorageGuard | None = None) -> None:
         self.journal = journal
         self.storage = storage
-        self._last: list[str] = []
+        self._last: list[dict[str, JSON]] = []
+
+    def _journaled(self) -> list[dict[str, JSON]]:
+        with contextlib.suppress(StorageError):  # unreadable for now: the last known list
+            self._last = [
+                {"code": f.code, "message": f.message} for f in self.journal.active_faults()
+            ]
+        return list(self._last)
 
     def journaled(self) -> list[str]:
         """The codes of the faults latched in the journal (cleared from the console)."""
-        with contextlib.suppress(StorageError):  # unreadable for now: the last known list
-            self._last = [f.code for f in self.journal.active_faults()]
-        return list(self._last)
+        return [str(d["code"]) for d in self._journaled()]
 
     def codes(self) -> list[str]:
         """Every fault stopping play: the journaled ones, then the storage fault."""
@@ -40,6 +46,15 @@ class LatchedFaults:
         if self.storage is not None and self.storage.fault is not None:
             codes.append(self.storage.fault.code)
         return codes
+
+    def details(self) -> list[dict[str, JSON]]:
+        """Each fault's code and message (what a technician must know), in the order
+        of :meth:`codes`."""
+        details = self._journaled()
+        if self.storage is not None and self.storage.fault is not None:
+            fault = self.storage.fault
+            details.append({"code": fault.code, "message": fault.message})
+        return details
 
     def play_stop(self) -> str | None:
         """Why play is stopped, or None (the round engine's ``play_stop``; the engine
@@ -52,9 +67,9 @@ class LatchedFaults:
 
 class TableState(TableExtension):
     """The retained ``state`` topic follows the table: the game, the phase, the round in
-    flight, the last round (what opening betting follows), the latched faults, whether
-    requests must be signed (``auth``) and where results come from (``result_source``)
-    (``state.json``)."""
+    flight, the last round (what opening betting follows), the latched faults with their
+    messages, whether requests must be signed (``auth``), where results come from
+    (``result_source``) and the journal's latest round anchor (``state.json``)."""
 
     name = "state"
 
@@ -68,13 +83,17 @@ class TableState(TableExtension):
         auth: str = "signed",
         result_source: str = "device",
         last_round: Callable[[], str | None] = lambda: None,
+        anchor: Callable[[], JSON] | None = None,
     ) -> None:
+        """``anchor``: the journal's latest round anchor (``Journal.round_anchor``)."""
         self.publish = publish
         self.game_id = game_id
         self.faults = faults
         self.auth = auth
         self.result_source = result_source
         self.last_round = last_round
+        self.anchor = anchor
+        self._anchor: JSON = None
         self.phase = Phase.IDLE
         self.round: RoundRecord | None = None
         extensions.add(self)
@@ -85,12 +104,19 @@ class TableState(TableExtension):
 
     def refresh(self) -> None:
         """Publish the snapshot again (after a latched fault was set or cleared)."""
-        self.publish(
-            game=self.game_id,
-            phase=self.phase.value,
-            round_id=self.round.round_id if self.round else None,
-            last_round_id=self.last_round(),
-            faults=self.faults.codes(),
-            auth=self.auth,
-            result_source=self.result_source,
-        )
+        details = self.faults.details()
+        fields: dict[str, JSON] = {
+            "game": self.game_id,
+            "phase": self.phase.value,
+            "round_id": self.round.round_id if self.round else None,
+            "last_round_id": self.last_round(),
+            "faults": [d["code"] for d in details],
+            "fault_details": details,
+            "auth": self.auth,
+            "result_source": self.result_source,
+        }
+        if self.anchor is not None:
+            with contextlib.suppress(StorageError):  # unreadable for now: the last known
+                self._anchor = self.anchor()
+            fields["anchor"] = self._anchor
+        self.publish(**fields)

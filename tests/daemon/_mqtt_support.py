@@ -14,6 +14,7 @@ from typing import Any
 import aiomqtt
 
 from firmware_host.journal import Journal, RoundRecord
+from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
 from firmware_host.timefmt import iso_utc, utc_now
 
 
@@ -110,7 +111,7 @@ def round_payload(
         )  # fmt: skip
     net = sum(b["net"] for b in bets)
     return {
-        "schema_version": 2,
+        "schema_version": PAYLOAD_SCHEMA_VERSION,
         "table_id": rnd.table_id,
         "round_id": rnd.round_id,
         "seq": rnd.seq,

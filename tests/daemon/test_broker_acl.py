@@ -32,6 +32,7 @@ SUFFIXES = (
     "rounds",
     "events",
     "jackpot",
+    "anchor",
     "devices/wheel",
     "bets/request",
     "bets/response",
@@ -39,7 +40,7 @@ SUFFIXES = (
     "commands/response",
 )
 ALL = [f"{root}/{s}" for root, s in itertools.product((R, B), SUFFIXES)]
-OUT = ("state", "rounds", "events", "jackpot", "devices/wheel", "bets/response",
+OUT = ("state", "rounds", "events", "jackpot", "anchor", "devices/wheel", "bets/response",
        "commands/response")  # fmt: skip
 ADMIN = "acl-test-admin@test"
 
@@ -71,8 +72,8 @@ MAY_WRITE: dict[str, set[str]] = {
 }
 #: What each account may receive (everything else must not reach it).
 MAY_READ: dict[str, set[str]] = {
-    "MO-R-07": {f"{R}/bets/request", f"{R}/commands/request", f"{R}/state"},
-    "MO-B-01": {f"{B}/bets/request", f"{B}/commands/request", f"{B}/state"},
+    "MO-R-07": {f"{R}/{s}" for s in ("bets/request", "commands/request", "state", "anchor")},
+    "MO-B-01": {f"{B}/{s}" for s in ("bets/request", "commands/request", "state", "anchor")},
     "pos-17@terminal": both("bets/response", "state"),
     "dealer-MO-R-07@dealer": {f"{R}/commands/response", f"{R}/state", f"{R}/events"},
     "pit-2@pit": both("commands/response", "state", "events", "rounds", "jackpot"),

@@ -107,6 +107,9 @@ async def test_login_recall_void_and_audit(table) -> None:  # type: ignore[no-un
     assert "fan" in recall and b"KEY 2".hex() in recall and "settled" in recall
     status = await term.cmd("status")
     assert "phase: idle" in status
+    # the journal's chain head and the audit key it is keyed with (issue 15)
+    seq, head = d.journal.chain_head()
+    assert head in status and str(seq) in status and d.journal.audit_key_id in status
     # a privileged command needs a login
     e.open_betting()
     e.place_bet({"bet_id": "b", "seat": 2, "bet_type": "fan", "selection": 1, "stake": 500})

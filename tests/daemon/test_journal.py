@@ -219,7 +219,7 @@ def test_a_voided_round_is_never_settled(journal: Journal) -> None:
     assert (rnd.status, rnd.void_reason) == ("void", "chip in the wheel (60/2004 art. 2)")
     with pytest.raises(RoundFinished):
         journal.settle_round(r.round_id, 18, round_payload(r, [100]))
-    assert [e.kind for e in journal.events()] == ["round_void"]
+    assert [e.kind for e in journal.events()] == ["round_opened", "bet_placed", "round_void"]
     with pytest.raises(ValueError):
         journal.void_round(r.round_id, "", {})
 
@@ -234,7 +234,8 @@ def test_a_failure_inside_settle_rolls_everything_back(journal: Journal) -> None
     rnd = journal.round(r.round_id)
     assert rnd.status is None and rnd.phase == "open"
     assert journal.settlement(r.round_id) is None
-    assert outbox_rows(journal) == [] and notified == []
+    # Only the opening's retained anchor is left: nothing of the failed settlement.
+    assert [row[1] for row in outbox_rows(journal)] == ["anchor"] and notified == []
     journal.settle_round(r.round_id, 18, round_payload(r, [100]))  # and it can still settle
     assert notified == [1]
 
@@ -370,9 +371,15 @@ def test_outbox_pending_is_in_commit_order_and_marks_are_idempotent(journal: Jou
     journal.set_phase(r.round_id, "closed", outbox=[OutboxMessage("events", {"e": "closed"})])
     journal.settle_round(r.round_id, 18, round_payload(r, [100]))
     journal.enqueue(OutboxMessage("jackpot", b"raw", qos=1, retain=True))
+    # Each round's retained anchor goes before that round's own messages (anchor.py).
+    everything = journal.outbox_pending()
+    assert [e.topic for e in everything] == [
+        "anchor", "events", "events", "anchor", "rounds", "jackpot"
+    ]
+    assert [e.id for e in everything] == sorted(e.id for e in everything)
+    assert journal.outbox_mark_published([e.id for e in everything if e.topic == "anchor"]) == 2
     pending = journal.outbox_pending()
     assert [e.topic for e in pending] == ["events", "events", "rounds", "jackpot"]
-    assert [e.id for e in pending] == sorted(e.id for e in pending)
     assert pending[3].retain and pending[3].payload == b"raw"
     ids = [e.id for e in pending]
     assert journal.outbox_mark_published([ids[2], ids[0]]) == 2
@@ -393,15 +400,16 @@ def test_outbox_refuses_unpublishable_topics(journal: Journal, topic: str) -> No
 def test_listeners_run_only_after_commits_that_queue_messages(journal: Journal) -> None:
     calls = []
     journal.add_outbox_listener(lambda: calls.append("x"))
-    r = journal.open_round("t1", "roulette", RULES)
-    journal.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 1})
-    assert calls == []
-    journal.set_phase(r.round_id, "closed", outbox=[OutboxMessage("events", {})])
+    r = journal.open_round("t1", "roulette", RULES)  # queues the round's anchor
     assert calls == ["x"]
+    journal.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 1})
+    assert calls == ["x"]
+    journal.set_phase(r.round_id, "closed", outbox=[OutboxMessage("events", {})])
+    assert calls == ["x", "x"]
     with pytest.raises(RoundFinished):
         journal.settle_round(r.round_id, 1, round_payload(r, [1]))
         journal.settle_round(r.round_id, 1, round_payload(r, [1]))
-    assert calls == ["x", "x"]
+    assert calls == ["x", "x", "x"]
 
 
 # -- raw frames, recall and retention -------------------------------------------------------
@@ -489,7 +497,10 @@ def test_jackpot_hit_is_recorded_then_paid_and_neither_lost_nor_repeated(tmp_pat
         assert not changed
         assert j.unpaid_jackpot_hits() == []
         assert j.jackpot_state() == {"pool": 100, "hits": 1}
-        assert [e.kind for e in j.events()] == ["jackpot_hit", "jackpot_paid"]
+        assert [e.kind for e in j.events()] == [
+            "round_opened", "jackpot_hit", "jackpot_saved", "round_settled",  # the settlement
+            "jackpot_saved", "jackpot_paid",  # the payment, with the state it leaves
+        ]
         assert j.verify_chain().ok
 
 

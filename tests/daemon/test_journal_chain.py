@@ -1,18 +1,28 @@
 """The event log: append-only (triggers) and hash-chained; tampering is detected and
-the first broken row is named (issue 7 item 4: GLI-style audit log)."""
+the first broken row is named (issue 7 item 4: GLI-style audit log). Keyed with the
+table's audit key, the chain covers every row that moves money (issue 15 item 1)."""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import sqlite3
 from pathlib import Path
 
 import pytest
+from _mqtt_support import play_round
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from firmware_host.journal import GENESIS_HASH, Journal
+from firmware_host.journal import (
+    GENESIS_HASH,
+    AuditKey,
+    AuditKeyError,
+    JackpotHit,
+    Journal,
+    event_hash,
+)
 
 
 @pytest.fixture
@@ -164,3 +174,144 @@ def test_any_single_row_edit_is_detected_at_that_row(
     rep = j.verify_chain()
     assert (rep.ok, rep.first_bad_id) == (False, target)
     j.close()
+
+
+# -- the keyed chain (issue 15 item 1) ----------------------------------------------------
+
+
+def tamper(path: Path, sql: str, *args: object) -> None:
+    """Write behind the journal's back, as an attacker (or a lost write) would."""
+    db = sqlite3.connect(path, isolation_level=None)
+    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall():
+        db.execute(f"DROP TRIGGER {name}")
+    db.execute(sql, args)
+    db.close()
+
+
+@pytest.fixture
+def key(tmp_path: Path) -> AuditKey:
+    return AuditKey.create(tmp_path / "audit.key")
+
+
+def test_keyed_rows_are_the_documented_hmac(tmp_path: Path, key: AuditKey) -> None:
+    """HMAC-SHA256(key, prev_hash + canonical JSON of {id, at, kind, data}), by hand."""
+    secret = bytes.fromhex((tmp_path / "audit.key").read_text().strip())
+    with Journal(tmp_path / "j.sqlite3", audit_key=key) as j:
+        j.append_event("power_up", {"text": "écart 澳門"})
+        evs = j.events(10)
+    assert [e.kind for e in evs] == ["chain_keyed", "power_up"]
+    assert evs[0].data["key_id"] == key.key_id and secret.hex() not in json.dumps(evs[0].data)
+    prev = GENESIS_HASH
+    for e in evs:
+        content = json.dumps(
+            {"at": e.at, "data": e.data, "id": e.id, "kind": e.kind},
+            sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+        )  # fmt: skip
+        assert e.hash == hmac.new(secret, (prev + content).encode(), hashlib.sha256).hexdigest()
+        prev = e.hash
+
+
+def test_the_key_file_never_reaches_the_journal(tmp_path: Path, key: AuditKey) -> None:
+    secret = (tmp_path / "audit.key").read_text().strip()
+    with Journal(tmp_path / "j.sqlite3", audit_key=key) as j:
+        play_round(j)
+    for f in tmp_path.glob("j.sqlite3*"):
+        data = f.read_bytes()
+        assert secret.encode() not in data and bytes.fromhex(secret) not in data
+
+
+def test_a_keyed_journal_refuses_another_key_and_writes_without_one(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    p = tmp_path / "j.sqlite3"
+    with Journal(p, audit_key=key) as j:
+        play_round(j)
+    other = AuditKey.create(tmp_path / "other.key")
+    with pytest.raises(AuditKeyError) as exc:
+        Journal(p, audit_key=other)
+    assert exc.value.code == "AUDIT_KEY_MISMATCH"
+    with Journal(p) as j:  # reading is fine...
+        assert len(j.rounds_summary(10)) == 1
+        with pytest.raises(AuditKeyError) as exc:  # ...extending the chain is not
+            j.append_event("x", {})
+        assert exc.value.code == "AUDIT_KEY_REQUIRED"
+    with Journal(p, audit_key=key) as j:
+        assert j.audit().ok and j.verify_chain().keyed_from == 1
+
+
+def test_an_unkeyed_journal_is_keyed_at_its_first_keyed_open(tmp_path: Path, key: AuditKey) -> None:
+    """Older rows stay SHA-256 links; the chain_keyed entry's HMAC covers their head, so
+    rewriting them and recomputing the plain hashes is caught at that entry."""
+    p = tmp_path / "j.sqlite3"
+    with Journal(p) as j:
+        for i in range(3):
+            j.append_event("config_change", {"n": i})
+    with Journal(p, audit_key=key) as j:
+        j.append_event("power_up", {})
+        rep = j.verify_chain()
+        assert rep.ok and rep.keyed_from == 4 and j.audit().ok
+    tamper(
+        p, "UPDATE events SET data = ? WHERE id = 2", json.dumps({"n": 99}, separators=(",", ":"))
+    )
+    db = sqlite3.connect(p, isolation_level=None)
+    prev = db.execute("SELECT hash FROM events WHERE id = 1").fetchone()[0]
+    for eid in (2, 3):  # the attacker recomputes the unkeyed part
+        at, kind, data = db.execute(
+            "SELECT at, kind, data FROM events WHERE id = ?", (eid,)
+        ).fetchone()
+        h = event_hash(prev, eid, at, kind, json.loads(data))
+        db.execute("UPDATE events SET prev_hash = ?, hash = ? WHERE id = ?", (prev, h, eid))
+        prev = h
+    db.close()
+    with Journal(p, readonly=True) as j:
+        rep = j.verify_chain(key)
+        assert (rep.ok, rep.first_bad_id) == (False, 4), str(rep)
+
+
+def test_a_jackpot_meter_or_hit_edited_behind_the_journals_back_is_named(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    p = tmp_path / "j.sqlite3"
+    with Journal(p, audit_key=key) as j:
+        r = j.open_round("t1", "stud-poker", {"regulation": "61/2004"})
+        j.settle_round(
+            r.round_id, {}, {"round_id": r.round_id, "status": "settled", "bets": []},
+            {"pool": 20_000_000, "overflow": 0}, jackpot_hits=[JackpotHit("H1", 500_000, r.round_id)],
+        )  # fmt: skip
+        j.save_jackpot_state({"pool": 19_500_000, "overflow": 0},
+                             events=[("jackpot_adjusted", {"amount": -500_000, "by": "t1"})])  # fmt: skip
+        assert j.audit().ok
+    tamper(p, 'UPDATE jackpot SET state = \'{"pool":99000000,"overflow":0}\'')
+    with Journal(p, readonly=True) as j:
+        first = j.audit(key).first
+        assert first is not None and "jackpot row 'progressive'" in first.row
+        assert "99000000" in first.reason and "19500000" in first.reason
+    tamper(p, "UPDATE jackpot_hits SET amount = 5000000")
+    with Journal(p, readonly=True) as j:
+        assert any("hit H1" in p.row and "amount" in p.reason for p in j.audit(key).problems)
+
+
+def test_retention_is_told_from_deletion(tmp_path: Path, key: AuditKey) -> None:
+    p = tmp_path / "j.sqlite3"
+    with Journal(p, audit_key=key, full_rounds=10, raw_frame_rounds=10) as j:
+        rids = [play_round(j) for _ in range(14)]
+        rep = j.audit()
+        assert rep.ok and rep.pruned_rounds == 4, str(rep)
+    tamper(p, "DELETE FROM settlements WHERE round_id = ?", rids[8])
+    with Journal(p, readonly=True) as j:
+        first = j.audit(key).first
+        assert first is not None and f"settlement of round {rids[8]}" in first.row
+        assert "missing from the journal (deleted?)" in first.reason
+
+
+def test_the_recent_check_sees_only_its_window(tmp_path: Path, key: AuditKey) -> None:
+    p = tmp_path / "j.sqlite3"
+    with Journal(p, audit_key=key) as j:
+        rids = [play_round(j) for _ in range(30)]
+        assert j.check_recent(40).ok and j.check_recent().ok
+    for rid in (rids[2], rids[-2]):  # one long ago, one recent: rows lost with a checkpoint
+        tamper(p, "DELETE FROM settlements WHERE round_id = ?", rid)
+    with Journal(p, audit_key=key) as j:
+        recent = j.check_recent(40)
+        assert [p.row for p in recent.problems] == [f"settlement of round {rids[-2]} (seq 29)"]
+        assert len(j.check_recent(10_000).problems) == 2  # a day's window sees both

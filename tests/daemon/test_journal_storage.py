@@ -25,6 +25,7 @@ import pytest
 from _mqtt_support import play_round
 
 from firmware_host.journal import (
+    AuditKey,
     Journal,
     JournalCorrupt,
     JournalError,
@@ -320,6 +321,7 @@ def test_the_daemon_refuses_a_damaged_journal_in_one_line(tmp_path: Path) -> Non
     state = tmp_path / "state"
     state.mkdir()
     (state / "journal.sqlite3").write_bytes(b"\x00garbage" * 5000)
+    AuditKey.create(state / "audit.key")  # its key is there: the file itself is refused
     cfg = tmp_path / "t.toml"
     cfg.write_text(
         'version = 1\n[table]\nid = "t-damaged"\ngame = "roulette"\npayable_unit = 100\n'
@@ -351,6 +353,7 @@ def test_tablectl_on_a_damaged_journal_says_one_line(
 
     p = tmp_path / "j.sqlite3"
     p.write_bytes(b"garbage" * 3000)
-    assert main(["audit", "verify", "--journal", str(p)]) == 3
+    AuditKey.create(tmp_path / "audit.key")  # the table's key, beside its journal
+    assert main(["audit", "verify", "--journal", str(p)]) == 1  # the audit fails
     err = capsys.readouterr().err.strip()
-    assert err.startswith("tablectl: JOURNAL_CORRUPT: ") and "\n" not in err, err
+    assert "JOURNAL_CORRUPT: " in err and "\n" not in err and "Traceback" not in err, err

@@ -48,6 +48,7 @@ ADMIN = "admin@test"
 WRONG_ACL = f"""\
 pattern write casino/tables/%u/state
 pattern write casino/tables/%u/rounds
+pattern write casino/tables/%u/anchor
 pattern write casino/tables/%u/bets/response
 pattern write casino/tables/%u/commands/response
 pattern read casino/tables/%u/bets/request
@@ -107,8 +108,9 @@ async def test_a_refused_publication_is_not_marked_the_fault_is_seen_and_nothing
         t_fault = time.monotonic()
         await asyncio.sleep(2.0)  # the refused entry is retried meanwhile
 
-        # Nothing marked, nothing after it published: the floor got no event, no round.
-        assert journal.outbox_pending_count() == 2
+        # Nothing marked, nothing after it published: the floor got no event, no round
+        # (the event, the round's two anchors, opened and finished, and the round).
+        assert journal.outbox_pending_count() == 4
         got = [t for t, _ in floor.received]
         assert f"{ROOT}/events" not in got and f"{ROOT}/rounds" not in got, got
         fault = link.faults[("PUBLISH_REFUSED", "events")]
@@ -131,7 +133,7 @@ async def test_a_refused_publication_is_not_marked_the_fault_is_seen_and_nothing
         await until(lambda: not link.faults, 5, "the fault cleared")
         floor.wait_received(3, 5)
         order = [t.rsplit("/", 1)[1] for t, _ in floor.received if not t.endswith("/state")]
-        assert order[:2] == ["events", "rounds"], order
+        assert order[:4] == ["events", "anchor", "anchor", "rounds"], order
         rounds = [p for t, p in floor.received if t == f"{ROOT}/rounds"]
         assert rid.encode() in rounds[0]
         assert len(lines(caplog, "PUBLISH_REFUSED on events cleared")) == 1

@@ -143,7 +143,11 @@ def _set(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
         ("timestamps.settled", "2026-05-09 07:35:43"),  # ISO-8601 UTC with Z only
         ("timestamps.settled", KeyError),
         ("schema_version", 1),  # version 1 predates signed requests (issue 14)
+        ("schema_version", 2),  # version 2 predates the chain (issue 15)
         ("rules.regulation", KeyError),
+        ("chain", KeyError),  # every round carries its chain position (issue 15)
+        ("chain.head", "A" * 64),  # lowercase hex SHA-256
+        ("chain.seq", 0),
         ("table_id", "a/b"),
         ("totals", {"stakes": 1}),
         ("somewhere_else", {"x": 0.1}),  # no float anywhere, even in game extras
@@ -181,6 +185,11 @@ def test_void_round_needs_a_reason_and_refunds() -> None:
         ("bet_response", "status", "maybe"),
         ("command_request", "command", ""),
         ("command_response", "status", "error"),  # an error needs code and message
+        ("anchor", "chain", KeyError),
+        ("anchor", "chain.head", "1234"),
+        ("anchor", "seq", 0),
+        ("state", "anchor.chain.seq", "12"),
+        ("state", "fault_details", [{"code": "X"}]),  # a latched fault with no message
     ],
 )
 def test_other_schemas_refuse(name: str, path: str, value: Any) -> None:
@@ -192,7 +201,7 @@ def test_other_schemas_refuse(name: str, path: str, value: Any) -> None:
 def test_validate_accepts_bytes_and_raises_validation_error() -> None:
     schemas.validate("state", json.dumps(example("state")).encode())
     with pytest.raises(jsonschema.ValidationError):
-        schemas.validate("state", {"schema_version": 1})
+        schemas.validate("state", {"schema_version": schemas.PAYLOAD_SCHEMA_VERSION})
 
 
 # -- payloads from the rules core validate -----------------------------------------------------------
@@ -232,7 +241,8 @@ def test_settlements_of_the_rules_core_validate_as_rounds(
     settlement = game.settle(rules, game.parse_outcome(rules, number), parsed, MoneyRules())
     body = settlement.to_json()
     payload = {
-        "schema_version": 2, "table_id": "t1", "round_id": "t1-000001-00000000", "seq": 1,
+        "schema_version": schemas.PAYLOAD_SCHEMA_VERSION, "table_id": "t1",
+        "round_id": "t1-000001-00000000", "seq": 1, "chain": {"seq": 7, "head": "0" * 64},
         "game": body["game"], "rules": game.rules_json(rules), "currency": "MOP", "minor_digits": 2,
         "status": "settled", "void_reason": None, "outcome": body["outcome"], "bets": body["bets"],
         "totals": body["totals"], "jackpot": {"contributions": [], "hits": []},

@@ -3,7 +3,8 @@
 ``python -m tests.golden.demo_rounds`` (inside .venv) records ``tests/golden/<game>.json``;
 ``tests/e2e/test_demo_golden.py`` plays the same seeded runs and compares. A round is
 kept whole except what differs between two runs by design: its id (random suffix), its
-timestamps, and the software version.
+timestamps, the software version, and its audit chain position (``chain``: an HMAC under
+the demo's audit key, a new random key per run).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ SEED = 11
 ROUNDS = 3
 BETS = 5
 SPEED = 8.0
-#: Keys that differ between two runs of the same seed by design.
-VOLATILE = {"round_id", "timestamps", "at", "software_version", "version"}
+#: Keys that differ between two runs of the same seed by design (``chain``: keyed with a
+#: per-run random audit key).
+VOLATILE = {"round_id", "timestamps", "at", "software_version", "version", "chain"}
 
 
 def normalize(payload: Any) -> Any:

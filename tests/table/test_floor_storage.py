@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from firmware_host.journal import JournalFull
 from firmware_host.journal.storage import GuardedCursor
 from firmware_host.table.engine import Phase
 
@@ -156,3 +157,27 @@ def test_a_storage_refusal_is_never_the_journaled_answer_a_retry_gets(
     assert retried["status"] == "accepted", retried
     assert [b.bet_id for b in t.engine.bets()] == ["b1"]
     assert t.journal.storage.fault is None
+
+
+def test_a_full_disk_at_the_answer_refuses_the_request_with_its_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    t = make_table(tmp_path)
+    opened = t.cmd("dealer", "open_betting")
+    assert opened["status"] == "ok", opened
+    rid = opened["data"]["round_id"]
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise JournalFull("journal.sqlite3: the disk is full (SQLITE_FULL); nothing was written")
+
+    monkeypatch.setattr(t.journal, "record_answer", full)
+    caplog.set_level(logging.INFO)
+    bet = t.bet("pos", red("b1"))
+    assert (bet["status"], bet["code"]) == ("rejected", "DISK_FULL"), bet
+    close = t.cmd("dealer", "close_betting")
+    assert (close["status"], close["code"]) == ("error", "DISK_FULL"), close
+    # Nothing acted (the bet and the close rolled back with their answers), no traceback.
+    assert t.journal.bets(rid) == [] and t.journal.round(rid).phase == "open"
+    assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
+    monkeypatch.undo()
+    assert t.bet("pos", red("b1"))["status"] == "accepted"  # space returned: play resumes

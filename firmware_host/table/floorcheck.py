@@ -1,0 +1,225 @@
+"""At start-up, the journal against what the table last published to the floor.
+
+A journal can come back from a power cut, a restored backup or a swapped SD card
+holding less than the floor already has (storage that acknowledged a flush it had not
+done loses the WAL's tail). Played on, it would number new rounds with sequence numbers
+the floor already holds. So before the floor link publishes anything, the daemon reads
+the table's own retained ``anchor`` and ``state`` from the broker
+(:func:`firmware_host.mqtt.read_retained`): the chain position and round ``seq`` the
+table last published (``firmware_host/journal/anchor.py`` says why the retained
+``anchor`` is never behind a round the floor holds). Then:
+
+- the journal holds everything up to them: nothing happens (one log line);
+- it does not (its chain ends before the anchor, has another hash there, or lacks
+  rounds the floor heard of): ``JOURNAL_BEHIND_FLOOR`` is latched, with what is
+  missing in its message (the log, the console's ``faults`` and the retained
+  ``state``), and the floor's last ``seq`` is recorded so that new rounds are numbered
+  above it; no round opens until a technician clears the fault from the console with a
+  reason (after reconciling with the floor's records);
+- before that, and without the broker, the journal is checked against itself: its last
+  :data:`RECENT` chain entries and every row they describe (a power cut on storage that
+  lied about a flush can lose a checkpoint's pages while the newest entries, the ones
+  the floor's anchor matches, survive). Rows it recorded and no longer holds latch
+  ``JOURNAL_BEHIND_FLOOR`` too, naming them;
+- the broker cannot be reached: ``JOURNAL_UNCHECKED`` is latched and no round opens;
+  the check is retried in the background (the link's backoff) and, once it succeeds,
+  the fault clears itself (or becomes ``JOURNAL_BEHIND_FLOOR``). A technician may clear
+  ``JOURNAL_UNCHECKED`` from the console to play without the floor (recorded in the
+  chain); the floor link still starts only after the check has been made, so the
+  retained anchor it would overwrite is always read first.
+
+What a technician cleared (the floor's anchors and the rows named in the last cleared
+``JOURNAL_BEHIND_FLOOR``) is not latched again at the next start while it is the same:
+the broker keeps the floor's anchor until the table's next round, and lost rows stay
+in the checked window for a while. Anything new is latched again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+from ..journal import Anchor, AnchorError, AnchorFinding, FaultNotFound, Journal, StorageError
+
+log = logging.getLogger(__name__)
+
+#: The journal holds less than the floor: play stops until a technician clears it.
+BEHIND = "JOURNAL_BEHIND_FLOOR"
+#: The broker could not be asked at start-up: play waits for the check (or a technician).
+UNCHECKED = "JOURNAL_UNCHECKED"
+#: The retained topics read (relative to the table's root).
+RETAINED = ("anchor", "state")
+#: Chain entries checked against the rows they describe at start-up (the journal's own
+#: consistency: a power cut on lying storage can lose a checkpoint's pages while the
+#: newest entries, which the floor's anchor matches, survive): about 1,400 roulette
+#: rounds of five bets, a day and more of play; 0.7 s on the development machine.
+RECENT = 10_000
+
+#: Reads the table's retained messages: suffix -> payload (raises ``ConnectionError``).
+Reader = Callable[[], Awaitable[Mapping[str, bytes]]]
+
+
+def anchors_from(table_id: str, retained: Mapping[str, bytes]) -> list[Anchor]:
+    """The anchors in the retained messages (one that cannot be read is logged and left
+    out: the broker's copy is evidence, not an order)."""
+    out = []
+    for suffix in RETAINED:
+        raw = retained.get(suffix)
+        if not raw:
+            continue
+        try:
+            doc = json.loads(raw)
+            if isinstance(doc, dict) and doc.get("table_id") not in (None, table_id):
+                raise AnchorError(f"it belongs to table {doc.get('table_id')!r}")
+            anchor = Anchor.from_payload(doc, source=f"retained {suffix}")
+        except (ValueError, AnchorError) as exc:
+            log.warning("floor check: ignoring the retained %s: %s", suffix, exc)
+            continue
+        if anchor is not None:
+            out.append(anchor)
+    return out
+
+
+#: Problems of the journal's own recent chain kept in the fault (the message names 3).
+DAMAGE_KEPT = 200
+
+
+def damage(journal: Journal, recent: int = RECENT) -> list[str]:
+    """Rows the journal's last ``recent`` chain entries describe and it no longer holds
+    as recorded (:meth:`~firmware_host.journal.Journal.check_recent`), each named; empty
+    when it holds them all. Damage a technician already acknowledged (it was in the
+    last cleared ``JOURNAL_BEHIND_FLOOR``) is left out: it is not latched again at every
+    start while it stays in the window."""
+    report = journal.check_recent(recent)
+    if report.ok:
+        return []
+    found = [str(p) for p in report.ordered()[:DAMAGE_KEPT]]
+    cleared = journal.last_cleared_fault(BEHIND)
+    known = cleared.data.get("damage", []) if cleared and isinstance(cleared.data, dict) else []
+    return [d for d in found if d not in set(known)]
+
+
+def acknowledged_anchors(journal: Journal) -> set[tuple[int, str]]:
+    """The floor's anchors of the last ``JOURNAL_BEHIND_FLOOR`` a technician cleared: the
+    broker keeps them retained until the table's next round, and they are not latched
+    again at every start meanwhile."""
+    cleared = journal.last_cleared_fault(BEHIND)
+    floor = cleared.data.get("floor", []) if cleared and isinstance(cleared.data, dict) else []
+    out: set[tuple[int, str]] = set()
+    for a in floor:
+        chain = a.get("chain") if isinstance(a, dict) else None
+        if isinstance(chain, dict):
+            out.add((int(chain.get("seq", 0)), str(chain.get("head", ""))))
+    return out
+
+
+def assess(
+    journal: Journal, table_id: str, anchors: Sequence[Anchor], *, recent: int = RECENT
+) -> tuple[list[AnchorFinding], list[str]]:
+    """What the journal lacks: according to the floor's ``anchors``, and according to
+    its own recent chain (:func:`damage`). Both empty: it holds everything."""
+    return journal.check_against_floor(anchors, table_id), damage(journal, recent)
+
+
+class JournalFloorCheck:
+    """The start-up check of the journal against the floor (see the module docstring)."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        table_id: str,
+        read: Reader,
+        *,
+        retry_min: float = 0.25,
+        retry_max: float = 30.0,
+        on_change: Callable[[], None] = lambda: None,
+        rng: random.Random | None = None,
+        recent: int = RECENT,
+    ) -> None:
+        self.journal = journal
+        self.recent = recent
+        self.table_id = table_id
+        self.read = read
+        self.retry_min = retry_min
+        self.retry_max = retry_max
+        #: Called after a fault was latched or cleared (the retained ``state`` follows).
+        self.on_change = on_change
+        self._rng = rng or random.Random()
+        self.checked = False
+        self.findings: list[AnchorFinding] = []
+        #: What the journal's own recent chain says it lost (None: not checked yet).
+        self.damage: list[str] | None = None
+
+    async def check_once(self, *, latch: bool = True) -> bool:
+        """One attempt: True once the journal was compared with the floor. An unreachable
+        broker latches ``JOURNAL_UNCHECKED`` when ``latch`` (the first attempt; a retry
+        never latches it again over a technician's clear)."""
+        if self.damage is None:  # the journal against itself: needs no broker
+            found = damage(self.journal, self.recent)
+            if found:  # a storage fault here leaves it to the next attempt
+                fault = self.journal.latch_behind_floor(self.table_id, [], damage=found)
+                log.error("journal check: %s: %s", BEHIND, fault.message)
+                self.on_change()
+            self.damage = found
+        try:
+            retained = await self.read()
+        except ConnectionError as exc:
+            if not latch:
+                log.debug("floor check: broker still unreachable: %s", exc)
+                return False
+            _, new = self.journal.set_fault(
+                UNCHECKED,
+                "the floor's broker could not be reached at start-up, so the journal could not "
+                "be compared with what the table last published; no round opens until the "
+                "check succeeds (it is retried) or a technician clears this fault",
+                {"error": str(exc)},
+            )
+            if new:
+                log.error("floor check: %s: broker unreachable (%s); play waits", UNCHECKED, exc)
+                self.on_change()
+            return False
+        anchors = anchors_from(self.table_id, retained)
+        self.findings = [
+            f
+            for f in self.journal.check_against_floor(anchors, self.table_id)
+            if (f.anchor.chain_seq, f.anchor.chain_head) not in acknowledged_anchors(self.journal)
+        ]
+        if self.findings:
+            self.journal.latch_behind_floor(self.table_id, self.findings, anchors=anchors)
+            log.error("floor check: %s: %s", BEHIND, "; ".join(f.reason for f in self.findings))
+        elif anchors:
+            log.info(
+                "floor check: the journal holds everything the floor has (%s)",
+                ", ".join(f"{a.source} {a}" for a in anchors),
+            )
+        else:
+            log.info("floor check: the broker holds no anchor of this table (a new table?)")
+        self.checked = True
+        with contextlib.suppress(FaultNotFound):
+            self.journal.clear_fault(
+                UNCHECKED,
+                by="table",
+                reason="checked against the floor: "
+                + ("journal behind the floor" if self.findings else "nothing missing"),
+            )
+        self.on_change()
+        return True
+
+    async def until_checked(self) -> None:
+        """Retry :meth:`check_once` with capped, jittered backoff until it succeeds."""
+        attempt = 0
+        while True:
+            step = min(self.retry_max, self.retry_min * float(1 << min(attempt, 30)))
+            attempt += 1
+            await asyncio.sleep(step * (0.5 + 0.5 * self._rng.random()))
+            try:
+                if await self.check_once(latch=False):
+                    return
+            except StorageError:
+                # The journal cannot write now (DISK_FULL, JOURNAL_IO): its guard latched
+                # and logged it, play is stopped by it; the check is tried again.
+                continue

@@ -1,0 +1,372 @@
+"""Issue 15 item 3: at start-up the journal is compared with what the table last
+published (its retained ``anchor`` and ``state``). A journal behind the floor latches
+``JOURNAL_BEHIND_FLOOR``, never reuses a sequence number, and opens no round until a
+technician clears it with a reason; an unreachable broker latches
+``JOURNAL_UNCHECKED`` until the check succeeds (or a technician clears it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+import pytest
+
+from firmware_host.config import load_config, validate_document
+from firmware_host.daemon import TableDaemon
+from firmware_host.journal import AuditKey, Journal, JournalFull
+from firmware_host.mqtt import MqttSettings
+from firmware_host.table.engine import RoundEngine, RoundFault
+from firmware_host.table.floorcheck import BEHIND, UNCHECKED, JournalFloorCheck
+from firmware_host.table.state import LatchedFaults
+from tablesim.principals import make_principals
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def engine(j: Journal) -> RoundEngine:
+    """A fantan table's engine, stopped by latched faults as the daemon's is."""
+    return RoundEngine(
+        load_config(ROOT / "config" / "fantan.toml"), j, play_stop=LatchedFaults(j).play_stop
+    )
+
+
+def play(e: RoundEngine, n: int) -> list[dict[str, Any]]:
+    out = []
+    for i in range(n):
+        e.open_betting()
+        assert e.place_bet({"bet_id": f"b{i}", "seat": 1, "bet_type": "fan", "selection": 1,
+                            "stake": 10000}).accepted  # fmt: skip
+        e.close_betting()
+        out.append(dict(e.submit_result({"number": 1 + i % 4})))
+    return out
+
+
+class Floor:
+    """What the broker retains for the table: the last ``anchor`` published."""
+
+    def __init__(self, j: Journal) -> None:
+        self.retained: dict[str, bytes] = {}
+        self.fail: Exception | None = None
+        self.take(j)
+
+    def take(self, j: Journal) -> None:
+        for m in j.outbox_pending(100_000):
+            if m.topic == "anchor":
+                self.retained["anchor"] = m.payload
+        j.outbox_mark_published([m.id for m in j.outbox_pending(100_000)])
+
+    async def read(self) -> Mapping[str, bytes]:
+        if self.fail is not None:
+            raise self.fail
+        return dict(self.retained)
+
+
+@pytest.fixture
+def key(tmp_path: Path) -> AuditKey:
+    return AuditKey.create(tmp_path / "audit.key")
+
+
+def backup(src: Path, dst: Path) -> None:
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+
+
+async def test_a_journal_that_holds_everything_passes(tmp_path: Path, key: AuditKey) -> None:
+    j = Journal(tmp_path / "j.sqlite3", audit_key=key)
+    play(engine(j), 3)
+    floor = Floor(j)
+    check = JournalFloorCheck(j, "fantan-01", floor.read)
+    assert await check.check_once() and check.findings == []
+    assert j.active_faults() == []
+
+
+async def test_a_restored_backup_is_caught_and_no_seq_is_reused(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    path = tmp_path / "j.sqlite3"
+    j = Journal(path, audit_key=key)
+    e = engine(j)
+    play(e, 2)
+    backup(path, tmp_path / "backup.sqlite3")
+    later = play(e, 3)  # rounds 3..5: the floor has them
+    floor = Floor(j)
+    j.close()
+    restored = Journal(tmp_path / "backup.sqlite3", audit_key=key)
+    changed: list[int] = []
+    check = JournalFloorCheck(
+        restored, "fantan-01", floor.read, on_change=lambda: changed.append(1)
+    )
+    assert await check.check_once()
+    (fault,) = restored.active_faults()
+    assert fault.code == BEHIND and changed
+    assert "chain entries 11..19 missing" in fault.message or "chain entries" in fault.message
+    assert "rounds 3..5 (3 round(s)) the floor holds are not in the journal" in fault.message
+    assert "Rounds continue from seq 6" in fault.message
+    e2 = engine(restored)
+    with pytest.raises(RoundFault) as exc:
+        e2.open_betting()
+    assert exc.value.code == "PLAY_STOPPED" and BEHIND in exc.value.message
+    restored.clear_fault(BEHIND, by="tech1", reason="rounds 3-5 reconciled with the floor's copy")
+    # A restart before the next round: the broker still holds the floor's anchor, which
+    # the technician acknowledged; it is not latched again.
+    assert await JournalFloorCheck(restored, "fantan-01", floor.read).check_once()
+    assert restored.active_faults() == []
+    rnd = e2.open_betting()
+    assert rnd.seq == 6 and rnd.seq > max(r["seq"] for r in later)  # never reused
+    assert rnd.round_id not in {r["round_id"] for r in later}
+    kinds = [ev.kind for ev in restored.events(20)]
+    assert "fault_latched" in kinds and "fault_cleared" in kinds
+    assert restored.audit().ok, str(restored.audit())
+
+
+async def test_another_journal_with_as_many_entries_is_caught(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    """A swapped card with another journal as long as this one: same position, other hash."""
+    a = Journal(tmp_path / "a.sqlite3", audit_key=key)
+    play(engine(a), 2)
+    floor = Floor(a)
+    b = Journal(tmp_path / "b.sqlite3", audit_key=key)
+    play(engine(b), 2)
+    assert b.chain_head()[0] == a.chain_head()[0]
+    check = JournalFloorCheck(b, "fantan-01", floor.read)
+    assert await check.check_once()
+    (fault,) = b.active_faults()
+    assert fault.code == BEHIND and "not the journal the floor heard from" in fault.message
+
+
+async def test_an_unreachable_broker_stops_play_until_the_check_succeeds(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    j = Journal(tmp_path / "j.sqlite3", audit_key=key)
+    e = engine(j)
+    play(e, 1)
+    floor = Floor(j)
+    floor.fail = ConnectionError("broker down")
+    check = JournalFloorCheck(j, "fantan-01", floor.read, retry_min=0.01, retry_max=0.02)
+    assert not await check.check_once()
+    assert [f.code for f in j.active_faults()] == [UNCHECKED]
+    with pytest.raises(RoundFault):
+        e.open_betting()
+    task = asyncio.create_task(check.until_checked())
+    await asyncio.sleep(0.1)
+    assert not task.done() and [f.code for f in j.active_faults()] == [UNCHECKED]
+    floor.fail = None  # the broker is back
+    await asyncio.wait_for(task, 5)
+    assert j.active_faults() == [] and check.checked
+    cleared = j.events(5, kind="fault_cleared")[-1]
+    assert cleared.data["code"] == UNCHECKED and cleared.data["by"] == "table"
+    e.open_betting()
+
+
+async def test_a_full_disk_during_the_retries_does_not_end_them(
+    tmp_path: Path, key: AuditKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal cannot write when the broker comes back (DISK_FULL): the retries go
+    on (the link starts only after them), and the check is made once it writes again."""
+    j = Journal(tmp_path / "j.sqlite3", audit_key=key)
+    play(engine(j), 1)
+    floor = Floor(j)
+    floor.fail = ConnectionError("broker down")
+    check = JournalFloorCheck(j, "fantan-01", floor.read, retry_min=0.01, retry_max=0.02)
+    assert not await check.check_once()
+    full = {"on": True}
+    clear = j.clear_fault
+
+    def clear_or_full(*args: Any, **kwargs: Any) -> Any:
+        if full["on"]:
+            raise JournalFull("the disk is full (test)")
+        return clear(*args, **kwargs)
+
+    monkeypatch.setattr(j, "clear_fault", clear_or_full)
+    floor.fail = None  # the broker is back, the disk is full
+    task = asyncio.create_task(check.until_checked())
+    await asyncio.sleep(0.2)
+    assert not task.done() and [f.code for f in j.active_faults()] == [UNCHECKED]
+    full["on"] = False
+    await asyncio.wait_for(task, 5)
+    assert j.active_faults() == [] and check.checked
+
+
+async def test_a_technicians_clear_is_not_undone_by_the_retries(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    j = Journal(tmp_path / "j.sqlite3", audit_key=key)
+    floor = Floor(j)
+    floor.fail = ConnectionError("broker down")
+    check = JournalFloorCheck(j, "fantan-01", floor.read, retry_min=0.01, retry_max=0.02)
+    assert not await check.check_once()
+    j.clear_fault(UNCHECKED, by="tech1", reason="broker room flooded; playing without the floor")
+    task = asyncio.create_task(check.until_checked())
+    await asyncio.sleep(0.1)
+    assert j.active_faults() == []
+    task.cancel()
+
+
+async def test_an_unreadable_retained_anchor_is_ignored(tmp_path: Path, key: AuditKey) -> None:
+    j = Journal(tmp_path / "j.sqlite3", audit_key=key)
+    play(engine(j), 1)
+    floor = Floor(j)
+    floor.retained = {"anchor": b"{not json", "state": b'{"table_id": "other", "anchor": null}'}
+    assert await JournalFloorCheck(j, "fantan-01", floor.read).check_once()
+    assert j.active_faults() == []
+
+
+# -- the daemon, with a broker ---------------------------------------------------------------
+
+
+def fantan(tmp_path: Path) -> Any:
+    """fantan without its keypad: results entered by people, who sign their commands."""
+    return validate_document(
+        {
+            "table": {"id": "fc-1", "game": "fantan", "result_source": "manual"},
+            "auth": make_principals(tmp_path / "keys").auth_section(),
+        }
+    )
+
+
+def daemon(tmp_path: Path, broker: Any, journal_dir: Path) -> TableDaemon:
+    cfg = fantan(tmp_path)
+    return TableDaemon(
+        cfg,
+        state_dir=journal_dir,
+        runtime_dir=tmp_path,
+        mqtt=MqttSettings(host=broker.host, port=broker.port, reconnect_min_ms=20,
+                          reconnect_max_ms=200),
+    )  # fmt: skip
+
+
+async def retained(broker: Any, topic: str, until: Any = lambda doc: True) -> dict[str, Any]:
+    """The table's message on ``topic`` (the retained one, then updates) that ``until``."""
+    async with aiomqtt.Client(broker.host, broker.port, identifier="probe") as c:
+        await c.subscribe(f"casino/tables/fc-1/{topic}", qos=1)
+        async with asyncio.timeout(10):
+            async for m in c.messages:
+                doc = dict(json.loads(bytes(m.payload)))  # type: ignore[arg-type]
+                if until(doc):
+                    return doc
+    raise AssertionError("unreachable")
+
+
+async def wait_for(pred: Any, timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not pred():
+            await asyncio.sleep(0.02)
+
+
+async def test_the_daemon_latches_a_restored_journal_and_says_what_is_missing(
+    tmp_path: Path, amqtt_broker: Any
+) -> None:
+    live = tmp_path / "live"
+    d = daemon(tmp_path, amqtt_broker, live)
+    await d.start()
+    assert d.engine is not None and d.journal is not None and d.link is not None
+    play(d.engine, 2)
+    await d.link.wait_idle(10)
+    await d.stop()
+    backup(live / "journal.sqlite3", tmp_path / "backup.sqlite3")
+
+    d = daemon(tmp_path, amqtt_broker, live)
+    await d.start()
+    assert d.engine is not None and d.link is not None
+    assert d.journal is not None and d.journal.active_faults() == []  # the same journal
+    play(d.engine, 3)
+    await d.link.wait_idle(10)
+    anchor = await retained(amqtt_broker, "anchor", lambda a: a["seq"] == 5)
+    assert anchor["phase"] == "settled"
+    await d.stop()
+
+    # The SD card comes back with yesterday's copy (the key is the table's own).
+    (live / "journal.sqlite3").unlink()
+    backup(tmp_path / "backup.sqlite3", live / "journal.sqlite3")
+    d = daemon(tmp_path, amqtt_broker, live)
+    await d.start()
+    try:
+        assert d.engine is not None and d.journal is not None and d.link is not None
+        (fault,) = d.journal.active_faults()
+        assert fault.code == BEHIND and fault.data["seq_floor"] == 5, fault
+        assert "rounds 3..5" in fault.message
+        with pytest.raises(RoundFault):
+            d.engine.open_betting()
+        await d.link.wait_connected(10)
+        state = await retained(amqtt_broker, "state", lambda s: s.get("faults"))
+        assert state["faults"] == [BEHIND] and state["availability"] == "online"
+        assert state["fault_details"][0]["message"] == fault.message
+        assert d.console_backend is not None
+        d.console_backend.clear_fault(BEHIND, "floor copy of rounds 3-5 filed", "tech1")
+        assert d.engine.open_betting().seq == 6
+    finally:
+        await d.stop()
+
+
+async def test_the_daemon_waits_for_an_unreachable_broker_then_checks(tmp_path: Path) -> None:
+    from tablesim.broker import EmbeddedBroker, free_port
+
+    port = free_port()
+    cfg = fantan(tmp_path)
+    d = TableDaemon(
+        cfg, state_dir=tmp_path, runtime_dir=tmp_path,
+        mqtt=MqttSettings(port=port, reconnect_min_ms=20, reconnect_max_ms=100),
+    )  # fmt: skip
+    await d.start()
+    broker = EmbeddedBroker(port=port)
+    try:
+        assert d.journal is not None and d.engine is not None and d.link is not None
+        assert [f.code for f in d.journal.active_faults()] == [UNCHECKED]
+        with pytest.raises(RoundFault):
+            d.engine.open_betting()
+        assert not d.link.connected
+        await broker.start()
+        await wait_for(lambda: d.journal is not None and d.journal.active_faults() == [])
+        await d.link.wait_connected(10)
+        d.engine.open_betting()
+    finally:
+        await d.stop()
+        await broker.stop()
+
+
+async def test_rows_the_journals_own_recent_chain_lost_are_caught_without_the_floor(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    """A checkpoint lost on lying storage: the newest entries survive (the floor's anchor
+    matches), a page of settlements does not. The journal's own chain names it, even
+    with the broker down."""
+    j = Journal(tmp_path / "j.sqlite3", audit_key=key)
+    rounds = play(engine(j), 4)
+    floor = Floor(j)
+    floor.fail = ConnectionError("broker down")
+    lost = rounds[1]["round_id"]
+    j._db.execute("DELETE FROM settlements WHERE round_id = ?", (lost,))
+    check = JournalFloorCheck(j, "fantan-01", floor.read)
+    assert not await check.check_once()
+    codes = sorted(f.code for f in j.active_faults())
+    assert codes == [BEHIND, UNCHECKED]
+    (behind,) = [f for f in j.active_faults() if f.code == BEHIND]
+    assert f"settlement of round {lost}" in behind.message and "missing" in behind.message
+
+
+async def test_damage_a_technician_acknowledged_is_not_latched_again_at_every_start(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    j = Journal(tmp_path / "j.sqlite3", audit_key=key)
+    e = engine(j)
+    rounds = play(e, 3)
+    j._db.execute("DELETE FROM settlements WHERE round_id = ?", (rounds[0]["round_id"],))
+    floor = Floor(j)
+    assert await JournalFloorCheck(j, "fantan-01", floor.read).check_once()
+    assert [f.code for f in j.active_faults()] == [BEHIND]
+    j.clear_fault(BEHIND, by="tech1", reason="round 1's payload restored from the floor's copy")
+    # The next start finds the same damage: acknowledged, not latched again...
+    assert await JournalFloorCheck(j, "fantan-01", floor.read).check_once()
+    assert j.active_faults() == []
+    # ...but new damage is.
+    j._db.execute("DELETE FROM settlements WHERE round_id = ?", (rounds[2]["round_id"],))
+    check = JournalFloorCheck(j, "fantan-01", floor.read)
+    assert await check.check_once()
+    (fault,) = j.active_faults()
+    assert rounds[2]["round_id"] in fault.message and rounds[0]["round_id"] not in fault.message
