@@ -83,7 +83,9 @@ async def test_point1_the_daemon_log_names_the_broker(
         finally:
             await d.stop()
     text = caplog.text
-    assert f"broker 127.0.0.1:{port}" in text and f"reconnecting to 127.0.0.1:{port}" in text
+    # Since issue 15 the journal is first checked against the floor: the start-up
+    # check names the broker it cannot reach (and play waits, JOURNAL_UNCHECKED).
+    assert f"broker unreachable (127.0.0.1:{port}:" in text, text
 
 
 # -- 2 ---------------------------------------------------------------------------------

@@ -63,7 +63,8 @@ from .schema import DB_MIGRATIONS, DB_SCHEMA_VERSION
 from .settings import JOURNAL_SPECS, JournalSettings
 from .storage import STORAGE_CODES, StorageFault, StorageGuard
 from .store import Journal, RecalledRound
-from .verify import AuditReport, Problem, audit_journal
+from .verify import audit_journal
+from .verify_model import AuditReport, Problem
 
 __all__ = [
     "ANCHOR_TOPIC",

@@ -28,7 +28,7 @@ from .requests import RequestStore
 from .rounds import RoundRecord
 
 if TYPE_CHECKING:
-    from .verify import AuditReport
+    from .verify_model import AuditReport
 
 
 @dataclass(frozen=True, slots=True)
