@@ -108,7 +108,7 @@ def read_plan(
     statistics = StatisticsSettings.from_section(cfg.section("statistics"))
     auth = _resolve_keys(cfg.section("auth") or AuthSettings(), cfg.source)
     caps = bet_caps(cfg.section("bets"), cfg.limits.max_stake or MAX_STAKE)
-    auth_problems, warnings = _auth_problems(auth, cfg.result_source)
+    auth_problems, warnings = _auth_problems(auth, cfg.result_source, console)
     problems = [
         *gpio_problems(devices, simulated=simulated, injected=pin_factory_given),
         *result_device_problems(cfg),
@@ -147,9 +147,12 @@ def _resolve_keys(auth: AuthSettings, source: str) -> AuthSettings:
     return replace(auth, principals=principals)
 
 
-def _auth_problems(auth: AuthSettings, result_source: str) -> tuple[list[str], list[str]]:
-    """Key files that cannot be read; a manual table without signed, permitted people
-    to enter results (problems); signatures off, nobody to take bets (warnings)."""
+def _auth_problems(
+    auth: AuthSettings, result_source: str, console: ConsoleSettings
+) -> tuple[list[str], list[str]]:
+    """Key files that cannot be read; a manual table without authenticated, permitted
+    people to enter results (signed requests or a console operator's PIN: problems);
+    signatures off, nobody to take bets (warnings)."""
     problems: list[str] = []
     warnings: list[str] = []
     if auth.signatures:
@@ -168,13 +171,16 @@ def _auth_problems(auth: AuthSettings, result_source: str) -> tuple[list[str], l
     if result_source == "manual":
         if not auth.signatures:
             problems.append(
-                "table.result_source = \"manual\": results entered by people need signed "
+                'table.result_source = "manual": results entered by people need signed '
                 "requests (auth.signatures = true)"
             )
-        elif not auth.holders("result"):
+        elif not auth.holders("result") and not console.operators:
+            # A console operator logs in with a PIN at the table's own console (local,
+            # on record): such a table has people who may enter results.
             problems.append(
-                "table.result_source = \"manual\": no principal of [auth.principals] may "
-                "enter a result (give one the 'dealer' role or a role with 'result')"
+                'table.result_source = "manual": no principal of [auth.principals] may '
+                "enter a result (give one the 'dealer' role or a role with 'result'), and no "
+                "console operator is configured ([console.operators])"
             )
     if auth.signatures and not auth.principals:
         warnings.append(

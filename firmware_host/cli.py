@@ -1,41 +1,164 @@
 """``tablectl``: the one command-line entry point.
 
 Subcommands live in small modules that each expose ``register(subparsers)``; this
-file only assembles them, so each area of the tree owns its own subcommands.
+file only assembles them, so each area of the tree owns its own subcommands. It also
+owns what every subcommand shares: the man-style help (a synopsis and an example per
+subcommand, :data:`EXAMPLES`), and the one place where an error becomes a line for
+the user (:func:`describe_error`): ``tablectl: error: CODE: message`` naming the
+thing at fault, exit status 2, and a traceback only with ``--debug``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import sqlite3
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from . import __version__
-from .journal.errors import JournalError
 
 #: Modules contributing subcommands, in the order ``tablectl --help`` lists them.
 SUBCOMMAND_MODULES = (
     "firmware_host.subcommands.rules",  # check-config, settle, math, score
     "firmware_host.subcommands.daemon",  # run, demo
-    "firmware_host.subcommands.ops",  # console, audit
+    "firmware_host.subcommands.ops",  # console, status, audit, completion
     "firmware_host.subcommands.keys",  # keys generate/id/sign
     "drivers.cli",  # sim, decode
     "tableview.cli",  # view (its web server is imported only when it runs)
 )
+
+#: Exit status of a command that failed on its input or its environment.
+EXIT_ERROR = 2
+
+#: Examples shown at the end of each subcommand's ``--help`` (as in a man page's
+#: EXAMPLES section). ``tests/test_cli_help.py`` checks every subcommand has some.
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "check-config": (
+        "tablectl check-config config/roulette.toml",
+        "tablectl check-config -q config/*.toml",
+    ),
+    "settle": (
+        "tablectl settle roulette --outcome '{\"number\": 17}' "
+        '--bets \'[{"bet_type": "straight", "selection": [17], "stake": 2500}]\'',
+        "tablectl settle baccarat --outcome @outcome.json --bets @bets.json --config config/baccarat.toml",
+    ),
+    "math": (
+        "tablectl math baccarat --decks 8",
+        "tablectl math sicbo --config config/sicbo.toml --json",
+    ),
+    "score": ("tablectl score mahjong --hand @examples/mahjong-hand.json",),
+    "run": (
+        "tablectl run --config /etc/tablectl/table.toml   # what the systemd unit starts",
+        "tablectl run --config config/roulette.toml --state-dir /tmp/t --runtime-dir /tmp/t --simulate",
+    ),
+    "demo": (
+        "tablectl demo --game baccarat --rounds 5",
+        "tablectl demo --seed 1234            # replay the rounds a demo printed with seed 1234",
+    ),
+    "console": ("tablectl console --socket /tmp/t/console.sock", "tablectl console --hash-pin"),
+    "status": ("tablectl status --socket /tmp/t/console.sock", "tablectl status --json"),
+    "audit": ("tablectl audit verify --journal /var/lib/tablectl/journal.sqlite3",),
+    "completion": (
+        "tablectl completion bash > ~/.local/share/bash-completion/completions/tablectl",
+        "source <(tablectl completion bash)",
+    ),
+    "sim": ("tablectl sim cammegh-ss2 --interval 10", "tablectl sim shoe-ref --tcp 0 -o decks=8"),
+    "decode": ("tablectl decode cammegh-ss2 capture.log",),
+    "keys": (
+        "tablectl keys generate dealer-01 --dir /etc/tablectl/keys",
+        "tablectl keys id /etc/tablectl/keys/dealer-01.pub",
+        "tablectl keys sign --key dealer-01.key --principal dealer-01 --table roulette-01 @req.json",
+    ),
+    "view": (
+        "tablectl view --config config/roulette.toml --listen 127.0.0.1:8080",
+        "tablectl view --broker mqtt://127.0.0.1:1883 --table roulette-01 --table baccarat-01",
+    ),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tablectl",
         description="Casino table controller: rules core, devices, daemon.",
+        epilog="'tablectl COMMAND --help' shows a command's options and examples.",
     )
     parser.add_argument("--version", action="version", version=f"tablectl {__version__}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=bool(os.environ.get("TABLECTL_DEBUG")),
+        help="show the traceback of an error (also TABLECTL_DEBUG=1)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    for name, p in sub.choices.items():
+        _man_style(name, p)
     return parser
+
+
+class ManFormatter(argparse.HelpFormatter):
+    """Help as a short man page: paragraphs wrapped to the terminal, indented lines
+    (the examples) kept as written, and no line broken at a hyphen (``fish-prawn-crab``,
+    ``--state-dir`` stay whole)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out: list[str] = []
+        for line in text.splitlines():
+            if line.startswith(" ") or not line.strip():
+                out.append(indent + line)
+            else:
+                out += textwrap.wrap(
+                    line, width, initial_indent=indent, subsequent_indent=indent,
+                    break_on_hyphens=False,
+                )  # fmt: skip
+        return "\n".join(out)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
+def _man_style(name: str, p: argparse.ArgumentParser) -> None:
+    """A subcommand's help as a short man page: what it does, its options, examples."""
+    p.formatter_class = ManFormatter
+    examples = EXAMPLES.get(name)
+    if examples and not p.epilog:
+        p.epilog = "examples:\n" + "\n".join(f"  {e}" for e in examples)
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for an error that reached the command line: ``CODE: message``,
+    naming the file, key, device or address at fault when the error knows it."""
+    from .config import ConfigInvalid
+    from .games.errors import CodedError
+
+    if isinstance(exc, ConfigInvalid):
+        more = f" (and {len(exc.errors) - 1} more)" if len(exc.errors) > 1 else ""
+        first = exc.errors[0] if exc.errors else "invalid"
+        return f"CONFIG_INVALID: {exc.source}: {first}{more}"
+    if isinstance(exc, CodedError):
+        return f"{exc.code}: {exc.message}"
+    if isinstance(exc, UnicodeDecodeError):
+        return (
+            f"NOT_UTF8: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+        )
+    if isinstance(exc, OSError):
+        where = exc.filename if exc.filename is not None else ""
+        what = exc.strerror or str(exc)
+        return f"OS_ERROR: {where}: {what}" if where else f"OS_ERROR: {what}"
+    if isinstance(exc, sqlite3.Error):
+        return f"JOURNAL_ERROR: the journal: {exc}"
+    if isinstance(exc, RecursionError):
+        return "INPUT_TOO_DEEP: the input is nested too deeply"
+    if isinstance(exc, ValueError):  # a value from the command line a parser refused
+        return f"INVALID_VALUE: {exc}"
+    if isinstance(exc, MemoryError):
+        return "INPUT_TOO_LARGE: out of memory reading the input"
+    return f"INTERNAL_ERROR: {type(exc).__name__}: {exc} (tablectl --debug shows the traceback)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,9 +170,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except JournalError as exc:  # a damaged journal, a full disk: one line, its code
-        print(f"tablectl: {exc}", file=sys.stderr)
-        return 3
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"tablectl {args.command}: error: {describe_error(exc)}", file=sys.stderr)
+        return EXIT_ERROR
     return int(rc or 0)
 
 

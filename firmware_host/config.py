@@ -529,8 +529,8 @@ def result_device_problems(cfg: TableConfig) -> list[str]:
     return [
         f"devices: a {cfg.game_id} table reads its results from a {kind}, and {why}: "
         f'configure the {kind}, or say table.result_source = "manual" if people enter '
-        "the results (they then need signed requests and the 'result' permission, "
-        "docs/security.md)"
+        "the results (they then need signed requests, and a principal with the 'result' "
+        "permission or a console operator, docs/security.md)"
     ]
 
 
@@ -565,10 +565,16 @@ def load_config(path: str | Path) -> TableConfig:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigInvalid(str(p), [f"cannot read the file: {exc.strerror or exc}"]) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigInvalid(
+            str(p), [f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"]
+        ) from exc
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigInvalid(str(p), [f"not valid TOML: {exc}"]) from exc
+    except RecursionError as exc:  # tomllib recurses once per nested array or table
+        raise ConfigInvalid(str(p), ["not a table file: arrays or tables nested too deeply"]) from exc
     return validate_document(doc, str(p), require_version=True)
 
 

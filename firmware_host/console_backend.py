@@ -13,12 +13,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .console import local_time
+from .games.errors import CodedError
+from .games.money import MoneyRules
 from .journal import Journal
 from .jsonio import JSON
 from .mqtt import FloorLink
 from .table.engine import RoundEngine
 from .table.jackpot import JackpotController
+from .table.procedures import Procedure
 from .table.state import TableState
+
+
+class ConsoleRefused(CodedError, RuntimeError):
+    """A console command the table refuses (a result typed on a table that reads it
+    from its device)."""
+
+    code = "CONSOLE_REFUSED"
 
 
 @dataclass
@@ -36,6 +47,11 @@ class TableConsoleBackend:
     #: The event loop's lag, seconds (the daemon measures it).
     loop_lag: Callable[[], float]
     config_path: Path | None = None
+    #: The game's procedure: whether results may be typed (``manual_results``).
+    procedure: Procedure | None = None
+
+    def money(self) -> MoneyRules:
+        return self.engine.cfg.money
 
     def status(self) -> JSON:
         return {
@@ -81,7 +97,7 @@ class TableConsoleBackend:
         e = self.engine
         cur = e.current
         if cur is None:
-            return {"phase": "idle", "round": None}
+            return {"phase": "idle", "round": "no round in progress"}
         return {
             "round_id": cur.round_id,
             "seq": cur.seq,
@@ -97,12 +113,42 @@ class TableConsoleBackend:
 
     def events(self, n: int) -> JSON:
         return [
-            f"{e.id} {e.at} {e.kind} {json.dumps(e.data, ensure_ascii=True)}"
+            f"{e.id} {local_time(e.at) or e.at} {e.kind} {json.dumps(e.data, ensure_ascii=True)}"
             for e in self.journal.events(n)
         ]
 
     def faults(self) -> JSON:
         return [f.to_json() for f in self.journal.active_faults()] or ["no latched fault"]
+
+    def open_betting(self, after_round_id: str | None, who: str) -> JSON:
+        """Open betting, naming the round it follows (a retyped ``open`` after that round
+        opened never opens another: STALE_ROUND)."""
+        self.engine.check_follows(after_round_id)
+        self._privileged("open_betting", who, "console")
+        rnd = self.engine.open_betting(source=f"console:{who}")
+        return {"round_id": rnd.round_id, "phase": "open"}
+
+    def close_betting(self, round_id: str, who: str) -> JSON:
+        self.engine.check_round(round_id, "close_betting")
+        self._privileged("close_betting", who, "console", round_id=round_id)
+        rnd = self.engine.close_betting(source=f"console:{who}")
+        return {"round_id": rnd.round_id, "phase": "closed"}
+
+    def enter_result(self, round_id: str, outcome: JSON, who: str) -> JSON:
+        if self.procedure is not None and not self.procedure.manual_results:
+            raise ConsoleRefused(
+                "this table reads its results from its device; a result cannot be typed",
+                code="RESULT_FROM_DEVICE_ONLY",
+            )
+        self.engine.check_round(round_id, "result")
+        self._privileged("result", who, "console", outcome=outcome, round_id=round_id)
+        payload = self.engine.submit_result(outcome, source=f"console:{who}")
+        return {
+            "round_id": payload["round_id"],
+            "status": payload["status"],
+            "outcome": payload.get("outcome"),
+            "totals": payload.get("totals"),
+        }
 
     def check_config(self) -> JSON:
         from .assembly import assembly_problems

@@ -40,19 +40,28 @@ from . import __version__
 from .assembly import TablePlan, read_plan
 from .auth import Authenticator
 from .config import ConfigInvalid, TableConfig, load_config
-from .console import ConsoleSession, ConsoleSettings, Lockout, serve_socket, serve_stream
+from .console import (
+    ConsoleSession,
+    ConsoleSettings,
+    DualControl,
+    Lockout,
+    restore_lockout,
+    serve_socket,
+    serve_stream,
+)
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .journal import Journal, JournalError, StorageError
 from .jsonio import JSON
+from .logsetup import RoundLog
 from .mqtt import FloorLink, MqttSettings
 from .sdnotify import Notifier
 from .table.engine import RoundEngine
 from .table.extension import TableExtensions
 from .table.floor import FloorRequests
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
-from .table.procedures import Procedure, ProcedureContext, make_procedure
+from .table.procedures import ManualProcedure, Procedure, ProcedureContext, make_procedure
 from .table.state import LatchedFaults, TableState
 
 log = logging.getLogger(__name__)
@@ -106,6 +115,8 @@ class TableDaemon:
         self.lockout = Lockout(
             self.console_settings.max_tries, self.console_settings.lockout_seconds
         )
+        #: Jackpot requests waiting for a second operator (shared by every session).
+        self.dual_control = DualControl()
         #: The table's extensions: what follows the rounds (state, jackpot display).
         self.extensions = TableExtensions()
         self.journal: Journal | None = None
@@ -137,6 +148,8 @@ class TableDaemon:
         self.notifier.status("opening journal")
         j = self.journal = plan.journal.open()
         self._power_up(j)
+        if left := restore_lockout(self.lockout, j):
+            log.warning("console locked for %d s more (a lockout from before the restart)", left)
 
         faults = LatchedFaults(j, storage=j.storage)
         if plan.jackpot_params is not None:
@@ -180,6 +193,7 @@ class TableDaemon:
         # link retries what it could not mark published.
         j.storage.add_listener(self.state.refresh)
         j.storage.add_listener(link.storage_changed)
+        RoundLog(self.extensions, cfg.money)
         if self.jackpot is not None and plan.jackpot is not None:
             sign = devices.get(plan.jackpot.sign) if plan.jackpot.sign else None
             if sign is not None and not isinstance(sign, JackpotSign):
@@ -218,6 +232,7 @@ class TableDaemon:
             state=self.state,
             loop_lag=lambda: self.loop_lag,
             config_path=self.config_path,
+            procedure=procedure,
         )
         await self._start_console()
         self._tasks.append(asyncio.create_task(self._watch_loop_lag(), name="loop-lag"))
@@ -234,6 +249,14 @@ class TableDaemon:
         self.ready.set()
         self.notifier.ready(f"table {cfg.table_id} ({cfg.game_id}) up")
         log.info("table %s (%s) ready", cfg.table_id, cfg.game_id)
+        if isinstance(procedure, ManualProcedure) and cfg.game.result_device is not None:
+            log.info(
+                "no %s device configured: results are entered by command (console 'open', "
+                "'close', 'result'; or MQTT commands/request); 'tablectl run --simulate' "
+                "serves a simulated %s",
+                cfg.game.result_device,
+                cfg.game.result_device,
+            )
 
     def _faces(self, devices: TableDevices, link: FloorLink, j: Journal) -> None:
         """The result board (``board`` topic and the board devices) and the statistics
@@ -356,7 +379,11 @@ class TableDaemon:
     def new_session(self, channel: str) -> ConsoleSession:
         assert self.console_backend is not None
         return ConsoleSession(
-            self.console_backend, self.console_settings, self.lockout, channel=channel
+            self.console_backend,
+            self.console_settings,
+            self.lockout,
+            channel=channel,
+            dual=self.dual_control,
         )
 
     async def _serial_console(self, port: str, baud: int) -> None:
@@ -431,6 +458,11 @@ class TableDaemon:
             "config_sha256": config_digest(self.config_path),
         }
         self.journal.append_event("config_reload", result)
+        log.info(
+            "reload applied: %s%s",
+            ", ".join(applied) or "no change",
+            f"; needs a restart: {', '.join(restart)}" if restart else "",
+        )
         for name in restart:
             log.warning("config change to %s needs a restart (systemctl restart tablectl)", name)
         return result
@@ -469,8 +501,15 @@ async def run_daemon(
 
     daemon = TableDaemon(cfg, config_path=config_path, state_dir=state_dir, runtime_dir=runtime_dir)
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
-    loop.add_signal_handler(signal.SIGINT, stop.set)
+    why: list[str] = []
+
+    def on_signal(name: str) -> None:
+        why.append(name)
+        log.info("%s: stopping", name)
+        stop.set()
+
+    loop.add_signal_handler(signal.SIGTERM, on_signal, "SIGTERM")
+    loop.add_signal_handler(signal.SIGINT, on_signal, "SIGINT (Ctrl-C)")
     loop.add_signal_handler(signal.SIGHUP, daemon.reload)
     try:
         try:
@@ -484,5 +523,6 @@ async def run_daemon(
             on_ready(daemon)
         await stop.wait()
     finally:
-        await daemon.stop("SIGTERM" if stop.is_set() else "error")
+        # power_down says what stopped the table: a signal by name, or an error
+        await daemon.stop(why[0] if why else ("stop requested" if stop.is_set() else "error"))
     return 0

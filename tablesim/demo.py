@@ -18,17 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
+from collections.abc import Coroutine
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from drivers.cammegh.sim import SimTiming
 from drivers.simulators import ServedSim, serve_simulator
-from firmware_host.config import TableConfig, validate_document
+from firmware_host.config import ConfigInvalid, TableConfig, validate_document
 from firmware_host.daemon import TableDaemon
 from firmware_host.face.state import layout_of
 from firmware_host.games import GAME_IDS
@@ -237,7 +241,7 @@ class DemoTable:
             await self.dealer.pause(0.4)
         return self.rounds
 
-    async def stop(self) -> None:
+    async def stop(self, reason: str = "demo finished") -> None:
         if self.view is not None:
             with contextlib.suppress(Exception):
                 await self.view.stop()
@@ -246,7 +250,7 @@ class DemoTable:
                 await self.floor.stop()
         if self.daemon is not None:
             with contextlib.suppress(Exception):
-                await self.daemon.stop("demo finished")
+                await self.daemon.stop(reason)
         for served in self.served:
             with contextlib.suppress(Exception):
                 await served.close()
@@ -255,12 +259,52 @@ class DemoTable:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+async def probe_broker(host: str, port: int, timeout: float = 5.0) -> str | None:
+    """Why the broker at ``host:port`` cannot be reached (None if a TCP connection
+    opens): a demo given ``--broker`` says so at once instead of waiting for MQTT."""
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except OSError as exc:
+        return os.strerror(exc.errno) if exc.errno else str(exc)
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return None
+
+
 async def run_demo(
-    *, game: str, rounds: int, broker: str | None, speed: float, seed: int, bets: int, quiet: bool
+    *,
+    game: str,
+    rounds: int,
+    broker: str | None,
+    speed: float,
+    seed: int | None,
+    bets: int,
+    quiet: bool,
 ) -> int:
+    """``tablectl demo``: play, print the game as it plays and a summary on exit
+    (after ``rounds`` rounds, on Ctrl-C or SIGTERM, or on a failure)."""
     if game not in GAME_IDS:
         print(f"error: unknown game {game!r}; games: {', '.join(GAME_IDS)}", file=sys.stderr)
         return 2
+    if seed is None:
+        seed = random.SystemRandom().randrange(1, 1_000_000)
+    if broker:
+        try:
+            url = MqttSettings.from_url(broker)
+        except (ValueError, ConfigInvalid) as exc:
+            print(f"error: --broker {broker}: {exc}", file=sys.stderr)
+            return 2
+        why = await probe_broker(url.host, url.port)
+        if why is not None:
+            print(
+                f"error: cannot reach the MQTT broker {url.host}:{url.port} (--broker {broker}): "
+                f"{why}",
+                file=sys.stderr,
+            )
+            return 1
     t = DemoTable(
         game,
         broker=broker,
@@ -272,30 +316,83 @@ async def run_demo(
         view=True,
         view_port=VIEW_PORT,
     )
-    try:
+    loop = asyncio.get_running_loop()
+    interrupted: list[str] = []
+    stop = asyncio.Event()
+
+    def interrupt(name: str) -> None:
+        interrupted.append(name)
+        stop.set()
+
+    for sig, name in ((signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, interrupt, name)
+    rc = 0
+    began = time.monotonic()
+    replay = f"tablectl demo --game {game} --seed {seed}"
+    async def until_stopped(work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` until it ends or a signal stops the demo; then cancel it. The
+        demo's own task is never cancelled, so a cancellation swallowed deep in the
+        play (asyncio.wait_for racing its inner future, Python 3.11) cannot keep the
+        demo running after Ctrl-C."""
+        task = asyncio.ensure_future(work)
+        stopper = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if task.done():
+            task.result()
+            return
+        task.cancel()
+        # a task that swallowed the cancellation is left behind; its end is still read
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        await asyncio.wait({task}, timeout=5)
+
+    async def play() -> None:
+        if broker and not quiet:
+            out(f"connecting to the MQTT broker {broker} ...")
         await t.start()
         cfg = t.cfg
-        out(f"tablectl demo: {cfg.game.title} ({cfg.game.regulation}), table {cfg.table_id}")
-        out(f"  broker: {'embedded amqtt' if t.embedded else 'external'} on {t.host}:{t.port}")
-        for name, dev in t.devices.items():
-            out(f"  device {name}: {dev['driver']} simulator on {dev['port']}")
-        out(f"  configuration: {t.config_path}; journal: {t.tmp / 'journal.sqlite3'}")
-        out(f"  technician console: tablectl console --socket {t.tmp / 'console.sock'}")
-        if t.view is not None:
-            out(f"  the table's face (board, roads, rounds, live): {t.view.url}")
-        out(
-            f"  the floor's view: mosquitto_sub -h {t.host} -p {t.port} -t '{PREFIX}/tables/{cfg.table_id}/#' -v"
-        )
-        out("")
+        if not quiet:
+            out(f"tablectl demo: {cfg.game.title} ({cfg.game.regulation}), table {cfg.table_id}")
+            out(f"  seed {seed} (replay these rounds: {replay})")
+            out(f"  broker: {'embedded amqtt' if t.embedded else 'external'} on {t.host}:{t.port}")
+            for name, dev in t.devices.items():
+                out(f"  device {name}: {dev['driver']} simulator on {dev['port']}")
+            out(f"  configuration: {t.config_path}; journal: {t.tmp / 'journal.sqlite3'}")
+            out(f"  technician console: tablectl console --socket {t.tmp / 'console.sock'}")
+            out(f"  table status: tablectl status --socket {t.tmp / 'console.sock'}")
+            if t.view is not None:
+                out(f"  the table's face (board, roads, rounds, live): {t.view.url}")
+            out(
+                f"  the floor's view: mosquitto_sub -h {t.host} -p {t.port} -t '{PREFIX}/tables/{cfg.table_id}/#' -v"
+            )
+            out("")
         if rounds:
             await t.play(rounds)
         else:
             while True:
                 await t.play(1)
+
+    try:
+        await until_stopped(play())
+        if interrupted:
+            rc = 130 if interrupted[0] == "Ctrl-C" else 143
     except TimeoutError as exc:
         out(f"   ! {exc}")
-        return 1
+        rc = 1
     finally:
-        await t.stop()
-    out(f"\n{len(t.rounds)} rounds settled and received by the floor.")
-    return 0
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+        why = f"demo interrupted ({interrupted[0]})" if interrupted else "demo finished"
+        await asyncio.shield(t.stop(why))
+    if interrupted:
+        out(f"\ninterrupted ({interrupted[0]}).")
+    summary = getattr(t, "printer", None)
+    if summary is not None:
+        lines = summary.summary.lines(t.cfg)
+        out(("" if quiet or interrupted else "\n") + lines[0] + f" in {time.monotonic() - began:.0f} s.")
+    out(f"seed {seed}: {replay}")
+    return rc

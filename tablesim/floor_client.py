@@ -2,7 +2,7 @@
 
 Used by ``tablectl demo`` (players placing bets, the croupier's commands, the
 printout of settled rounds), the end-to-end tests and the benchmarks. The daemon
-itself never imports this module: its only MQTT code is ``firmware_host/mqtt.py``.
+itself never imports this module: its only MQTT code is ``firmware_host/mqtt/``.
 
 Besides requests and their responses it keeps what a floor system knows of the
 table from its topics (``docs/mqtt.md``): the last retained ``state`` (availability,

@@ -16,6 +16,8 @@ from ..reflink.messages import MessageDef, Profile, Sender, f
 PROFILE_ID = 3
 GAMES = {1: "roulette", 2: "fantan"}
 GAME_IDS = {v: k for k, v in GAMES.items()}
+#: The numbers each NUMBER layer shows (lowest, highest), by the protocol's game code.
+NUMBER_RANGES = {"roulette": (0, 36), "fantan": (1, 4)}
 MAX_HISTORY = 20
 
 #: MESSAGE kinds: the phase message a board shows beside its layers.
@@ -97,7 +99,7 @@ STATE_LOST_BIT = 1 << 1
 
 
 def check_number(game: str, number: int) -> None:
-    lo, hi = (0, 36) if game == "roulette" else (1, 4)
+    lo, hi = NUMBER_RANGES[game]
     if isinstance(number, bool) or not isinstance(number, int) or not lo <= number <= hi:
         raise ValueError(f"{game} number must be {lo}..{hi}, got {number!r}")
 

@@ -36,6 +36,9 @@ from .layouts import (
     sicbo_areas,
 )
 
+#: The lamp areas a dice result lights, by the layouts that show dice.
+_DICE_LAYOUTS = {"sicbo": sicbo_areas, "fish-prawn-crab": fpc_areas}
+
 
 class Unsupported(DriverError):
     code = "UNSUPPORTED"
@@ -102,11 +105,10 @@ class BoardDisplay:
         return await self.show_areas(self.areas_for_dice(dice))
 
     def areas_for_dice(self, dice: Sequence[int]) -> tuple[str, ...]:
-        if self.layout == "sicbo":
-            return sicbo_areas(dice)
-        if self.layout == "fish-prawn-crab":
-            return fpc_areas(dice)
-        raise LayoutError(f"a {self.layout} board does not show dice")
+        areas = _DICE_LAYOUTS.get(self.layout)
+        if areas is None:
+            raise LayoutError(f"a {self.layout} board does not show dice")
+        return areas(dice)
 
     def _number_game(self) -> str:
         if self.layout not in GAME_IDS:

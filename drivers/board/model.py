@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from ..reflink.device import DeviceModel, Refuse
 from ..reflink.messages import Message, RefusedReason
-from .codec import GAMES, MESSAGE_KINDS, PROFILE
+from .codec import GAMES, MESSAGE_KINDS, NUMBER_RANGES, PROFILE
 from .layouts import LayoutError, RoadEntry, from_bitmap
 
 
@@ -43,7 +43,7 @@ class BoardModel(DeviceModel):
             self.lamps, self.blink = from_bitmap(msg["bitmap"]), bool(msg["mode"])
         elif n == "NUMBER":
             game = GAMES.get(msg["game"])
-            lo, hi = (0, 36) if game == "roulette" else (1, 4)
+            lo, hi = NUMBER_RANGES[game] if game else (0, -1)
             if game is None or not all(lo <= x <= hi for x in (msg["number"], *msg["history"])):
                 raise Refuse(RefusedReason.BAD_ARGUMENT, "bad game or number")
             self.number = (game, msg["number"], tuple(msg["history"]))

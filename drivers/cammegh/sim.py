@@ -103,7 +103,7 @@ INJECTABLE: dict[str, str] = {
     "launch_failure": "next launch fails for `duration` s (flag 8 in state 2), then succeeds",
     "miss_spin": "next game: flag 2 in state 3 until the host sends *R (then a re-spin)",
     "no_ball": "next game: flag 1 in state 4 for `duration` s (>= no_ball_stop: wheel stops)",
-    "component_fault": "now: flag 4, *F `code` if mode bit 256, then power-down to state 6",
+    "component_fault": "now: the game ends unread, flag 4, *F `code` if mode bit 256, then power-down to state 6",
     "power_down": "now: the wheel stops by itself (state 6) without a host command",
     "power_cycle": "now: mains power cycle (state 6, spin 001, no last number)",
     "garbage_line": "now: one line of random bytes",
@@ -541,11 +541,14 @@ class CammeghSim:
         self.state = GameState.PLACE_BETS
 
     async def _component_fault(self, code: int) -> None:
+        # The game in progress ends with the fault: a wheel whose motor or sensors
+        # failed reads no winning number (it used to play on for four status lines, and
+        # on a loaded machine reached state 5 with a number before it stopped).
+        self._cancel_game()
         self.flags |= WarningFlag.COMPONENT_FAULT
         if self.mode & ModeBit.FAULT_PACKETS:
             await self.send(encode_fault(code))
         await asyncio.sleep(self.timing.status_interval * 4)
-        self._cancel_game()
         await self._ramp(0, self.timing.power_down)
         self.state = GameState.CLOSE_TABLE  # flag 4 stays until the next *P 1
 

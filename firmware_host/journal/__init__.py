@@ -2,7 +2,7 @@
 
 Everything the table decides is committed here *before* anyone hears of it: a
 settled round is first a committed row, then an outbox entry, then an MQTT message
-(``firmware_host/mqtt.py`` drains the outbox). A crash at any instant leaves every
+(``firmware_host/mqtt/`` drains the outbox). A crash at any instant leaves every
 round either fully settled (round row, settlement payload, outbox entry, jackpot
 state, all in one transaction) or not settled at all, and a round can never be
 settled or voided twice.

@@ -2,7 +2,7 @@
 
 The journal knows nothing of MQTT except that outbox entries carry a topic
 *relative to the table's root* (``rounds``, ``events``, ``jackpot``...), a QoS and
-a retain flag; the publisher (``firmware_host/mqtt.py``) adds
+a retain flag; the publisher (``firmware_host/mqtt/``) adds
 ``<prefix>/tables/<table_id>/``, drains the entries in id order and marks each one
 published after the broker's PUBACK.
 """

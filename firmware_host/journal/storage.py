@@ -23,7 +23,7 @@ something the table can act on:
   the WAL already held does not make the fault flap.
 
 A storage fault is not a broker fault: the MQTT link keeps its connection and its
-backoff (``firmware_host/mqtt.py``).
+backoff (``firmware_host/mqtt/``).
 """
 
 from __future__ import annotations

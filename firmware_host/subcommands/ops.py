@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..console import hash_pin
 
@@ -20,7 +21,12 @@ DEFAULT_STATE = "/var/lib/tablectl"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("console", help="open the technician console of the running daemon")
+    p = sub.add_parser(
+        "console",
+        help="open the technician console of the running daemon",
+        description="A line console on the daemon's Unix socket ('help' lists its commands; "
+        "docs/console.md). The PIN asked after 'login NAME' is never echoed.",
+    )
     p.add_argument("--socket", help=f"console socket (default {DEFAULT_RUNTIME}/console.sock)")
     p.add_argument(
         "--hash-pin",
@@ -28,6 +34,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="print the hash of a PIN for [console.operators.NAME]",
     )
     p.set_defaults(func=cmd_console)
+
+    p = sub.add_parser(
+        "status",
+        help="the running table's status, once (from the console socket)",
+        description="Ask the running daemon for its status through the console socket and "
+        "print it (table, game, phase, round, journal, broker, loop lag, latched faults); "
+        "exit 0, or 2 when the daemon cannot be reached.",
+    )
+    p.add_argument("--socket", help=f"console socket (default {DEFAULT_RUNTIME}/console.sock)")
+    p.add_argument("--json", action="store_true", help="print the status as one JSON object")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser(
+        "completion",
+        help="print a shell completion script",
+        description="Print the completion script of tablectl for a shell (bash): its "
+        "subcommands, options and the choices of each (games, devices).",
+    )
+    p.add_argument("shell", choices=["bash"], help="the shell")
+    p.set_defaults(func=cmd_completion)
 
     p = sub.add_parser("audit", help="audit the journal: verify the event log's hash chain")
     asub = p.add_subparsers(dest="audit_command", metavar="ACTION")
@@ -61,7 +87,11 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
 def cmd_audit_events(args: argparse.Namespace) -> int:
     from ..journal import Journal
 
-    with Journal(_journal_path(args.journal), readonly=True) as j:
+    path = _journal_path(args.journal)
+    if not Path(path).exists():
+        print(f"error: no journal at {path}", file=sys.stderr)
+        return 2
+    with Journal(path, readonly=True) as j:
         for ev in j.events(args.n):
             print(json.dumps(ev.to_json(), ensure_ascii=False))
     return 0
@@ -80,37 +110,169 @@ def cmd_console(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         return 0
-    path = args.socket or os.environ.get("TABLECTL_CONSOLE") or f"{DEFAULT_RUNTIME}/console.sock"
+    path = _socket_path(args.socket)
     try:
         return asyncio.run(_console_client(path))
-    except (FileNotFoundError, ConnectionRefusedError) as exc:
+    except OSError as exc:
         print(f"error: cannot reach the console at {path}: {exc.strerror or exc}", file=sys.stderr)
         return 2
 
 
+def _socket_path(arg: str | None) -> str:
+    return arg or os.environ.get("TABLECTL_CONSOLE") or f"{DEFAULT_RUNTIME}/console.sock"
+
+
+class NoEcho:
+    """The terminal's echo, turned off while the console asks for a PIN (as ``getpass``
+    does), and always turned back on. Does nothing when standard input is no terminal."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.saved: list[Any] | None = None
+        try:
+            import termios
+
+            self.saved = termios.tcgetattr(fd) if os.isatty(fd) else None
+        except (ImportError, OSError):
+            self.saved = None
+
+    def off(self) -> None:
+        if self.saved is None:
+            return
+        import termios
+
+        attrs = list(self.saved)
+        attrs[3] = attrs[3] & ~termios.ECHO
+        with contextlib.suppress(OSError):
+            termios.tcsetattr(self.fd, termios.TCSAFLUSH, attrs)
+
+    def on(self) -> None:
+        if self.saved is None:
+            return
+        import termios
+
+        with contextlib.suppress(OSError):
+            termios.tcsetattr(self.fd, termios.TCSAFLUSH, self.saved)
+
+
+#: What the console prints when it waits for a PIN (``ConsoleSession.prompt``).
+PIN_PROMPT = "PIN: "
+
+
 async def _console_client(path: str) -> int:
-    """A plain line client: stdin lines to the socket, socket bytes to stdout."""
+    """A plain line client: stdin lines to the socket, socket bytes to stdout; the
+    terminal does not echo the line typed after the console's ``PIN:`` prompt."""
     reader, writer = await asyncio.open_unix_connection(path)
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
+    echo = NoEcho(sys.stdin.fileno()) if hasattr(sys.stdin, "fileno") else None
+    asking_pin = False
 
     async def pump_out() -> None:
+        nonlocal asking_pin
         while True:
             data = await reader.read(4096)
             if not data:
                 break
-            sys.stdout.write(data.decode("ascii", "replace").replace("\r\n", "\n"))
+            text = data.decode("ascii", "replace").replace("\r\n", "\n")
+            sys.stdout.write(text)
             sys.stdout.flush()
+            if text.endswith(PIN_PROMPT) and echo is not None:
+                asking_pin = True
+                echo.off()
         done.set()
 
     out_task = asyncio.create_task(pump_out())
-    while not done.is_set():
-        line = await loop.run_in_executor(None, sys.stdin.readline)
-        if not line:
-            break
-        writer.write(line.rstrip("\r\n").encode("ascii", "replace") + b"\r\n")
-        await writer.drain()
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(out_task, 1.0)
-    writer.close()
+    try:
+        while not done.is_set():
+            line = await loop.run_in_executor(None, sys.stdin.readline)
+            if not line:
+                break
+            if asking_pin and echo is not None:
+                asking_pin = False
+                echo.on()
+                sys.stdout.write("\n")  # the Enter typed was not echoed either
+            writer.write(line.rstrip("\r\n").encode("ascii", "replace") + b"\r\n")
+            await writer.drain()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(out_task, 1.0)
+    finally:
+        if echo is not None:
+            echo.on()
+        writer.close()
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    path = _socket_path(args.socket)
+    try:
+        text = asyncio.run(console_query(path, "status json"))
+    except (OSError, TimeoutError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "no answer"
+        print(f"error: cannot reach the table's console at {path}: {why}", file=sys.stderr)
+        return 2
+    try:
+        status = json.loads(text)
+    except json.JSONDecodeError:
+        print(f"error: the console at {path} answered: {text[:200]}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(status, indent=2, ensure_ascii=False))
+        return 0
+    print(status_text(status))
+    return 0
+
+
+async def console_query(path: str, command: str, timeout: float = 10.0) -> str:
+    """Send one console command on a new session and return its answer (the lines
+    between the banner's prompt and the next prompt)."""
+    async with asyncio.timeout(timeout):
+        reader, writer = await asyncio.open_unix_connection(path)
+        try:
+            await reader.readuntil(b"table> ")
+            writer.write(command.encode("ascii") + b"\r\n")
+            await writer.drain()
+            data = await reader.readuntil(b"table> ")
+            writer.write(b"quit\r\n")
+            with contextlib.suppress(OSError):
+                await writer.drain()
+        finally:
+            writer.close()
+    return data[: -len(b"table> ")].decode("ascii", "replace").strip()
+
+
+def status_text(st: Any) -> str:
+    """The status for a person: a few aligned lines."""
+    if not isinstance(st, dict):
+        return str(st)
+    found = st.get("mqtt")
+    mqtt: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = st.get("journal")
+    journal: dict[str, Any] = found if isinstance(found, dict) else {}
+    rnd = st.get("round_id") or "none"
+    faults = ", ".join(st.get("faults") or []) or "none"
+    where = mqtt.get("broker") or "?"
+    broker = (
+        f"connected to {where}"
+        if mqtt.get("connected")
+        else f"not connected to {where} ({mqtt.get('last_error') or 'no connection yet'})"
+    ) if mqtt else "no MQTT link"  # fmt: skip
+    rows = [
+        ("table", f"{st.get('table_id')} ({st.get('name')})"),
+        ("game", st.get("game")),
+        ("phase", f"{st.get('phase')}, round {rnd}"),
+        ("broker", broker),
+        ("journal", f"{journal.get('path')}, {journal.get('outbox_pending')} to publish"),
+        ("loop lag", f"{st.get('loop_lag_ms')} ms"),
+        ("faults", faults),
+        ("version", st.get("version")),
+    ]
+    return "\n".join(f"{k + ':':<10} {v}" for k, v in rows)
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    from ..cli import build_parser
+    from ..completion import bash_completion
+
+    print(bash_completion(build_parser()))
     return 0

@@ -71,12 +71,22 @@ def read_json_arg(value: str, what: str) -> Any:
     text = value
     if value.startswith("@"):
         name = value[1:]
-        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+        try:
+            text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise RulesError(
+                f"{what}: cannot read {name}: {exc.strerror or exc}", code="FILE_UNREADABLE"
+            ) from exc
+        except UnicodeDecodeError as exc:
+            raise RulesError(f"{what}: {name} is not UTF-8 text", code="FILE_UNREADABLE") from exc
+        what = f"{what} ({name})"
     try:
         # an integer too long to be an amount stays a marker the checks refuse by name
         return json.loads(text, parse_int=parse_json_int)
     except json.JSONDecodeError as exc:
         raise RulesError(f"{what} is not valid JSON: {exc}", code="JSON_INVALID") from exc
+    except RecursionError as exc:
+        raise RulesError(f"{what} is nested too deeply", code="JSON_INVALID") from exc
 
 
 def _config_for(game_id: str, path: str | None) -> TableConfig:
@@ -141,10 +151,7 @@ def cmd_settle(args: argparse.Namespace) -> int:
             raise RulesError("--bets must be a JSON list of bets", code="BET_MALFORMED")
         bets = game.parse_bets(cfg.rules, raw_bets, cfg.limits)
         settlement = game.settle(cfg.rules, outcome, bets, cfg.money)
-    except (RulesError, ConfigInvalid, OSError) as exc:
-        if isinstance(exc, OSError):
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+    except (RulesError, ConfigInvalid) as exc:
         return _fail(exc)
     out = settlement.to_json()
     out["rules"] = game.rules_json(cfg.rules)

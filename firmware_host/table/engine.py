@@ -36,7 +36,6 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -60,8 +59,10 @@ from ..journal import (
 from ..jsonio import JSON, canonical_json
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc, utc_now
+from .bets import BetAnswer, BetCaps
 from .extension import TableExtensions
 from .jackpot import JackpotController
+from .payload import refunds, round_payload, void_body
 from .phase import Phase
 
 log = logging.getLogger(__name__)
@@ -89,43 +90,6 @@ class StaleRound(RoundFault):
     def __init__(self, message: str, current: str | None) -> None:
         super().__init__(message)
         self.current = current
-
-
-@dataclass(frozen=True, slots=True)
-class BetCaps:
-    """How much the floor may put on one round (``[bets]``): a cap on the number of
-    bets and on the stakes held, per round and per seat. None: no cap."""
-
-    max_bets_per_round: int | None = None
-    max_bets_per_seat: int | None = None
-    max_round_stakes: int | None = None
-    max_seat_stakes: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class BetAnswer:
-    """What ``bets/response`` says about one request."""
-
-    accepted: bool
-    bet_id: str
-    code: str = ""
-    message: str = ""
-    round_id: str | None = None
-    bet: JSON = None
-
-    def to_json(self) -> dict[str, JSON]:
-        out: dict[str, JSON] = {
-            "status": "accepted" if self.accepted else "rejected",
-            "bet_id": self.bet_id,
-        }
-        if self.round_id is not None:
-            out["round_id"] = self.round_id
-        if self.accepted:
-            out["bet"] = self.bet
-        else:
-            out["code"] = self.code
-            out["message"] = self.message
-        return out
 
 
 class RoundEngine:
@@ -242,8 +206,7 @@ class RoundEngine:
             raise RoundFault(f"{what} must name its round_id", code="MALFORMED_REQUEST")
         if cur is None:
             raise StaleRound(
-                f"{what} names round {round_id}; no round is in progress"
-                + self._last_round_note(),
+                f"{what} names round {round_id}; no round is in progress" + self._last_round_note(),
                 None,
             )
         if cur.round_id != round_id:
@@ -728,7 +691,7 @@ class RoundEngine:
         stamps = dict(rnd.timestamps)
         stamps.setdefault("result", iso_utc(at))
         rnd = dataclasses.replace(rnd, timestamps=stamps)
-        payload = self._payload(rnd, "settled", settlement.to_json(), at, extras=extras)
+        payload = round_payload(self.cfg, rnd, "settled", settlement.to_json(), at, extras=extras)
         try:
             with self._writing():
                 self.journal.settle_round(
@@ -764,10 +727,7 @@ class RoundEngine:
     def _void(self, rnd: RoundRecord, reason: str, source: str) -> Mapping[str, JSON]:
         with self._writing():
             bets = self.journal.bets(rnd.round_id, include_cancelled=False)
-        refunded = [
-            dict(b.to_bet().to_json(), result="refund", payout=0, commission=0, net=0, breakage="0")
-            for b in bets
-        ]
+        refunded = refunds([b.to_bet() for b in bets])
         jackpot = self.jackpot
         jp_state = None
         extras: dict[str, JSON] = {}
@@ -777,22 +737,9 @@ class RoundEngine:
             jp_state = share.state
             refunded = [r for r in refunded if r["bet_type"] != "jackpot"]
             extras["jackpot"] = share.summary
-        stakes = sum(r["stake"] for r in refunded)
-        body = {
-            "game": self.cfg.game_id,
-            "outcome": rnd.outcome,
-            "bets": refunded,
-            "totals": {
-                "stakes": stakes,
-                "payout": 0,
-                "commission": 0,
-                "net": 0,
-                "house_net": 0,
-                "breakage": "0",
-            },
-        }
+        body = void_body(rnd, refunded)
         at = self._clock()
-        payload = self._payload(rnd, "void", body, at, void_reason=reason, extras=extras)
+        payload = round_payload(self.cfg, rnd, "void", body, at, void_reason=reason, extras=extras)
         try:
             with self._writing():
                 self.journal.void_round(
@@ -813,47 +760,6 @@ class RoundEngine:
         self._current = None
         self.journal.after_commit(lambda: self.extensions.round_voided(payload))
         self._notify_phase()
-        return payload
-
-    def _payload(
-        self,
-        rnd: RoundRecord,
-        status: str,
-        body: Mapping[str, JSON],
-        at: datetime,
-        *,
-        void_reason: str | None = None,
-        extras: Mapping[str, JSON] | None = None,
-    ) -> dict[str, JSON]:
-        stamps = dict(rnd.timestamps)
-        timestamps = {
-            "opened": stamps.get("open", rnd.opened_at),
-            "closed": stamps.get("closed"),
-            "result": stamps.get("result"),
-            status: iso_utc(at),
-        }
-        payload: dict[str, JSON] = {
-            "schema_version": PAYLOAD_SCHEMA_VERSION,
-            "table_id": self.cfg.table_id,
-            "round_id": rnd.round_id,
-            "seq": rnd.seq,
-            "game": self.cfg.game_id,
-            "rules": rnd.rules,
-            "currency": self.cfg.money.currency,
-            "minor_digits": self.cfg.money.minor_digits,
-            "status": status,
-            "void_reason": void_reason,
-            "outcome": body.get("outcome"),
-            "bets": body["bets"],
-            "totals": body["totals"],
-            "jackpot": {"contributions": [], "hits": []},
-            "timestamps": timestamps,
-        }
-        for key, value in body.items():
-            if key not in payload and key != "game":
-                payload[key] = value
-        if extras:
-            payload.update(extras)
         return payload
 
     # -- restart -----------------------------------------------------------------

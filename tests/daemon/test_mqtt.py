@@ -275,21 +275,76 @@ async def test_rounds_settled_while_the_broker_is_down_arrive_in_order_after(
     async with Collector(broker_process.host, broker_process.port, f"{ROOT}/rounds", "floor-2"):
         pass  # creates the floor's persistent session
     await asyncio.to_thread(broker_process.stop)
-    link = FloorLink(settings_for(broker_process), "t1", journal)
+    # The link reaches the broker through a gate that stays shut until the floor has
+    # subscribed again: amqtt in a process loses its sessions when it stops, so rounds
+    # published before the floor is back would be acknowledged and dropped. Without the
+    # gate, on a loaded machine the link's reconnect (every <= 300 ms) won that race.
+    gate = Gate((broker_process.host, broker_process.port))
+    link = FloorLink(
+        MqttSettings(host=gate.host, port=gate.port, reconnect_min_ms=20, reconnect_max_ms=300),
+        "t1",
+        journal,
+    )
     async with link:
         ids = [play_round(journal) for _ in range(25)]
         await asyncio.sleep(0.2)
         assert not link.connected
         await asyncio.to_thread(broker_process.start)
-        # The floor's own persistent session (created above, before the broker went down):
-        # rounds the link publishes before the floor reconnects are queued for it. A new
-        # client id here raced the link's reconnect and could miss the first rounds.
         async with Collector(
             broker_process.host, broker_process.port, f"{ROOT}/rounds", "floor-2"
         ) as col:
+            await gate.open()
             await link.wait_idle(20)
             await col.wait_for(lambda: len(col.on("rounds")) >= 25, what="25 rounds")
             assert [m.json()["round_id"] for m in col.on("rounds")] == ids
+    await gate.close()
+
+
+class Gate:
+    """A TCP relay to the broker on a port where nothing listens (connection refused)
+    until :meth:`open`."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        from tablesim.broker import free_port
+
+        self.target = target
+        self.host, self.port = "127.0.0.1", free_port()
+        self.server: asyncio.AbstractServer | None = None
+        self._writers: list[asyncio.StreamWriter] = []
+        self._done: list[asyncio.Future[None]] = []
+
+    async def open(self) -> None:
+        self.server = await asyncio.start_server(self._relay, self.host, self.port)
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._done.append(done)
+        try:
+            up_r, up_w = await asyncio.open_connection(*self.target)
+            self._writers += [writer, up_w]
+            await asyncio.gather(self._pump(reader, up_w), self._pump(up_r, writer))
+        except OSError:
+            writer.close()
+        finally:
+            done.set_result(None)
+
+    @staticmethod
+    async def _pump(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        try:
+            while data := await r.read(65536):
+                w.write(data)
+                await w.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            w.close()
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for w in self._writers:
+            w.close()
+        await asyncio.wait_for(asyncio.gather(*self._done), 10)
 
 
 async def test_snapshots_are_republished_after_a_broker_restart(

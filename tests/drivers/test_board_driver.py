@@ -126,6 +126,9 @@ async def test_a_rebooted_board_and_a_board_that_lost_its_state_get_everything_a
     await drv.start()
     try:
         await wait_online(drv)
+        # ONLINE comes before the first contact's resync; on a loaded machine that resync
+        # reached the subscription below and was taken for the reboot's
+        await wait_for(lambda: drv.counters.get("resyncs", 0) >= 1)
         sub = drv.events()
         assert await drv.show_sicbo((1, 2, 3))
         sim.reboot(1)  # power cycle: blank, new link session

@@ -13,6 +13,7 @@ Timing bounds are generous (loaded 2-core CI); the measured figures are printed
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -353,8 +354,12 @@ async def test_launch_failure_warns_and_the_game_goes_on(make_rig: Any) -> None:
 
 
 async def test_component_fault_packet_fault_health_and_void(make_rig: Any) -> None:
+    """A component fault in state 4 voids the game, whatever the machine's load: the
+    sim ends the game at the fault (no number after it), and state 4 lasts long enough
+    (5 s) that the test cannot miss it and inject in another state."""
+    timing = dataclasses.replace(FAST, no_more_bets=5.0)
     sim = CammeghSim(
-        seed=15, timing=FAST, state=GameState.PLACE_BETS, mode=1159 | ModeBit.FAULT_PACKETS
+        seed=15, timing=timing, state=GameState.PLACE_BETS, mode=1159 | ModeBit.FAULT_PACKETS
     )
     rig = await make_rig(sim)
     await rig.driver.start_game()

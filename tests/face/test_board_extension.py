@@ -22,7 +22,7 @@ from firmware_host.face.board import (
     board_problems,
 )
 from firmware_host.journal import Journal
-from firmware_host.schemas import validate
+from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION, validate
 from firmware_host.table.engine import RoundEngine
 from firmware_host.table.extension import TableExtensions
 
@@ -77,7 +77,7 @@ def table(
 
 def head(body: dict) -> dict:
     return {
-        "schema_version": 1,
+        "schema_version": PAYLOAD_SCHEMA_VERSION,
         "table_id": "t-1",
         "updated_at": "2026-05-09T07:35:08.642Z",
         **body,

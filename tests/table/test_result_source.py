@@ -13,6 +13,7 @@ import pytest
 from firmware_host.auth import generate
 from firmware_host.cli import main
 from firmware_host.config import ConfigInvalid, load_config, validate_document
+from firmware_host.console import hash_pin
 from firmware_host.daemon import TableDaemon
 from firmware_host.table.extension import TableExtensions
 from firmware_host.table.state import LatchedFaults, TableState
@@ -73,6 +74,13 @@ def test_manual_results_need_signed_requests_and_someone_allowed_to_enter_them(
     )
     rc, out = check(tmp_path, manual + with_dealer, capsys)
     assert rc == 0, out
+    # or a console operator, who logs in with a PIN at the table itself (on record);
+    # signatures still cannot be off on a manual table
+    console = f'[console.operators.tech1]\npin_hash = "{hash_pin("4821")}"\n'
+    rc, out = check(tmp_path, manual + floor_only + console, capsys)
+    assert rc == 0, out
+    rc, out = check(tmp_path, manual + "[auth]\nsignatures = false\n" + console, capsys)
+    assert rc == 1 and "results entered by people need signed requests" in out
     # one source of results, never two
     rc, out = check(tmp_path, manual + with_dealer + WHEEL, capsys)
     assert rc == 1 and 'result_source: "manual", but devices.wheel (a wheel) reads' in out

@@ -18,7 +18,9 @@ async def test_demo_prints_each_round_the_floor_receives(
     assert "tablectl demo: " in printed and "table demo-fantan" in printed
     assert "#1    demo-fantan-000001-" in printed and "#2    demo-fantan-000002-" in printed
     assert printed.count("outcome: number ") == 2
-    assert printed.rstrip().endswith("2 rounds settled and received by the floor.")
+    assert "seed 3 (replay these rounds: tablectl demo --game fantan --seed 3)" in printed
+    assert "\n2 rounds settled, " in printed
+    assert printed.rstrip().endswith("seed 3: tablectl demo --game fantan --seed 3")
 
 
 async def test_an_unknown_game_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
@@ -46,4 +48,5 @@ async def test_an_unreachable_broker_ends_the_demo_with_a_message(
         bets=1, quiet=True,
     )  # fmt: skip
     assert rc == 1
-    assert f"! no MQTT broker answered at 127.0.0.1:{port}" in capsys.readouterr().out
+    err = capsys.readouterr().err
+    assert f"cannot reach the MQTT broker 127.0.0.1:{port}" in err and "refused" in err

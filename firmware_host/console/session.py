@@ -1,0 +1,424 @@
+"""One console session: the commands, what they act on (:class:`ConsoleBackend`), login
+and the privileged actions."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..games.money import MoneyRules
+from ..jsonio import JSON
+from ..textsafe import printable
+from .lockout import DualControl, Lockout
+from .render import Renderer
+from .settings import MAX_LINE, ConsoleSettings, check_pin, decoy_hash
+
+
+# -- what the console acts on -------------------------------------------------
+class ConsoleBackend(Protocol):
+    """What the daemon offers the console (each returns JSON-able data or raises)."""
+
+    def money(self) -> MoneyRules: ...
+    def status(self) -> JSON: ...
+    def devices(self) -> JSON: ...
+    async def self_test(self, device: str) -> JSON: ...
+    async def lamp_test(self) -> JSON: ...
+    def recall(self, n: int) -> JSON: ...
+    def round_info(self) -> JSON: ...
+    def jackpot(self) -> JSON: ...
+    def events(self, n: int) -> JSON: ...
+    def check_config(self) -> JSON: ...
+    def faults(self) -> JSON: ...
+    def audit_event(self, kind: str, data: Mapping[str, JSON]) -> None: ...
+    def open_betting(self, after_round_id: str | None, who: str) -> JSON: ...
+    def close_betting(self, round_id: str, who: str) -> JSON: ...
+    def enter_result(self, round_id: str, outcome: JSON, who: str) -> JSON: ...
+    def void_round(self, round_id: str, reason: str, who: str) -> JSON: ...
+    def jackpot_adjust(self, amount: int, reason: str, who: str) -> JSON: ...
+    def jackpot_reset(self, reason: str, who: str) -> JSON: ...
+    def jackpot_params(self, key: str, value: str, reason: str, who: str) -> JSON: ...
+    def clear_fault(self, code: str, reason: str, who: str) -> JSON: ...
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    syntax: str
+    doc: str
+    privileged: bool = False
+    #: Needs a second, different operator to ``approve`` it (dual control).
+    dual: bool = False
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("help", "help [COMMAND]", "list commands, or show one command's syntax"),
+    Command("status", "status [json]", "table, game, phase, round, journal and broker state"),
+    Command("devices", "devices", "health of every device"),
+    Command("selftest", "selftest DEVICE", "run a device's self-test"),
+    Command("lamptest", "lamptest", "light every lamp of the result board and the sign"),
+    Command(
+        "recall",
+        "recall [N] [full]",
+        "the last N rounds (default 1, max 10), one screen each; 'full': every field and raw frame",
+    ),
+    Command("round", "round", "the round in progress: id, phase, bets"),
+    Command("jackpot", "jackpot", "progressive jackpot meter, parameters and last hits"),
+    Command("events", "events [N]", "the last N entries of the event log (default 20)"),
+    Command("faults", "faults", "latched faults that stop play"),
+    Command("check-config", "check-config", "validate the configuration file on disk"),
+    Command("login", "login NAME", "log in as an operator (asks for the PIN)"),
+    Command("logout", "logout", "end the operator session"),
+    Command(
+        "open",
+        "open [AFTER_ROUND_ID]",
+        "open betting for a new round, naming the round it follows as `round` shows it "
+        "(a table that takes results by command)",
+        True,
+    ),
+    Command("close", "close ROUND_ID", "close betting of the round in progress (named)", True),
+    Command(
+        "result",
+        "result ROUND_ID OUTCOME-JSON",
+        "enter the result of the round in progress (named), e.g. "
+        'result ROUND_ID {"number": 17} (tables without their result device)',
+        True,
+    ),
+    Command(
+        "void",
+        "void ROUND_ID REASON...",
+        "void the round in progress (named, as `round` shows it), every bet refunded",
+        True,
+    ),
+    Command(
+        "jackpot-adjust",
+        "jackpot-adjust AMOUNT REASON...",
+        "add (or subtract, negative) AMOUNT in the table's currency (e.g. 250.00) to the meter",
+        True,
+        True,
+    ),
+    Command("jackpot-reset", "jackpot-reset REASON...", "reset the meter to the seed", True, True),
+    Command(
+        "jackpot-param",
+        "jackpot-param KEY VALUE REASON...",
+        "change a jackpot parameter (takes effect after the next hit)",
+        True,
+        True,
+    ),
+    Command("pending", "pending", "requests waiting for a second operator's approval"),
+    Command(
+        "approve", "approve ID", "approve another operator's pending request (dual control)", True
+    ),
+    Command("clear-fault", "clear-fault CODE REASON...", "clear a latched fault", True),
+    Command("quit", "quit", "close this console session"),
+)
+_BY_NAME = {c.name: c for c in COMMANDS}
+
+
+class ConsoleSession:
+    """One terminal session. Feed it lines; it returns the lines to print."""
+
+    PROMPT = "table> "
+
+    def __init__(
+        self,
+        backend: ConsoleBackend,
+        settings: ConsoleSettings,
+        lockout: Lockout,
+        *,
+        channel: str = "console",
+        clock: Callable[[], float] = time.monotonic,
+        dual: DualControl | None = None,
+    ) -> None:
+        self.backend = backend
+        self.settings = settings
+        self.lockout = lockout
+        self.channel = channel
+        self.clock = clock
+        self.dual = dual if dual is not None else DualControl()
+        self.user: str | None = None
+        self._pending_login: str | None = None
+        self._last_activity = clock()
+        self.closed = False
+        self.render = Renderer(backend.money())
+
+    @property
+    def awaiting_pin(self) -> bool:
+        return self._pending_login is not None
+
+    def banner(self) -> list[str]:
+        st = self.backend.status()
+        st = st if isinstance(st, Mapping) else {}
+        return [
+            printable(
+                f"tablectl console - table {st.get('table_id')} ({st.get('game')}) - type 'help'",
+                ascii_only=True,
+            )
+        ]
+
+    def prompt(self) -> str:
+        if self._pending_login is not None:
+            return "PIN: "
+        return f"{printable(self.user, ascii_only=True)}@table# " if self.user else self.PROMPT
+
+    async def handle(self, line: str) -> list[str]:
+        """The lines to print for one typed line; none holds a control character."""
+        return [printable(ln, ascii_only=True) for ln in await self._handle(line)]
+
+    async def _handle(self, line: str) -> list[str]:
+        now = self.clock()
+        if self.user and now - self._last_activity > self.settings.session_timeout:
+            self._audit("console_logout", {"operator": self.user, "why": "idle timeout"})
+            self.user = None
+        self._last_activity = now
+        line = line.strip()[:MAX_LINE]
+        if self._pending_login is not None:
+            return self._finish_login(line)
+        if not line:
+            return []
+        if not line.isascii() or not line.isprintable():
+            return ["error: only printable ASCII is accepted"]
+        for req in self.dual.expire():
+            self._audit(
+                "privileged_request_expired",
+                {"id": req.id, "action": req.command, "operator": req.by},
+            )
+        name, _, rest = line.partition(" ")
+        name = name.lower()
+        cmd = _BY_NAME.get(name)
+        if cmd is None:
+            return [f"error: unknown command {name!r}; type 'help'"]
+        if cmd.privileged and not self.user:
+            return [f"error: {name} needs an operator login ('login NAME')"]
+        try:
+            return await self._run(cmd, rest.strip())
+        except Exception as exc:  # the console must survive anything
+            code = getattr(exc, "code", type(exc).__name__)
+            msg = getattr(exc, "message", str(exc))
+            return [f"error: {code}: {msg}"]
+
+    def _audit(self, kind: str, data: Mapping[str, JSON]) -> None:
+        self.backend.audit_event(kind, {"channel": self.channel, **data})
+
+    def _finish_login(self, pin: str) -> list[str]:
+        name, self._pending_login = self._pending_login, None
+        assert name is not None
+        left = self.lockout.locked()
+        if left:
+            return [f"error: console locked for {int(left) + 1} s after too many wrong PINs"]
+        stored = self.settings.operators.get(name)
+        # An unknown name costs the same PBKDF2 as a known one (no timing oracle).
+        ok = check_pin(pin, stored if stored is not None else decoy_hash(self.settings.operators))
+        if stored is not None and ok:
+            self.lockout.success()
+            self.user = name
+            self._audit("console_login", {"operator": name})
+            return [f"logged in as {name}"]
+        locked = self.lockout.fail()
+        self._audit("console_login_failed", {"operator": name})
+        if locked:
+            self._audit(
+                "console_lockout",
+                {
+                    "operator": name,
+                    "seconds": self.lockout.seconds,
+                    "until_epoch": round(self.lockout.until_wall, 3),
+                },
+            )
+            return [f"error: wrong PIN; console locked for {self.lockout.seconds} s"]
+        return ["error: wrong operator or PIN"]
+
+    def _dual(self, cmd: Command, args: str, run: Callable[[str], JSON]) -> list[str]:
+        """A dual-control command: asked by this operator, run when another approves."""
+        who = self.user or "?"
+        req = self.dual.ask(cmd.name, args, who, run)
+        self._audit(
+            "privileged_request", {"id": req.id, "action": cmd.name, "args": args, "operator": who}
+        )
+        return [
+            f"request {req.id} pending: {cmd.name} {args}",
+            f"dual control: another operator must 'approve {req.id}' within "
+            f"{int(self.dual.ttl // 60)} min",
+        ]
+
+    def _approve(self, args: str) -> list[str]:
+        try:
+            rid = int(args)
+        except ValueError:
+            return ["error: syntax: approve ID (see 'pending')"]
+        req = self.dual.take(rid)
+        if req is None:
+            return [f"error: no pending request {rid} (see 'pending')"]
+        who = self.user or "?"
+        if req.by == who:
+            self.dual.put_back(req)
+            return [
+                f"error: DUAL_CONTROL: request {rid} was asked by {who}; another operator "
+                "must approve it"
+            ]
+        self._audit(
+            "privileged_approval",
+            {"id": req.id, "action": req.command, "operator": req.by, "approved_by": who},
+        )
+        return [f"approved by {who}: {req.command} {req.args}", *self.render.lines(req.run(who))]
+
+    async def _run(self, cmd: Command, args: str) -> list[str]:
+        b = self.backend
+        n = cmd.name
+        r = self.render
+        if n == "help":
+            if args:
+                c = _BY_NAME.get(args.lower())
+                if c is None:
+                    return [f"error: unknown command {args!r}"]
+                needs = " (needs login)" if c.privileged else ""
+                if c.dual:
+                    needs = " (needs login and a second operator's approval)"
+                return [f"{c.syntax}  - {c.doc}{needs}"]
+            width = max(len(c.syntax) for c in COMMANDS)
+            return [
+                "commands (* needs an operator login, ** and a second operator's approval):"
+            ] + [
+                f"  {c.syntax:<{width}}  {('**' if c.dual else '* ') if c.privileged else '  '} {c.doc}"
+                for c in COMMANDS
+            ]
+        if n == "quit":
+            self.closed = True
+            if self.user:
+                self._audit("console_logout", {"operator": self.user, "why": "quit"})
+            return ["bye"]
+        if n == "login":
+            if not args or " " in args:
+                return ["error: syntax: login NAME"]
+            left = self.lockout.locked()
+            if left:
+                return [f"error: console locked for {int(left) + 1} s after too many wrong PINs"]
+            self._pending_login = args
+            return []
+        if n == "logout":
+            if self.user:
+                self._audit("console_logout", {"operator": self.user, "why": "logout"})
+            self.user = None
+            return ["logged out"]
+        if n == "status":
+            if args == "json":
+                return [json.dumps(b.status(), ensure_ascii=True, separators=(",", ":"))]
+            if args:
+                return ["error: syntax: status [json]"]
+            return r.lines(b.status())
+        if n == "devices":
+            return r.lines(b.devices())
+        if n == "selftest":
+            if not args:
+                return ["error: syntax: selftest DEVICE"]
+            return r.lines(await b.self_test(args))
+        if n == "lamptest":
+            return r.lines(await b.lamp_test())
+        if n == "recall":
+            words = args.split()
+            full = bool(words) and words[-1].lower() == "full"
+            if full:
+                words = words[:-1]
+            try:
+                (count,) = [int(w) for w in words] or [1]
+            except ValueError:
+                return [f"error: syntax: {cmd.syntax}"]
+            if not 1 <= count <= 10:
+                return ["error: N must be 1..10"]
+            return r.recall(b.recall(count), full)
+        if n == "events":
+            try:
+                count = int(args) if args else 20
+            except ValueError:
+                return [f"error: syntax: {cmd.syntax}"]
+            if not 1 <= count <= 1000:
+                return ["error: N must be 1..1000"]
+            events = b.events(count)
+            return r.lines(events) if events else ["no event in the log"]
+        if n == "round":
+            return r.lines(b.round_info())
+        if n == "jackpot":
+            return r.lines(b.jackpot())
+        if n == "faults":
+            return r.lines(b.faults())
+        if n == "check-config":
+            return r.lines(b.check_config())
+        if n == "pending":
+            reqs = self.dual.pending()
+            if not reqs:
+                return ["no request waits for approval"]
+            return [f"  {q.id}: {q.command} {q.args}  (asked by {q.by})" for q in reqs]
+        if n == "approve":
+            return self._approve(args)
+        who = self.user or "?"
+        if n == "open":
+            after = args.strip() or None
+            if after is not None and " " in after:
+                return ["error: syntax: open [AFTER_ROUND_ID] (the last round as `round` shows it)"]
+            return r.lines(b.open_betting(after, who))
+        if n == "close":
+            round_id = args.strip()
+            if not round_id or " " in round_id:
+                return ["error: syntax: close ROUND_ID (the round as `round` shows it)"]
+            return r.lines(b.close_betting(round_id, who))
+        if n == "result":
+            round_id, _, text = args.strip().partition(" ")
+            if not round_id or not text.strip():
+                return ["error: syntax: result ROUND_ID OUTCOME-JSON"]
+            try:
+                outcome = json.loads(text)
+            except json.JSONDecodeError as exc:
+                return [
+                    f"error: syntax: result ROUND_ID OUTCOME-JSON ({exc.msg} at column {exc.pos + 1})"
+                ]
+            return r.lines(b.enter_result(round_id, outcome, who))
+        if n == "void":
+            round_id, _, reason = args.partition(" ")
+            if not reason.strip():
+                return ["error: syntax: void ROUND_ID REASON... (the round id as `round` shows it)"]
+            return r.lines(b.void_round(round_id, reason.strip(), who))
+        if n == "jackpot-adjust":
+            amount, _, reason = args.partition(" ")
+            value = self._minor_units(amount)
+            if value is None:
+                return [
+                    "error: syntax: jackpot-adjust AMOUNT REASON... (AMOUNT in "
+                    f"{self.render.money.currency}, e.g. 250.00 or -10)"
+                ]
+            if not reason.strip():
+                return ["error: a reason is required"]
+            why = reason.strip()
+            shown = f"{self.render.money.format(value)} {why}"
+            return self._dual(cmd, shown, lambda ok: b.jackpot_adjust(value, why, f"{who}+{ok}"))
+        if n == "jackpot-reset":
+            if not args:
+                return ["error: syntax: jackpot-reset REASON..."]
+            return self._dual(cmd, args, lambda ok: b.jackpot_reset(args, f"{who}+{ok}"))
+        if n == "jackpot-param":
+            parts = args.split(" ", 2)
+            if len(parts) < 3:
+                return ["error: syntax: jackpot-param KEY VALUE REASON..."]
+            key, value_s, why = parts
+            return self._dual(
+                cmd, args, lambda ok: b.jackpot_params(key, value_s, why, f"{who}+{ok}")
+            )
+        if n == "clear-fault":
+            code, _, reason = args.partition(" ")
+            if not code or not reason.strip():
+                return ["error: syntax: clear-fault CODE REASON..."]
+            return r.lines(b.clear_fault(code, reason.strip(), who))
+        return [f"error: {n} is not available"]  # pragma: no cover
+
+    def _minor_units(self, text: str) -> int | None:
+        """An amount typed in the table's currency (``250``, ``-10.50``) as minor units;
+        None if it is not one (more decimals than the currency has)."""
+        digits = self.render.money.minor_digits
+        sign = -1 if text.startswith("-") else 1
+        body = text.lstrip("+-").replace(",", "")
+        whole, dot, frac = body.partition(".")
+        if not whole.isdigit() or (dot and not frac.isdigit()) or len(frac) > digits:
+            return None
+        scale = int(10**digits)
+        return sign * (int(whole) * scale + int(frac.ljust(digits, "0") or 0))

@@ -1,0 +1,144 @@
+"""The MQTT client: aiomqtt, with the broker's refusals made visible (PUBACK and SUBACK
+reason codes) and incoming packets read in bursts."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import select
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import aiomqtt
+from paho.mqtt.reasoncodes import ReasonCode
+
+from .settings import READ_BURST
+
+# ---------------------------------------------------------------------------
+# the client: aiomqtt, with the broker's refusals made visible
+
+#: The message id of the last publication this task handed to paho (see _AckClient).
+_PUBLISH_MID: contextvars.ContextVar[int | None] = contextvars.ContextVar(
+    "publish_mid", default=None
+)
+
+
+class _AckClient(aiomqtt.Client):
+    """aiomqtt's client, telling which publications the broker refused.
+
+    MQTT 5 lets a broker refuse a QoS 1 publication in its PUBACK (reason code 0x80 or
+    above, e.g. 0x87 *Not authorized* from mosquitto's ACL). paho-mqtt 2.x passes that
+    reason code to ``on_publish`` (callback API 2), but aiomqtt 2.x (``_on_publish``)
+    drops it and ``publish()`` returns as if the message had been accepted. This
+    subclass keeps the refusals by message id and :meth:`publish_checked` returns the
+    refusal of its own publication. It depends on two private hooks of aiomqtt 2.x
+    (``_on_publish`` and ``_pending_call``, pinned by ``aiomqtt<3``); the tests in
+    ``tests/daemon/test_mqtt_refusals.py`` fail if an upgrade breaks it.
+
+    It also reads incoming packets in bursts (:meth:`_read_bursts`) and hands each
+    message to ``deliver`` as it is read (:meth:`_on_message`), so that requests reach
+    the link's queues as soon as they arrive (``tests/daemon/test_mqtt_requests.py``).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        deliver: Callable[[str, bytes, bool], None] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.refused: dict[int, ReasonCode] = {}
+        self._deliver = deliver
+
+    def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
+        """Incoming messages go straight to ``deliver(topic, payload, retain)`` (the
+        link's queues), on the packet's arrival: aiomqtt's message iterator hands them
+        over one per few event-loop iterations, so a burst would wait there in arrival
+        order, a dealer's command behind every bet before it."""
+        if self._deliver is None:
+            super()._on_message(client, userdata, message)
+            return
+        self._deliver(message.topic, bytes(message.payload), bool(message.retain))
+
+    def _on_publish(
+        self,
+        client: Any,
+        userdata: Any,
+        mid: int,
+        reason_code: ReasonCode,
+        properties: Any,
+    ) -> None:
+        if reason_code.is_failure:
+            self.refused[mid] = reason_code
+        super()._on_publish(client, userdata, mid, reason_code, properties)
+
+    @contextlib.contextmanager
+    def _pending_call(self, mid: int, value: Any, pending_dict: dict[int, Any]) -> Iterator[None]:
+        if pending_dict is self._pending_publishes:
+            self.refused.pop(mid, None)  # a stale refusal of an earlier use of this id
+            _PUBLISH_MID.set(mid)
+        with super()._pending_call(mid, value, pending_dict):
+            yield
+
+    def _on_socket_open(self, client: Any, userdata: Any, sock: Any) -> None:
+        super()._on_socket_open(client, userdata, sock)
+        # Runs after aiomqtt's own add_reader (call_soon_threadsafe keeps the order).
+        self._loop.call_soon_threadsafe(self._read_bursts, sock)
+
+    def _read_bursts(self, sock: Any) -> None:
+        """Read every packet waiting on the socket at each wake-up, not one.
+
+        aiomqtt's reader reads one packet per event-loop iteration (paho's
+        ``loop_read`` reads one when nothing of ours is in flight), so a burst of
+        requests sits in the socket in arrival order and a dealer's command behind
+        a flood of bets is read only after every bet before it was handled: the
+        separate queues could not put it first. Reading the socket dry (up to
+        :data:`READ_BURST` packets per wake-up) moves the requests into the link's
+        queues at once."""
+        try:
+            fd = sock.fileno()
+        except OSError:
+            return
+        if fd < 0:
+            return
+        self._loop.remove_reader(fd)
+        self._loop.add_reader(fd, self._read_burst, sock)
+
+    def _read_burst(self, sock: Any) -> None:
+        paho = self._client
+        try:
+            for _ in range(READ_BURST):
+                paho.loop_read()
+                current: Any = paho.socket()
+                if current is None or current.fileno() != sock.fileno():
+                    break  # closed meanwhile
+                if hasattr(current, "pending") and current.pending() > 0:
+                    continue  # TLS: decrypted bytes already buffered
+                if not select.select([current], [], [], 0)[0]:
+                    break
+        except Exception as exc:  # as aiomqtt's reader: the connection is broken
+            if not self._disconnected.done():
+                self._disconnected.set_exception(exc)
+
+    async def publish_checked(
+        self, topic: str, payload: bytes, *, qos: int, retain: bool, timeout: float
+    ) -> ReasonCode | None:
+        """Publish and wait for the acknowledgement; the broker's refusal, or None."""
+        token = _PUBLISH_MID.set(None)
+        try:
+            await self.publish(topic, payload, qos=qos, retain=retain, timeout=timeout)
+            mid = _PUBLISH_MID.get()
+        finally:
+            _PUBLISH_MID.reset(token)
+        return self.refused.pop(mid, None) if mid is not None else None
+
+
+def _refusal(code: int | ReasonCode) -> str | None:
+    """The text of a refusing SUBACK/PUBACK code, or None if it grants.
+
+    MQTT 3.1.1 SUBACK says 0x80 for a refused filter; MQTT 5 has reason codes 0x80 and
+    above (0x87 Not authorized...). paho gives ints or ReasonCodes depending on the
+    protocol and callback API."""
+    if isinstance(code, ReasonCode):
+        return f"{code.getName()} (0x{code.value:02x})" if code.is_failure else None
+    return f"refused (0x{code:02x})" if code >= 0x80 else None

@@ -1,0 +1,649 @@
+"""The link's state between connections: snapshots, responses, faults, the outbox's
+batches and acknowledgements (see the package docstring for the contract)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from paho.mqtt.reasoncodes import ReasonCode
+
+from .. import __version__
+from ..journal import Journal, JournalError, OutboxEntry
+from ..jsonio import JSON, dumps
+from ..latency import Latency
+from ..schemas import PAYLOAD_SCHEMA_VERSION
+from ..timefmt import iso_utc, utc_now
+from ..topics import TopicError, check_topic
+from .client import _AckClient, _refusal
+from .settings import (
+    CONFIRM_AFTER_S,
+    DROPS_TO_FAULT,
+    IDLE_POLL_S,
+    MAX_RESPONSES_QUEUED,
+    REQUEST_TOPICS,
+    Handler,
+    MqttSettings,
+    Response,
+)
+
+#: One logger for the whole link, as before the package was split (logs name it).
+log = logging.getLogger("firmware_host.mqtt")
+
+# ---------------------------------------------------------------------------
+# the link
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    kind: Literal["snapshot", "response", "outbox"]
+    topic: str  # relative to the root
+    payload: bytes
+    qos: int
+    retain: bool
+    ref: Any  # snapshot: (suffix, version); response: key; outbox: entry id
+
+
+@dataclass(frozen=True, slots=True)
+class LinkFault:
+    """Something the broker refuses: a publication (``PUBLISH_REFUSED``) or a
+    subscription (``SUBSCRIBE_REFUSED``) on one topic (relative to the table's root).
+    Raised and cleared by the link; shown in ``state`` (``link_faults``), the console
+    (``status``) and the log (one line when raised, one when cleared)."""
+
+    code: str
+    topic: str
+    message: str
+    since: str
+    attempts: int = 1
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "code": self.code,
+            "topic": self.topic,
+            "message": self.message,
+            "since": self.since,
+            "attempts": self.attempts,
+        }
+
+
+@dataclass
+class LinkStats:
+    connects: int = 0
+    connect_failures: int = 0
+    disconnects: int = 0
+    published: int = 0
+    outbox_published: int = 0
+    refused: int = 0
+    requests: int = 0
+    requests_refused_unread: int = 0
+    handler_errors: int = 0
+    responses_dropped: int = 0
+    marks_deferred: int = 0
+    last_error: str = ""
+    connected_since: str | None = None
+    puback: Latency = field(default_factory=Latency)
+
+
+class LinkBase:
+    """The state of the MQTT side of one table and what works on it between
+    connections: snapshots, responses, faults, the outbox's batches and marks
+    (:class:`~firmware_host.mqtt.link.FloorLink` adds the connection itself).
+
+    Use as ``async with FloorLink(...) as link:`` or ``task = link.start()`` then
+    ``await link.stop()``. All methods are called from the event loop's thread,
+    except :meth:`notify`, which is safe from any thread.
+    """
+
+    def __init__(
+        self,
+        settings: MqttSettings,
+        table_id: str,
+        journal: Journal,
+        *,
+        handler: Handler | None = None,
+        software_version: str = __version__,
+        clock: Callable[[], datetime] = utc_now,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self.table_id = table_id
+        self.journal = journal
+        self.handler = handler
+        self.software_version = software_version
+        self.root = check_topic(f"{settings.prefix}/tables/{table_id}")
+        self.client_id = settings.client_id or f"tablectl-{table_id}"
+        self.stats = LinkStats()
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._state: dict[str, JSON] = {}
+        # suffix -> (version, payload); snapshots published are remembered by version.
+        self._snapshots: dict[str, tuple[int, Mapping[str, JSON]]] = {}
+        self._snap_sent: dict[str, int] = {}
+        self._version = 0
+        #: Responses waiting: to requests that acted (ok, accepted) first, then refusals
+        #: (a flood of malformed requests cannot hold back a dealer's answer).
+        self._responses: OrderedDict[int, tuple[str, bytes]] = OrderedDict()
+        self._refusals: OrderedDict[int, tuple[str, bytes]] = OrderedDict()
+        self._response_seq = 0
+        #: Requests received and not yet handled, one queue per request topic.
+        self._requests: dict[str, deque[bytes]] = {t: deque() for t in REQUEST_TOPICS}
+        self._request_ready = asyncio.Event()
+        #: What the broker refuses now, by (code, topic).
+        self.faults: dict[tuple[str, str], LinkFault] = {}
+        #: Topic -> (monotonic time before which it is not retried, refusals in a row).
+        self._holds: dict[str, tuple[float, int]] = {}
+        #: Outbox entries the broker acknowledged whose "published" mark the journal
+        #: could not write (full disk, I/O error): not sent again, marked when it writes.
+        self._acked_unmarked: dict[int, None] = {}
+        #: While the journal cannot be read ("read") or its marks written ("mark"):
+        #: (retry at, failures in a row). A failing mark does not stop publishing.
+        self._storage_holds: dict[str, tuple[float, int]] = {}
+        #: Outbox entry id -> connections that ended while it was in flight, in a row.
+        self._drops: dict[int, int] = {}
+        self._in_flight: dict[int, str] = {}
+        #: MQTT 3.1.1: outbox entries acknowledged on this connection and not yet known
+        #: to have been taken (id -> (acknowledged at, topic)); see _confirm_unconfirmed.
+        self._unconfirmed: dict[int, tuple[float, str]] = {}
+        #: Whether an acknowledgement counts only once the connection outlived it.
+        self._confirm_by_survival = settings.protocol != "5"
+        self._handler_failures: dict[str, int] = {}
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._connected = asyncio.Event()
+        #: Set once the request topics are subscribed on the current connection.
+        self._subscribed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._online_since: str | None = None
+
+    # -- topics ------------------------------------------------------------------
+    def topic(self, suffix: str) -> str:
+        """Full topic of ``suffix`` (``rounds``, ``devices/wheel``...); refuses wildcards."""
+        return check_topic(f"{self.root}/{check_topic(suffix)}")
+
+    def _relative(self, full: str) -> str | None:
+        head = self.root + "/"
+        return full[len(head) :] if full.startswith(head) else None
+
+    # -- what the daemon calls ---------------------------------------------------------
+    def notify(self) -> None:
+        """Wake the publisher (the outbox grew). Cheap, never blocks, any thread."""
+        loop = self._loop
+        if loop is not None and self._loop_thread != threading.get_ident():
+            loop.call_soon_threadsafe(self._wake_up)
+        else:
+            self._wake_up()
+
+    def _wake_up(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    def set_state(self, **fields: JSON) -> None:
+        """Update the retained ``state`` snapshot (game, phase, round_id, faults...).
+
+        ``schema_version``, ``table_id``, ``availability``, ``software_version``,
+        ``link_faults``, ``since`` and ``updated_at`` are filled in by the link.
+        """
+        self._state.update(fields)
+        self._put_snapshot("state", self._state)
+
+    @property
+    def state(self) -> Mapping[str, JSON]:
+        return dict(self._state)
+
+    def set_device(self, name: str, payload: Mapping[str, JSON]) -> None:
+        """Update the retained ``devices/<name>`` snapshot (``device.json``)."""
+        if "/" in name:
+            raise TopicError(f"device name {name!r} must be a single topic level")
+        check_topic(name)
+        body = {
+            "schema_version": PAYLOAD_SCHEMA_VERSION,
+            "table_id": self.table_id,
+            "device": name,
+            **payload,
+        }
+        body.setdefault("updated_at", iso_utc(self._clock()))
+        self._put_snapshot(f"devices/{name}", body)
+
+    def set_jackpot(self, payload: Mapping[str, JSON]) -> None:
+        """Update the retained ``jackpot`` display snapshot (``jackpot.json``)."""
+        body = {"schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": self.table_id, **payload}
+        body.setdefault("updated_at", iso_utc(self._clock()))
+        self._put_snapshot("jackpot", body)
+
+    def set_snapshot(self, suffix: str, payload: Mapping[str, JSON]) -> None:
+        """Update another retained display snapshot (``board``, ``stats``: what a table's
+        extensions show), with the common head and ``updated_at``."""
+        check_topic(suffix)
+        body = {"schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": self.table_id, **payload}
+        body.setdefault("updated_at", iso_utc(self._clock()))
+        self._put_snapshot(suffix, body)
+
+    def _put_snapshot(self, suffix: str, payload: Mapping[str, JSON]) -> None:
+        self._version += 1
+        self._snapshots[suffix] = (self._version, dict(payload))
+        self.notify()
+
+    def respond(self, request_topic: str, payload: Response) -> None:
+        """Queue a response to a request received on ``request_topic`` (``bets/request``...)."""
+        if payload is None:
+            return
+        response_topic = REQUEST_TOPICS.get(request_topic)
+        if response_topic is None:
+            raise TopicError(
+                f"{request_topic!r} is not a request topic ({', '.join(REQUEST_TOPICS)})"
+            )
+        acted = False
+        if isinstance(payload, bytes):
+            body = payload
+        elif isinstance(payload, str):
+            body = payload.encode("utf-8")
+        elif isinstance(payload, Mapping):
+            body = dumps(dict(payload)).encode("utf-8")
+            acted = payload.get("status") in ("ok", "accepted")
+        else:
+            raise TypeError(
+                f"a response must be a mapping, bytes or str, got {type(payload).__name__}"
+            )
+        while len(self._responses) + len(self._refusals) >= MAX_RESPONSES_QUEUED:
+            (self._refusals or self._responses).popitem(last=False)
+            self.stats.responses_dropped += 1
+        self._response_seq += 1
+        queue = self._responses if acted else self._refusals
+        queue[self._response_seq] = (response_topic, body)
+        self.notify()
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    async def wait_connected(self, timeout: float | None = None) -> None:
+        await asyncio.wait_for(self._connected.wait(), timeout)
+
+    async def wait_subscribed(self, timeout: float | None = None) -> None:
+        """Until the request topics are subscribed: requests sent before that, on the
+        very first connection of a new session, would not reach the table."""
+        await asyncio.wait_for(self._subscribed.wait(), timeout)
+
+    async def wait_idle(self, timeout: float | None = None) -> None:
+        """Until everything queued (outbox, snapshots, responses) has been acknowledged."""
+
+        async def idle() -> None:
+            while True:
+                await self._idle.wait()
+                if not self._has_work():
+                    return
+                self._idle.clear()
+
+        await asyncio.wait_for(idle(), timeout)
+
+    def get_status(self) -> dict[str, JSON]:
+        s = self.stats
+        try:
+            pending: int | None = self.journal.outbox_pending_count()
+        except JournalError:
+            pending = None
+        return {
+            "broker": f"{self.settings.host}:{self.settings.port}",
+            "client_id": self.client_id,
+            "root": self.root,
+            "connected": self.connected,
+            "connected_since": s.connected_since,
+            "connects": s.connects,
+            "connect_failures": s.connect_failures,
+            "disconnects": s.disconnects,
+            "published": s.published,
+            "outbox_published": s.outbox_published,
+            "outbox_pending": pending,
+            "refused": s.refused,
+            "faults": [f.to_json() for f in self.faults.values()],
+            "acked_not_marked": len(self._acked_unmarked),
+            "responses_queued": len(self._responses) + len(self._refusals),
+            "responses_dropped": s.responses_dropped,
+            "requests": s.requests,
+            "requests_queued": {t: len(q) for t, q in self._requests.items()},
+            "requests_refused_unread": s.requests_refused_unread,
+            "handler_errors": s.handler_errors,
+            "puback_latency": s.puback.summary(),
+            "last_error": s.last_error,
+        }
+
+    # -- faults: what the broker refuses ------------------------------------------------
+    def _raise_fault(self, code: str, topic: str, message: str) -> None:
+        key = (code, topic)
+        cur = self.faults.get(key)
+        if cur is not None:
+            self.faults[key] = dataclasses.replace(cur, attempts=cur.attempts + 1)
+            return
+        self.faults[key] = LinkFault(code, topic, message, iso_utc(self._clock()))
+        log.error("mqtt: %s on %s: %s; retried with backoff", code, topic, message)
+        self._put_snapshot("state", self._state)  # the floor sees it (if state gets through)
+
+    def _clear_fault(self, code: str, topic: str) -> None:
+        cur = self.faults.pop((code, topic), None)
+        if cur is None:
+            return
+        log.warning(
+            "mqtt: %s on %s cleared after %d attempt(s): the broker accepts it again",
+            code,
+            topic,
+            cur.attempts,
+        )
+        self._put_snapshot("state", self._state)
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def _backoff(self, attempt: int) -> float:
+        """Capped exponential backoff with jitter in [50%, 100%] of the step."""
+        lo, hi = self.settings.reconnect_min_ms / 1000, self.settings.reconnect_max_ms / 1000
+        step = min(hi, lo * float(1 << min(attempt, 30)))
+        return step * (0.5 + 0.5 * self._rng.random())
+
+    def _count_drops(self) -> None:
+        """A connection ended with outbox entries in flight or acknowledged but not
+        confirmed. An MQTT 3.1.1 broker cannot say no to a publication (MQTT-3.3.5-2):
+        it acknowledges it or closes the connection, and mosquitto 2.0 does both (a
+        PUBACK, then the connection closed). Such entries were not marked published:
+        they go out again on the next connection. The same entry caught by
+        :data:`DROPS_TO_FAULT` ends in a row raises ``PUBLISH_REFUSED`` on its topic
+        and waits for its backoff, so that everything else still flows meanwhile."""
+        caught = dict(self._in_flight)
+        caught.update({i: topic for i, (_, topic) in self._unconfirmed.items()})
+        self._in_flight.clear()
+        self._unconfirmed.clear()
+        for entry_id, topic in caught.items():
+            n = self._drops.get(entry_id, 0) + 1
+            self._drops[entry_id] = n
+            if n >= DROPS_TO_FAULT:
+                self._hold(topic)
+                self._raise_fault(
+                    "PUBLISH_REFUSED",
+                    topic,
+                    f"the broker closed the connection {n} times in a row just after outbox "
+                    f"entry {entry_id} was sent (how an MQTT 3.1.1 broker refuses a "
+                    "publication); the entry stays queued and holds back the outbox after it",
+                )
+
+    def _on_connected(self) -> None:
+        self.stats.connects += 1
+        now = iso_utc(self._clock())
+        self.stats.connected_since = now
+        self._online_since = now
+        self._snap_sent.clear()  # a restarted broker may have lost retained messages
+        self._connected.set()
+        log.info(
+            "mqtt: connected to %s:%d as %s", self.settings.host, self.settings.port, self.client_id
+        )
+
+    def _on_error(self, exc: BaseException) -> None:
+        msg = f"{type(exc).__name__}: {exc}"
+        if not self._connected.is_set():
+            self.stats.connect_failures += 1
+        if msg != self.stats.last_error:
+            log.warning("mqtt: broker %s:%d: %s", self.settings.host, self.settings.port, msg)
+        self.stats.last_error = msg
+
+    def _first_failure(self, kind: str) -> bool:
+        """Whether this is the first failure of ``kind`` (a traceback is logged once per
+        kind, then only counted: a request that trips a bug cannot flood the log)."""
+        n = self._handler_failures.get(kind, 0) + 1
+        self._handler_failures[kind] = n
+        return n == 1
+
+    def _state_payload(self, availability: str, *, reason: str | None = None) -> bytes:
+        now = iso_utc(self._clock())
+        body: dict[str, JSON] = {
+            "schema_version": PAYLOAD_SCHEMA_VERSION,
+            "table_id": self.table_id,
+            "availability": availability,
+            "software_version": self.software_version,
+        }
+        body.update({k: v for k, v in self._state.items() if k not in body})
+        if self.faults:
+            body["link_faults"] = [
+                {"code": f.code, "topic": f.topic, "message": f.message, "since": f.since}
+                for f in self.faults.values()
+            ]
+        body["since"] = (
+            self._online_since if availability == "online" and self._online_since else now
+        )
+        body["updated_at"] = now
+        if reason:
+            body["reason"] = reason
+        return dumps(body).encode("utf-8")
+
+    def _idle_timeout(self) -> float:
+        now = time.monotonic()
+        until = [t for t, _ in self._holds.values()]
+        until.extend(t for t, _ in self._storage_holds.values())
+        if self._unconfirmed:
+            until.append(min(t for t, _ in self._unconfirmed.values()) + CONFIRM_AFTER_S)
+        soonest = min(until, default=now + IDLE_POLL_S)
+        return max(0.001, min(IDLE_POLL_S, soonest - now))
+
+    def _has_work(self) -> bool:
+        if self._responses or self._refusals or self._acked_unmarked or self._unconfirmed:
+            return True
+        try:
+            if self.journal.outbox_pending_count():
+                return True
+        except JournalError:
+            return True
+        return any(self._snap_sent.get(k) != v for k, (v, _) in self._snapshots.items())
+
+    def _held(self, topic: str, now: float) -> bool:
+        hold = self._holds.get(topic)
+        return hold is not None and hold[0] > now
+
+    # -- the journal's storage ---------------------------------------------------------
+    def storage_changed(self) -> None:
+        """The journal's storage fault was raised or cleared (its guard's listener):
+        retry the outbox and the marks now."""
+        for which, (_, n) in list(self._storage_holds.items()):
+            self._storage_holds[which] = (0.0, n)
+        self.notify()
+
+    def _storage_failed(self, which: str, exc: JournalError) -> None:
+        """The journal could not be read (``read``: the outbox waits) or a mark could
+        not be written (``mark``: publishing goes on, the marks are retried): retried
+        with backoff, keeping the connection and its backoff (a journal failure is not
+        a broker failure). Logged once, when the first hold begins."""
+        if not self._storage_holds:
+            log.warning("mqtt: the journal fails (%s); connection kept, retried with backoff", exc)
+        _, n = self._storage_holds.get(which, (0.0, 0))
+        self._storage_holds[which] = (time.monotonic() + self._backoff(n), n + 1)
+
+    def _storage_ok(self, which: str) -> None:
+        hold = self._storage_holds.pop(which, None)
+        if hold is not None and not self._storage_holds:
+            log.info("mqtt: the journal answers again after %d failure(s)", hold[1])
+
+    def _storage_ready(self, which: str, now: float) -> bool:
+        hold = self._storage_holds.get(which)
+        return hold is None or hold[0] <= now
+
+    def _retry_marks(self) -> None:
+        """Write the "published" marks the journal could not write before."""
+        if not self._acked_unmarked or not self._storage_ready("mark", time.monotonic()):
+            return
+        try:
+            self.journal.outbox_mark_published(list(self._acked_unmarked))
+        except JournalError as exc:
+            self._storage_failed("mark", exc)
+            return
+        self._acked_unmarked.clear()
+        self._storage_ok("mark")
+
+    def _next_batch(self) -> list[_Item]:
+        """What to publish next. On a new connection the ``state`` snapshot goes first
+        (availability before anything else); after that the journal's outbox (settled
+        rounds, lifecycle events) goes before snapshots, which only need their latest
+        value, and responses come last: neither a burst of snapshot updates nor a
+        stream of requests may hold back the table's own output (answers to requests that
+        acted go before refusals). A topic the broker
+        refused waits for its backoff; a refused outbox entry holds back every entry
+        after it (the floor gets them in order or not at all)."""
+        now = time.monotonic()
+        room = self.settings.max_inflight
+        snapshots: list[_Item] = []
+        for suffix, (version, body) in list(self._snapshots.items()):
+            if self._snap_sent.get(suffix) == version or self._held(suffix, now):
+                continue
+            if suffix == "state":
+                payload = self._state_payload("online")
+            else:
+                payload = dumps(body).encode("utf-8")
+            snapshots.append(_Item("snapshot", suffix, payload, 1, True, (suffix, version)))
+        announced = "state" in self._snap_sent or "state" not in self._snapshots
+        batch: list[_Item] = [] if announced else snapshots
+        if len(batch) < room and self._storage_ready("read", now):
+            try:
+                entries = self.journal.outbox_pending(
+                    room - len(batch) + len(self._acked_unmarked) + len(self._unconfirmed)
+                )
+            except JournalError as exc:
+                self._storage_failed("read", exc)
+                entries = []
+            else:
+                self._storage_ok("read")
+            for e in entries:
+                if e.id in self._acked_unmarked or e.id in self._unconfirmed:
+                    continue
+                if self._held(e.topic, now) or len(batch) >= room:
+                    break
+                batch.append(self._outbox_item(e))
+        if announced and len(batch) < room:
+            batch.extend(snapshots[: room - len(batch)])
+        for queue in (self._responses, self._refusals):
+            for key, (topic, raw) in queue.items():
+                if len(batch) >= room:
+                    break
+                if not self._held(topic, now):
+                    batch.append(_Item("response", topic, raw, 1, False, key))
+        return batch
+
+    @staticmethod
+    def _outbox_item(e: OutboxEntry) -> _Item:
+        return _Item("outbox", e.topic, e.payload, e.qos, e.retain, e.id)
+
+    async def _publish(self, client: _AckClient, item: _Item) -> None:
+        topic = self.topic(item.topic)
+        t0 = time.perf_counter()
+        refused: ReasonCode | None = None
+        if item.kind == "outbox":
+            self._in_flight[item.ref] = item.topic
+        try:
+            refused = await client.publish_checked(
+                topic,
+                item.payload,
+                qos=item.qos,
+                retain=item.retain,
+                timeout=self.settings.publish_timeout_ms / 1000,
+            )
+        except (ValueError, TypeError) as exc:
+            # Unpublishable (e.g. a payload too large): never let it block the queue.
+            log.error("mqtt: dropping unpublishable %s message on %s: %s", item.kind, topic, exc)
+        if item.kind == "outbox":
+            self._in_flight.pop(item.ref, None)
+        self.stats.puback.add(time.perf_counter() - t0)
+        if refused is not None:
+            self._refused(item, refused)
+            return
+        self._accepted(item)
+
+    def _refused(self, item: _Item, reason: ReasonCode) -> None:
+        """The broker refused ``item`` (PUBACK reason code >= 0x80): nothing is marked,
+        the topic waits for its backoff, the fault is raised (logged once)."""
+        self.stats.refused += 1
+        self._hold(item.topic)
+        what = {"outbox": "outbox entry", "snapshot": "snapshot", "response": "response"}
+        self._raise_fault(
+            "PUBLISH_REFUSED",
+            item.topic,
+            f"the broker refused the publication: {_refusal(reason)}; the {what[item.kind]} "
+            "stays queued"
+            + (" and holds back the outbox after it" if item.kind == "outbox" else ""),
+        )
+
+    def _hold(self, topic: str) -> None:
+        """Nothing more on ``topic`` before its backoff ends (refusals in a row grow it)."""
+        _, n = self._holds.get(topic, (0.0, 0))
+        self._holds[topic] = (time.monotonic() + self._backoff(n), n + 1)
+
+    def _accepted(self, item: _Item) -> None:
+        self.stats.published += 1
+        if self._unconfirmed:
+            # An acknowledgement after them: the connection outlived theirs.
+            self._confirm(list(self._unconfirmed))
+        if item.kind != "outbox":
+            self._taken(item.topic)
+        if item.kind == "outbox":
+            self.stats.outbox_published += 1
+            if self._confirm_by_survival:
+                self._unconfirmed[item.ref] = (time.monotonic(), item.topic)
+            else:
+                self._confirm([item.ref], {item.ref: item.topic})
+        elif item.kind == "response":
+            if self._responses.pop(item.ref, None) is None:
+                self._refusals.pop(item.ref, None)
+        elif item.ref is not None:
+            suffix, version = item.ref
+            self._snap_sent[suffix] = version
+
+    def _taken(self, topic: str) -> None:
+        """The broker took a publication on ``topic``: its hold and fault end."""
+        if topic in self._holds:
+            del self._holds[topic]
+        if self.faults:
+            self._clear_fault("PUBLISH_REFUSED", topic)
+
+    def _confirm_unconfirmed(self) -> None:
+        """MQTT 3.1.1: entries acknowledged :data:`CONFIRM_AFTER_S` ago on a connection
+        still open were taken (mosquitto closes the connection at once after
+        acknowledging a publication it refused)."""
+        if not self._unconfirmed:
+            return
+        limit = time.monotonic() - CONFIRM_AFTER_S
+        done = [i for i, (t, _) in self._unconfirmed.items() if t <= limit]
+        if done:
+            self._confirm(done)
+
+    def _confirm(self, ids: list[int], topics: dict[int, str] | None = None) -> None:
+        """Outbox entries the broker took: marked published in the journal (or, if the
+        journal cannot write now, remembered and marked when it can)."""
+        topics = dict(topics or {})
+        for i in ids:
+            entry = self._unconfirmed.pop(i, None)
+            if entry is not None:
+                topics[i] = entry[1]
+            self._drops.pop(i, None)
+        for topic in set(topics.values()):
+            self._taken(topic)
+        if self._acked_unmarked or not self._storage_ready("mark", time.monotonic()):
+            for i in ids:
+                self._defer_mark(i)
+            return
+        try:
+            self.journal.outbox_mark_published(ids)
+        except JournalError as exc:
+            for i in ids:
+                self._defer_mark(i)
+            self._storage_failed("mark", exc)
+
+    def _defer_mark(self, entry_id: int) -> None:
+        """Acknowledged by the broker, not marked in the journal: remembered, so it is
+        not published again while the process lives, and marked when the journal
+        writes again."""
+        self.stats.marks_deferred += 1
+        self._acked_unmarked[entry_id] = None

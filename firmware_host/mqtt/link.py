@@ -1,0 +1,371 @@
+"""The floor link: connect, serve one connection (subscribe, receive requests, publish),
+reconnect with backoff."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Sequence
+
+import aiomqtt
+from paho.mqtt.client import MQTT_CLEAN_START_FIRST_ONLY
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
+
+from .. import boundedjson
+from ..jsonio import JSON
+from ..schemas import response
+from .client import _AckClient, _refusal
+from .core import LinkBase, _Item
+from .settings import (
+    MAX_INCOMING_QUEUED,
+    MAX_QUEUED,
+    REQUEST_PRIORITY,
+    REQUEST_TOPICS,
+    STABLE_CONNECTION_S,
+)
+
+#: One logger for the whole link, as before the package was split (logs name it).
+log = logging.getLogger("firmware_host.mqtt")
+
+
+class FloorLink(LinkBase):
+    """The MQTT side of one table (see the package docstring).
+
+    Use as ``async with FloorLink(...) as link:`` or ``task = link.start()`` then
+    ``await link.stop()``. All methods are called from the event loop's thread,
+    except :meth:`notify`, which is safe from any thread.
+    """
+
+    def start(self) -> asyncio.Task[None]:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self.run(), name="floor-link")
+        return self._task
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Clean shutdown: finish the publication in flight, drain the outbox for up to
+        ``shutdown_drain_ms``, publish ``state`` offline, disconnect (the will is not sent)."""
+        self._stop.set()
+        self._wake.set()
+        task = self._task
+        if task is None:
+            return
+        if timeout is None:
+            timeout = (
+                self.settings.shutdown_drain_ms / 1000 + self.settings.publish_timeout_ms / 1000 + 2
+            )
+        if not self.connected:
+            task.cancel()  # in backoff or connecting: nothing to say goodbye on
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+        except (TimeoutError, asyncio.CancelledError):
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+    async def __aenter__(self) -> FloorLink:
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def run(self) -> None:
+        """Connect, serve, reconnect with backoff; returns after :meth:`stop`.
+
+        The backoff starts again from ``reconnect_min_ms`` only after a connection
+        that held for a while (:data:`STABLE_CONNECTION_S`, or ``reconnect_max_ms`` if
+        shorter): a broker that accepts the connection and drops it at once is retried
+        ever more slowly, never in a storm."""
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self.journal.add_outbox_listener(self.notify)
+        worker = asyncio.create_task(self._serve_requests(), name="floor-link-requests")
+        stable_after = min(STABLE_CONNECTION_S, self.settings.reconnect_max_ms / 1000)
+        attempt = 0
+        try:
+            while not self._stop.is_set():
+                up_since: float | None = None
+                try:
+                    client = self._make_client()
+                    async with client:
+                        up_since = time.monotonic()
+                        self._on_connected()
+                        await self._session(client)
+                except aiomqtt.MqttError as exc:
+                    self._on_error(exc)
+                except (OSError, ssl.SSLError) as exc:
+                    self._on_error(exc)
+                except Exception as exc:  # a bug: log it once per kind, never stop trying
+                    if self._first_failure(f"link {type(exc).__name__}"):
+                        log.exception("mqtt: unexpected error in the floor link")
+                    self._on_error(exc)
+                finally:
+                    self._subscribed.clear()
+                    if self._connected.is_set():
+                        self._connected.clear()
+                        self.stats.disconnects += 1
+                    self._count_drops()
+                if self._stop.is_set():
+                    break
+                if up_since is not None and time.monotonic() - up_since >= stable_after:
+                    attempt = 0
+                delay = self._backoff(attempt)
+                attempt += 1
+                log.info(
+                    "mqtt: reconnecting to %s:%d in %.2fs",
+                    self.settings.host,
+                    self.settings.port,
+                    delay,
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), delay)
+        finally:
+            worker.cancel()
+            with contextlib.suppress(BaseException):
+                await worker
+            self.journal.remove_outbox_listener(self.notify)
+            self._connected.clear()
+
+    def _make_client(self) -> _AckClient:
+        s = self.settings
+        v5 = s.protocol == "5"
+        properties = None
+        if v5:
+            properties = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+            properties.SessionExpiryInterval = s.session_expiry
+        will = aiomqtt.Will(
+            self.topic("state"),
+            self._state_payload("offline", reason="connection lost"),
+            qos=1,
+            retain=True,
+        )
+        client = _AckClient(
+            s.host,
+            s.port,
+            username=s.username or None,
+            password=s.read_password(),
+            identifier=self.client_id,
+            protocol=aiomqtt.ProtocolVersion.V5 if v5 else aiomqtt.ProtocolVersion.V311,
+            will=will,
+            clean_session=None if v5 else False,
+            clean_start=False if v5 else MQTT_CLEAN_START_FIRST_ONLY,  # ignored on 3.1.1
+            properties=properties,
+            keepalive=s.keepalive,
+            timeout=s.connect_timeout_ms / 1000,  # CONNACK, SUBACK; publish passes its own
+            tls_context=s.tls_context(),
+            max_queued_incoming_messages=MAX_INCOMING_QUEUED,
+            deliver=self._received,
+            # Without TCP_NODELAY, Nagle + delayed ACK add ~40 ms to each PUBACK round trip.
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+        )
+        client.pending_calls_threshold = s.max_inflight + 16  # aiomqtt warns above this
+        return client
+
+    # -- one connection ------------------------------------------------------------------
+    async def _session(self, client: _AckClient) -> None:
+        # Subscribe, then publish: a SUBACK and a PUBACK in flight together meet Nagle's
+        # algorithm on brokers without TCP_NODELAY and cost ~40 ms.
+        subscribed = asyncio.Event()
+        receiver = asyncio.create_task(self._receive(client, subscribed), name="floor-link-rx")
+        publisher = asyncio.create_task(
+            self._publish_loop(client, subscribed), name="floor-link-tx"
+        )
+        try:
+            done, _ = await asyncio.wait({receiver, publisher}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in (receiver, publisher):
+                t.cancel()
+            results = await asyncio.gather(receiver, publisher, return_exceptions=True)
+        for t, r in zip((receiver, publisher), results, strict=True):
+            if t in done and isinstance(r, Exception):
+                raise r
+
+    async def _subscribe(self, client: _AckClient, topics: list[str]) -> list[str]:
+        """Subscribe to ``topics`` (relative); the ones the broker refused (SUBACK
+        0x80 on MQTT 3.1.1, a reason code of 0x80 or above on MQTT 5)."""
+        codes: Sequence[int | ReasonCode] = await client.subscribe(
+            [(self.topic(t), 1) for t in topics]
+        )
+        refused = []
+        for t, code in zip(topics, codes, strict=False):
+            why = _refusal(code)
+            if why is None:
+                self._clear_fault("SUBSCRIBE_REFUSED", t)
+            else:
+                refused.append(t)
+                self._raise_fault(
+                    "SUBSCRIBE_REFUSED",
+                    t,
+                    f"the broker refused the subscription: {why}; requests on {t} cannot reach "
+                    "the table",
+                )
+        return refused
+
+    async def _receive(self, client: _AckClient, subscribed: asyncio.Event) -> None:
+        refused: list[str] = []
+        if self.handler is not None:
+            refused = await self._subscribe(client, list(REQUEST_TOPICS))
+        subscribed.set()
+        retry: asyncio.Task[None] | None = None
+        if refused:
+            retry = asyncio.create_task(self._resubscribe(client, refused), name="floor-link-sub")
+        else:
+            self._subscribed.set()
+        try:
+            # Messages are delivered to _received by the client as they are read; this
+            # iteration only ends (raising) when the connection is lost.
+            async for _ in client.messages:
+                pass
+        finally:
+            if retry is not None:
+                retry.cancel()
+                with contextlib.suppress(BaseException):
+                    await retry
+
+    async def _resubscribe(self, client: _AckClient, refused: list[str]) -> None:
+        """Retry refused subscriptions with backoff, on the same connection."""
+        attempt = 0
+        while refused:
+            await asyncio.sleep(self._backoff(attempt))
+            attempt += 1
+            refused = await self._subscribe(client, refused)
+        self._subscribed.set()
+
+    def _received(self, topic: str, payload: bytes, retain: bool) -> None:
+        """One incoming message (called by the client as it is read): queued for the
+        request worker, or refused at once without being read (too large, queue full).
+        Never raises: it runs inside the client's socket reader."""
+        try:
+            self._take(topic, payload, retain)
+        except Exception:
+            if self._first_failure("receive"):
+                log.exception("mqtt: an incoming message could not be queued")
+
+    def _take(self, topic: str, payload: bytes, retain: bool) -> None:
+        rel = self._relative(topic)
+        if rel not in REQUEST_TOPICS:
+            return
+        if retain:
+            log.warning("mqtt: ignoring a retained request on %s (requests must be live)", rel)
+            return
+        if not payload:
+            return  # an empty message only clears a retained one: not a request
+        self.stats.requests += 1
+        queue = self._requests[rel]
+        if len(payload) > boundedjson.MAX_REQUEST_BYTES:
+            self._refuse_unread(
+                rel,
+                "REQUEST_TOO_LARGE",
+                f"the request is {len(payload)} bytes; the limit is "
+                f"{boundedjson.MAX_REQUEST_BYTES} (not read)",
+            )
+        elif len(queue) >= MAX_QUEUED[rel]:
+            self._refuse_unread(
+                rel,
+                "TABLE_BUSY",
+                f"{len(queue)} requests on {rel} are waiting; send again later (not read)",
+            )
+        else:
+            queue.append(payload)
+            self._request_ready.set()
+
+    def _refuse_unread(self, rel: str, code: str, message: str) -> None:
+        """Answer a request without reading it (``request_id`` null), at once."""
+        self.stats.requests_refused_unread += 1
+        status = "rejected" if rel == "bets/request" else "error"
+        self.respond(rel, response(self.table_id, None, status, code=code, message=message))
+
+    def _next_request(self) -> tuple[str, bytes] | None:
+        """Commands before bets: a flood of bets never delays a dealer's command."""
+        for rel in REQUEST_PRIORITY:
+            queue = self._requests[rel]
+            if queue:
+                return rel, queue.popleft()
+        return None
+
+    async def _serve_requests(self) -> None:
+        """Hand queued requests to the handler one at a time, commands first; between
+        two, the event loop runs everything else (devices, the publisher)."""
+        while True:
+            nxt = self._next_request()
+            if nxt is None:
+                self._request_ready.clear()
+                await self._request_ready.wait()
+                continue
+            await self._dispatch(*nxt)
+            await asyncio.sleep(0)
+
+    async def _dispatch(self, rel: str, payload: bytes) -> None:
+        if self.handler is None:
+            return
+        try:
+            result = self.handler(rel, payload)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:  # a bad request must never stop the link
+            self.stats.handler_errors += 1
+            if self._first_failure(f"handler {type(exc).__name__}"):
+                log.exception("mqtt: request handler failed on %s (logged once per kind)", rel)
+            result = self._internal_error(rel, payload, exc)
+        try:
+            self.respond(rel, result)
+        except TypeError:
+            self.stats.handler_errors += 1
+            log.exception("mqtt: request handler returned an unpublishable response on %s", rel)
+
+    def _internal_error(self, rel: str, payload: bytes, exc: Exception) -> dict[str, JSON]:
+        """The answer when the handler itself fails (it should answer every request itself)."""
+        return response(
+            self.table_id,
+            boundedjson.peek_request_id(payload),
+            "rejected" if rel == "bets/request" else "error",
+            code="INTERNAL_ERROR",
+            message=f"internal error: {type(exc).__name__}",
+        )
+
+    async def _publish_loop(self, client: _AckClient, subscribed: asyncio.Event) -> None:
+        await subscribed.wait()
+        version = self._snapshots.get("state", (0, {}))[0]
+        online = self._state_payload("online")
+        await self._publish(client, _Item("snapshot", "state", online, 1, True, ("state", version)))
+        drain_deadline: float | None = None
+        while True:
+            if self._stop.is_set():
+                if drain_deadline is None:
+                    drain_deadline = time.monotonic() + self.settings.shutdown_drain_ms / 1000
+                if time.monotonic() >= drain_deadline:
+                    break
+            self._confirm_unconfirmed()
+            self._retry_marks()
+            batch = self._next_batch()
+            if not batch:
+                if self._stop.is_set():
+                    break
+                self._wake.clear()
+                batch = self._next_batch()  # anything that arrived before the clear
+                if not batch:
+                    self._idle.set()
+                    with contextlib.suppress(TimeoutError):
+                        # The poll is a safety net only: commits wake us through the
+                        # listener; a refused topic or the journal's storage is retried
+                        # when its backoff ends.
+                        await asyncio.wait_for(self._wake.wait(), self._idle_timeout())
+                    continue
+            results = await asyncio.gather(
+                *(self._publish(client, it) for it in batch), return_exceptions=True
+            )
+            for r in results:
+                if isinstance(r, BaseException):
+                    raise r
+        # Goodbye: retained offline, then DISCONNECT (on leaving ``async with``) cancels the will.
+        offline = self._state_payload("offline", reason="shutdown")
+        await self._publish(client, _Item("snapshot", "state", offline, 1, True, None))
+        log.info("mqtt: table marked offline (clean shutdown)")
