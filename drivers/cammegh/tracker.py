@@ -23,8 +23,8 @@ state-5 line, then the ``win`` field of every status line until the next result
   than a result already taken raise ``RESULT_CONTRADICTED``;
 - one result per spin: after a result (or a dispute), no other is taken until two
   consecutive status lines show another spin (the next game), and never another for
-  the same spin number unless a mains power cycle (spin 001 with no result, two
-  lines) started the count again.
+  the same spin number unless a mains power cycle (``RESULT_LINES`` lines with no
+  result since power-on) started the count again.
 
 State changes are taken from a single valid line (bets must close at the first
 state-4 line). Warning flags count once seen on ``confirm_lines`` consecutive
@@ -132,6 +132,7 @@ class WheelTracker:
         # results
         self.armed = True
         self.done_spin: int | None = None  # spin of the last result taken (or disputed)
+        self.no_result_lines = 0  # consecutive status lines showing no result (win "  ")
         self.bare: WinningLine | None = None  # bare line since the previous status line
         self.candidate: _Candidate | None = None  # a number gathering its lines
         self.missing: Status | None = None  # a dropped candidate's first line
@@ -260,8 +261,12 @@ class WheelTracker:
         out = self._check_taken(st)
         key = (int(st.state), st.spin)
         two_alike = prev is not None and (int(prev.state), prev.spin) == key
-        if two_alike and st.win is None and prev is not None and prev.win is None:
-            self.done_spin = None  # a mains power cycle: the spin count starts again
+        self.no_result_lines = self.no_result_lines + 1 if st.win is None else 0
+        if self.no_result_lines >= RESULT_LINES:
+            # A mains power cycle (no result since power-on): the spin count starts
+            # again. RESULT_LINES lines, not two: two lines with the win digit
+            # substituted by a space gave the spin a second result (the search).
+            self.done_spin = None
         if not self.armed and two_alike and st.spin != self.done_spin:
             # Two consecutive lines of another spin. Not another state of the same spin:
             # two lines with the state digit substituted alike re-armed it, and the
@@ -307,7 +312,7 @@ class WheelTracker:
             return out
         if st.spin == self.done_spin:
             # One result per spin, also when two lines with the spin field substituted
-            # alike re-armed the tracker; only a power cycle clears it (spin 001 again).
+            # alike re-armed the tracker; only a power cycle clears it.
             return out
         if self.missing is not None and self.missing.spin != st.spin:
             out.append(self._missing(st))

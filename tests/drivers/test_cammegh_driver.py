@@ -132,7 +132,13 @@ async def test_results_back_to_back_exactly_once(make_rig: Any) -> None:
 
 
 async def test_host_starts_games_and_chooses_direction(make_rig: Any) -> None:
-    rig = await make_rig()
+    """State 5 lasts 2 s here (the real wheel's 3-8 s, scaled): the result needs three
+    lines, so with the fast sim's 0.08 s it could be completed by the next game's first
+    line, an idle state 2 that accepts ``*u`` (seen on a loaded machine)."""
+    sim = CammeghSim(
+        seed=7, timing=dataclasses.replace(FAST, result=2.0), state=GameState.PLACE_BETS
+    )
+    rig = await make_rig(sim)
     rig.sim.set_next(23)
     await rig.driver.start_game(Direction.ANTICLOCKWISE)
     await rig.until(lambda: len(rig.of(WinningNumber)) == 1)

@@ -320,8 +320,11 @@ def test_spin_80_is_the_capture_as_written() -> None:
         # the same with the spin field (080 -> 180): the three-line rule alone still took
         # 10 twice (its first version re-armed on two lines of another state or spin)
         ({5: b"*X;5;180;10;0;170;1", 6: b"*X;5;180;10;0;170;1"}, "10 twice"),
+        # two lines with no result (win digits -> spaces) looked like a power cycle and
+        # re-armed the spin (found on the capture's spin 079 by the same search)
+        ({5: b"*X;5;080;  ;0;170;1", 6: b"*X;5;080;  ;0;170;1"}, "10 twice"),
     ],
-    ids=["bare-and-first-status", "state-4-as-5", "state-re-armed", "spin-re-armed"],
+    ids=["bare-and-first-status", "state-4-as-5", "state-re-armed", "spin-re-armed", "blank"],
 )
 def test_two_substituted_bytes_in_the_real_capture_never_give_a_wrong_result(
     changes: dict[int, bytes], wrong: str
@@ -331,7 +334,8 @@ def test_two_substituted_bytes_in_the_real_capture_never_give_a_wrong_result(
     two-byte one inside a line (digits, separators, ``*X``, A-F, CR, LF) and every pair
     of one-byte substitutions in two lines. The old tracker, which took a result on two
     agreeing lines, gave 77 distinct wrong outcomes, all from two lines (``wrong`` says
-    what it did with these); the first three-line tracker still 27 (10 twice). Now: 10
+    what it did with these); the first three-line tracker still 27 (10 twice), and one
+    (``blank``) on spin 079. Now: 10
     once, or no result (RESULT_DISPUTED / RESULT_MISSING: the round waits for one by
     hand or is voided)."""
     lines = [SPIN_80[0]] * 3 + [changes.get(i, line) for i, line in enumerate(SPIN_80)]
