@@ -4,7 +4,9 @@ The same :class:`~drivers.cammegh.tracker.WheelTracker` as the live driver, fed 
 the capture's own timestamps (so grace periods are measured as they happened).
 A raw byte capture has no times: status lines are then assumed 500 ms apart (the
 wheel's automatic status cadence), which is what the grace periods count in.
-Each ``# session`` of a frame log starts a fresh tracker (a new run of the host).
+Each ``# session`` of a frame log starts a fresh tracker (a new run of the host); a
+result still waiting for its confirming lines when a session or the capture ends is
+reported (``RESULT_UNCONFIRMED``), not taken.
 """
 
 from __future__ import annotations
@@ -34,13 +36,17 @@ def decode_capture(
     tracker = WheelTracker(device, pockets=pockets)
     decoder = LineDecoder()
     synthetic = 0.0
+    last: dict[str, Any] = {"t": None, "session": None}  # where the previous record was
     for rec in read_capture(data):
         where: dict[str, Any] = {"t": rec.time, "session": rec.session}
         if rec.line_no:
             where["line"] = rec.line_no
         if rec.direction == "SESSION":
+            for event in tracker.end():  # a number waiting at the end of the session
+                yield {**event.to_json(), **last}
             tracker, decoder = WheelTracker(device, pockets=pockets), LineDecoder()
             continue
+        last = where
         if rec.direction == "TX":
             if include_tx:
                 yield {"kind": "TX", "device": device, "raw": rec.data.decode("latin-1"), **where}
@@ -64,3 +70,5 @@ def decode_capture(
                 now = synthetic
             for event in tracker.feed(item, now):
                 yield {**event.to_json(), **where}
+    for event in tracker.end():
+        yield {**event.to_json(), **last}

@@ -44,9 +44,10 @@ class GameStateChanged(WheelEvent):
 class WinningNumber(WheelEvent):
     """The result of one spin: emitted exactly once per spin.
 
-    Taken only from a state-5 status line, and only once confirmed: by the bare
-    winning-number line just before it (``confirmed_by="line"``) or by the next
-    status line repeating it (``"status"``). ``pocket`` is the display form
+    Started only by a state-5 status line, and taken only once three lines carry the
+    number with none showing another: the bare winning-number line just before it and
+    the next status line (``confirmed_by="line"``), or the next two status lines
+    (``"status"``); ``raw`` holds those lines. ``pocket`` is the display form
     (``"0"``, ``"00"``); ``number`` is 0..36, 37 for ``00``. ``void_reason`` is set
     if the driver had already voided this game (the round logic must not settle it).
     """

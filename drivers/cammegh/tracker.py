@@ -5,18 +5,26 @@ seconds on any monotonic origin: the live driver passes its clock, ``tablectl
 decode`` the capture's timestamps) and returns the events to emit. It is the whole
 behaviour of the driver minus I/O, so the real capture can be replayed through it.
 
-Results [ref §4.1, §4.2, §12.7]:
+Results [ref §4.1, §4.2, §12.7]. The protocol has no checksum, and a byte
+substituted inside a number leaves a valid line showing another number; what it
+offers instead is repetition: the bare winning-number line just before the first
+state-5 line, then the ``win`` field of every status line until the next result
+(the rest of state 5, and the next game's states 1-4, spin + 1). So:
 
-- a result is taken only from a state-5 status line, never from the bare number
+- a result is started only by a state-5 status line, never by the bare number
   line (a torn status line such as ``1`` looks exactly like one);
-- it must be confirmed before it is emitted: either the bare winning-number line
-  received just before it (since the previous status line) carries the same
-  number and the previous status line shows the same spin number (it only changes
-  on 5 -> 2), or the next status line repeats it (same spin, same number). A single
-  line with a substituted digit can therefore not produce a result;
-- one result per spin: after a result is emitted, no other is taken until two
-  consecutive status lines show another (state, spin) — the next game, or the
-  same spin number after a power cycle or a spin-counter wrap (256 -> 1).
+- it is emitted once ``RESULT_LINES`` (3) lines carry it: the bare line received
+  just before its first state-5 line (the previous status line showing the same
+  spin) and the next status line, or, the bare line lost, the next two status
+  lines. A wrong result therefore needs three lines corrupted to the same number;
+- any line in that window that shows another number (the bare line included)
+  disputes the spin: no result is taken (``RESULT_DISPUTED``), the round waits for
+  one entered by hand or is voided. Two later lines agreeing on another number
+  than a result already taken raise ``RESULT_CONTRADICTED``;
+- one result per spin: after a result (or a dispute), no other is taken until two
+  consecutive status lines show another spin (the next game), and never another for
+  the same spin number unless a mains power cycle (``RESULT_LINES`` lines with no
+  result since power-on) started the count again.
 
 State changes are taken from a single valid line (bets must close at the first
 state-4 line). Warning flags count once seen on ``confirm_lines`` consecutive
@@ -38,6 +46,7 @@ from .codec import (
     WarningFlag,
     WinningLine,
     flag_names,
+    next_spin,
     pocket_text,
 )
 from .events import (
@@ -51,9 +60,49 @@ from .events import (
 )
 from .policy import Action, PolicySettings, Rule, rule_for
 
-__all__ = ["WheelTracker"]
+__all__ = ["RESULT_LINES", "WheelTracker"]
 
 _IN_GAME = (2, 3, 4)
+
+#: Lines that must carry a number, with none showing another, before it is a result:
+#: the bare line and two status lines, or three status lines. Two were not enough:
+#: one substituted digit in the bare line and one in the next status line can agree
+#: (hypothesis found bare ``20`` + ``*X;5;001;20;...`` for a wheel showing 10, its
+#: first state-5 line garbled in between).
+RESULT_LINES = 3
+
+
+@dataclass
+class _Candidate:
+    """A number shown by a state-5 line, gathering the lines that carry it."""
+
+    first: Status  # the first state-5 line of the spin (win is not None)
+    bare: WinningLine | None  # the bare line just before it, if it agreed
+    lines: list[bytes]  # raw lines carrying the number, in order (the evidence)
+
+    @property
+    def spin(self) -> int:
+        return self.first.spin
+
+    @property
+    def number(self) -> int:
+        assert self.first.win is not None
+        return self.first.win
+
+    def carries(self, st: Status) -> bool | None:
+        """Whether ``st`` shows this result (True), another number where it should show
+        this one (False), or says nothing about it (None: another spin, a power cycle).
+
+        The ``win`` field changes only on 4 -> 5 [ref §4.1 obs]: from this spin's state 5
+        it repeats the number in state 5, in 6 and 1 of the same spin (the wheel stopped
+        after the result) and in the next game's states before its own result."""
+        if st.win is None:  # no result since power-on: a mains power cycle
+            return None
+        same = st.spin == self.spin and int(st.state) in (5, 6, 1)
+        following = st.spin == next_spin(self.spin) and int(st.state) != 5
+        if not (same or following):
+            return None
+        return st.win == self.number
 
 
 @dataclass
@@ -82,11 +131,13 @@ class WheelTracker:
         self.state_since = 0.0
         # results
         self.armed = True
-        self.accepted: tuple[int, int] | None = None  # (spin, number) of the last result
+        self.done_spin: int | None = None  # spin of the last result taken (or disputed)
+        self.no_result_lines = 0  # consecutive status lines showing no result (win "  ")
         self.bare: WinningLine | None = None  # bare line since the previous status line
-        self.pending: Status | None = None  # a state-5 line waiting for its confirmation
-        self.missing: Status | None = None  # first unconfirmed state-5 line of this game
-        self.pending_bare: WinningLine | None = None  # the bare line before ``pending``
+        self.candidate: _Candidate | None = None  # a number gathering its lines
+        self.missing: Status | None = None  # a dropped candidate's first line
+        self.watch: _Candidate | None = None  # the result taken, checked by later lines
+        self.contradiction: int | None = None  # another number on the previous line
         self.last_result: WinningNumber | None = None
         # game in progress
         self.game_open = False
@@ -98,7 +149,8 @@ class WheelTracker:
         # counters
         self.status_lines = 0
         self.results = 0
-        self.unconfirmed = 0  # state-5 lines that had to wait for a confirmation
+        self.unconfirmed = 0  # state-5 lines whose number never gathered its lines
+        self.disputed = 0  # spins whose lines disagreed (no result taken)
         self.anomalies = 0
 
     # ------------------------------------------------------------------ input
@@ -117,11 +169,33 @@ class WheelTracker:
             ]
         return []
 
+    def end(self) -> list[WheelEvent]:
+        """The input ends (a capture or one of its sessions; a live link never ends: a
+        result waits across a reconnect). A number still gathering its lines is reported
+        as ``RESULT_UNCONFIRMED``, never taken."""
+        cand, self.candidate = self.candidate, None
+        if cand is None or self.last is None:
+            return []
+        self.anomalies += 1
+        return [
+            self._warning(
+                self.last,
+                "RESULT_UNCONFIRMED",
+                f"the input ends before the result of spin {cand.spin} was confirmed "
+                f"({pocket_text(cand.number)} on {len(cand.lines)} of the {RESULT_LINES} "
+                "lines it needs): enter it by hand",
+                Action.WARN,
+                "suggested",
+            )
+        ]
+
     # ------------------------------------------------------------------ status lines
     def _status(self, st: Status, now: float) -> list[WheelEvent]:
-        out: list[WheelEvent] = []
         prev = self.last
         self.status_lines += 1
+        # First the result: a line of the next game may be the one that completes the
+        # previous spin's result, which then comes before that game's state change.
+        out = self._result(prev, st)
         if prev is None or prev.state != st.state:
             out.append(
                 GameStateChanged(
@@ -138,7 +212,6 @@ class WheelTracker:
             self.state_since = now
             out += self._transition(prev, st)
         out += self._flags(st, now)
-        out += self._result(prev, st)
         self.last = st
         self.bare = None
         return out
@@ -185,96 +258,167 @@ class WheelTracker:
 
     # ------------------------------------------------------------------ results
     def _result(self, prev: Status | None, st: Status) -> list[WheelEvent]:
-        out: list[WheelEvent] = []
-        pending, self.pending = self.pending, None
+        out = self._check_taken(st)
         key = (int(st.state), st.spin)
         two_alike = prev is not None and (int(prev.state), prev.spin) == key
-        if (
-            not self.armed
-            and self.accepted is not None
-            and key != (5, self.accepted[0])
-            and two_alike
-        ):
-            self.armed = True  # two consecutive lines show another (state, spin)
+        self.no_result_lines = self.no_result_lines + 1 if st.win is None else 0
+        if self.no_result_lines >= RESULT_LINES:
+            # A mains power cycle (no result since power-on): the spin count starts
+            # again. RESULT_LINES lines, not two: two lines with the win digit
+            # substituted by a space gave the spin a second result (the search).
+            self.done_spin = None
+        if not self.armed and two_alike and st.spin != self.done_spin:
+            # Two consecutive lines of another spin. Not another state of the same spin:
+            # two lines with the state digit substituted alike re-armed it, and the
+            # spin's next lines gave its result twice (found by the substitution search).
+            self.armed = True
         if not self.armed:
             return out
+        cand = self.candidate
+        if cand is not None:
+            carried = cand.carries(st)
+            if carried is True:
+                cand.lines.append(st.raw)
+                if len(cand.lines) >= RESULT_LINES:
+                    return out + self._take(cand, st)
+                if st.spin == cand.spin:
+                    return out
+                # The next game's first line, and the number still short of its lines:
+                # the round logic voids a round once the wheel shows the next spin
+                # (table/procedures/wheel.py), so a result after it would land on the
+                # next round. It can complete the result on this line (emitted before
+                # the state change), never later.
+                self.candidate = None
+                self.unconfirmed += 1
+                self.missing = cand.first
+                return out
+            if carried is False:
+                return out + self._dispute(cand, st, f"status line {st.raw.decode()!r}")
+            result_line = int(st.state) == 5
+            if (result_line and not two_alike) or (not result_line and st.spin != cand.spin):
+                return out  # one line of another spin, a power cycle: nothing about it
+            # this spin before its result (its first "state-5" line was a corrupted
+            # state-4 line), or another spin's result: the number never gathered its lines
+            self.candidate = None
+            self.unconfirmed += 1
+            if self.missing is None:
+                self.missing = cand.first
         if st.state != GameState.WINNING_NUMBER:
-            if self.missing is not None and two_alike:
-                miss, self.missing = self.missing, None
-                self.anomalies += 1
-                out.append(
-                    self._warning(
-                        st,
-                        "RESULT_MISSING",
-                        f"the wheel left state 5 of spin {miss.spin} without a confirmed result "
-                        f"(a single line showed {pocket_text(miss.win or 0)}): enter it by hand",
-                        Action.WARN,
-                        "suggested",
-                    )
-                )
+            if self.missing is not None and two_alike and st.spin != self.missing.spin:
+                out.append(self._missing(st))
             return out
         if st.win is None:
             self.anomalies += 1  # state 5 without a number: nothing to take
             return out
-        if (
-            self.bare is not None
-            and self.bare.number == st.win
-            and prev is not None
-            and prev.spin == st.spin  # the spin number only changes on 5 -> 2
-        ):
-            by = "line"
-        elif pending is not None and pending.spin == st.spin and pending.win == st.win:
-            by = "status"
-        else:
-            self.unconfirmed += 1
-            self.pending = st
-            self.pending_bare = self.bare
-            if self.missing is None:
-                self.missing = st
+        if st.spin == self.done_spin:
+            # One result per spin, also when two lines with the spin field substituted
+            # alike re-armed the tracker; only a power cycle clears it.
             return out
-        self.missing = None
-        self.armed = False
-        self.accepted = (st.spin, st.win)
-        if st.win >= self.pockets:
+        if self.missing is not None and self.missing.spin != st.spin:
+            out.append(self._missing(st))
+        bare = self.bare if prev is not None and prev.spin == st.spin else None
+        cand = self.candidate = _Candidate(st, None, [st.raw])
+        if bare is not None:
+            if bare.number != st.win:
+                return out + self._dispute(cand, st, f"winning-number line {bare.raw.decode()!r}")
+            cand.bare = bare
+            cand.lines.insert(0, bare.raw)
+        return out
+
+    def _missing(self, st: Status) -> WheelWarning:
+        miss, self.missing = self.missing, None
+        assert miss is not None
+        self.anomalies += 1
+        return self._warning(
+            st,
+            "RESULT_MISSING",
+            f"the wheel left state 5 of spin {miss.spin} without a confirmed result "
+            f"(a line showed {pocket_text(miss.win or 0)}): enter it by hand",
+            Action.WARN,
+            "suggested",
+        )
+
+    def _dispute(self, cand: _Candidate, st: Status, other: str) -> list[WheelEvent]:
+        """Lines that should carry one number disagree: no result for this spin."""
+        self.candidate = self.missing = None
+        self.armed, self.done_spin = False, cand.spin
+        self.disputed += 1
+        self.anomalies += 1
+        return [
+            self._warning(
+                st,
+                "RESULT_DISPUTED",
+                f"spin {cand.spin}: status line {cand.first.raw.decode()!r} shows "
+                f"{pocket_text(cand.number)} but {other} does not; no result is taken "
+                "(a corrupted line cannot be told from the right one): enter it by hand "
+                "or void the round",
+                Action.WARN,
+                "suggested",
+            )
+        ]
+
+    def _take(self, cand: _Candidate, st: Status) -> list[WheelEvent]:
+        self.candidate = self.missing = None
+        self.armed, self.done_spin = False, cand.spin
+        first, number = cand.first, cand.number
+        if number >= self.pockets:
             self.anomalies += 1
-            out.append(
+            return [
                 self._warning(
                     st,
                     "RESULT_OUT_OF_RANGE",
-                    f"result {pocket_text(st.win)} does not exist on a {self.pockets}-pocket wheel",
+                    f"result {pocket_text(number)} does not exist on a {self.pockets}-pocket wheel",
                     Action.FAULT,
                     "suggested",
                 )
-            )
-            return out
-        line = self.bare if by == "line" else self.pending_bare
-        if by == "status" and line is not None and line.number != st.win:
-            out.append(
-                self._warning(
-                    st,
-                    "RESULT_LINE_MISMATCH",
-                    f"winning-number line said {pocket_text(line.number)}, "
-                    f"status says {pocket_text(st.win)}; the status line is taken",
-                    Action.WARN,
-                    "suggested",
-                )
-            )
-        raw = st.raw if by == "status" or line is None else line.raw + b"\n" + st.raw
+            ]
+        self.watch, self.contradiction = cand, None
         ev = WinningNumber(
             device=self.device,
-            raw=raw,
-            number=st.win,
-            pocket=pocket_text(st.win),
-            spin=st.spin,
-            direction=Direction(st.direction).label,
-            speed=st.speed,
-            confirmed_by=by,
+            raw=b"\n".join(cand.lines),
+            number=number,
+            pocket=pocket_text(number),
+            spin=first.spin,
+            direction=Direction(first.direction).label,
+            speed=first.speed,
+            confirmed_by="line" if cand.bare is not None else "status",
             void_reason=self.void_reason,
         )
         self.results += 1
         self.last_result = ev
-        out.append(ev)
-        return out
+        return [ev]
+
+    def _check_taken(self, st: Status) -> list[WheelEvent]:
+        """Later lines of a result already taken: two in a row showing one other number
+        mean the result was wrong (three lines corrupted alike) or the link is bad."""
+        watch = self.watch
+        if watch is None:
+            return []
+        carried = watch.carries(st)
+        if carried is None:
+            if int(st.state) == 5 and st.spin != watch.spin:
+                self.watch = None  # the next result: its own lines take over
+            self.contradiction = None
+            return []
+        if carried:
+            self.contradiction = None
+            return []
+        if self.contradiction != st.win:
+            self.contradiction = st.win
+            return []
+        self.watch = self.contradiction = None
+        self.anomalies += 1
+        return [
+            self._warning(
+                st,
+                "RESULT_CONTRADICTED",
+                f"spin {watch.spin} was taken as {pocket_text(watch.number)}, but two "
+                f"later lines show {pocket_text(st.win or 0)}: check the wheel and the "
+                "round's frames",
+                Action.FAULT,
+                "suggested",
+            )
+        ]
 
     # ------------------------------------------------------------------ flags
     def _warning(
@@ -390,5 +534,6 @@ class WheelTracker:
             "results": self.results,
             "status_lines": self.status_lines,
             "unconfirmed_result_lines": self.unconfirmed,
+            "disputed_results": self.disputed,
             "anomalies": self.anomalies,
         }

@@ -30,6 +30,11 @@ INJECTABLE = (
 )
 
 
+#: The most decks a shoe holds (:func:`firmware_host.games.cards.shoe_composition`);
+#: SHUFFLE with more is refused as a bad argument.
+MAX_DECKS = 12
+
+
 class SimError(RuntimeError):
     """The simulated shoe cannot do that now (door open, jammed, empty)."""
 
@@ -150,6 +155,11 @@ class ShoeModel(DeviceModel):
     def on_request(self, msg: Message) -> bytes:
         try:
             if msg.name == "SHUFFLE":
+                if msg["decks"] > MAX_DECKS:  # a wire value, unchecked by the codec (u8)
+                    raise Refuse(
+                        RefusedReason.BAD_ARGUMENT,
+                        f"a shoe holds 1 to {MAX_DECKS} decks, got {msg['decks']}",
+                    )
                 self.shuffle(msg["decks"] or None)
             elif msg.name == "CHECK_DECK":
                 self.check_deck()

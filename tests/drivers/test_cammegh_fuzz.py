@@ -7,14 +7,21 @@ Properties:
   protocol reference ([ref §4.1] "suggested grammar", plus the ``:`` variant),
   written out independently here;
 - the stream decoder never raises, whatever the bytes and the chunking;
-- a valid game stream with garbage inserted anywhere, or bytes substituted, never
-  yields a winning number the wheel did not send, nor two for one spin.
+- a valid game stream with garbage inserted anywhere never yields a winning number
+  the wheel did not send, nor two for one spin;
+- with bytes substituted (which keep a line's length, the corruption fixed widths
+  cannot catch): never a wrong result while fewer lines are corrupted than a result
+  needs (``tracker.RESULT_LINES``), nor a second for a spin; with more, either only
+  where that many corrupted lines show it alike.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,8 +34,8 @@ from drivers.cammegh.codec import (
     WinningLine,
     parse_line,
 )
-from drivers.cammegh.events import WinningNumber
-from drivers.cammegh.tracker import WheelTracker
+from drivers.cammegh.events import WheelWarning, WinningNumber
+from drivers.cammegh.tracker import RESULT_LINES, WheelTracker
 
 # [ref §4.1] ^\*X;([1-7]);(\d{3});( \d|\d{2}|0{3,4}|  );([0-9A-F]);(\d{3});([01])$
 # narrowed to real pockets (0-36, 00, 000, 0000) and spins 0..256, with ':' allowed.
@@ -37,7 +44,13 @@ REF_STATUS = re.compile(
 )
 REF_BARE = re.compile(r" ?\d|[12]\d|3[0-6]|00|000|0000")
 
+CAPTURE = (
+    Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "cammegh-ss2"
+) / "real-session.log"
+
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: The substitution searches: more examples, each drawing many small choices.
+FUZZ_MORE = settings(FUZZ, max_examples=600)
 
 # Bytes likely to form near-valid lines, mixed with anything.
 near = st.sampled_from(list(b"*X;:0123456789ABCDEF \r\nPOKNFuS"))
@@ -141,30 +154,249 @@ def test_inserted_garbage_never_makes_a_wrong_or_second_result(
     assert len({spin for spin, _ in got}) == len(got)
 
 
-@FUZZ
-@given(games, st.integers(1, 256), st.data())
-def test_substituted_bytes_never_make_a_wrong_or_second_result(
-    numbers: list[int], first: int, data: st.DataObject
-) -> None:
-    """A byte replaced by another keeps the line length: the case fixed widths cannot catch.
+# -- substituted bytes: the case fixed widths cannot catch -------------------------------
+# A byte replaced by another keeps the line's length, and a digit replaced inside a
+# number leaves a valid line showing another number. A result needs RESULT_LINES lines
+# carrying it and none showing another, so a wrong result needs that many lines
+# corrupted to the same number. Substitutions aim at the numbers (the win field, the
+# bare line) half of the time, with CR/LF among the bytes (they split a line).
 
-    A result needs two agreeing lines (bare line + status, or two status lines), so
-    a single corrupted line cannot produce one. Substitutions are kept at most one
-    per line, the regime of a 1 % byte error rate on 20-byte lines.
-    """
-    clean, sent = stream_of(numbers, first)
-    lines = clean.split(b"\r\n")
-    picks = data.draw(st.lists(st.integers(0, len(lines) - 1), unique=True, max_size=12))
+GAME = 15  # lines per game in game_lines: 3 x state 2, 3 x 3, 4 x 4, the bare line, 4 x 5
+WIN = (9, 10)  # where the win field sits in a status line
+number_byte = st.sampled_from(list(b"0123456789 \r\n"))
+some_byte = st.one_of(number_byte, number_byte, number_byte, st.integers(0, 255))
+
+
+#: Fields a substitution "alike" aims at: the number's tens and units digits (status
+#: and bare lines), the state digit and the spin's digits (status lines only).
+PLACES = ("tens", "units", "state", "spin hundreds", "spin tens", "spin units")
+STATUS_AT = {"tens": WIN[0], "units": WIN[1], "state": 3, "spin hundreds": 5}
+STATUS_AT |= {"spin tens": 6, "spin units": 7}
+
+
+def digit_at(line: bytes, place: str) -> int | None:
+    """Where ``place`` is in a status or bare line (None: the line has no such field)."""
+    if line.startswith(b"*X"):
+        return STATUS_AT[place]
+    if place not in ("tens", "units"):
+        return None
+    if len(line) == 2:
+        return 0 if place == "tens" else 1
+    return 0 if place == "units" else None  # a one-digit bare line has no tens
+
+
+def corrupt_lines(data: st.DataObject, lines: list[bytes], picks: list[int]) -> list[bytes]:
+    """Substitute one or two bytes in each picked line. The worst case for a protocol
+    without checksums is several lines corrupted alike, which random bytes almost never
+    produce: half of the runs draw one substitution (a field's digit -> a byte: the
+    number's, the state's or the spin's) and apply it to every picked line that has
+    that field, the others get random bytes. Alike state or spin digits are what
+    re-armed a spin for a second result."""
+    alike = data.draw(st.none() | st.tuples(st.sampled_from(PLACES), some_byte))
+    out = list(lines)
     for i in picks:
-        line = bytearray(lines[i])
+        line = bytearray(out[i])
         if not line:
             continue
-        pos = data.draw(st.integers(0, len(line) - 1))
-        line[pos] = data.draw(st.sampled_from(list(b"0123456789ABCDEF;: *X")))
-        lines[i] = bytes(line)
-    got = results_of(b"\r\n".join(lines))
-    # Two adjacent corrupted lines agreeing on one wrong value is possible in principle;
-    # with one substitution per chosen line it needs both to hit the same field the
-    # same way, which hypothesis would find and report: the property is kept strict.
+        if alike is not None:
+            pos = digit_at(out[i], alike[0])
+            if pos is not None:
+                line[pos] = alike[1]
+                out[i] = bytes(line)
+                continue
+        for _ in range(data.draw(st.integers(1, 2))):  # one or two bytes of that line
+            aim = WIN if line.startswith(b"*X") else range(len(line))
+            pos = data.draw(st.sampled_from(aim) | st.integers(0, len(line) - 1))
+            line[pos] = data.draw(some_byte)
+        out[i] = bytes(line)
+    return out
+
+
+def results_of_lines(lines: list[bytes]) -> list[tuple[int, int]]:
+    return results_of(b"\r\n".join(lines) + b"\r\n")
+
+
+def picked_lines(data: st.DataObject, n_lines: int, min_size: int, max_size: int) -> list[int]:
+    """Line indexes, most of them among the lines carrying one result: its bare line, its
+    state-5 lines and the next game's first line."""
+    k = data.draw(st.integers(0, n_lines // GAME - 1))
+    region = [i for i in range(k * GAME + 10, (k + 1) * GAME + 1) if i < n_lines]
+    near = st.sampled_from(region)
+    where = st.one_of(near, near, near, st.integers(0, n_lines - 1))
+    return data.draw(st.lists(where, unique=True, min_size=min_size, max_size=max_size))
+
+
+@FUZZ_MORE
+@given(games, st.integers(1, 256), st.data())
+def test_fewer_corrupted_lines_than_a_result_needs_never_make_a_wrong_result(
+    numbers: list[int], first: int, data: st.DataObject
+) -> None:
+    """RESULT_LINES - 1 lines corrupted, each by one or two bytes: never a result the
+    wheel did not send, never two for one spin."""
+    clean, sent = stream_of(numbers, first)
+    lines = clean.split(b"\r\n")[:-1]
+    picks = picked_lines(data, len(lines), RESULT_LINES - 1, RESULT_LINES - 1)
+    got = results_of_lines(corrupt_lines(data, lines, picks))
     assert set(got) <= set(sent)
     assert len({spin for spin, _ in got}) == len(got)
+
+
+def showing(lines: list[bytes], spin: int, number: int) -> int:
+    """How many of ``lines`` show ``number`` as the result of ``spin``: a bare line, or a
+    status line of that spin in state 5 or of the next spin (which repeats it)."""
+    count = 0
+    for line in lines:
+        for part in line.split(b"\r"):
+            for piece in part.split(b"\n"):
+                try:
+                    frame = parse_line(piece)
+                except LineError:
+                    continue
+                if isinstance(frame, WinningLine):
+                    count += frame.number == number
+                elif isinstance(frame, Status) and frame.win == number:
+                    this_spin = (frame.spin, int(frame.state)) == (spin, 5)
+                    next_game = frame.spin == spin % 256 + 1 and int(frame.state) != 5
+                    count += this_spin or next_game
+    return count
+
+
+@FUZZ_MORE
+@given(games, st.integers(1, 256), st.data())
+def test_a_wrong_result_needs_as_many_lines_corrupted_alike_as_a_result_needs(
+    numbers: list[int], first: int, data: st.DataObject
+) -> None:
+    """Any number of lines corrupted (up to 12): a result the wheel did not send, or a
+    second result for a spin, is only possible when at least RESULT_LINES corrupted
+    lines show it (that number on that spin), the limit of a protocol without checksums.
+    (Three state-5 lines of spin 1 with the spin digit substituted alike show spin 3: its
+    result is taken then, and the wheel's own spin 3 gives it a second one.)"""
+    clean, sent = stream_of(numbers, first)
+    lines = clean.split(b"\r\n")[:-1]
+    picks = picked_lines(data, len(lines), 1, 12)
+    corrupted = corrupt_lines(data, lines, picks)
+    got = results_of_lines(corrupted)
+    hit = [corrupted[i] for i in picks]
+    for spin, number in set(got) - set(sent):
+        assert showing(hit, spin, number) >= RESULT_LINES, (spin, number, hit)
+    for spin, times in Counter(spin for spin, _ in got).items():
+        if times > 1:  # one of them shown by that many corrupted lines
+            shown = [showing(hit, spin, number) for s, number in got if s == spin]
+            assert max(shown) >= RESULT_LINES, (spin, got, hit)
+
+
+#: The real capture's spin 080 (session 19): three state-4 lines showing the previous
+#: result 3, the bare line, the first four state-5 lines of 10 (fixture lines 51253-51259).
+SPIN_80 = [
+    b"*X;4;080; 3;0;170;1",
+    b"*X;4;080; 3;0;169;1",
+    b"10",
+    b"*X;5;080;10;0;170;1",
+    b"*X;5;080;10;0;169;1",
+    b"*X;5;080;10;0;170;1",
+    b"*X;5;080;10;0;170;1",
+]
+
+
+def test_spin_80_is_the_capture_as_written() -> None:
+    if not CAPTURE.exists():
+        pytest.skip(f"the shared Cammegh fixture is absent ({CAPTURE})")
+    rx = [row.split(b"\t")[2] for row in CAPTURE.read_bytes().split(b"\n")[51252:51259]]
+    assert rx == SPIN_80
+
+
+@pytest.mark.parametrize(
+    ("changes", "wrong"),
+    [
+        # the first report: 10 read as 20, one byte in the bare line and one in the first
+        # state-5 line (the old tracker took a bare line and one status line agreeing)
+        ({2: b"20", 3: b"*X;5;080;20;0;170;1"}, "20 taken"),
+        # the previous result: two state-4 lines' state digit 4 -> 5 (one bit each)
+        ({0: b"*X;5;080; 3;0;170;1", 1: b"*X;5;080; 3;0;169;1"}, "3 taken"),
+        # two state-5 lines' state digit 5 -> 4 re-armed the spin: 10 taken twice
+        ({4: b"*X;4;080;10;0;169;1", 5: b"*X;4;080;10;0;170;1"}, "10 twice"),
+        # the same with the spin field (080 -> 180): the three-line rule alone still took
+        # 10 twice (its first version re-armed on two lines of another state or spin)
+        ({5: b"*X;5;180;10;0;170;1", 6: b"*X;5;180;10;0;170;1"}, "10 twice"),
+        # two lines with no result (win digits -> spaces) looked like a power cycle and
+        # re-armed the spin (found on the capture's spin 079 by the same search)
+        ({5: b"*X;5;080;  ;0;170;1", 6: b"*X;5;080;  ;0;170;1"}, "10 twice"),
+    ],
+    ids=["bare-and-first-status", "state-4-as-5", "state-re-armed", "spin-re-armed", "blank"],
+)
+def test_two_substituted_bytes_in_the_real_capture_never_give_a_wrong_result(
+    changes: dict[int, bytes], wrong: str
+) -> None:
+    """Found by a search over the lines around the capture's spin 080 (``SPIN_80`` plus
+    one more state-4 and state-5 line): every one-byte substitution (any byte), every
+    two-byte one inside a line (digits, separators, ``*X``, A-F, CR, LF) and every pair
+    of one-byte substitutions in two lines. The old tracker, which took a result on two
+    agreeing lines, gave 77 distinct wrong outcomes, all from two lines (``wrong`` says
+    what it did with these); the first three-line tracker still 27 (10 twice), and one
+    (``blank``) on spin 079. Now: 10
+    once, or no result (RESULT_DISPUTED / RESULT_MISSING: the round waits for one by
+    hand or is voided)."""
+    lines = [SPIN_80[0]] * 3 + [changes.get(i, line) for i, line in enumerate(SPIN_80)]
+    lines += [b"*X;5;080;10;0;170;1"] * 6 + [b"*X;2;081;10;0;169;1"] * 4
+    tr = WheelTracker()
+    data = b"\r\n".join(lines) + b"\r\n"
+    events = [ev for i, item in enumerate(LineDecoder().feed(data)) for ev in tr.feed(item, i)]
+    got = [(ev.spin, ev.number) for ev in events if isinstance(ev, WinningNumber)]
+    assert got in ([], [(80, 10)]), wrong
+    if not got:
+        codes = {ev.code for ev in events if isinstance(ev, WheelWarning)}
+        assert codes & {"RESULT_DISPUTED", "RESULT_MISSING"}
+
+
+def test_three_lines_corrupted_alike_are_the_protocols_limit() -> None:
+    """No checksum: the bare line and two status lines all showing 20 cannot be told from
+    a wheel that showed 20, so 20 is taken. The honest lines after it contradict it, and
+    the driver says so (``RESULT_CONTRADICTED``, action fault) for the round's review."""
+    stream = (
+        b"*X;4;001;  ;0;168;0\r\n" * 2
+        + b"20\r\n"
+        + b"*X;5;001;20;0;165;0\r\n" * 2  # corrupted alike: 10 -> 20
+        + b"*X;5;001;10;0;165;0\r\n" * 3
+    )
+    tr = WheelTracker()
+    events = [ev for i, item in enumerate(LineDecoder().feed(stream)) for ev in tr.feed(item, i)]
+    assert [(ev.spin, ev.number) for ev in events if isinstance(ev, WinningNumber)] == [(1, 20)]
+    warnings = [ev for ev in events if isinstance(ev, WheelWarning)]
+    assert [(w.code, w.spin, w.action) for w in warnings] == [("RESULT_CONTRADICTED", 1, "fault")]
+
+
+def test_a_result_never_comes_after_the_next_spin_is_shown() -> None:
+    """The round logic voids a round once the wheel shows another spin (60/2004 art. 4:
+    the result of the round's own spin; table/procedures/wheel.py), so a result that
+    comes after a GameStateChanged of the next spin would void the next round instead.
+    Bare line lost and a single state-5 line received: the next game's first line makes
+    two lines of three, the second would make three — too late, so none is taken and
+    RESULT_MISSING asks for it by hand."""
+    stream = (
+        b"*X;4;001; 7;0;168;0\r\n" * 2
+        + b"*X;5;001;10;0;165;0\r\n"  # bare line lost before it, later state-5 lines lost
+        + b"*X;2;002;10;0;150;1\r\n" * 3
+    )
+    tr = WheelTracker()
+    events = [ev for i, item in enumerate(LineDecoder().feed(stream)) for ev in tr.feed(item, i)]
+    assert not [ev for ev in events if isinstance(ev, WinningNumber)]
+    warnings = [ev for ev in events if isinstance(ev, WheelWarning)]
+    assert [(w.code, w.spin) for w in warnings] == [("RESULT_MISSING", 2)]
+    assert "spin 1" in warnings[0].message
+
+
+def test_the_next_games_first_line_may_complete_a_result_before_its_state_change() -> None:
+    """Bare line and one state-5 line, then the next game: its first line is the third
+    line showing 10, so the result is taken, and it comes before that line's state change."""
+    stream = (
+        b"*X;4;001; 7;0;168;0\r\n" * 2
+        + b"10\r\n"
+        + b"*X;5;001;10;0;165;0\r\n"
+        + b"*X;2;002;10;0;150;1\r\n" * 2
+    )
+    tr = WheelTracker()
+    events = [ev for i, item in enumerate(LineDecoder().feed(stream)) for ev in tr.feed(item, i)]
+    kinds = [(type(ev).__name__, getattr(ev, "spin", None)) for ev in events]
+    assert kinds[-2:] == [("WinningNumber", 1), ("GameStateChanged", 2)]
+    win = events[-2]
+    assert isinstance(win, WinningNumber) and (win.number, win.confirmed_by) == (10, "line")

@@ -17,6 +17,7 @@ import itertools
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -78,29 +79,77 @@ def test_readme_lists_agree_with_each_other() -> None:
     assert by_session == flat
 
 
-def test_capture_replays_through_the_tracker_to_the_readme_numbers() -> None:
+#: The one result of the README whose confirming line lies in the next session: spin 099
+#: of session 19 (17) has its bare line and one state-5 line, the session's last line; the
+#: next line the wheel sent that the host logged opens session 20 (``*X;2;100;17``). A
+#: result needs three lines (tracker.RESULT_LINES), so a replay that starts a fresh
+#: tracker per session reports it unconfirmed; one continuous stream takes it.
+SPLIT = (19, 99, "17")
+
+
+def _replay_tracker(*, per_session: bool) -> tuple[list[tuple[int, WinningNumber]], list[Any]]:
+    """Results (session, event) and the tracker's end-of-input reports (session, event)."""
     decoder = LineDecoder()
     results: list[tuple[int, WinningNumber]] = []
+    ends: list[tuple[int, Any]] = []
     tracker = WheelTracker("wheel")
     current = 0
     for session, t, line in capture_rx():
-        if session != current:  # each session is a separate run of the host program
-            current, tracker, decoder = session, WheelTracker("wheel"), LineDecoder()
+        if session != current:
+            if per_session:  # each session is a separate run of the host program
+                ends += [(current, ev) for ev in tracker.end()]
+                tracker, decoder = WheelTracker("wheel"), LineDecoder()
+            current = session
         for frame in decoder.feed(line + b"\r\n"):
             for ev in tracker.feed(frame, t):
                 if isinstance(ev, WinningNumber):
                     results.append((session, ev))
-    assert [ev.pocket for _, ev in results] == readme_numbers()
+    ends += [(current, ev) for ev in tracker.end()]
+    return results, ends
+
+
+def test_the_split_result_is_what_the_capture_shows() -> None:
+    """The fixture itself shows SPLIT: session 19 ends on spin 099's only state-5 line."""
+    session, spin, number = SPLIT
+    rows = capture_rx()
+    last = [line for s, _, line in rows if s == session][-1]
+    first_after = next(line for s, _, line in rows if s == session + 1)
+    assert last.startswith(f"*X;5;{spin:03d};{number};".encode())
+    assert first_after.startswith(f"*X;2;{spin + 1:03d};{number};".encode())
+    assert readme_sessions()[session][2][-1] == number
+
+
+def test_capture_replays_through_the_tracker_to_the_readme_numbers() -> None:
+    results, ends = _replay_tracker(per_session=True)
     sessions = readme_sessions()
+    split_session, split_spin, split_number = SPLIT
+    sessions[split_session][2].pop()  # confirmed only by the next session's first line
+    expected = [n for _, (_, _, nums) in sorted(sessions.items()) for n in nums]
+    assert [ev.pocket for _, ev in results] == expected
     for number, (first, last, nums) in sessions.items():
         got = [ev for s, ev in results if s == number]
         assert [ev.pocket for ev in got] == nums, f"session {number}"
+        last = last - 1 if number == split_session else last
         assert got[0].spin == first and got[-1].spin == last, f"session {number} spins"
     # one per spin: no (session, spin) twice
     keys = [(s, ev.spin) for s, ev in results]
     assert len(keys) == len(set(keys))
-    # 186 results come with their bare line (README); the other two by a repeated status line
+    # 186 results come with their bare line (README), the split one among them; the other
+    # two by status lines alone
+    assert sum(ev.confirmed_by == "line" for _, ev in results) == 186 - 1
+    # the split result is reported at the end of its session, not taken, not lost
+    assert [(s, ev.code, ev.spin) for s, ev in ends] == [
+        (split_session, "RESULT_UNCONFIRMED", split_spin)
+    ]
+    assert f"({split_number} on 2 of the 3 lines" in ends[0][1].message
+
+
+def test_capture_as_one_stream_gives_all_188_numbers() -> None:
+    """Read as the wheel sent it (one tracker, as the live driver across reconnects)."""
+    results, ends = _replay_tracker(per_session=False)
+    assert [ev.pocket for _, ev in results] == readme_numbers()
     assert sum(ev.confirmed_by == "line" for _, ev in results) == 186
+    assert ends == []
 
 
 async def test_capture_replays_through_a_pty_to_the_readme_numbers(tmp_path: Path) -> None:

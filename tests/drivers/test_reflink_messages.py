@@ -125,3 +125,20 @@ def test_unknown_request_is_refused_and_hello_identifies(model_cls: type[DeviceM
         model.profile.profile_id,
         1,
     )
+
+
+@pytest.mark.parametrize("decks", [13, 0xFF])
+def test_shoe_refuses_a_shuffle_of_more_decks_than_a_shoe_holds(decks: int) -> None:
+    """Found by test_simulated_devices_answer_anything: the payload ``b"@\\r"`` (SHUFFLE,
+    decks=13) made the shoe model raise the rules core's SHOE_INVALID instead of
+    answering. A device refuses a bad argument (REFUSED 2, docs/protocols/shoe.md) and
+    keeps its shuffle."""
+    model = ShoeModel(decks=8, seed=1)
+    model.shuffle()
+    before = (model.shuffle_no, model.decks, model.remaining)
+    reply = model.profile.decode(model.handle(0, bytes([0x40, decks])), Sender.DEVICE)
+    assert (reply.name, reply["request"], reply["reason"]) == ("REFUSED", 0x40, 2)
+    assert "1 to 12 decks" in reply["text"]
+    assert (model.shuffle_no, model.decks, model.remaining) == before
+    assert model.handle(0, b"@\x0c") == b""  # 12 decks: the most a shoe holds
+    assert (model.decks, model.remaining) == (12, 12 * 52)
