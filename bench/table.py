@@ -29,6 +29,7 @@ from typing import Any
 
 from drivers.cammegh.codec import GameState, encode_status
 from drivers.cammegh.sim import CammeghSim, SimTiming
+from drivers.cammegh.tracker import RESULT_LINES
 from firmware_host.config import validate_document
 from tablesim.floor_client import FloorClient, FloorMessage
 from tablesim.players import SimulatedPlayers
@@ -65,19 +66,27 @@ FAST = SimTiming(
 
 
 class TimedWheel(CammeghSim):
-    """The SS2 simulator, noting when the first state-5 line of each game was written."""
+    """The SS2 simulator, noting when each game's result became readable: the line that
+    completes the driver's confirmation (the bare number line and state-5 lines, three
+    agreeing lines in all: ``drivers/cammegh/tracker.py`` ``RESULT_LINES``). Before it
+    no driver may trust the number (SS2 has no checksum), so the table's latency runs
+    from there."""
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self.state5_at: dict[int, float] = {}
         self.state5_wall: dict[int, float] = {}
+        self._state5_lines: dict[int, int] = {}
 
     async def send_status(self) -> None:
         st = self.status()
         await self.send(encode_status(st))
         if st.state == GameState.WINNING_NUMBER and st.spin not in self.state5_at:
-            self.state5_at[st.spin] = time.perf_counter()
-            self.state5_wall[st.spin] = time.time()
+            seen = self._state5_lines.get(st.spin, 0) + 1  # + the bare line before them
+            self._state5_lines[st.spin] = seen
+            if seen + 1 >= RESULT_LINES:
+                self.state5_at[st.spin] = time.perf_counter()
+                self.state5_wall[st.spin] = time.time()
 
 
 class WheelTable:
@@ -180,6 +189,7 @@ class WheelTable:
             raise RuntimeError(f"only {accepted} of {n_bets} bets accepted in {rid}")
         self.wheel.state5_at.clear()
         self.wheel.state5_wall.clear()
+        self.wheel._state5_lines.clear()
         # The harness's own collector is held through the measured game: a full
         # collection of this process (the simulator and the floor's subscriber) pauses
         # it for 16-40 ms, which would be charged to the table.
