@@ -164,6 +164,7 @@ class TableDaemon:
             retry_min=plan.mqtt.reconnect_min_ms / 1000,
             retry_max=plan.mqtt.reconnect_max_ms / 1000,
             on_change=lambda: self.state.refresh() if self.state is not None else None,
+            simulated=plan.simulated,
         )
         checked = await check.check_once()
 

@@ -21,7 +21,8 @@ table last published (``firmware_host/journal/anchor.py`` says why the retained
   lied about a flush can lose a checkpoint's pages while the newest entries, the ones
   the floor's anchor matches, survive). Rows it recorded and no longer holds latch
   ``JOURNAL_BEHIND_FLOOR`` too, naming them;
-- the broker cannot be reached: ``JOURNAL_UNCHECKED`` is latched and no round opens;
+- the broker cannot be reached: ``JOURNAL_UNCHECKED`` is latched and no round opens
+  (a simulated table, ``[daemon] simulated``, only warns and plays);
   the check is retried in the background (the link's backoff) and, once it succeeds,
   the fault clears itself (or becomes ``JOURNAL_BEHIND_FLOOR``). A technician may clear
   ``JOURNAL_UNCHECKED`` from the console to play without the floor (recorded in the
@@ -139,8 +140,14 @@ class JournalFloorCheck:
         on_change: Callable[[], None] = lambda: None,
         rng: random.Random | None = None,
         recent: int = RECENT,
+        simulated: bool = False,
     ) -> None:
+        """``simulated``: a table with simulated devices (``[daemon] simulated``, ``tablectl
+        run --simulate``) plays while the broker is unreachable, with a warning instead of
+        ``JOURNAL_UNCHECKED`` (no real game is at stake; the check is still made, and a
+        journal behind the floor still latched, once the broker answers)."""
         self.journal = journal
+        self.simulated = simulated
         self.recent = recent
         self.table_id = table_id
         self.read = read
@@ -170,6 +177,13 @@ class JournalFloorCheck:
         except ConnectionError as exc:
             if not latch:
                 log.debug("floor check: broker still unreachable: %s", exc)
+                return False
+            if self.simulated:
+                log.warning(
+                    "floor check: broker unreachable (%s); a simulated table plays without "
+                    "the check until the broker answers",
+                    exc,
+                )
                 return False
             _, new = self.journal.set_fault(
                 UNCHECKED,

@@ -164,6 +164,33 @@ async def test_an_unreachable_broker_stops_play_until_the_check_succeeds(
     e.open_betting()
 
 
+async def test_a_simulated_table_plays_while_the_broker_is_unreachable_and_is_checked_later(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    """``tablectl run --simulate`` without a broker (README): a warning, not a latched
+    fault; the check is still made once the broker answers, and a journal behind the
+    floor is still latched then."""
+    j = Journal(tmp_path / "j.sqlite3", audit_key=key)
+    e = engine(j)
+    play(e, 2)
+    floor = Floor(j)
+    backup(tmp_path / "j.sqlite3", tmp_path / "old.sqlite3")
+    play(e, 1)
+    floor.take(j)  # the floor holds the third round's anchor; the backup lacks it
+    j.close()
+    old = Journal(tmp_path / "old.sqlite3", audit_key=key)
+    floor.fail = ConnectionError("broker down")
+    check = JournalFloorCheck(
+        old, "fantan-01", floor.read, retry_min=0.01, retry_max=0.02, simulated=True
+    )
+    assert not await check.check_once()
+    assert old.active_faults() == []  # plays meanwhile
+    engine(old).open_betting()
+    floor.fail = None
+    await asyncio.wait_for(check.until_checked(), 5)
+    assert [f.code for f in old.active_faults()] == [BEHIND]
+
+
 async def test_a_full_disk_during_the_retries_does_not_end_them(
     tmp_path: Path, key: AuditKey, monkeypatch: pytest.MonkeyPatch
 ) -> None:
