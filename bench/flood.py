@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tablesim.floor_client import FloorClient, FloorMessage
+from tablesim.principals import Principals, make_principals
 from tablesim.tables import table_document
 
 from .common import REPO, Figure, latency_summary, workdir
@@ -43,9 +44,12 @@ JSON = Any
 
 
 class Dealer:
-    def __init__(self, host: str, port: int, table_id: str) -> None:
+    """The dealer's terminal: signed commands naming their round (issue 14)."""
+
+    def __init__(self, host: str, port: int, table_id: str, principals: Principals) -> None:
         self.floor = FloorClient(host, port, table_id, client_id="bench-flood-dealer",
-                                 on_message=self._on_message)  # fmt: skip
+                                 on_message=self._on_message, signers=principals)  # fmt: skip
+        self.last_round: str | None = None
         self.rounds: dict[str, float] = {}
         self.events: dict[str, asyncio.Event] = {}
         self.rng = random.Random(14)
@@ -59,29 +63,32 @@ class Dealer:
             if ev is not None:
                 ev.set()
 
-    async def timed(self, command: str, **args: JSON) -> tuple[float, JSON]:
+    async def timed(
+        self, command: str, round_id: str | None = None, **args: JSON
+    ) -> tuple[float, JSON]:
         t0 = time.perf_counter()
-        r = await self.floor.command(command, **args)
+        r = await self.floor.command(command, round_id=round_id, **args)
         return time.perf_counter() - t0, r
 
     async def play(self) -> tuple[list[float], float | None]:
         """One round: (the three command latencies, result -> round on the floor)."""
         commands: list[float] = []
-        dt, r = await self.timed("open_betting")
+        dt, r = await self.timed("open_betting", round_id=self.last_round)
         if r.get("status") != "ok":
             self.errors.append(f"open: {r.get('code')}")
             return commands, None
         commands.append(dt)
-        rid = r["data"]["round_id"]
+        rid = self.last_round = r["data"]["round_id"]
         self.events[rid] = asyncio.Event()
         for k in range(2):
             await self.floor.place({"bet_id": f"{rid}-{k}", "seat": k + 1, "bet_type": "fan",
-                                    "selection": self.rng.randint(1, 4), "stake": 5000})  # fmt: skip
-        dt, r = await self.timed("close_betting")
+                                    "selection": self.rng.randint(1, 4), "stake": 5000},
+                                   round_id=rid)  # fmt: skip
+        dt, r = await self.timed("close_betting", round_id=rid)
         commands.append(dt)
         t0 = time.perf_counter()
         result = asyncio.ensure_future(
-            self.timed("result", outcome={"buttons": self.rng.randint(20, 120)})
+            self.timed("result", round_id=rid, outcome={"buttons": self.rng.randint(20, 120)})
         )
         try:
             await asyncio.wait_for(self.events[rid].wait(), 15)
@@ -97,12 +104,15 @@ class Dealer:
 
 async def _run(host: str, port: int, blocks: int) -> dict[str, Any]:
     table_id = "bench-flood"
-    doc = table_document("fantan", {})
-    doc["table"]["id"] = table_id
-    doc["mqtt"] = mqtt_section(host, port, f"tablectl-{table_id}")
     with workdir("flood") as d:
+        principals = make_principals(d / "keys")
+        # fantan without its keypad: the dealer enters each result by signed command
+        doc = table_document("fantan", {}, auth=principals.auth_section())
+        doc["table"]["id"] = table_id
+        doc["table"]["result_source"] = "manual"
+        doc["mqtt"] = mqtt_section(host, port, f"tablectl-{table_id}")
         daemon = DaemonProcess(doc, d, table_id)
-        dealer = Dealer(host, port, table_id)
+        dealer = Dealer(host, port, table_id, principals)
         flooder: asyncio.subprocess.Process | None = None
         try:
             await daemon.start(timeout=120)
