@@ -151,7 +151,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
     print(f"{'table':<24} {'last seq':>9} {'contiguous':>10} {'gaps':>5}  anchor")
     for tid, t in lag["tables"].items():
-        gaps = " ".join(f"{g['from_seq']}-{g['to_seq']}" for g in t["gaps"]) or "0"
+        gaps = " ".join(f"{g['from_seq']}-{g['to_seq'] or 'tail'}" for g in t["gaps"]) or "0"
         anchor = t["anchor"] or f"none ({t['without_chain']} rounds without chain)"
         print(f"{tid:<24} {t['last_seq']:>9} {t['contiguous_seq']:>10} {gaps:>5}  {anchor}")
     return 1 if lag["gaps_open"] or lag["conflicts"] or lag["anchor_faults"] else 0

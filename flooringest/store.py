@@ -93,7 +93,7 @@ CREATE TABLE IF NOT EXISTS floor_tables (
 CREATE TABLE IF NOT EXISTS floor_gaps (
     table_id TEXT NOT NULL,
     from_seq BIGINT NOT NULL,
-    to_seq BIGINT NOT NULL,
+    to_seq BIGINT,
     found_at DOUBLE PRECISION NOT NULL,
     requested_at DOUBLE PRECISION,
     requests INTEGER NOT NULL DEFAULT 0,
@@ -164,9 +164,13 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Gap:
+    """Rounds ``from_seq..to_seq`` of a table are missing; ``to_seq`` None: a *tail*,
+    the table announced a finished round (its retained ``state``) that is not stored,
+    and nothing after ``from_seq - 1`` arrived (up to the table's newest round)."""
+
     table_id: str
     from_seq: int
-    to_seq: int
+    to_seq: int | None
 
 
 def parse(msg: Incoming) -> Round | str:
@@ -539,10 +543,16 @@ class Store:
             )
         return n == 1
 
-    async def scan(self, grace_s: float) -> tuple[list[Gap], int]:
+    async def scan(
+        self, grace_s: float, announced: dict[str, str] | None = None
+    ) -> tuple[list[Gap], int]:
         """Bring ``floor_tables`` and ``floor_gaps`` up to date; return the gaps open
         longer than ``grace_s`` (a round in another worker's batch is not a gap yet)
-        and the number of gaps filled since the last scan."""
+        and the number of gaps filled since the last scan.
+
+        ``announced``: per table, the last finished round its retained ``state`` names
+        (``last_round_id`` while ``idle``): when it is not stored, the rounds after
+        the table's last stored seq are a *tail* gap (no later round will show it)."""
         now = time.time()
         async with self.db.transaction():
             # Tables seen for the first time: tracked from the first round seen.
@@ -562,7 +572,7 @@ class Store:
             above: dict[str, tuple[int, int, list[int]]] = {}
             for tid, contig, last, seq in rows:
                 above.setdefault(tid, (int(contig), int(last), []))[2].append(int(seq))
-            gaps_now: dict[tuple[str, int], int] = {}
+            gaps_now: dict[tuple[str, int], int | None] = {}
             for tid, (contig, last, seqs) in above.items():
                 c = contig
                 for s in seqs:
@@ -585,22 +595,24 @@ class Store:
                     now,
                     tid,
                 )
+            if announced:
+                gaps_now.update(await self._tails(announced))
             known = {
-                (str(t), int(f)): (int(to), float(found), req)
+                (str(t), int(f)): (None if to is None else int(to), float(found), req)
                 for t, f, to, found, req in await self.db.fetch(
                     "SELECT table_id, from_seq, to_seq, found_at, requested_at FROM floor_gaps"
                 )
             }
             filled = 0
             for key, (to, _found, _req) in known.items():
-                if gaps_now.get(key) != to:
+                if key not in gaps_now or gaps_now[key] != to:
                     await self.db.execute(
                         "DELETE FROM floor_gaps WHERE table_id = ? AND from_seq = ?", *key
                     )
                     if key not in gaps_now:
                         filled += 1
             for (tid, frm), to in gaps_now.items():
-                if known.get((tid, frm), (None,))[0] != to:
+                if (tid, frm) not in known or known[(tid, frm)][0] != to:
                     await self.db.execute(
                         "INSERT INTO floor_gaps (table_id, from_seq, to_seq, found_at) "
                         "VALUES (?, ?, ?, ?)",
@@ -616,7 +628,32 @@ class Store:
                 "ORDER BY table_id, from_seq",
                 now - grace_s,
             )
-        return [Gap(str(t), int(f), int(to)) for t, f, to in old], filled
+        return [Gap(str(t), int(f), None if to is None else int(to)) for t, f, to in old], filled
+
+    async def _tails(self, announced: dict[str, str]) -> dict[tuple[str, int], int | None]:
+        """Tail gaps: tables whose announced last round is not stored."""
+        out: dict[tuple[str, int], int | None] = {}
+        items = sorted(announced.items())
+        for i in range(0, len(items), 200):
+            chunk = items[i : i + 200]
+            marks = ", ".join("?" for _ in chunk)
+            stored = {
+                str(r[0])
+                for r in await self.db.fetch(
+                    f"SELECT round_id FROM floor_rounds WHERE round_id IN ({marks})",
+                    *(rid for _, rid in chunk),
+                )
+            }
+            missing = [tid for tid, rid in chunk if rid not in stored]
+            if not missing:
+                continue
+            marks = ", ".join("?" for _ in missing)
+            for tid, last in await self.db.fetch(
+                f"SELECT table_id, last_seq FROM floor_tables WHERE table_id IN ({marks})",
+                *missing,
+            ):
+                out[(str(tid), int(last) + 1)] = None
+        return out
 
     async def claim_replays(self, gaps: Sequence[Gap], retry_s: float) -> list[Gap]:
         """The gaps to ask a replay for now (never asked, or asked ``retry_s`` ago),
@@ -715,7 +752,11 @@ class Store:
         for tid, frm, to, req in gaps:
             if str(tid) in tables:
                 tables[str(tid)]["gaps"].append(
-                    {"from_seq": int(frm), "to_seq": int(to), "replays_asked": int(req)}
+                    {
+                        "from_seq": int(frm),
+                        "to_seq": None if to is None else int(to),
+                        "replays_asked": int(req),
+                    }
                 )
         counters = dict(await self.db.fetch("SELECT name, value FROM floor_counters"))
         (rounds,) = (await self.db.fetch("SELECT COUNT(*) FROM floor_rounds"))[0]

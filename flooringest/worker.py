@@ -119,6 +119,9 @@ class IngestWorker:
         self._stop = asyncio.Event()
         self._on_stored = on_stored
         self.lease_holder = False
+        #: Per table, the last finished round its retained ``state`` names (a tail
+        #: gap when it is not stored: ``Store.scan``).
+        self.announced: dict[str, str] = {}
         #: Set once the shared subscription is in place (each connection).
         self.subscribed = asyncio.Event()
 
@@ -185,12 +188,19 @@ class IngestWorker:
                     self.stats.connects += 1
                     delay = 0.1
                     await client.subscribe(self.s.subscription, qos=1)
+                    # Every worker follows every table's state (small, retained): the
+                    # duty holder, whichever it is, knows each table's last round.
+                    await client.subscribe(f"{root}+/state", qos=1)
                     self.subscribed.set()
                     async for m in client.messages:
                         topic = m.topic.value
                         table = topic[len(root) : -len("/rounds")] if topic.startswith(root) else ""
                         raw = m.payload
                         payload = raw if isinstance(raw, bytes) else str(raw).encode()
+                        if topic.endswith("/state"):
+                            self._state(topic[len(root) : -len("/state")], payload)
+                            client._client.ack(m.mid, 1)
+                            continue
                         self.stats.received += 1
                         await self._queue.put(
                             (client, m.mid, Incoming(table, payload, time.time()))
@@ -202,6 +212,17 @@ class IngestWorker:
                 self.subscribed.clear()
             await asyncio.sleep(delay)
             delay = min(2.0, delay * 2)
+
+    def _state(self, table: str, payload: bytes) -> None:
+        try:
+            doc = json.loads(payload)
+        except ValueError:
+            return
+        if not isinstance(doc, dict):
+            return
+        last = doc.get("last_round_id")
+        if doc.get("phase") == "idle" and isinstance(last, str) and last:
+            self.announced[table] = last
 
     # -- batches -------------------------------------------------------------------------
     async def _commits(self) -> None:
@@ -265,7 +286,7 @@ class IngestWorker:
                 self.lease_holder = await store.take_lease(self.s.worker, self.s.lease_s)
                 if not self.lease_holder:
                     continue
-                gaps, _filled = await store.scan(self.s.gap_grace_s)
+                gaps, _filled = await store.scan(self.s.gap_grace_s, dict(self.announced))
                 if gaps:
                     for g in await store.claim_replays(gaps, self.s.replay_retry_s):
                         await self._ask_replay(g)
@@ -286,18 +307,20 @@ class IngestWorker:
         body: dict[str, Any] = {
             "request_id": f"{self.s.client_id}-{secrets.token_hex(6)}",
             "command": "replay_rounds",
-            "args": {"from_seq": gap.from_seq, "to_seq": gap.to_seq},
+            "args": {"from_seq": gap.from_seq},
         }
+        if gap.to_seq is not None:
+            body["args"]["to_seq"] = gap.to_seq
         if self.s.signer is not None:
             body = self.s.signer.sign("commands/request", gap.table_id, body)
         else:
             body["table_id"] = gap.table_id
         topic = f"{self.s.prefix}/tables/{gap.table_id}/commands/request"
         log.warning(
-            "floor-ingest: table %s is missing seq %d..%d: asking for a replay",
+            "floor-ingest: table %s is missing seq %d..%s: asking for a replay",
             gap.table_id,
             gap.from_seq,
-            gap.to_seq,
+            "its newest" if gap.to_seq is None else gap.to_seq,
         )
         await client.publish(topic, json.dumps(body), qos=1)
         self.stats.replays_asked += 1

@@ -73,6 +73,9 @@ class EmulatedTable:
     online: bool = False
     #: Made all the rounds it was asked for.
     done: bool = False
+    #: The last round the broker acknowledged (what ``state`` announces).
+    last_acked: str | None = None
+    acked_seq: int = 0
 
     def next_round(self) -> tuple[int, str, bytes]:
         self.seq += 1
@@ -244,7 +247,12 @@ class Emulator:
                                 await c.publish(f"{root}/rounds", raw, qos=1)
                                 t.pending.popleft()
                                 self.stats.published += 1
-                                if self.state_every and t.seq % self.state_every == 0:
+                                acked_seq = int(rid.rsplit("-", 2)[-2])  # our own id form
+                                if acked_seq > t.acked_seq:
+                                    t.acked_seq, t.last_acked = acked_seq, rid
+                                if (self.state_every and t.seq % self.state_every == 0) or (
+                                    t.done and not t.pending
+                                ):
                                     await self._state(c, t, "online")
                                 continue
                             if self._stop.is_set():
@@ -274,7 +282,8 @@ class Emulator:
                     "schema_version": 2,
                     "table_id": t.table_id,
                     "availability": availability,
-                    "last_seq": t.seq,
+                    "phase": "idle",
+                    "last_round_id": t.last_acked,
                     "emulated": True,
                 }
             ),

@@ -177,3 +177,21 @@ def test_anchor_check_by_itself() -> None:
     ):
         assert anchor.check(None, {"chain": chain}).code == anchor.MALFORMED, chain
     assert p1.text() == f"7:{head(1)}"
+
+
+async def test_a_lost_tail_is_a_gap_once_the_table_announces_its_last_round(db_url: str) -> None:
+    # No later round will ever show rounds 4-5 missing: the table's retained state
+    # (last_round_id while idle) does.
+    store = await open_store(db_url)
+    try:
+        await store.ingest([msg("T1", s) for s in (1, 2, 3)], "rounds", "w1")
+        gaps, _ = await store.scan(grace_s=0, announced={"T1": "T1-000003-abcd1234"})
+        assert gaps == []
+        gaps, _ = await store.scan(grace_s=0, announced={"T1": "T1-000005-abcd1234"})
+        assert [(g.table_id, g.from_seq, g.to_seq) for g in gaps] == [("T1", 4, None)]
+        assert (await store.lag())["tables"]["T1"]["gaps"][0]["to_seq"] is None
+        await store.ingest([msg("T1", s) for s in (4, 5)], "rounds", "w1")
+        gaps, filled = await store.scan(grace_s=0, announced={"T1": "T1-000005-abcd1234"})
+        assert gaps == [] and filled == 1 and (await store.lag())["gaps_open"] == 0
+    finally:
+        await store.close()
