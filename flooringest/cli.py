@@ -45,6 +45,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--gap-grace", type=float, default=2.0, help="seconds before a gap is repaired"
     )
     run.add_argument("--batch-max", type=int, default=200, help="rounds per transaction at most")
+    run.add_argument(
+        "--latency-log", help="append 'round_id<TAB>commit time' per stored round (benchmarks)"
+    )
     run.set_defaults(func=cmd_run)
 
     st = verbs.add_parser("status", help="how far behind: per table last seq, gaps open")
@@ -99,6 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         signer=signer,
         gap_grace_s=args.gap_grace,
         batch_max=args.batch_max,
+        latency_log=args.latency_log,
     )
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stderr)
     if signer is None:

@@ -239,7 +239,7 @@ class _Sqlite(_Db):
     def _run(self, sql: str, args: Sequence[Any]) -> sqlite3.Cursor:
         try:
             return self.db.execute(sql, tuple(args))
-        except sqlite3.OperationalError as exc:
+        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
             raise StoreError(f"sqlite: {exc}") from exc
 
     async def execute(self, sql: str, *args: Any) -> int:
@@ -297,7 +297,7 @@ class _Postgres(_Db):
 
         try:
             self.conn = await asyncpg.connect(self.dsn, timeout=timeout)
-        except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        except Exception as exc:  # refused, unreachable, starting up, timed out
             raise StoreError(f"postgresql: cannot connect: {exc}") from exc
 
     async def _ensure(self) -> Any:
@@ -320,26 +320,24 @@ class _Postgres(_Db):
                 yield
 
     async def execute(self, sql: str, *args: Any) -> int:
-        import asyncpg
 
         try:
             async with self._turn():
                 conn = await self._ensure()
                 status = await conn.execute(_dollars(sql), *args)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except Exception as exc:  # asyncpg's errors, OSError, its internal state errors
             await self._drop()
             raise self._error(exc) from exc
         tail = str(status).rsplit(" ", 1)[-1]
         return int(tail) if tail.isdigit() else 0
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        import asyncpg
 
         try:
             async with self._turn():
                 conn = await self._ensure()
                 rows = await conn.fetch(_dollars(sql), *args)
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except Exception as exc:  # asyncpg's errors, OSError, its internal state errors
             await self._drop()
             raise self._error(exc) from exc
         return [tuple(r) for r in rows]
@@ -352,14 +350,13 @@ class _Postgres(_Db):
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
-        import asyncpg
 
         async with self._lock:
             conn = await self._ensure()
             tx = conn.transaction()
             try:
                 await tx.start()
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except Exception as exc:  # asyncpg's errors, OSError, its internal state errors
                 await self._drop()
                 raise self._error(exc) from exc
             self._tx = tx
@@ -374,7 +371,7 @@ class _Postgres(_Db):
             self._tx = None
             try:
                 await tx.commit()
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            except Exception as exc:  # asyncpg's errors, OSError, its internal state errors
                 await self._drop()
                 raise self._error(exc) from exc
 

@@ -68,6 +68,9 @@ class IngestSettings:
     lag_interval_s: float = 2.0
     #: Signs replay requests (None: unsigned, for tables with ``signatures = false``).
     signer: Any = None
+    #: A file to append ``round_id <tab> commit time`` to after each commit (the
+    #: benchmark's publish -> committed latency; time.time(), after COMMIT returned).
+    latency_log: str | None = None
 
     @property
     def client_id(self) -> str:
@@ -255,11 +258,15 @@ class IngestWorker:
                     [m for _, _, m in batch], topic="rounds", worker=self.s.worker
                 )
                 break
-            except StoreError as exc:
+            except Exception as exc:  # StoreError, or anything a driver raises: retried
                 self.stats.commit_retries += 1
                 log.warning("floor-ingest %s: commit failed, retrying: %s", self.s.worker, exc)
                 await asyncio.sleep(delay)
                 delay = min(2.0, delay * 2)
+        if self.s.latency_log and out.stored:
+            done = time.time()
+            with open(self.s.latency_log, "a", encoding="utf-8") as f:
+                f.write("".join(f"{r.round_id}\t{done:.6f}\n" for r in out.stored))
         self.stats.batches += 1
         self.stats.stored += len(out.stored)
         self.stats.duplicates += out.duplicates
@@ -268,8 +275,11 @@ class IngestWorker:
         # Committed: now, and only now, the PUBACKs.
         for client, mid, _ in batch:
             if client is self._client:
-                client._client.ack(mid, 1)
-                self.stats.acks += 1
+                try:
+                    client._client.ack(mid, 1)
+                    self.stats.acks += 1
+                except Exception:  # the connection went meanwhile: sent again, a duplicate
+                    self.stats.acks_lost += 1
             else:  # that connection is gone: the broker sends it again (a duplicate)
                 self.stats.acks_lost += 1
         if self._on_stored is not None:
@@ -299,6 +309,8 @@ class IngestWorker:
                 log.warning("floor-ingest %s: duties failed: %s", self.s.worker, exc)
             except aiomqtt.MqttError as exc:
                 log.info("floor-ingest %s: cannot publish: %s", self.s.worker, exc)
+            except Exception:  # a worker must never stop over one failed duty round
+                log.exception("floor-ingest %s: duties failed", self.s.worker)
 
     async def _ask_replay(self, gap: Gap) -> None:
         client = self._client
