@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
-from .broker import LOOPBACK, MosquittoProcess, free_port
+from .broker import LOOPBACK, MosquittoProcess, free_port, wait_port
 
 
 def pit_bridge_config(name: str, floor_host: str, floor_port: int, prefix: str = "casino") -> str:
@@ -46,37 +50,31 @@ def pit_bridge_config(name: str, floor_host: str, floor_port: int, prefix: str =
     )
 
 
-class LinkCut:
-    """A TCP relay on its own thread: ``listen_port`` -> ``target``. :meth:`cut` closes
-    every connection and refuses new ones until :meth:`restore` (a pulled cable, a
-    firewall change); the brokers see their connection die and retry."""
+class _Relay:
+    """The TCP relay itself (an asyncio server): ``listen_port`` -> ``target``."""
 
-    def __init__(self, target_host: str, target_port: int, listen_port: int | None = None) -> None:
-        self.target = (target_host, target_port)
-        self.port = listen_port or free_port(LOOPBACK)
-        self._loop = asyncio.new_event_loop()
-        self._server: asyncio.Server | None = None
+    def __init__(self, target: tuple[str, int], port: int) -> None:
+        self.target = target
+        self.port = port
         self._conns: set[asyncio.StreamWriter] = set()
-        self._open = True
-        self.cuts = 0
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.open = True
 
-    def start(self) -> None:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(10)
-
-    async def _serve(self) -> None:
-        self._server = await asyncio.start_server(self._accept, LOOPBACK, self.port)
+    async def serve(self) -> asyncio.Server:
+        return await asyncio.start_server(self._accept, LOOPBACK, self.port)
 
     async def _accept(self, r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
-        if not self._open:
-            w.close()
+        if not self.open:
+            w.transport.abort()
             return
         try:
             tr, tw = await asyncio.open_connection(*self.target)
         except OSError:
-            w.close()
+            w.transport.abort()
             return
+        for s in (w, tw):
+            sock = s.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._conns.update((w, tw))
 
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
@@ -84,41 +82,78 @@ class LinkCut:
                 while data := await src.read(65536):
                     dst.write(data)
                     await dst.drain()
-            dst.close()
+            dst.transport.abort()
 
         await asyncio.gather(pipe(r, tw), pipe(tr, w))
         self._conns.discard(w)
         self._conns.discard(tw)
 
-    def _set(self, up: bool) -> None:
-        async def go() -> None:
-            self._open = up
-            if not up:
-                for w in list(self._conns):
-                    transport = w.transport
-                    transport.abort()  # no FIN handshake: the link is simply gone
-                self._conns.clear()
+    def cut(self) -> None:
+        self.open = False
+        for w in list(self._conns):
+            w.transport.abort()  # no FIN handshake: the link is simply gone
+        self._conns.clear()
 
-        asyncio.run_coroutine_threadsafe(go(), self._loop).result(10)
+    def restore(self) -> None:
+        self.open = True
+
+
+class LinkCut:
+    """A TCP relay in a child process (``python -m tablesim.floornet --relay``), so that
+    a busy test process never starves it: ``port`` -> ``target``. :meth:`cut` (SIGUSR1)
+    aborts every connection and refuses new ones until :meth:`restore` (SIGUSR2): a
+    pulled cable, a firewall change; the brokers see their connection die and retry."""
+
+    def __init__(self, target_host: str, target_port: int, listen_port: int | None = None) -> None:
+        self.target = (target_host, target_port)
+        self.port = listen_port or free_port(LOOPBACK)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.cuts = 0
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tablesim.floornet", "--relay", str(self.port),
+             self.target[0], str(self.target[1])],
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        wait_port(LOOPBACK, self.port, timeout=10)
+
+    def _signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        time.sleep(0.2)
 
     def cut(self) -> None:
         self.cuts += 1
-        self._set(False)
+        self._signal(signal.SIGUSR1)
 
     def restore(self) -> None:
-        self._set(True)
+        self._signal(signal.SIGUSR2)
 
     def close(self) -> None:
-        async def go() -> None:
-            if self._server is not None:
-                self._server.close()
-            for w in list(self._conns):
-                w.transport.abort()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self.proc = None
 
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(go(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+
+def _relay_main(port: int, host: str, target_port: int) -> None:
+    async def run() -> None:
+        relay = _Relay((host, target_port), port)
+        server = await relay.serve()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGUSR1, relay.cut)
+        loop.add_signal_handler(signal.SIGUSR2, relay.restore)
+        stop = asyncio.Event()
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        async with server:
+            await stop.wait()
+
+    asyncio.run(run())
 
 
 class PitAndFloor:
@@ -151,3 +186,11 @@ class PitAndFloor:
         self.pit.close()
         self.link.close()
         self.floor.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--relay":
+        _relay_main(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
+    else:
+        print("usage: python -m tablesim.floornet --relay PORT TARGET_HOST TARGET_PORT")
+        sys.exit(2)
