@@ -110,6 +110,11 @@ NOT_HERE: list[tuple[str, str]] = [
     ),
     (r"^(\.venv/bin/python|python) -m bench", "benchmarks (tests/test_bench_smoke.py)"),
     (r"^\.venv/bin/pip install -e '\.\[bench\]'", "installs the benchmarks' peers from PyPI"),
+    (
+        r"^(pip install 'table-controller\[floor\]'|tablectl keys generate floor-ingest "
+        r"|tablectl floor-ingest .*(floor-broker|@db/))",
+        "the casino's floor broker and database (tests/flooringest runs the ingest)",
+    ),
 ]
 
 #: Long-running commands: what they print once they work.
