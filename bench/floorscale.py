@@ -103,8 +103,7 @@ async def _level(
         )
         logf.close()
     emu = Emulator(broker.host, broker.port, n, rate=1.0, chain=True, client_prefix=f"b{n}")
-    emu.pause()
-    task = asyncio.create_task(emu.run())
+    task = asyncio.create_task(emu.run(paused=True))
     try:
         await asyncio.sleep(2.0)  # the workers subscribed
         deadline = time.monotonic() + 60

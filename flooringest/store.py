@@ -439,35 +439,49 @@ class Store:
                 rounds.append(r)
         # One order for every worker: two transactions never wait on each other in a circle.
         rounds.sort(key=lambda r: (r.table_id, r.seq, r.round_id))
-        # The same round twice in one batch (a redelivery beside the first): once.
-        unique: dict[str, Round] = {}
+        # The same round twice in one batch (a redelivery beside the first): once; the
+        # same round id with other bytes: checked against the stored one below.
+        first: dict[str, Round] = {}
+        others: list[Round] = []
         for r in rounds:
-            if r.round_id in unique and unique[r.round_id].sha256 == r.sha256:
+            if r.round_id not in first:
+                first[r.round_id] = r
+            elif first[r.round_id].sha256 == r.sha256:
                 out.duplicates += 1
             else:
-                unique.setdefault(r.round_id, r)
+                others.append(r)
         async with self.db.transaction():
             now = time.time()
-            for r in unique.values():
-                n = await self.db.execute(
+            fresh = list(first.values())
+            inserted: set[str] = set()
+            # One statement per chunk (one round trip to PostgreSQL), not one per row.
+            for i in range(0, len(fresh), 500):
+                chunk = fresh[i : i + 500]
+                values = ", ".join("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)" for _ in chunk)
+                args: list[Any] = []
+                for r in chunk:
+                    args += [
+                        r.round_id,
+                        r.table_id,
+                        r.seq,
+                        r.status,
+                        r.text,
+                        r.sha256,
+                        r.chain.seq if r.chain else None,
+                        r.chain.head if r.chain else None,
+                        r.received_at,
+                        now,
+                        worker,
+                    ]
+                rows = await self.db.fetch(
                     "INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, sha256, "
                     "chain_seq, chain_head, received_at, committed_at, worker) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    r.round_id,
-                    r.table_id,
-                    r.seq,
-                    r.status,
-                    r.text,
-                    r.sha256,
-                    r.chain.seq if r.chain else None,
-                    r.chain.head if r.chain else None,
-                    r.received_at,
-                    now,
-                    worker,
+                    f"VALUES {values} ON CONFLICT DO NOTHING RETURNING round_id",
+                    *args,
                 )
-                if n == 1:
-                    out.stored.append(r)
-                    continue
+                inserted.update(str(row[0]) for row in rows)
+            out.stored = [r for r in fresh if r.round_id in inserted]
+            for r in [r for r in fresh if r.round_id not in inserted] + others:
                 same = await self.db.fetch(
                     "SELECT round_id FROM floor_rounds WHERE round_id = ? AND sha256 = ? "
                     "AND table_id = ? AND seq = ?",

@@ -172,11 +172,12 @@ class Emulator:
     def stop(self) -> None:
         self._stop.set()
 
-    async def run(self, *, rounds_per_table: int | None = None) -> None:
+    async def run(self, *, rounds_per_table: int | None = None, paused: bool = False) -> None:
         """Connect every table and play until :meth:`stop` (each table stops making
         rounds after ``rounds_per_table``, and stays connected, answering replays);
         returns after :meth:`stop` once everything made was acknowledged."""
-        self._playing.set()
+        if not paused:  # paused: the tables connect, and play from play()
+            self._playing.set()
         async with asyncio.TaskGroup() as tg:
             for i, tid in enumerate(self.tables):
                 self._wake[tid] = asyncio.Event()

@@ -66,9 +66,14 @@ async def test_two_different_rounds_under_one_key_are_conflicts_kept_aside(db_ur
         assert out.stored == [] and out.conflicts == 2
         assert await store.rounds_of("T1") == [(1, payload("T1", 1).decode())]
         assert (await store.lag())["conflicts"] == 2
+        # Within one batch too: the first stored, the other kept aside.
+        a, b = msg("T1", 7), msg("T1", 7, void_reason="other")
+        out = await store.ingest([a, b], "rounds", "w1")
+        assert len(out.stored) == 1 and out.conflicts == 1
+        assert (await store.lag())["conflicts"] == 3
         # The same conflict again is not a new row.
         await store.ingest([other_bytes], "rounds", "w1")
-        assert (await store.lag())["conflicts"] == 2
+        assert (await store.lag())["conflicts"] == 3
     finally:
         await store.close()
 
