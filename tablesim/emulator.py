@@ -80,6 +80,7 @@ class EmulatedTable:
     def next_round(self) -> tuple[int, str, bytes]:
         self.seq += 1
         doc = dict(self.templates[(self.seq - 1) % len(self.templates)])
+        doc.pop("chain", None)  # a recorded round's anchor belongs to the demo's journal
         rid = f"{self.table_id}-{self.seq:06d}-{secrets.token_hex(4)}"
         now = iso_utc(utc_now())
         doc.update(table_id=self.table_id, round_id=rid, seq=self.seq)
