@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import math
 import random
 import secrets
 import sys
@@ -143,6 +144,8 @@ class Emulator:
         self._stop = asyncio.Event()
         self._wake: dict[str, asyncio.Event] = {}
         self._rng = rng
+        #: The origin of every table's slots (``_pace``).
+        self._base = time.monotonic()
 
     def root(self, tid: str) -> str:
         return f"{self.prefix}/tables/{tid}"
@@ -187,23 +190,31 @@ class Emulator:
                 tg.create_task(self._pace(tid, offset, rounds_per_table), name=f"emu-pace-{tid}")
 
     async def _pace(self, tid: str, offset: float, limit: int | None) -> None:
+        """One table's rounds on its own slots, ``base + offset + k * period``: tables
+        stay staggered across the second, through pauses and when behind (a table that
+        falls behind takes its next slot, never a burst: a burst of every table at
+        once is a thundering herd, not a floor)."""
         t = self.tables[tid]
-        await asyncio.sleep(offset)
         period = 1.0 / self.rate if self.rate > 0 else 0.0
-        due = time.monotonic()
+        base = self._base + offset
         while not self._stop.is_set() and (limit is None or t.seq < limit):
             await self._playing.wait()
+            if period > 0:
+                now = time.monotonic()
+                k = max(0, math.ceil((now - base) / period))
+                delay = base + k * period - now
+                if delay > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stop.wait(), delay)
+                    if self._stop.is_set() or not self._playing.is_set():
+                        continue
             _seq, rid, raw = t.next_round()
             t.pending.append((rid, raw))
             self.stats.generated += 1
             self._wake[tid].set()
-            due += period
-            delay = due - time.monotonic()
-            if delay > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), delay)
+            if period > 0:
+                await asyncio.sleep(min(period / 2, 0.001 + period * 0.01))  # past this slot
             else:
-                due = time.monotonic()  # behind: do not burst to catch up
                 await asyncio.sleep(0)
         # Done making rounds: the link exits once all are acknowledged.
         t.done = True
