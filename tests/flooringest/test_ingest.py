@@ -152,3 +152,17 @@ async def test_status_and_anchors_commands(mosquitto_broker: Any, tmp_path: Path
     )
     h = await holdings(db, emu)
     assert h["missing"] == 0
+    # status: the per-table lag, from the database alone; exit 0 with nothing open.
+    import contextlib
+    import io
+
+    from flooringest.cli import cmd_status
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = await asyncio.to_thread(cmd_status, argparse.Namespace(db=db, json=False))
+    text = buf.getvalue()
+    assert rc == 0, text
+    assert "rounds 8 from 2 tables; gaps open 0" in text
+    line = next(x for x in text.splitlines() if x.startswith("emu-0001"))
+    assert line.split()[1:4] == ["4", "4", "0"]  # last seq, contiguous, gaps
