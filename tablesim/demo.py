@@ -330,7 +330,6 @@ async def run_demo(
     rc = 0
     began = time.monotonic()
     replay = f"tablectl demo --game {game} --seed {seed}"
-
     async def until_stopped(work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` until it ends or a signal stops the demo; then cancel it. The
         demo's own task is never cancelled, so a cancellation swallowed deep in the
@@ -394,10 +393,6 @@ async def run_demo(
     summary = getattr(t, "printer", None)
     if summary is not None:
         lines = summary.summary.lines(t.cfg)
-        out(
-            ("" if quiet or interrupted else "\n")
-            + lines[0]
-            + f" in {time.monotonic() - began:.0f} s."
-        )
+        out(("" if quiet or interrupted else "\n") + lines[0] + f" in {time.monotonic() - began:.0f} s.")
     out(f"seed {seed}: {replay}")
     return rc
