@@ -3,9 +3,9 @@
 Sections (in order): ``machine`` (fsync and a CPU micro-benchmark), ``settle`` and
 ``math`` (rules core), ``peers`` (treys, pokerkit, mahjong, bare aiomqtt), ``e2e``
 (wheel result to the floor), ``footprint`` (memory, idle CPU, start to READY), ``pi``
-(the same under a Raspberry Pi 4's CPU budget and an SD card's fsync),
-``floor`` (emulated tables -> one mosquitto -> the floor ingest -> PostgreSQL), ``flood`` (a flood of malformed requests against
-one table). ``--quick`` uses smaller sizes and fewer repeats
+(the same under a Raspberry Pi 4's CPU budget and an SD card's fsync), ``floor``
+(emulated tables -> one mosquitto -> the floor ingest -> PostgreSQL), ``flood`` (a flood
+of malformed requests against one table). ``--quick`` uses smaller sizes and fewer repeats
 and says so in the output; every figure is still measured.
 """
 
