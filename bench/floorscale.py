@@ -203,6 +203,8 @@ def _database(d: Path) -> tuple[Callable[[int], str], int | None, Callable[[], N
 
 def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     ladder = [100, 300] if quick else [250, 500, 1000, 1500, 2000]
+    if os.environ.get("BENCH_FLOOR_LADDER"):  # e.g. "250,375,500": a finer ladder
+        ladder = [int(x) for x in os.environ["BENCH_FLOOR_LADDER"].split(",")]
     window = 10.0 if quick else 30.0
     figs: list[Figure] = []
     levels: list[dict[str, JSON]] = []
