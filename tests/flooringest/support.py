@@ -107,7 +107,15 @@ async def holdings(db: str, emu: Emulator) -> dict[str, Any]:
                     differ += 1
             extra += len(set(have) - set(t.sent))
         lag = await store.lag()
+        # Tables whose tracking (the duty holder's scan, every 0.5 s) is not yet at the
+        # last round the emulator made.
+        behind = sum(
+            1
+            for tid, t in emu.tables.items()
+            if t.sent and lag["tables"].get(tid, {}).get("contiguous_seq", 0) < max(t.sent)
+        )
         return {
+            "behind": behind,
             "rows": rows,
             "missing": missing,
             "extra": extra,
@@ -127,7 +135,8 @@ async def until_stored(db: str, emu: Emulator, timeout: float) -> dict[str, Any]
     deadline = time.monotonic() + timeout
     while True:
         h = await holdings(db, emu)
-        if (h["missing"] == 0 and h["gaps_open"] == 0) or time.monotonic() > deadline:
+        done = h["missing"] == 0 and h["gaps_open"] == 0 and h["behind"] == 0
+        if done or time.monotonic() > deadline:
             return h
         await asyncio.sleep(0.5)
 
