@@ -179,21 +179,21 @@ class PitAndFloor:
     ) -> None:
         kind = MosquittoProcess if save_every_change else SavingEverySecond
         self.floor = kind(workdir / "floor-broker", extra_config="set_tcp_nodelay true")
-        self.link = LinkCut(self.floor.host, self.floor.port)
+        self.cable = LinkCut(self.floor.host, self.floor.port)
         self.pit = kind(
             workdir / f"{pit_name}-broker",
             extra_config="set_tcp_nodelay true\n"
-            + pit_bridge_config(pit_name, LOOPBACK, self.link.port),
+            + pit_bridge_config(pit_name, LOOPBACK, self.cable.port),
         )
 
     def start(self) -> None:
         self.floor.start()
-        self.link.start()
+        self.cable.start()
         self.pit.start()
 
     def close(self) -> None:
         self.pit.close()
-        self.link.close()
+        self.cable.close()
         self.floor.close()
 
 

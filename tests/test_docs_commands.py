@@ -113,7 +113,7 @@ NOT_HERE: list[tuple[str, str]] = [
     (
         r"^(pip install 'table-controller\[floor\]'|tablectl keys generate floor-ingest "
         r"|tablectl floor-ingest .*(floor-broker|@db/))",
-        "the casino's floor broker and database (tests/flooringest runs the ingest)",
+        "the casino's floor broker and database (tests/floor_ingest runs the ingest)",
     ),
 ]
 

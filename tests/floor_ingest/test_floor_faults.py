@@ -65,10 +65,10 @@ async def test_floor_ingest_through_every_fault(
         await asyncio.to_thread(net.floor.restart, hard=True, down_for=0.5)
         note("floor broker SIGKILLed, restarted after 0.5 s")
         await asyncio.sleep(step)
-        net.link.cut()
+        net.cable.cut()
         note("pit -> floor link cut")
         await asyncio.sleep(3.0)
-        net.link.restore()
+        net.cable.restore()
         note("link restored")
         await asyncio.sleep(step)
         workers[1].kill()
@@ -99,7 +99,7 @@ async def test_floor_ingest_through_every_fault(
             f"{emu.stats.replays} -> rounds replayed {emu.stats.replayed})",
             f"database: {lag_summary(h)}",
             f"kills: floor broker {net.floor.kills}, pit broker {net.pit.kills}, link cuts "
-            f"{net.link.cuts}, ingest workers {sum(w.kills for w in workers)}, "
+            f"{net.cable.cuts}, ingest workers {sum(w.kills for w in workers)}, "
             f"PostgreSQL {postgres.kills}",
         ]
         report(capsys, "floor ingest: 200 tables, pit -> floor bridge, every fault", lines)

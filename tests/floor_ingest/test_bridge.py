@@ -41,16 +41,16 @@ async def test_a_bridge_cut_during_play_loses_nothing(net: PitAndFloor, tmp_path
     play = asyncio.create_task(emu.run(rounds_per_table=40))
     try:
         await asyncio.sleep(1.0)
-        net.link.cut()
+        net.cable.cut()
         await asyncio.sleep(1.5)  # the tables keep playing into the pit broker
         cut_at = emu.total_rounds
-        net.link.restore()
+        net.cable.restore()
         assert await emu.finished(60)
         h = await until_stored(db, emu, 60)
         assert cut_at < 400
         assert h["rows"] == 400 and h["missing"] == 0 and h["differ"] == 0, h
         assert h["gaps_open"] == 0 and h["conflicts"] == 0
-        assert net.link.cuts == 1
+        assert net.cable.cuts == 1
     finally:
         emu.stop()
         await play
