@@ -28,6 +28,7 @@ SUBCOMMAND_MODULES = (
     "firmware_host.subcommands.keys",  # keys generate/id/sign
     "drivers.cli",  # sim, decode
     "tableview.cli",  # view (its web server is imported only when it runs)
+    "flooringest.cli",  # floor-ingest (the floor's side; MQTT and databases when it runs)
 )
 
 #: Exit status of a command that failed on its input or its environment.

@@ -87,3 +87,38 @@ def test_stages_split_each_round_window_into_its_stages(tmp_path: Path) -> None:
     assert [round(x, 3) for x in steps["floor"]] == [0.8, 0.9]
     assert [round(x, 3) for x in totals] == [4.0, 3.0]
     assert [(g, round(ms, 3)) for g, ms in pauses] == [("gc1", 0.5)]
+
+
+def test_the_pi_fsync_shim_slows_fsync_and_fdatasync(tmp_path: Path) -> None:
+    """bench/pi.py's LD_PRELOAD shim, built here with gcc: a child's fsync and fdatasync
+    each take at least the delay (a missing gcc skips: the bench says so too)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from bench.pi import build_shim
+
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.skip("gcc is not installed")
+    shim = build_shim(tmp_path)
+    code = (
+        "import os, time\n"
+        f"fd = os.open({str(tmp_path / 'f')!r}, os.O_WRONLY | os.O_CREAT)\n"
+        "os.write(fd, b'x')\n"
+        "t = time.perf_counter(); [os.fsync(fd) for _ in range(5)]; a = time.perf_counter() - t\n"
+        "t = time.perf_counter(); [os.fdatasync(fd) for _ in range(5)]; b = time.perf_counter() - t\n"
+        "print(a, b)\n"
+    )
+    env = {**os.environ, "LD_PRELOAD": str(shim), "TABLECTL_FSYNC_DELAY_US": "20000"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    a, b = (float(x) for x in out.stdout.split())
+    assert a >= 5 * 0.020 and b >= 5 * 0.020, (a, b)
+    env["TABLECTL_FSYNC_DELAY_US"] = "0"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    a0, _ = (float(x) for x in out.stdout.split())
+    assert a0 < a

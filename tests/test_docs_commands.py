@@ -118,6 +118,11 @@ NOT_HERE: list[tuple[str, str]] = [
         r"^tablectl audit verify --journal journal\.sqlite3 --key audit\.key --anchors? ",
         "a table's journal, key and the floor's anchors (tests/daemon/test_audit_cli.py)",
     ),
+    (
+        r"^(pip install 'table-controller\[floor\]'|tablectl keys generate floor-ingest "
+        r"|tablectl floor-ingest .*(floor-broker|@db/))",
+        "the casino's floor broker and database (tests/floor_ingest runs the ingest)",
+    ),
 ]
 
 #: Long-running commands: what they print once they work.

@@ -109,3 +109,51 @@ def test_tablesim_reaches_into_no_daemon_insides() -> None:
             if isinstance(node, ast.Attribute) and node.attr in DAEMON_INSIDES:
                 offenders.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno} .{node.attr}")
     assert not offenders, f"the demo reads the daemon's insides: {offenders}"
+
+
+def test_the_runtime_never_imports_the_floor_ingest() -> None:
+    """Issue 18: ``flooringest`` (the floor's side) is its own package; the table's
+    runtime names it only in tablectl's subcommand list (``firmware_host/cli.py``,
+    imported when the CLI is built), and loading every runtime module loads none of it."""
+    offenders = []
+    for package in RUNTIME:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names: list[str] = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                if any(n == "flooringest" or n.startswith("flooringest.") for n in names):
+                    offenders.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
+    assert not offenders, f"runtime modules importing the floor ingest: {offenders}"
+    code = (
+        "import importlib, pkgutil, sys\n"
+        f"for pkg in {RUNTIME!r}:\n"
+        "    root = importlib.import_module(pkg)\n"
+        "    for m in pkgutil.walk_packages(root.__path__, pkg + '.'):\n"
+        "        if not m.name.endswith('__main__') and m.name != 'firmware_host.cli':\n"
+        "            importlib.import_module(m.name)\n"
+        "print(sorted(n for n in sys.modules if n.split('.')[0] in ('flooringest', 'asyncpg')))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", f"loaded: {proc.stdout.strip()}"
+    # The subcommand list loads only the light CLI module, never the driver.
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom firmware_host.cli import build_parser\nbuild_parser()\n"
+            "print(sorted(n for n in sys.modules if n.split('.')[0] in ('asyncpg',) "
+            "or n in ('flooringest.worker', 'flooringest.store')))\n",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]", f"loaded: {proc.stdout.strip()}"

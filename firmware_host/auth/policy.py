@@ -11,7 +11,10 @@ separation of duties a gaming lab expects (GLI-24's owner/guest host model):
   enters results on a manual table, players' decisions, a deal's setup);
 - ``pit_supervisor``: what a dealer does, and voids a round and confirms a jackpot
   payment (which needs a second, different principal: :data:`TWO_PERSON`);
-- ``floor_system``: places and cancels bets (a cancel only of its own bets);
+- ``floor_system``: places and cancels bets (a cancel only of its own bets), asks
+  for rounds again (``replay_rounds``);
+- ``floor_ingest``: the floor's records (``tablectl floor-ingest``): asks for rounds
+  again to repair a gap, and ``status``;
 - ``jackpot_attendant``: confirms jackpot payments;
 - ``observer``: ``status`` only.
 
@@ -41,6 +44,7 @@ COMMAND_PERMISSIONS = (
     "new_shoe",
     "jackpot_paid",
     "status",
+    "replay_rounds",
 )
 #: The actions of ``bets/request``.
 BET_PERMISSIONS = ("place", "cancel")
@@ -61,7 +65,8 @@ _DEALER = frozenset(
 BUILTIN_ROLES: dict[str, frozenset[str]] = {
     "dealer": _DEALER,
     "pit_supervisor": _DEALER | {"void_round", "jackpot_paid"},
-    "floor_system": frozenset({"place", "cancel", "status"}),
+    "floor_system": frozenset({"place", "cancel", "status", "replay_rounds"}),
+    "floor_ingest": frozenset({"replay_rounds", "status"}),
     "jackpot_attendant": frozenset({"jackpot_paid", "status"}),
     "observer": frozenset({"status"}),
 }

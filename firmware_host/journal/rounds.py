@@ -549,12 +549,18 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         another duplicate for consumers that already have them. Rounds whose payload was
         pruned (older than ``full_rounds``) are skipped. Returns the new outbox ids.
 
-        No caller in the daemon yet: the floor's replay-on-request command (issue 18)
-        will expose it; kept, and tested, for that.
+        The floor's ``replay_rounds`` command (``table/floor.py``, issue 18) calls it.
         """
+        return [oid for _seq, oid in self.replay_range(table_id, from_seq, to_seq, limit=limit)]
+
+    def replay_range(
+        self, table_id: str, from_seq: int, to_seq: int | None = None, *, limit: int = 1000
+    ) -> list[tuple[int, int]]:
+        """:meth:`replay_rounds`, returning ``(seq, outbox id)`` of each round queued: the
+        ``replay_rounds`` command (``table/floor.py``) answers with the range it queued."""
         now = self._now()
         sql = (
-            "SELECT r.round_id, s.payload FROM rounds r "
+            "SELECT r.seq, r.round_id, s.payload FROM rounds r "
             "JOIN settlements s ON s.round_id = r.round_id WHERE r.table_id = ? AND r.seq >= ?"
         )
         args: list[Any] = [table_id, from_seq]
@@ -566,6 +572,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             rows = db.execute(sql + " ORDER BY r.seq LIMIT ?", args).fetchall()
             msgs = [
                 OutboxMessage(ROUNDS_TOPIC, text.encode("utf-8"), 1, False, rid)
-                for rid, text in rows
+                for _seq, rid, text in rows
             ]
-            return self._enqueue(db, msgs, now)
+            ids = self._enqueue(db, msgs, now)
+        return [(int(row[0]), oid) for row, oid in zip(rows, ids, strict=True)]

@@ -25,6 +25,12 @@ built by :func:`firmware_host.schemas.response`. A request goes through, in orde
    When the journal cannot write (``DISK_FULL``, ``JOURNAL_IO``) nothing acted and the
    refusal is not journaled: the same request id acts once when it writes again.
 
+``replay_rounds`` asks the table to publish finished rounds again from the journal,
+the same bytes on ``rounds`` (a floor system repairing a gap in ``seq``); it is
+rate-limited (:class:`ReplayLimit`: at most :data:`REPLAY_MAX_ROUNDS` rounds a
+request, a budget of rounds a minute, refused ``REPLAY_RATE_LIMITED`` unjournaled, so
+the same request may be sent again later).
+
 Commands that need two different principals (``[auth] two_person``, a jackpot
 payment by default) act on the second confirmation; the first is journaled as an
 approval.
@@ -36,7 +42,9 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Mapping
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +81,7 @@ COMMANDS: dict[str, frozenset[str]] = {
     "jackpot_paid": frozenset({"hit_id"}),
     "deal_setup": frozenset({"banker", "banker_capital", "casino_capital", "declared", "dice"}),
     "new_shoe": frozenset(),
+    "replay_rounds": frozenset({"from_seq", "to_seq"}),
 }
 
 #: Commands that name the round in progress (``round_id``); ``open_betting`` and
@@ -80,7 +89,17 @@ COMMANDS: dict[str, frozenset[str]] = {
 #: another round was played, is refused), ``jackpot_paid`` the round of the hit, and
 #: ``status`` none.
 FOLLOWING_COMMANDS = frozenset({"open_betting", "new_shoe"})
-ROUND_COMMANDS = frozenset(COMMANDS) - FOLLOWING_COMMANDS - {"jackpot_paid", "status"}
+#: Commands that name no round: they are about the table, not a round in progress.
+TABLE_COMMANDS = frozenset({"status", "replay_rounds"})
+ROUND_COMMANDS = frozenset(COMMANDS) - FOLLOWING_COMMANDS - TABLE_COMMANDS - {"jackpot_paid"}
+
+#: ``replay_rounds``: the most rounds one request queues (the answer says where it
+#: stopped: ask again from ``last_seq + 1``), and the rounds a table queues again in a
+#: minute, across all principals: a repair loop gone wrong, or a hostile principal,
+#: can never bury the live rounds under replays (they share the outbox, in order).
+REPLAY_MAX_ROUNDS = 500
+REPLAY_ROUNDS_PER_MINUTE = 2000
+REPLAY_WINDOW_S = 60.0
 
 #: An identifier from the floor (request, bet, round, hit ids): printable ASCII, no
 #: space, so that it can never smuggle a control character into a log, the console
@@ -89,6 +108,42 @@ _IDENT = re.compile(r"[\x21-\x7e]+")
 MAX_REQUEST_ID = 128
 MAX_BET_ID = 64
 MAX_REASON = 200
+
+
+class ReplayLimit:
+    """A sliding one-minute budget of replayed rounds (``replay_rounds``)."""
+
+    def __init__(
+        self,
+        per_window: int = REPLAY_ROUNDS_PER_MINUTE,
+        window_s: float = REPLAY_WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.per_window = per_window
+        self.window_s = window_s
+        self.clock = clock
+        self._spent: deque[tuple[float, int]] = deque()
+
+    def _trim(self) -> int:
+        now = self.clock()
+        while self._spent and now - self._spent[0][0] >= self.window_s:
+            self._spent.popleft()
+        return sum(n for _, n in self._spent)
+
+    def available(self) -> int:
+        """Rounds that may be queued now."""
+        return max(0, self.per_window - self._trim())
+
+    def retry_after(self) -> float:
+        """Seconds until some budget is free again."""
+        self._trim()
+        if not self._spent:
+            return 0.0
+        return max(0.0, self._spent[0][0] + self.window_s - self.clock())
+
+    def spend(self, n: int) -> None:
+        if n > 0:
+            self._spent.append((self.clock(), n))
 
 
 class RequestError(CodedError, ValueError):
@@ -242,8 +297,10 @@ class FloorRequests:
         *,
         auth: Authenticator,
         jackpot: JackpotController | None = None,
+        replay_limit: ReplayLimit | None = None,
     ) -> None:
         self.engine = engine
+        self.replay_limit = replay_limit or ReplayLimit()
         self.journal = engine.journal
         self.procedure = procedure
         self.jackpot = jackpot
@@ -312,6 +369,26 @@ class FloorRequests:
             self.auth.check_fresh(data)
         except AuthError as exc:
             return self._count(bets, self._refusal(bets, rid, who, exc.code, exc.message))
+        if (
+            not bets
+            and data.get("command") == "replay_rounds"
+            and not self.replay_limit.available()
+        ):
+            # Not journaled: the same request, re-signed, may be sent again later.
+            wait = self.replay_limit.retry_after()
+            return self._count(
+                bets,
+                self._refusal(
+                    bets,
+                    rid,
+                    who,
+                    "REPLAY_RATE_LIMITED",
+                    f"this table replays at most {self.replay_limit.per_window} rounds a "
+                    f"minute; send the request again in {wait:.0f} s",
+                    command="replay_rounds",
+                    retry_after_s=round(wait, 3),
+                ),
+            )
         # A latched storage fault is checked outside the transaction: its probe write
         # can only clear the fault from there (inside, it would be a savepoint).
         storage = self.journal.storage.blocked()
@@ -463,9 +540,9 @@ class FloorRequests:
                 )
             if data["after_round_id"] is not None:
                 identifier(data["after_round_id"], "after_round_id", MAX_REQUEST_ID)
-        elif command == "status":
+        elif command in TABLE_COMMANDS:
             if "round_id" in data or "after_round_id" in data:
-                raise RequestError("MALFORMED_REQUEST", "status names no round")
+                raise RequestError("MALFORMED_REQUEST", f"{command} names no round")
         else:
             if "after_round_id" in data:
                 raise RequestError(
@@ -536,6 +613,8 @@ class FloorRequests:
             return e.new_shoe(source=source)
         if command == "jackpot_paid":
             return self._jackpot_paid(args, data, who, rid)
+        if command == "replay_rounds":
+            return self._replay(args)
         if command == "result" and not self.procedure.manual_results:
             raise RequestError(
                 "RESULT_FROM_DEVICE_ONLY",
@@ -564,6 +643,32 @@ class FloorRequests:
         raise RoundFault(
             f"command {command} is not available", code="UNKNOWN_COMMAND"
         )  # pragma: no cover
+
+    def _replay(self, args: Mapping[str, JSON]) -> JSON:
+        """Queue finished rounds ``from_seq..to_seq`` again (their journaled bytes, on
+        ``rounds``), at most :data:`REPLAY_MAX_ROUNDS` and the minute's budget."""
+        first = _seq_arg(args.get("from_seq"), "from_seq")
+        last = None if args.get("to_seq") is None else _seq_arg(args.get("to_seq"), "to_seq")
+        if last is not None and last < first:
+            raise RequestError("MALFORMED_REQUEST", f"to_seq {last} is before from_seq {first}")
+        limit = min(REPLAY_MAX_ROUNDS, self.replay_limit.available())
+        queued = self.journal.replay_range(self.table_id, first, last, limit=limit)
+        self.replay_limit.spend(len(queued))
+        seqs = [seq for seq, _ in queued]
+        newest = self.journal.next_seq(self.table_id) - 1
+        # More to ask for: the limit cut the range short (the rounds after the last one
+        # queued, up to to_seq or the table's newest round).
+        end = newest if last is None else min(last, newest)
+        more = len(queued) == limit and bool(seqs) and seqs[-1] < end
+        return {
+            "from_seq": first,
+            "to_seq": last,
+            "queued": len(seqs),
+            "first_seq": seqs[0] if seqs else None,
+            "last_seq": seqs[-1] if seqs else None,
+            "newest_seq": newest,
+            "more": more,
+        }
 
     def _jackpot_paid(
         self, args: Mapping[str, JSON], data: Mapping[str, JSON], who: Principal, rid: str
@@ -605,6 +710,14 @@ class FloorRequests:
         result = dict(out) if isinstance(out, dict) else {}
         result.update({"round_id": hit.round_id, "confirmed_by": approved})
         return result
+
+
+def _seq_arg(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**53 - 1:
+        raise RequestError(
+            "MALFORMED_REQUEST", f"replay_rounds' {what!r} must be a round's seq (1 or more)"
+        )
+    return value
 
 
 def _with_round(out: JSON, round_id: JSON) -> JSON:

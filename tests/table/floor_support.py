@@ -15,7 +15,7 @@ from firmware_host.auth import Authenticator, AuthSettings, PrincipalSpec, Signe
 from firmware_host.config import validate_document
 from firmware_host.journal import Journal
 from firmware_host.table.engine import BetCaps, RoundEngine
-from firmware_host.table.floor import FloorRequests
+from firmware_host.table.floor import FloorRequests, ReplayLimit
 from firmware_host.table.procedures import Device, ProcedureContext, make_procedure
 
 ROLES = {
@@ -24,6 +24,7 @@ ROLES = {
     "pit2": ("pit_supervisor",),
     "pos": ("floor_system",),
     "pos2": ("floor_system",),
+    "ingest": ("floor_ingest",),
 }
 
 
@@ -157,7 +158,10 @@ def make_table(
     auth = Authenticator(
         settings, cfg.table_id, keys={n: (k.public_key(),) for n, k in keys.items()}, clock=clock
     )
-    return Table(engine, FloorRequests(engine, procedure, auth=auth), clock, keys)
+    replay = ReplayLimit(clock=lambda: clock.now.timestamp())
+    return Table(
+        engine, FloorRequests(engine, procedure, auth=auth, replay_limit=replay), clock, keys
+    )
 
 
 def red(bet_id: str, stake: int = 1000, seat: int = 1) -> dict[str, Any]:

@@ -1,0 +1,358 @@
+"""One ingest worker: a shared subscription to every table's ``rounds``, batches
+committed before they are acknowledged, and (while it holds the lease) the duties.
+
+**Commit, then PUBACK.** paho's ``manual_ack`` (set on aiomqtt's paho client before it
+connects, so that not even the session's queued messages are acknowledged early)
+holds each PUBACK until the batch holding the message is committed. A worker killed
+before its commit leaves its messages unacknowledged in its persistent session: the
+broker sends them again when it comes back (same client id, ``clean_start`` false,
+session expiry ``session_expiry_s``), and the store drops what it already has. A
+database that is down holds the batch: it is retried with backoff and nothing is
+acknowledged meanwhile (the broker stops sending at the client's Receive Maximum).
+A broker that restarts drops the connection: the batch in hand is committed anyway;
+its PUBACKs are lost with the connection, so the broker sends those messages again,
+and they are duplicates.
+
+**Shared subscription.** ``$share/<group>/<prefix>/tables/+/rounds``: the broker
+hands each message to one worker of the group. One table's rounds are spread over the
+workers, so sequence gaps are found in the database (``Store.scan``), after a grace
+period, not in a worker's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiomqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from .store import Gap, Incoming, Store, StoreError, open_store
+
+log = logging.getLogger("flooringest")
+
+
+@dataclass
+class IngestSettings:
+    host: str = "127.0.0.1"
+    port: int = 1883
+    username: str | None = None
+    password: str | None = None
+    prefix: str = "casino"
+    #: The shared subscription's group: the workers that split the load.
+    group: str = "floor-ingest"
+    #: This worker's name: its MQTT client id is ``<group>-<worker>`` (a restarted
+    #: worker must keep it, to get its session's unacknowledged messages back).
+    worker: str = "w1"
+    db: str = "floor.sqlite3"
+    #: The most messages in one transaction, and how long the first waits for more.
+    batch_max: int = 200
+    batch_wait_s: float = 0.005
+    #: MQTT 5 Receive Maximum: unacknowledged messages the broker may send at once.
+    receive_maximum: int = 1000
+    session_expiry_s: int = 7 * 24 * 3600
+    #: The duties: how often, the lease, the grace before a gap is repaired, how often
+    #: a replay is asked again, how often the lag is published.
+    duty_interval_s: float = 0.5
+    lease_s: float = 5.0
+    gap_grace_s: float = 2.0
+    replay_retry_s: float = 10.0
+    lag_interval_s: float = 2.0
+    #: Signs replay requests (None: unsigned, for tables with ``signatures = false``).
+    signer: Any = None
+    #: A file to append ``round_id <tab> commit time`` to after each commit (the
+    #: benchmark's publish -> committed latency; time.time(), after COMMIT returned).
+    latency_log: str | None = None
+
+    @property
+    def client_id(self) -> str:
+        return f"{self.group}-{self.worker}"
+
+    @property
+    def subscription(self) -> str:
+        return f"$share/{self.group}/{self.prefix}/tables/+/rounds"
+
+    @property
+    def lag_topic(self) -> str:
+        return f"{self.prefix}/floor/ingest/{self.group}/lag"
+
+
+@dataclass
+class WorkerStats:
+    received: int = 0
+    stored: int = 0
+    duplicates: int = 0
+    conflicts: int = 0
+    rejects: int = 0
+    batches: int = 0
+    commit_retries: int = 0
+    acks: int = 0
+    acks_lost: int = 0
+    connects: int = 0
+    replays_asked: int = 0
+    duty_rounds: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class IngestWorker:
+    """Run with :meth:`run` until cancelled (or :meth:`stop`)."""
+
+    def __init__(
+        self,
+        settings: IngestSettings,
+        *,
+        on_stored: Callable[[int], None] | None = None,
+    ) -> None:
+        self.s = settings
+        self.stats = WorkerStats()
+        self.store: Store | None = None
+        #: The duties' own connection: a database connection runs one statement at a
+        #: time, and the commits must not wait behind a scan.
+        self.duty_store: Store | None = None
+        self._queue: asyncio.Queue[tuple[aiomqtt.Client, int, Incoming]] = asyncio.Queue()
+        self._client: aiomqtt.Client | None = None
+        self._stop = asyncio.Event()
+        self._on_stored = on_stored
+        self.lease_holder = False
+        #: Per table, the last finished round its retained ``state`` names (a tail
+        #: gap when it is not stored: ``Store.scan``).
+        self.announced: dict[str, str] = {}
+        #: Set once the shared subscription is in place (each connection).
+        self.subscribed = asyncio.Event()
+
+    async def _open_store(self) -> Store:
+        delay = 0.1
+        while True:
+            try:
+                return await open_store(self.s.db)
+            except StoreError as exc:
+                log.warning("floor-ingest %s: database not ready: %s", self.s.worker, exc)
+                await asyncio.sleep(delay)
+                delay = min(2.0, delay * 2)
+
+    async def run(self) -> None:
+        self.store = await self._open_store()
+        self.duty_store = await self._open_store()
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self._mqtt(), name="ingest-mqtt")
+                tg.create_task(self._commits(), name="ingest-commits")
+                tg.create_task(self._duties(), name="ingest-duties")
+                tg.create_task(self._until_stopped(), name="ingest-stop")
+        except* _Stopped:
+            pass
+        finally:
+            await self.store.close()
+            await self.duty_store.close()
+
+    async def _until_stopped(self) -> None:
+        await self._stop.wait()
+        raise _Stopped
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    # -- MQTT ---------------------------------------------------------------------------
+    def _client_for(self) -> aiomqtt.Client:
+        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+        props.SessionExpiryInterval = self.s.session_expiry_s
+        props.ReceiveMaximum = self.s.receive_maximum
+        client = aiomqtt.Client(
+            self.s.host,
+            self.s.port,
+            identifier=self.s.client_id,
+            username=self.s.username,
+            password=self.s.password,
+            protocol=aiomqtt.ProtocolVersion.V5,
+            clean_start=False,
+            properties=props,
+            keepalive=10,
+        )
+        # Before it connects: the session's queued messages arrive at once.
+        client._client.manual_ack_set(True)
+        return client
+
+    async def _mqtt(self) -> None:
+        delay = 0.1
+        root = f"{self.s.prefix}/tables/"
+        while True:
+            client = self._client_for()
+            try:
+                async with client:
+                    self._client = client
+                    self.stats.connects += 1
+                    delay = 0.1
+                    await client.subscribe(self.s.subscription, qos=1)
+                    # Every worker follows every table's state (small, retained): the
+                    # duty holder, whichever it is, knows each table's last round.
+                    await client.subscribe(f"{root}+/state", qos=1)
+                    self.subscribed.set()
+                    async for m in client.messages:
+                        topic = m.topic.value
+                        table = topic[len(root) : -len("/rounds")] if topic.startswith(root) else ""
+                        raw = m.payload
+                        payload = raw if isinstance(raw, bytes) else str(raw).encode()
+                        if topic.endswith("/state"):
+                            self._state(topic[len(root) : -len("/state")], payload)
+                            client._client.ack(m.mid, 1)
+                            continue
+                        self.stats.received += 1
+                        await self._queue.put(
+                            (client, m.mid, Incoming(table, payload, time.time()))
+                        )
+            except aiomqtt.MqttError as exc:
+                log.info("floor-ingest %s: broker connection lost: %s", self.s.worker, exc)
+            finally:
+                self._client = None
+                self.subscribed.clear()
+            await asyncio.sleep(delay)
+            delay = min(2.0, delay * 2)
+
+    def _state(self, table: str, payload: bytes) -> None:
+        try:
+            doc = json.loads(payload)
+        except ValueError:
+            return
+        if not isinstance(doc, dict):
+            return
+        last = doc.get("last_round_id")
+        if doc.get("phase") == "idle" and isinstance(last, str) and last:
+            self.announced[table] = last
+
+    # -- batches -------------------------------------------------------------------------
+    async def _commits(self) -> None:
+        assert self.store is not None
+        while True:
+            first = await self._queue.get()
+            batch = [first]
+            deadline = time.monotonic() + self.s.batch_wait_s
+            while len(batch) < self.s.batch_max:
+                try:
+                    batch.append(self._queue.get_nowait())
+                    continue
+                except asyncio.QueueEmpty:
+                    pass
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    batch.append(await asyncio.wait_for(self._queue.get(), left))
+                except TimeoutError:
+                    break
+            await self._commit(batch)
+
+    async def _commit(self, batch: list[tuple[aiomqtt.Client, int, Incoming]]) -> None:
+        assert self.store is not None
+        delay = 0.05
+        while True:
+            try:
+                out = await self.store.ingest(
+                    [m for _, _, m in batch], topic="rounds", worker=self.s.worker
+                )
+                break
+            except Exception as exc:  # StoreError, or anything a driver raises: retried
+                self.stats.commit_retries += 1
+                log.warning("floor-ingest %s: commit failed, retrying: %s", self.s.worker, exc)
+                await asyncio.sleep(delay)
+                delay = min(2.0, delay * 2)
+        if self.s.latency_log and out.stored:
+            done = time.time()
+            with open(self.s.latency_log, "a", encoding="utf-8") as f:
+                f.write("".join(f"{r.round_id}\t{done:.6f}\n" for r in out.stored))
+        self.stats.batches += 1
+        self.stats.stored += len(out.stored)
+        self.stats.duplicates += out.duplicates
+        self.stats.conflicts += out.conflicts
+        self.stats.rejects += out.rejects
+        # Committed: now, and only now, the PUBACKs.
+        for client, mid, _ in batch:
+            if client is self._client:
+                try:
+                    client._client.ack(mid, 1)
+                    self.stats.acks += 1
+                except Exception:  # the connection went meanwhile: sent again, a duplicate
+                    self.stats.acks_lost += 1
+            else:  # that connection is gone: the broker sends it again (a duplicate)
+                self.stats.acks_lost += 1
+        if self._on_stored is not None:
+            self._on_stored(len(out.stored))
+
+    # -- duties ---------------------------------------------------------------------------
+    async def _duties(self) -> None:
+        store = self.duty_store
+        assert store is not None
+        last_lag = 0.0
+        while True:
+            await asyncio.sleep(self.s.duty_interval_s)
+            try:
+                self.lease_holder = await store.take_lease(self.s.worker, self.s.lease_s)
+                if not self.lease_holder:
+                    continue
+                gaps, _filled = await store.scan(self.s.gap_grace_s, dict(self.announced))
+                if gaps:
+                    for g in await store.claim_replays(gaps, self.s.replay_retry_s):
+                        await self._ask_replay(g)
+                await store.verify_anchors()
+                self.stats.duty_rounds += 1
+                if time.monotonic() - last_lag >= self.s.lag_interval_s:
+                    last_lag = time.monotonic()
+                    await self._publish_lag()
+            except StoreError as exc:
+                log.warning("floor-ingest %s: duties failed: %s", self.s.worker, exc)
+            except aiomqtt.MqttError as exc:
+                log.info("floor-ingest %s: cannot publish: %s", self.s.worker, exc)
+            except Exception:  # a worker must never stop over one failed duty round
+                log.exception("floor-ingest %s: duties failed", self.s.worker)
+
+    async def _ask_replay(self, gap: Gap) -> None:
+        client = self._client
+        if client is None:
+            return
+        body: dict[str, Any] = {
+            "request_id": f"{self.s.client_id}-{secrets.token_hex(6)}",
+            "command": "replay_rounds",
+            "args": {"from_seq": gap.from_seq},
+        }
+        if gap.to_seq is not None:
+            body["args"]["to_seq"] = gap.to_seq
+        if self.s.signer is not None:
+            body = self.s.signer.sign("commands/request", gap.table_id, body)
+        else:
+            body["table_id"] = gap.table_id
+        topic = f"{self.s.prefix}/tables/{gap.table_id}/commands/request"
+        log.warning(
+            "floor-ingest: table %s is missing seq %d..%s: asking for a replay",
+            gap.table_id,
+            gap.from_seq,
+            "its newest" if gap.to_seq is None else gap.to_seq,
+        )
+        await client.publish(topic, json.dumps(body), qos=1)
+        self.stats.replays_asked += 1
+
+    async def _publish_lag(self) -> None:
+        assert self.duty_store is not None
+        client = self._client
+        if client is None:
+            return
+        lag = await self.duty_store.lag()
+        lag["group"] = self.s.group
+        lag["published_by"] = self.s.worker
+        await client.publish(self.s.lag_topic, json.dumps(lag), qos=1, retain=True)
+
+
+class _Stopped(Exception):
+    pass
+
+
+async def run_worker(settings: IngestSettings) -> None:
+    worker = IngestWorker(settings)
+    with contextlib.suppress(asyncio.CancelledError):
+        await worker.run()

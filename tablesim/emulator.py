@@ -1,0 +1,362 @@
+"""Emulated tables: many tables in one process, to load a broker and the floor ingest
+without a daemon per table (issue 18 item 3).
+
+Each emulated table is what the floor sees of a real one, and nothing more:
+
+- its own MQTT connection, with the broker's **last will** (retained ``state``
+  ``offline``) and a retained ``state`` ``online`` on connect (with the last seq);
+- **real round payloads**: the demo runs recorded in ``tests/golden/<game>.json``
+  (every game, real bets and settlements), each given the table's id, its next
+  ``seq``, a round id in the daemon's form (``<table>-<seq:06d>-<8 hex>``),
+  timestamps and, with ``chain=True``, an issue-15 anchor (``chain: {seq, head}``,
+  the head a SHA-256 chain over the payloads: the shape, not the table's HMAC);
+- the daemon's **outbox semantics**: a round is kept until the broker acknowledges it
+  (QoS 1) and sent again, in order, after a reconnect (so the floor may see it twice,
+  never differently);
+- the ``replay_rounds`` command answered from what it published, byte for byte, on
+  ``rounds`` (taken on trust: the emulator checks no signature; the real table does).
+
+:class:`Emulator` runs N tables at a pace of ``rate`` rounds per second each,
+staggered; it records when each round was first handed to the client (``published``)
+for the benchmark's publish -> committed latency. ``python -m tablesim.emulator``
+runs one from the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import math
+import random
+import secrets
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+
+from firmware_host.jsonio import dumps
+from firmware_host.timefmt import iso_utc, utc_now
+
+GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden"
+
+
+def recorded_rounds(directory: Path = GOLDEN) -> list[dict[str, Any]]:
+    """The demo runs' round payloads of every game (``tests/golden``)."""
+    out: list[dict[str, Any]] = []
+    for path in sorted(directory.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, list):
+            out += [r for r in data if isinstance(r, dict) and "bets" in r]
+    if not out:
+        raise FileNotFoundError(f"no recorded rounds in {directory}")
+    return out
+
+
+@dataclass
+class EmulatedTable:
+    table_id: str
+    templates: list[dict[str, Any]]
+    chain: bool = True
+    seq: int = 0
+    chain_seq: int = 0
+    chain_head: str = "0" * 64
+    #: Every round published, by seq (what a replay answers from).
+    sent: dict[int, bytes] = field(default_factory=dict)
+    #: Rounds not yet acknowledged by the broker, in order.
+    pending: deque[tuple[str, bytes]] = field(default_factory=deque)
+    online: bool = False
+    #: Made all the rounds it was asked for.
+    done: bool = False
+    #: The last round the broker acknowledged (what ``state`` announces).
+    last_acked: str | None = None
+    acked_seq: int = 0
+
+    def next_round(self) -> tuple[int, str, bytes]:
+        self.seq += 1
+        doc = dict(self.templates[(self.seq - 1) % len(self.templates)])
+        doc.pop("chain", None)  # a recorded round's anchor belongs to the demo's journal
+        rid = f"{self.table_id}-{self.seq:06d}-{secrets.token_hex(4)}"
+        now = iso_utc(utc_now())
+        doc.update(table_id=self.table_id, round_id=rid, seq=self.seq)
+        doc["timestamps"] = {"opened": now, "closed": now, "result": now, doc["status"]: now}
+        if self.chain:
+            # Several entries per round (bets, open, settle): the chain moves on by more than 1.
+            self.chain_seq += 2 + len(doc.get("bets", ()))
+            body = dumps(doc).encode()
+            self.chain_head = hashlib.sha256(bytes.fromhex(self.chain_head) + body).hexdigest()
+            doc["chain"] = {"seq": self.chain_seq, "head": self.chain_head}
+        raw = dumps(doc).encode()
+        self.sent[self.seq] = raw
+        return self.seq, rid, raw
+
+
+@dataclass
+class EmulatorStats:
+    generated: int = 0
+    published: int = 0
+    resent: int = 0
+    connects: int = 0
+    replays: int = 0
+    replayed: int = 0
+
+
+class Emulator:
+    """``tables`` emulated tables at ``rate`` rounds per second each."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        tables: int | list[str],
+        *,
+        rate: float = 1.0,
+        prefix: str = "casino",
+        chain: bool = True,
+        seed: int = 18,
+        state_every: int = 0,
+        client_prefix: str = "emu",
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.prefix = prefix
+        self.rate = rate
+        self.state_every = state_every
+        self.client_prefix = client_prefix
+        rng = random.Random(seed)
+        templates = recorded_rounds()
+        ids = tables if isinstance(tables, list) else [f"emu-{i:04d}" for i in range(tables)]
+        self.tables = {}
+        for tid in ids:
+            mine = templates[:]
+            rng.shuffle(mine)
+            self.tables[tid] = EmulatedTable(tid, mine, chain=chain)
+        #: round_id -> time.time() when first handed to the MQTT client.
+        self.published: dict[str, float] = {}
+        self.stats = EmulatorStats()
+        self._playing = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._wake: dict[str, asyncio.Event] = {}
+        self._rng = rng
+        #: The origin of every table's slots (``_pace``).
+        self._base = time.monotonic()
+
+    def root(self, tid: str) -> str:
+        return f"{self.prefix}/tables/{tid}"
+
+    @property
+    def total_rounds(self) -> int:
+        return sum(t.seq for t in self.tables.values())
+
+    def unacknowledged(self) -> int:
+        return sum(len(t.pending) for t in self.tables.values())
+
+    async def finished(self, timeout: float) -> bool:
+        """Wait until every table made its rounds and the broker acknowledged them."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(t.done for t in self.tables.values()) and not self.unacknowledged():
+                return True
+            await asyncio.sleep(0.1)
+        return False
+
+    def pause(self) -> None:
+        """Stop making new rounds (what is pending is still sent)."""
+        self._playing.clear()
+
+    def play(self) -> None:
+        self._playing.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, *, rounds_per_table: int | None = None, paused: bool = False) -> None:
+        """Connect every table and play until :meth:`stop` (each table stops making
+        rounds after ``rounds_per_table``, and stays connected, answering replays);
+        returns after :meth:`stop` once everything made was acknowledged."""
+        if not paused:  # paused: the tables connect, and play from play()
+            self._playing.set()
+        async with asyncio.TaskGroup() as tg:
+            for i, tid in enumerate(self.tables):
+                self._wake[tid] = asyncio.Event()
+                offset = (i / max(1, len(self.tables))) / self.rate if self.rate > 0 else 0.0
+                tg.create_task(self._link(tid), name=f"emu-link-{tid}")
+                tg.create_task(self._pace(tid, offset, rounds_per_table), name=f"emu-pace-{tid}")
+
+    async def _pace(self, tid: str, offset: float, limit: int | None) -> None:
+        """One table's rounds on its own slots, ``base + offset + k * period``: tables
+        stay staggered across the second, through pauses and when behind (a table that
+        falls behind takes its next slot, never a burst: a burst of every table at
+        once is a thundering herd, not a floor)."""
+        t = self.tables[tid]
+        period = 1.0 / self.rate if self.rate > 0 else 0.0
+        base = self._base + offset
+        while not self._stop.is_set() and (limit is None or t.seq < limit):
+            await self._playing.wait()
+            if period > 0:
+                now = time.monotonic()
+                k = max(0, math.ceil((now - base) / period))
+                delay = base + k * period - now
+                if delay > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stop.wait(), delay)
+                    if self._stop.is_set() or not self._playing.is_set():
+                        continue
+            _seq, rid, raw = t.next_round()
+            t.pending.append((rid, raw))
+            self.stats.generated += 1
+            self._wake[tid].set()
+            if period > 0:
+                await asyncio.sleep(min(period / 2, 0.001 + period * 0.01))  # past this slot
+            else:
+                await asyncio.sleep(0)
+        # Done making rounds: the link exits once all are acknowledged.
+        t.done = True
+        self._wake[tid].set()
+
+    async def _link(self, tid: str) -> None:
+        t = self.tables[tid]
+        root = self.root(tid)
+        will = aiomqtt.Will(
+            f"{root}/state",
+            json.dumps({"schema_version": 2, "table_id": tid, "availability": "offline"}),
+            qos=1,
+            retain=True,
+        )
+        delay = 0.05
+        while True:
+            try:
+                async with aiomqtt.Client(
+                    self.host,
+                    self.port,
+                    identifier=f"{self.client_prefix}-{tid}",
+                    will=will,
+                    keepalive=15,
+                    clean_session=False,
+                    timeout=10,
+                ) as c:
+                    self.stats.connects += 1
+                    delay = 0.05
+                    t.online = True
+                    await c.subscribe(f"{root}/commands/request", qos=1)
+                    await self._state(c, t, "online")
+                    listener = asyncio.create_task(self._requests(c, t))
+                    try:
+                        resend = True
+                        while True:
+                            if t.pending:
+                                rid, raw = t.pending[0]
+                                if rid in self.published:
+                                    if resend:
+                                        self.stats.resent += 1
+                                else:
+                                    self.published[rid] = time.time()
+                                await c.publish(f"{root}/rounds", raw, qos=1)
+                                t.pending.popleft()
+                                self.stats.published += 1
+                                acked_seq = int(rid.rsplit("-", 2)[-2])  # our own id form
+                                if acked_seq > t.acked_seq:
+                                    t.acked_seq, t.last_acked = acked_seq, rid
+                                if (self.state_every and t.seq % self.state_every == 0) or (
+                                    t.done and not t.pending
+                                ):
+                                    await self._state(c, t, "online")
+                                continue
+                            if self._stop.is_set():
+                                return
+                            self._wake[tid].clear()
+                            if t.pending:
+                                continue
+                            with contextlib.suppress(TimeoutError):
+                                await asyncio.wait_for(self._wake[tid].wait(), 0.5)
+                    finally:
+                        listener.cancel()
+                        with contextlib.suppress(BaseException):
+                            await listener
+                        t.online = False
+            except aiomqtt.MqttError:
+                t.online = False
+            if self._stop.is_set() and not t.pending:
+                return
+            await asyncio.sleep(delay * (1 + self._rng.random()))
+            delay = min(1.0, delay * 2)
+
+    async def _state(self, c: aiomqtt.Client, t: EmulatedTable, availability: str) -> None:
+        await c.publish(
+            f"{self.root(t.table_id)}/state",
+            json.dumps(
+                {
+                    "schema_version": 2,
+                    "table_id": t.table_id,
+                    "availability": availability,
+                    "phase": "idle",
+                    "last_round_id": t.last_acked,
+                    "emulated": True,
+                }
+            ),
+            qos=1,
+            retain=True,
+        )
+
+    async def _requests(self, c: aiomqtt.Client, t: EmulatedTable) -> None:
+        async for m in c.messages:
+            raw = m.payload
+            try:
+                req = json.loads(raw if isinstance(raw, (bytes, str)) else str(raw))
+            except ValueError:
+                continue
+            if not isinstance(req, dict) or req.get("command") != "replay_rounds":
+                continue
+            args = req.get("args") or {}
+            first = int(args.get("from_seq", 1))
+            last = int(args.get("to_seq") or t.seq)
+            seqs = [s for s in range(first, min(last, t.seq) + 1) if s in t.sent]
+            for s in seqs:
+                doc = t.sent[s]
+                t.pending.append((json.loads(doc)["round_id"], doc))
+            self.stats.replays += 1
+            self.stats.replayed += len(seqs)
+            self._wake[t.table_id].set()
+            answer = {
+                "schema_version": 2,
+                "table_id": t.table_id,
+                "request_id": req.get("request_id"),
+                "command": "replay_rounds",
+                "status": "ok",
+                "data": {"queued": len(seqs), "first_seq": seqs[0] if seqs else None},
+            }
+            await c.publish(f"{self.root(t.table_id)}/commands/response", json.dumps(answer), qos=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tablesim.emulator", description=__doc__)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=1883)
+    p.add_argument("--tables", type=int, default=100)
+    p.add_argument("--rate", type=float, default=1 / 60, help="rounds per second per table")
+    p.add_argument("--rounds", type=int, default=None, help="rounds per table, then stop")
+    p.add_argument("--no-chain", action="store_true", help="rounds without issue 15's chain")
+    args = p.parse_args(argv)
+
+    async def run() -> None:
+        emu = Emulator(args.host, args.port, args.tables, rate=args.rate, chain=not args.no_chain)
+        task = asyncio.create_task(emu.run(rounds_per_table=args.rounds))
+        if args.rounds is not None:
+            await emu.finished(timeout=24 * 3600)
+            emu.stop()
+        await task
+        print(json.dumps(emu.stats.__dict__))
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
