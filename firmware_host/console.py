@@ -174,6 +174,8 @@ class ConsoleBackend(Protocol):
     def jackpot_reset(self, reason: str, who: str) -> JSON: ...
     def jackpot_params(self, key: str, value: str, reason: str, who: str) -> JSON: ...
     def clear_fault(self, code: str, reason: str, who: str) -> JSON: ...
+    def alerts(self) -> JSON: ...
+    def ack_alert(self, alert_id: int, reason: str, who: str) -> JSON: ...
 
 
 @dataclass(frozen=True)
@@ -243,6 +245,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("pending", "pending", "requests waiting for a second operator's approval"),
     Command("approve", "approve ID", "approve another operator's pending request (dual control)", True),
     Command("clear-fault", "clear-fault CODE REASON...", "clear a latched fault", True),
+    Command("alerts", "alerts", "integrity alerts not yet cleared (docs/integrity.md)"),
+    Command("ack", "ack ALERT_ID REASON...", "acknowledge an integrity alert, with a reason", True),
     Command("quit", "quit", "close this console session"),
 )
 _BY_NAME = {c.name: c for c in COMMANDS}
@@ -819,6 +823,13 @@ class ConsoleSession:
             return self._dual(
                 cmd, args, lambda ok: b.jackpot_params(key, value_s, why, f"{who}+{ok}")
             )
+        if n == "alerts":
+            return r.lines(b.alerts())
+        if n == "ack":
+            ident, _, reason = args.partition(" ")
+            if not ident.isdigit() or not reason.strip():
+                return ["error: syntax: ack ALERT_ID REASON... (the id as `alerts` shows it)"]
+            return r.lines(b.ack_alert(int(ident), reason.strip(), who))
         if n == "clear-fault":
             code, _, reason = args.partition(" ")
             if not code or not reason.strip():

@@ -16,6 +16,7 @@ from typing import Any
 from .console import local_time
 from .games.errors import CodedError
 from .games.money import MoneyRules
+from .integrity.alerts import Alerts
 from .journal import Journal
 from .jsonio import JSON
 from .mqtt import FloorLink
@@ -49,6 +50,8 @@ class TableConsoleBackend:
     config_path: Path | None = None
     #: The game's procedure: whether results may be typed (``manual_results``).
     procedure: Procedure | None = None
+    #: Integrity alerts (``docs/integrity.md``); None: a table without them.
+    alerts_board: Alerts | None = None
 
     def money(self) -> MoneyRules:
         return self.engine.cfg.money
@@ -61,6 +64,10 @@ class TableConsoleBackend:
             "mqtt": self.link.get_status() if self.link else None,
             "loop_lag_ms": round(self.loop_lag() * 1000, 1),
             "faults": [f.code for f in self.journal.active_faults()],
+            "alerts": [
+                f"{a.id} {a.code}{f' {a.subject}' if a.subject else ''} ({a.severity}, {a.state})"
+                for a in (self.alerts_board.active() if self.alerts_board else [])
+            ],
         }
 
     def devices(self) -> JSON:
@@ -205,6 +212,17 @@ class TableConsoleBackend:
         jp = self._jackpot()
         self._privileged("jackpot_param", who, reason, key=key, value=value)
         return jp.set_param(key, value, reason=reason, who=who)
+
+    def alerts(self) -> JSON:
+        if self.alerts_board is None:
+            return ["no integrity alerts on this table"]
+        return [a.to_json() for a in self.alerts_board.active()] or ["no active alert"]
+
+    def ack_alert(self, alert_id: int, reason: str, who: str) -> JSON:
+        if self.alerts_board is None:
+            raise ConsoleRefused("this table has no integrity alerts", code="NOT_SUPPORTED")
+        rec = self.alerts_board.acknowledge(alert_id, by=f"console:{who}", reason=reason)
+        return rec.to_json()
 
     def clear_fault(self, code: str, reason: str, who: str) -> JSON:
         self._privileged("clear_fault", who, reason, code=code)

@@ -31,7 +31,7 @@ import gc
 import hashlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ from .console import (
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
+from .integrity.alerts import Alerts
 from .journal import Journal, JournalError, StorageError
 from .jsonio import JSON
 from .logsetup import RoundLog
@@ -131,6 +132,8 @@ class TableDaemon:
         self.board: ResultBoard | None = None
         self.statistics: TableStatistics | None = None
         self.console_backend: TableConsoleBackend | None = None
+        #: Integrity alerts held until acknowledged (``docs/integrity.md``).
+        self.alerts: Alerts | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping = False
@@ -175,10 +178,17 @@ class TableDaemon:
                 extensions=self.extensions,
             )
         )
+        alerts = self.alerts = Alerts(j, publish=self._publish_alerts)
         auth = Authenticator(plan.auth, cfg.table_id)
         if not auth.signatures:
             log.warning("[auth] signatures = false: floor requests are NOT authenticated")
-        floor = self.floor = FloorRequests(engine, procedure, auth=auth, jackpot=self.jackpot)
+        floor = self.floor = FloorRequests(
+            engine,
+            procedure,
+            auth=auth,
+            jackpot=self.jackpot,
+            handlers={"ack_alert": alerts.ack_command},
+        )
         link = self.link = FloorLink(plan.mqtt, cfg.table_id, j, handler=floor.handle)
         self.state = TableState(
             self.extensions,
@@ -207,6 +217,7 @@ class TableDaemon:
                 display_ms=plan.jackpot.display_ms,
             )
         self._faces(devices, link, j)
+        alerts.publish()
         link.start()
         for payload in engine.resume():
             log.warning(
@@ -233,6 +244,7 @@ class TableDaemon:
             loop_lag=lambda: self.loop_lag,
             config_path=self.config_path,
             procedure=procedure,
+            alerts_board=alerts,
         )
         await self._start_console()
         self._tasks.append(asyncio.create_task(self._watch_loop_lag(), name="loop-lag"))
@@ -257,6 +269,11 @@ class TableDaemon:
                 cfg.game.result_device,
                 cfg.game.result_device,
             )
+
+    def _publish_alerts(self, body: Mapping[str, JSON]) -> None:
+        """The retained ``alerts`` topic (once the floor link exists)."""
+        if self.link is not None:
+            self.link.set_snapshot("alerts", body)
 
     def _faces(self, devices: TableDevices, link: FloorLink, j: Journal) -> None:
         """The result board (``board`` topic and the board devices) and the statistics

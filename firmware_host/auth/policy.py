@@ -10,7 +10,8 @@ separation of duties a gaming lab expects (GLI-24's owner/guest host model):
 - ``dealer``: runs the game (opens and closes betting, re-shakes a voided throw,
   enters results on a manual table, players' decisions, a deal's setup);
 - ``pit_supervisor``: what a dealer does, and voids a round and confirms a jackpot
-  payment (which needs a second, different principal: :data:`TWO_PERSON`);
+  payment (which needs a second, different principal: :data:`TWO_PERSON`),
+  acknowledges an integrity alert and asks for a software check (``docs/integrity.md``);
 - ``floor_system``: places and cancels bets (a cancel only of its own bets);
 - ``jackpot_attendant``: confirms jackpot payments;
 - ``observer``: ``status`` only.
@@ -41,6 +42,8 @@ COMMAND_PERMISSIONS = (
     "new_shoe",
     "jackpot_paid",
     "status",
+    "ack_alert",
+    "verify_software",
 )
 #: The actions of ``bets/request``.
 BET_PERMISSIONS = ("place", "cancel")
@@ -60,7 +63,7 @@ _DEALER = frozenset(
 )
 BUILTIN_ROLES: dict[str, frozenset[str]] = {
     "dealer": _DEALER,
-    "pit_supervisor": _DEALER | {"void_round", "jackpot_paid"},
+    "pit_supervisor": _DEALER | {"void_round", "jackpot_paid", "ack_alert", "verify_software"},
     "floor_system": frozenset({"place", "cancel", "status"}),
     "jackpot_attendant": frozenset({"jackpot_paid", "status"}),
     "observer": frozenset({"status"}),

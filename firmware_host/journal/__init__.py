@@ -30,6 +30,7 @@ Import from here (``from firmware_host.journal import Journal``), not from the p
 
 from __future__ import annotations
 
+from .alerts import SEVERITIES, AlertAcknowledged, AlertNotFound, AlertRecord
 from .audit import GENESIS_HASH, ChainReport, Event, Fault, event_hash
 from .bets import BetRecord
 from .errors import (
@@ -66,7 +67,11 @@ __all__ = [
     "GENESIS_HASH",
     "JOURNAL_SPECS",
     "ROUNDS_TOPIC",
+    "SEVERITIES",
     "STORAGE_CODES",
+    "AlertAcknowledged",
+    "AlertNotFound",
+    "AlertRecord",
     "BetConflict",
     "BetNotFound",
     "BetRecord",

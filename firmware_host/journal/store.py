@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..jsonio import JSON
 from ..timefmt import utc_now
+from .alerts import AlertStore
 from .bets import BetRecord, BetStore
 from .errors import JournalError
 from .frames import RawFrame
@@ -41,7 +42,7 @@ class RecalledRound:
         }
 
 
-class Journal(BetStore, RequestStore):
+class Journal(BetStore, RequestStore, AlertStore):
     """The table's journal. Not thread-safe: use it from one thread (the event loop).
 
     Every public method that writes is one atomic transaction. Methods taking

@@ -31,6 +31,7 @@ SCHEMA_NAMES = (
     "command_response",
     "board",
     "stats",
+    "alerts",
 )
 
 #: Topic (relative to ``<prefix>/tables/<table_id>/``) -> schema name.
@@ -45,6 +46,7 @@ TOPIC_SCHEMAS = {
     "commands/response": "command_response",
     "board": "board",
     "stats": "stats",
+    "alerts": "alerts",
 }
 
 

@@ -265,6 +265,7 @@ def status_text(st: Any) -> str:
         ("journal", f"{journal.get('path')}, {journal.get('outbox_pending')} to publish"),
         ("loop lag", f"{st.get('loop_lag_ms')} ms"),
         ("faults", faults),
+        ("alerts", "; ".join(st.get("alerts") or []) or "none"),
         ("version", st.get("version")),
     ]
     return "\n".join(f"{k + ':':<10} {v}" for k, v in rows)

@@ -34,7 +34,7 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,14 +70,23 @@ COMMANDS: dict[str, frozenset[str]] = {
     "jackpot_paid": frozenset({"hit_id"}),
     "deal_setup": frozenset({"banker", "banker_capital", "casino_capital", "declared", "dice"}),
     "new_shoe": frozenset(),
+    "ack_alert": frozenset({"alert_id", "reason"}),
+    "verify_software": frozenset({"seed"}),
 }
+
+#: Commands that name no round (answered by the table's integrity, docs/integrity.md).
+ROUNDLESS_COMMANDS = frozenset({"status", "ack_alert", "verify_software"})
+
+#: A command answered outside the round engine: ``(args, principal) -> data``; raises a
+#: ``CodedError`` to refuse. Given to :class:`FloorRequests` by the daemon.
+CommandHandler = Callable[[Mapping[str, JSON], Principal], JSON]
 
 #: Commands that name the round in progress (``round_id``); ``open_betting`` and
 #: ``new_shoe`` name the round they follow (``after_round_id``: a late retry, after
 #: another round was played, is refused), ``jackpot_paid`` the round of the hit, and
 #: ``status`` none.
 FOLLOWING_COMMANDS = frozenset({"open_betting", "new_shoe"})
-ROUND_COMMANDS = frozenset(COMMANDS) - FOLLOWING_COMMANDS - {"jackpot_paid", "status"}
+ROUND_COMMANDS = frozenset(COMMANDS) - FOLLOWING_COMMANDS - {"jackpot_paid"} - ROUNDLESS_COMMANDS
 
 #: An identifier from the floor (request, bet, round, hit ids): printable ASCII, no
 #: space, so that it can never smuggle a control character into a log, the console
@@ -230,8 +239,11 @@ class FloorRequests:
         *,
         auth: Authenticator,
         jackpot: JackpotController | None = None,
+        handlers: Mapping[str, CommandHandler] | None = None,
     ) -> None:
         self.engine = engine
+        #: Roundless commands answered elsewhere (``ack_alert``, ``verify_software``).
+        self.handlers = dict(handlers or {})
         self.journal = engine.journal
         self.procedure = procedure
         self.jackpot = jackpot
@@ -422,9 +434,9 @@ class FloorRequests:
                 )
             if data["after_round_id"] is not None:
                 identifier(data["after_round_id"], "after_round_id", MAX_REQUEST_ID)
-        elif command == "status":
+        elif command in ROUNDLESS_COMMANDS:
             if "round_id" in data or "after_round_id" in data:
-                raise RequestError("MALFORMED_REQUEST", "status names no round")
+                raise RequestError("MALFORMED_REQUEST", f"{command} names no round")
         else:
             if "after_round_id" in data:
                 raise RequestError(
@@ -495,6 +507,11 @@ class FloorRequests:
             return e.new_shoe(source=source)
         if command == "jackpot_paid":
             return self._jackpot_paid(args, data, who, rid)
+        if command in ROUNDLESS_COMMANDS:
+            handler = self.handlers.get(command)
+            if handler is None:
+                raise RequestError("NOT_SUPPORTED", f"{command} is not available on this table")
+            return handler(args, who)
         if command == "result" and not self.procedure.manual_results:
             raise RequestError(
                 "RESULT_FROM_DEVICE_ONLY",
