@@ -101,6 +101,7 @@ SECTION_MODULES = (
     "firmware_host.auth",
     "firmware_host.table.floor",
     "drivers.registry",
+    "firmware_host.integrity.software",
 )
 _sections_loaded = False
 

@@ -176,6 +176,7 @@ class ConsoleBackend(Protocol):
     def clear_fault(self, code: str, reason: str, who: str) -> JSON: ...
     def alerts(self) -> JSON: ...
     def ack_alert(self, alert_id: int, reason: str, who: str) -> JSON: ...
+    def verify_software(self, seed: str | None, who: str | None) -> JSON: ...
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,11 @@ COMMANDS: tuple[Command, ...] = (
     Command("clear-fault", "clear-fault CODE REASON...", "clear a latched fault", True),
     Command("alerts", "alerts", "integrity alerts not yet cleared (docs/integrity.md)"),
     Command("ack", "ack ALERT_ID REASON...", "acknowledge an integrity alert, with a reason", True),
+    Command(
+        "verify-software",
+        "verify-software [SEED]",
+        "check the installed files against the signed manifest (SEED: the seeded answer too)",
+    ),
     Command("quit", "quit", "close this console session"),
 )
 _BY_NAME = {c.name: c for c in COMMANDS}
@@ -823,6 +829,14 @@ class ConsoleSession:
             return self._dual(
                 cmd, args, lambda ok: b.jackpot_params(key, value_s, why, f"{who}+{ok}")
             )
+        if n == "verify-software":
+            if args and " " in args:
+                return ["error: syntax: verify-software [SEED]"]
+            from .integrity.software import SEED
+
+            if args and not SEED.match(args):
+                return ["error: SEED: 8-128 of A-Z a-z 0-9 _ . : + / = -"]
+            return r.lines(b.verify_software(args or None, self.user))
         if n == "alerts":
             return r.lines(b.alerts())
         if n == "ack":

@@ -17,6 +17,7 @@ from .console import local_time
 from .games.errors import CodedError
 from .games.money import MoneyRules
 from .integrity.alerts import Alerts
+from .integrity.selfcheck import SoftwareCheck
 from .journal import Journal
 from .jsonio import JSON
 from .mqtt import FloorLink
@@ -52,6 +53,8 @@ class TableConsoleBackend:
     procedure: Procedure | None = None
     #: Integrity alerts (``docs/integrity.md``); None: a table without them.
     alerts_board: Alerts | None = None
+    #: The software check against the signed manifest (``docs/integrity.md``).
+    software: SoftwareCheck | None = None
 
     def money(self) -> MoneyRules:
         return self.engine.cfg.money
@@ -223,6 +226,12 @@ class TableConsoleBackend:
             raise ConsoleRefused("this table has no integrity alerts", code="NOT_SUPPORTED")
         rec = self.alerts_board.acknowledge(alert_id, by=f"console:{who}", reason=reason)
         return rec.to_json()
+
+    def verify_software(self, seed: str | None, who: str | None) -> JSON:
+        if self.software is None or not self.software.configured:
+            raise ConsoleRefused("no signed manifest configured ([software])", code="NOT_SUPPORTED")
+        by = f"console:{who}" if who else "console"
+        return self.software.check("console", by=by, seed=seed).to_json()
 
     def clear_fault(self, code: str, reason: str, who: str) -> JSON:
         self._privileged("clear_fault", who, reason, code=code)

@@ -53,6 +53,7 @@ from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .integrity.alerts import Alerts
+from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
 from .journal import Journal, JournalError, StorageError
 from .jsonio import JSON
 from .logsetup import RoundLog
@@ -71,6 +72,10 @@ log = logging.getLogger(__name__)
 #: ``tablectl run``'s exit status when the journal refuses to open (damaged, disk full,
 #: I/O error): the reason is one log line with its code.
 EXIT_JOURNAL = 3
+
+#: ``tablectl run``'s exit status when the installed software does not match its signed
+#: manifest (``docs/integrity.md``): the fault is latched and the table refuses to start.
+EXIT_SOFTWARE = 4
 
 #: Sections that SIGHUP applies without a restart; any other change needs one.
 RELOADABLE = ("limits", "console", "daemon")
@@ -134,6 +139,7 @@ class TableDaemon:
         self.console_backend: TableConsoleBackend | None = None
         #: Integrity alerts held until acknowledged (``docs/integrity.md``).
         self.alerts: Alerts | None = None
+        self.software: SoftwareCheck | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping = False
@@ -155,6 +161,11 @@ class TableDaemon:
             log.warning("console locked for %d s more (a lockout from before the restart)", left)
 
         faults = LatchedFaults(j, storage=j.storage)
+        alerts = self.alerts = Alerts(j, publish=self._publish_alerts)
+        software = self.software = SoftwareCheck(
+            plan.software, j, alerts, faults_changed=self._faults_changed
+        )
+        software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
         if plan.jackpot_params is not None:
             self.jackpot = self._jackpot(j, plan)
         engine = self.engine = RoundEngine(
@@ -178,7 +189,6 @@ class TableDaemon:
                 extensions=self.extensions,
             )
         )
-        alerts = self.alerts = Alerts(j, publish=self._publish_alerts)
         auth = Authenticator(plan.auth, cfg.table_id)
         if not auth.signatures:
             log.warning("[auth] signatures = false: floor requests are NOT authenticated")
@@ -187,7 +197,7 @@ class TableDaemon:
             procedure,
             auth=auth,
             jackpot=self.jackpot,
-            handlers={"ack_alert": alerts.ack_command},
+            handlers={"ack_alert": alerts.ack_command, "verify_software": software.command},
         )
         link = self.link = FloorLink(plan.mqtt, cfg.table_id, j, handler=floor.handle)
         self.state = TableState(
@@ -231,6 +241,7 @@ class TableDaemon:
         await devices.start(procedure.on_device_event, link, j)
         self._tasks.append(asyncio.create_task(procedure.run(), name="procedure"))
         self._tasks.append(asyncio.create_task(self.extensions.run_ticks(), name="extensions"))
+        self._tasks.append(asyncio.create_task(software.run(), name="software-check"))
         if self.board is not None:
             self._tasks.append(asyncio.create_task(self.board.run(), name="result-board"))
         self.console_backend = TableConsoleBackend(
@@ -245,6 +256,7 @@ class TableDaemon:
             config_path=self.config_path,
             procedure=procedure,
             alerts_board=alerts,
+            software=software,
         )
         await self._start_console()
         self._tasks.append(asyncio.create_task(self._watch_loop_lag(), name="loop-lag"))
@@ -269,6 +281,10 @@ class TableDaemon:
                 cfg.game.result_device,
                 cfg.game.result_device,
             )
+
+    def _faults_changed(self) -> None:
+        if self.state is not None:
+            self.state.refresh()
 
     def _publish_alerts(self, body: Mapping[str, JSON]) -> None:
         """The retained ``alerts`` topic (once the floor link exists)."""
@@ -536,6 +552,11 @@ async def run_daemon(
             # the documented code (docs/reliability.md), never a traceback.
             log.error("table %s cannot start: %s", cfg.table_id, exc)
             return EXIT_JOURNAL
+        except SoftwareMismatch as exc:
+            # The installed files are not the signed build: recorded and latched; one
+            # line with the code (docs/integrity.md), never a traceback.
+            log.error("table %s refuses to start: %s", cfg.table_id, exc)
+            return EXIT_SOFTWARE
         if on_ready:
             on_ready(daemon)
         await stop.wait()

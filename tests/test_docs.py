@@ -43,6 +43,7 @@ def test_every_registered_section_key_is_documented() -> None:
     from firmware_host.journal import JOURNAL_SPECS
     from firmware_host.mqtt import MQTT_SPECS
     from firmware_host.table.floor import BETS_SPECS
+    from firmware_host.integrity.software import SOFTWARE_SPECS
     from firmware_host.table.jackpot import JACKPOT_SPECS
 
     text = (ROOT / "docs" / "configuration.md").read_text()
@@ -55,6 +56,7 @@ def test_every_registered_section_key_is_documented() -> None:
         ("statistics", STATISTICS_SPECS),
         ("auth", AUTH_SPECS),
         ("bets", BETS_SPECS),
+        ("software", SOFTWARE_SPECS),
     ):
         assert f"## `[{section}]`" in text, section
         block = text.split(f"## `[{section}]`", 1)[1].split("\n## ", 1)[0]

@@ -123,3 +123,68 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
         cmds = [e for e in events if e.kind == "floor_command" and e.data["command"] == "ack_alert"]
         assert len(cmds) == sum(1 for w, _ in by.values() if w.startswith("mqtt"))
         assert all(e.data["principal"] == "pit" and e.data["verified"] for e in cmds)
+
+
+async def test_verify_software_over_mqtt_and_console(tmp_path: Path, amqtt_broker) -> None:  # type: ignore[no-untyped-def]
+    from firmware_host.auth import generate, load_private_key
+    from firmware_host.integrity.software import (
+        SoftwareSettings,
+        build_manifest,
+        default_root,
+        sign_manifest,
+        verify,
+    )
+
+    # a manifest of the running packages, signed with a throwaway build key
+    priv, pub = generate("build", tmp_path / "buildkey")
+    manifest = build_manifest(default_root(), version="test")
+    (tmp_path / "sw.manifest").write_bytes(manifest)
+    (tmp_path / "sw.manifest.sig").write_bytes(sign_manifest(manifest, load_private_key(priv)))
+    principals = make_principals(tmp_path / "keys")
+    cfg = validate_document(
+        {
+            "table": {"id": "sw-2", "game": "fantan", "result_source": "manual"},
+            "auth": principals.auth_section(),
+            "console": {"operators": {"tech1": {"pin_hash": hash_pin(PIN)}}},
+            "software": {"manifest": str(tmp_path / "sw.manifest"), "public_key": str(pub)},
+        }
+    )
+    d = TableDaemon(
+        cfg,
+        state_dir=tmp_path,
+        runtime_dir=tmp_path,
+        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, reconnect_min_ms=50),
+    )
+    await d.start()
+    await d.link.wait_subscribed(30)  # type: ignore[union-attr]
+    try:
+        async with FloorClient(
+            amqtt_broker.host, amqtt_broker.port, cfg.table_id, signers=principals
+        ) as floor:
+            r = await floor.command("verify_software", seed="lab-seed-0001")
+            assert isinstance(r, dict) and r["status"] == "ok", r
+            validate("command_response", r)
+            data = r["data"]
+            expect = verify(
+                SoftwareSettings(str(tmp_path / "sw.manifest"), str(pub)), seed="lab-seed-0001"
+            )
+            assert data["ok"] is True and data["seeded_digest"] == expect.seeded_digest
+            r = await floor.command("verify_software", seed="short")
+            assert isinstance(r, dict) and r["code"] == "MALFORMED_REQUEST", r
+            r = await floor.command(
+                "verify_software", seed="lab-seed-0002", signer=principals.signers["dealer"]
+            )
+            assert isinstance(r, dict) and r["code"] == "NOT_PERMITTED", r
+        session = d.new_session("test")
+        out = "\n".join(await session.handle("verify-software lab-seed-0003"))
+        assert "ok: true" in out.lower() or "ok: yes" in out.lower(), out
+    finally:
+        await d.stop()
+    from firmware_host.journal import Journal
+
+    with Journal(tmp_path / "journal.sqlite3") as j:
+        checks = [e.data for e in j.events(200) if e.kind == "software_verified"]
+        assert [(c["trigger"], c["by"], c["ok"]) for c in checks] == [
+            ("start-up", None, True), ("mqtt", "mqtt:pit", True), ("console", "console", True),
+        ]  # fmt: skip
+        assert checks[1]["seed"] == "lab-seed-0001"
