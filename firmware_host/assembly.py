@@ -32,6 +32,7 @@ from .devices import gpio_problems
 from .face.board import StatisticsSettings, board_problems
 from .games.jackpot import JackpotParams
 from .games.money import MAX_STAKE
+from .integrity.settings import IntegritySettings
 from .integrity.software import SoftwareSettings
 from .journal import JournalSettings
 from .mqtt import MqttSettings
@@ -85,6 +86,8 @@ class TablePlan:
     warnings: tuple[str, ...] = ()
     #: ``[software]``: the signed manifest and the build's key, paths resolved.
     software: SoftwareSettings = field(default_factory=SoftwareSettings)
+    #: ``[integrity]``: the detectors' settings (``docs/integrity.md``).
+    integrity: IntegritySettings = field(default_factory=IntegritySettings)
 
 
 def read_plan(
@@ -113,6 +116,7 @@ def read_plan(
     caps = bet_caps(cfg.section("bets"), cfg.limits.max_stake or MAX_STAKE)
     auth_problems, warnings = _auth_problems(auth, cfg.result_source)
     software = _resolve_software(cfg.section("software") or SoftwareSettings(), cfg.source)
+    integrity = IntegritySettings.from_section(cfg.section("integrity"))
     if not software.configured:
         warnings.append(
             "[software] not configured: the installed software is not verified against a "
@@ -144,6 +148,7 @@ def read_plan(
         problems=tuple(problems),
         warnings=tuple(warnings),
         software=software,
+        integrity=integrity,
     )
 
 

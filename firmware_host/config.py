@@ -102,6 +102,7 @@ SECTION_MODULES = (
     "firmware_host.table.floor",
     "drivers.registry",
     "firmware_host.integrity.software",
+    "firmware_host.integrity.settings",
 )
 _sections_loaded = False
 

@@ -53,6 +53,7 @@ from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .integrity.alerts import Alerts
+from .integrity.monitor import IntegrityMonitor
 from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
 from .journal import Journal, JournalError, StorageError
 from .jsonio import JSON
@@ -140,6 +141,7 @@ class TableDaemon:
         #: Integrity alerts held until acknowledged (``docs/integrity.md``).
         self.alerts: Alerts | None = None
         self.software: SoftwareCheck | None = None
+        self.integrity: IntegrityMonitor | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping = False
@@ -227,6 +229,16 @@ class TableDaemon:
                 display_ms=plan.jackpot.display_ms,
             )
         self._faces(devices, link, j)
+        self.integrity = IntegrityMonitor(
+            self.extensions,
+            alerts=alerts,
+            journal=j,
+            table_id=cfg.table_id,
+            game_id=cfg.game_id,
+            settings=plan.integrity,
+            wheel_name=next((d.name for d in devices if d.kind == "wheel"), "wheel"),
+            shaker_name=next((d.name for d in devices if d.kind == "shaker"), "shaker"),
+        )
         alerts.publish()
         link.start()
         for payload in engine.resume():
@@ -238,7 +250,7 @@ class TableDaemon:
             )
 
         self.notifier.status("starting devices")
-        await devices.start(procedure.on_device_event, link, j)
+        await devices.start(self._on_device_event, link, j)
         self._tasks.append(asyncio.create_task(procedure.run(), name="procedure"))
         self._tasks.append(asyncio.create_task(self.extensions.run_ticks(), name="extensions"))
         self._tasks.append(asyncio.create_task(software.run(), name="software-check"))
@@ -281,6 +293,13 @@ class TableDaemon:
                 cfg.game.result_device,
                 cfg.game.result_device,
             )
+
+    async def _on_device_event(self, device: str, event: Any) -> None:
+        """A device's event: to the procedure, then to the integrity detectors."""
+        assert self.procedure is not None
+        await self.procedure.on_device_event(device, event)
+        if self.integrity is not None:
+            await self.integrity.on_device_event(device, event)
 
     def _faults_changed(self) -> None:
         if self.state is not None:
