@@ -238,6 +238,12 @@ class TableDaemon:
             settings=plan.integrity,
             wheel_name=next((d.name for d in devices if d.kind == "wheel"), "wheel"),
             shaker_name=next((d.name for d in devices if d.kind == "shaker"), "shaker"),
+            shoe_name=(
+                next((d.name for d in devices if d.kind == "shoe"), "shoe")
+                if cfg.game.result_device == "shoe"
+                else None
+            ),
+            decks=int(getattr(cfg.rules, "decks", 8) or 8),
         )
         alerts.publish()
         link.start()

@@ -15,6 +15,7 @@ from typing import Any
 
 from drivers.base import DeviceEvent
 from drivers.cammegh.events import GameStateChanged, GameVoided, WheelWarning, WinningNumber
+from drivers.shoe.events import CardDealt, CardMisread, DeckChecked, ShuffleStarted
 
 from ..journal import OutboxMessage
 from ..jsonio import JSON
@@ -24,6 +25,7 @@ from ..timefmt import iso_utc, utc_now
 from .alerts import Alerts
 from .bias import DiceBias, Finding, WheelBias
 from .settings import IntegritySettings
+from .shoe import ShoeComposition
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,8 @@ class IntegrityMonitor(TableExtension):
         settings: IntegritySettings,
         wheel_name: str = "wheel",
         shaker_name: str = "shaker",
+        shoe_name: str | None = None,
+        decks: int = 8,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.alerts = alerts
@@ -71,6 +75,12 @@ class IntegrityMonitor(TableExtension):
                 shaker_name, 3, window=s.chi_square_window, chi_every=s.chi_square_every,
                 rate=s.spins_per_hour,
             )  # fmt: skip
+        self.shoe: ShoeComposition | None = None
+        if shoe_name is not None:
+            self.shoe = ShoeComposition(
+                shoe_name, decks=decks, unseen_max=s.shoe_unseen_max,
+                coups_min=s.shoe_coups_min, coups_max=s.shoe_coups_max,
+            )  # fmt: skip
         self._last_number: int | None = None
         self._run = 0
         self._rim_at: float | None = None
@@ -82,6 +92,31 @@ class IntegrityMonitor(TableExtension):
     def round_settled(self, payload: Mapping[str, JSON]) -> None:
         self._large(payload)
         self._raise(self._observe(payload.get("outcome")))
+        if self.shoe is not None:
+            self.shoe.coup()
+
+    def new_shoe(self, data: Mapping[str, JSON]) -> None:
+        """The table's new shoe (the shoe's shuffle, or the ``new_shoe`` command)."""
+        if self.shoe is None:
+            return
+        shuffle = data.get("shuffle")
+        self._start_shoe(None, shuffle if isinstance(shuffle, int) else 0)
+
+    def _start_shoe(self, decks: int | None, number: int) -> None:
+        """A new shoe: the one before ends (its coups and cards to the event log,
+        ``shoe_finished``; what its end shows raised). The same shuffle told twice
+        (the procedure's ``new_shoe``, then the shoe's own event) starts it once."""
+        shoe = self.shoe
+        assert shoe is not None
+        if shoe.started and number and number == shoe.number and not shoe.coups and not shoe.cards:
+            if decks:
+                shoe.decks = decks
+            return
+        ended = shoe.summary() if shoe.started else None
+        found = shoe.new_shoe(decks, number)
+        if ended is not None:
+            self._event("shoe_finished", ended, None)  # coups per shoe, on `events` too
+        self._raise(found)
 
     def _observe(self, outcome: JSON) -> list[Finding]:
         if not isinstance(outcome, dict):
@@ -159,7 +194,7 @@ class IntegrityMonitor(TableExtension):
             payload["round_id"] = round_id
         payload["data"] = dict(data)
         self.journal.append_event(
-            kind, {**data, "round_id": round_id},
+            kind, {**data, "round_id": round_id} if round_id is not None else dict(data),
             outbox=[OutboxMessage("events", payload, qos=1, retain=False, round_id=round_id)],
         )  # fmt: skip
 
@@ -172,6 +207,17 @@ class IntegrityMonitor(TableExtension):
             log.exception("integrity: %s event %s", device, event.kind)
 
     def _device(self, event: DeviceEvent) -> list[Finding]:
+        if self.shoe is not None:
+            if isinstance(event, ShuffleStarted):
+                self._start_shoe(event.decks, event.shuffle)
+                return []
+            if isinstance(event, CardDealt):
+                return self.shoe.card(event.card)
+            if isinstance(event, CardMisread):
+                self.shoe.misread()
+            elif isinstance(event, DeckChecked):
+                return self.shoe.deck_check(event.missing, event.extra)
+            return []
         s = self.settings
         w = self.serial
         found: list[Finding] = []

@@ -49,6 +49,17 @@ INTEGRITY_SPECS: dict[str, FieldSpec] = {
     "alternate_direction": FieldSpec(
         "bool", False, doc="the house procedure requires the rotor to change direction every spin"
     ),
+    "shoe_unseen_max": FieldSpec(
+        "int", 0, range=(0, 624),
+        doc="cards a shoe may leave never seen at its end (behind the cut card): more is "
+        "SHOE_CARDS_MISSING (0: off)",
+    ),
+    "shoe_coups_min": FieldSpec(
+        "int", 0, range=(0, 1000), doc="a shoe dealing fewer coups: SHOE_LENGTH (0: off)"
+    ),
+    "shoe_coups_max": FieldSpec(
+        "int", 0, range=(0, 1000), doc="a shoe dealing more coups: SHOE_LENGTH (0: off)"
+    ),
     "large_transaction": FieldSpec(
         "int", 0, range=(0, 10**15),
         doc="a stake or a payout at or above this, minor units, raises LARGE_TRANSACTION and a "
@@ -71,6 +82,9 @@ class IntegritySettings:
     ball_revs_min: int = 0
     ball_revs_max: int = 0
     alternate_direction: bool = False
+    shoe_unseen_max: int = 0
+    shoe_coups_min: int = 0
+    shoe_coups_max: int = 0
     large_transaction: int = 0
 
     @staticmethod
