@@ -53,6 +53,7 @@ from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .integrity.alerts import Alerts
+from .integrity.clock import ClockWatch
 from .integrity.monitor import IntegrityMonitor
 from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
 from .journal import Journal, JournalError, StorageError
@@ -142,6 +143,7 @@ class TableDaemon:
         self.alerts: Alerts | None = None
         self.software: SoftwareCheck | None = None
         self.integrity: IntegrityMonitor | None = None
+        self.clock_watch: ClockWatch | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping = False
@@ -260,6 +262,13 @@ class TableDaemon:
         self._tasks.append(asyncio.create_task(procedure.run(), name="procedure"))
         self._tasks.append(asyncio.create_task(self.extensions.run_ticks(), name="extensions"))
         self._tasks.append(asyncio.create_task(software.run(), name="software-check"))
+        if plan.integrity.clock_unsync_max_s:
+            self.clock_watch = ClockWatch(
+                alerts,
+                unsync_max_s=plan.integrity.clock_unsync_max_s,
+                check_s=plan.integrity.clock_check_s,
+            )
+            self._tasks.append(asyncio.create_task(self.clock_watch.run(), name="clock-check"))
         if self.board is not None:
             self._tasks.append(asyncio.create_task(self.board.run(), name="result-board"))
         self.console_backend = TableConsoleBackend(

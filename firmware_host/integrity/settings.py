@@ -60,6 +60,14 @@ INTEGRITY_SPECS: dict[str, FieldSpec] = {
     "shoe_coups_max": FieldSpec(
         "int", 0, range=(0, 1000), doc="a shoe dealing more coups: SHOE_LENGTH (0: off)"
     ),
+    "clock_unsync_max_s": FieldSpec(
+        "int", 900, range=(0, 7 * 86400),
+        doc="seconds the clock may stay unsynchronised (or of unknown state) before the "
+        "latched CLOCK_UNSYNCHRONISED warning (0: off)",
+    ),
+    "clock_check_s": FieldSpec(
+        "int", 60, range=(5, 3600), doc="seconds between two checks of the clock's synchronisation"
+    ),
     "large_transaction": FieldSpec(
         "int", 0, range=(0, 10**15),
         doc="a stake or a payout at or above this, minor units, raises LARGE_TRANSACTION and a "
@@ -85,6 +93,8 @@ class IntegritySettings:
     shoe_unseen_max: int = 0
     shoe_coups_min: int = 0
     shoe_coups_max: int = 0
+    clock_unsync_max_s: int = 900
+    clock_check_s: int = 60
     large_transaction: int = 0
 
     @staticmethod
