@@ -373,7 +373,7 @@ def _payloads(k: int, bets: int = 10) -> list[dict[str, JSON]]:
     out = []
     for i, (o, b) in enumerate(built):
         s = cfg.game.settle(cfg.rules, o, b, cfg.money).to_json()
-        out.append({"schema_version": 2, "table_id": "bench-01", "round_id": f"bench-01-{i:06d}",
+        out.append({"schema_version": 3, "table_id": "bench-01", "round_id": f"bench-01-{i:06d}",
                     "seq": i + 1, "status": "settled", **s})  # fmt: skip
     return out
 

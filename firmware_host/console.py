@@ -177,6 +177,8 @@ class ConsoleBackend(Protocol):
     def alerts(self) -> JSON: ...
     def ack_alert(self, alert_id: int, reason: str, who: str) -> JSON: ...
     def verify_software(self, seed: str | None, who: str | None) -> JSON: ...
+    def dealer_sign_in(self, dealer: str | None, who: str) -> JSON: ...
+    def pace_report(self) -> JSON: ...
 
 
 @dataclass(frozen=True)
@@ -248,6 +250,13 @@ COMMANDS: tuple[Command, ...] = (
     Command("clear-fault", "clear-fault CODE REASON...", "clear a latched fault", True),
     Command("alerts", "alerts", "integrity alerts not yet cleared (docs/integrity.md)"),
     Command("ack", "ack ALERT_ID REASON...", "acknowledge an integrity alert, with a reason", True),
+    Command(
+        "dealer",
+        "dealer [NAME]",
+        "sign dealer NAME in at the table (without NAME: the dealer on duty signs out)",
+        True,
+    ),
+    Command("pace", "pace", "the shift so far: games and voids per hour, idle time, per dealer"),
     Command(
         "verify-software",
         "verify-software [SEED]",
@@ -837,6 +846,12 @@ class ConsoleSession:
             if args and not SEED.match(args):
                 return ["error: SEED: 8-128 of A-Z a-z 0-9 _ . : + / = -"]
             return r.lines(b.verify_software(args or None, self.user))
+        if n == "dealer":
+            if " " in args:
+                return ["error: syntax: dealer [NAME]"]
+            return r.lines(b.dealer_sign_in(args or None, self.user or "?"))
+        if n == "pace":
+            return r.lines(b.pace_report())
         if n == "alerts":
             return r.lines(b.alerts())
         if n == "ack":

@@ -55,6 +55,7 @@ from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .integrity.alerts import Alerts
 from .integrity.clock import ClockWatch
 from .integrity.monitor import IntegrityMonitor
+from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
 from .journal import Journal, JournalError, StorageError
 from .jsonio import JSON
@@ -144,6 +145,8 @@ class TableDaemon:
         self.software: SoftwareCheck | None = None
         self.integrity: IntegrityMonitor | None = None
         self.clock_watch: ClockWatch | None = None
+        self.dealers: DealerRoster | None = None
+        self.pace: PaceMonitor | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping = False
@@ -170,6 +173,7 @@ class TableDaemon:
             plan.software, j, alerts, faults_changed=self._faults_changed
         )
         software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
+        roster = self.dealers = DealerRoster(j)
         if plan.jackpot_params is not None:
             self.jackpot = self._jackpot(j, plan)
         engine = self.engine = RoundEngine(
@@ -179,6 +183,7 @@ class TableDaemon:
             play_stop=faults.play_stop,
             extensions=self.extensions,
             caps=plan.bet_caps,
+            dealer=roster.current,
         )
         devices = self.devices = TableDevices(
             plan.devices,
@@ -201,7 +206,12 @@ class TableDaemon:
             procedure,
             auth=auth,
             jackpot=self.jackpot,
-            handlers={"ack_alert": alerts.ack_command, "verify_software": software.command},
+            handlers={
+                "ack_alert": alerts.ack_command,
+                "verify_software": software.command,
+                "dealer_sign_in": roster.command_in,
+                "dealer_sign_out": roster.command_out,
+            },
         )
         link = self.link = FloorLink(plan.mqtt, cfg.table_id, j, handler=floor.handle)
         self.state = TableState(
@@ -236,16 +246,20 @@ class TableDaemon:
             alerts=alerts,
             journal=j,
             table_id=cfg.table_id,
-            game_id=cfg.game_id,
+            result_device=cfg.game.result_device,
             settings=plan.integrity,
             wheel_name=next((d.name for d in devices if d.kind == "wheel"), "wheel"),
             shaker_name=next((d.name for d in devices if d.kind == "shaker"), "shaker"),
-            shoe_name=(
-                next((d.name for d in devices if d.kind == "shoe"), "shoe")
-                if cfg.game.result_device == "shoe"
-                else None
-            ),
+            shoe_name=next((d.name for d in devices if d.kind == "shoe"), "shoe"),
             decks=int(getattr(cfg.rules, "decks", 8) or 8),
+        )
+        self.pace = PaceMonitor(
+            self.extensions,
+            roster=roster,
+            journal=j,
+            table_id=cfg.table_id,
+            shift_start_hour=plan.integrity.shift_start_hour,
+            shift_hours=plan.integrity.shift_hours,
         )
         alerts.publish()
         link.start()
@@ -284,6 +298,8 @@ class TableDaemon:
             procedure=procedure,
             alerts_board=alerts,
             software=software,
+            dealers=roster,
+            pace=self.pace,
         )
         await self._start_console()
         self._tasks.append(asyncio.create_task(self._watch_loop_lag(), name="loop-lag"))

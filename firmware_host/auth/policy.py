@@ -44,6 +44,8 @@ COMMAND_PERMISSIONS = (
     "status",
     "ack_alert",
     "verify_software",
+    "dealer_sign_in",
+    "dealer_sign_out",
 )
 #: The actions of ``bets/request``.
 BET_PERMISSIONS = ("place", "cancel")
@@ -59,6 +61,8 @@ _DEALER = frozenset(
         "deal_setup",
         "new_shoe",
         "status",
+        "dealer_sign_in",
+        "dealer_sign_out",
     }
 )
 BUILTIN_ROLES: dict[str, frozenset[str]] = {

@@ -29,14 +29,14 @@ from .shoe import ShoeComposition
 
 log = logging.getLogger(__name__)
 
-DICE_GAMES = frozenset({"sicbo", "fish-prawn-crab"})
 #: What the wheel reports as a misfire or a launch failure (warning codes, void reasons).
 MISFIRES = frozenset({"MISS_SPIN", "LAUNCH_FAILURE", "NO_BALL"})
 
 
 class IntegrityMonitor(TableExtension):
-    """The table's detectors, by game: the wheel (roulette), the dice (sic bo,
-    fish-prawn-crab); large transactions on every table."""
+    """The table's detectors, by the device that carries the game's result
+    (``Game.result_device``): a wheel (roulette), a shaker (sic bo, fish-prawn-crab),
+    a shoe (the composition); large transactions on every table."""
 
     name = "integrity"
 
@@ -47,36 +47,36 @@ class IntegrityMonitor(TableExtension):
         alerts: Alerts,
         journal: Any,
         table_id: str,
-        game_id: str,
+        result_device: str | None,
         settings: IntegritySettings,
         wheel_name: str = "wheel",
         shaker_name: str = "shaker",
-        shoe_name: str | None = None,
+        shoe_name: str = "shoe",
         decks: int = 8,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.alerts = alerts
         self.journal = journal
         self.table_id = table_id
-        self.game_id = game_id
+        self.result_device = result_device
         self.settings = settings
         self.clock = clock
         s = settings
         self.serial = s.wheel_serial or wheel_name
         self.wheel: WheelBias | None = None
         self.dice: DiceBias | None = None
-        if game_id == "roulette":
+        if result_device == "wheel":
             self.wheel = WheelBias(
                 self.serial, window=s.chi_square_window, chi_every=s.chi_square_every,
                 rate=s.spins_per_hour,
             )  # fmt: skip
-        elif game_id in DICE_GAMES:
+        elif result_device == "shaker":
             self.dice = DiceBias(
                 shaker_name, 3, window=s.chi_square_window, chi_every=s.chi_square_every,
                 rate=s.spins_per_hour,
             )  # fmt: skip
         self.shoe: ShoeComposition | None = None
-        if shoe_name is not None:
+        if result_device == "shoe":
             self.shoe = ShoeComposition(
                 shoe_name, decks=decks, unseen_max=s.shoe_unseen_max,
                 coups_min=s.shoe_coups_min, coups_max=s.shoe_coups_max,

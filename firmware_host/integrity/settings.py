@@ -68,6 +68,12 @@ INTEGRITY_SPECS: dict[str, FieldSpec] = {
     "clock_check_s": FieldSpec(
         "int", 60, range=(5, 3600), doc="seconds between two checks of the clock's synchronisation"
     ),
+    "shift_start_hour": FieldSpec(
+        "int", 6, range=(0, 23), doc="local hour the first shift of the day starts"
+    ),
+    "shift_hours": FieldSpec(
+        "int", 8, range=(1, 24), doc="hours of a shift: the pace report is published at its end"
+    ),
     "large_transaction": FieldSpec(
         "int", 0, range=(0, 10**15),
         doc="a stake or a payout at or above this, minor units, raises LARGE_TRANSACTION and a "
@@ -95,6 +101,8 @@ class IntegritySettings:
     shoe_coups_max: int = 0
     clock_unsync_max_s: int = 900
     clock_check_s: int = 60
+    shift_start_hour: int = 6
+    shift_hours: int = 8
     large_transaction: int = 0
 
     @staticmethod

@@ -141,12 +141,15 @@ class RoundEngine:
         extensions: TableExtensions | None = None,
         clock: Callable[[], datetime] = utc_now,
         caps: BetCaps | None = None,
+        dealer: Callable[[], str | None] | None = None,
     ) -> None:
         """``jackpot``: the progressive jackpot, which takes part in every settle and
         void; ``play_stop``: why play is stopped (a latched fault), or None: no round
         opens while it says so; ``extensions``: told of every committed change (after
         the commit: inside a grouped transaction, once it commits); ``caps``: how many
         bets and how much stake a round and a seat may hold."""
+        #: The dealer on duty, in every round payload (``integrity/pace.py``).
+        self._dealer = dealer
         self.cfg = cfg
         self.game = cfg.game
         self.rules = cfg.rules
@@ -848,6 +851,7 @@ class RoundEngine:
             "totals": body["totals"],
             "jackpot": {"contributions": [], "hits": []},
             "timestamps": timestamps,
+            "dealer": self._dealer() if self._dealer is not None else None,
         }
         for key, value in body.items():
             if key not in payload and key != "game":

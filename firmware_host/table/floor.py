@@ -72,10 +72,14 @@ COMMANDS: dict[str, frozenset[str]] = {
     "new_shoe": frozenset(),
     "ack_alert": frozenset({"alert_id", "reason"}),
     "verify_software": frozenset({"seed"}),
+    "dealer_sign_in": frozenset({"dealer"}),
+    "dealer_sign_out": frozenset(),
 }
 
 #: Commands that name no round (answered by the table's integrity, docs/integrity.md).
-ROUNDLESS_COMMANDS = frozenset({"status", "ack_alert", "verify_software"})
+ROUNDLESS_COMMANDS = frozenset(
+    {"status", "ack_alert", "verify_software", "dealer_sign_in", "dealer_sign_out"}
+)
 
 #: A command answered outside the round engine: ``(args, principal) -> data``; raises a
 #: ``CodedError`` to refuse. Given to :class:`FloorRequests` by the daemon.

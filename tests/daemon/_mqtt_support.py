@@ -110,7 +110,7 @@ def round_payload(
         )  # fmt: skip
     net = sum(b["net"] for b in bets)
     return {
-        "schema_version": 2,
+        "schema_version": 3,
         "table_id": rnd.table_id,
         "round_id": rnd.round_id,
         "seq": rnd.seq,
@@ -131,6 +131,7 @@ def round_payload(
         },
         "jackpot": {"contributions": [], "hits": []},
         "timestamps": {"opened": rnd.opened_at, "closed": now, "result": now, status: now},
+        "dealer": None,
     }
 
 

@@ -250,7 +250,7 @@ async def test_outbox_is_drained_in_order_exactly_once_when_healthy(
                         OutboxMessage(
                             "events",
                             {
-                                "schema_version": 2,
+                                "schema_version": 3,
                                 "table_id": "t1",
                                 "event": "betting_open",
                                 "at": "2026-05-09T07:35:25.123Z",
@@ -382,9 +382,9 @@ async def test_requests_reach_the_handler_and_every_one_is_answered(
         if doc.get("request_id") == "boom":
             raise RuntimeError("handler bug")
         if topic == "bets/request":
-            return {"schema_version": 2, "table_id": "t1", "request_id": doc["request_id"], "status": "rejected",
+            return {"schema_version": 3, "table_id": "t1", "request_id": doc["request_id"], "status": "rejected",
                     "code": "BETTING_CLOSED", "message": "betting is not open"}  # fmt: skip
-        return {"schema_version": 2, "table_id": "t1", "request_id": doc["request_id"], "command": "status",
+        return {"schema_version": 3, "table_id": "t1", "request_id": doc["request_id"], "command": "status",
                 "status": "ok", "data": {}}  # fmt: skip
 
     async with aiomqtt.Client(broker_process.host, broker_process.port) as floor:

@@ -232,12 +232,13 @@ def test_settlements_of_the_rules_core_validate_as_rounds(
     settlement = game.settle(rules, game.parse_outcome(rules, number), parsed, MoneyRules())
     body = settlement.to_json()
     payload = {
-        "schema_version": 2, "table_id": "t1", "round_id": "t1-000001-00000000", "seq": 1,
+        "schema_version": 3, "table_id": "t1", "round_id": "t1-000001-00000000", "seq": 1,
         "game": body["game"], "rules": game.rules_json(rules), "currency": "MOP", "minor_digits": 2,
         "status": "settled", "void_reason": None, "outcome": body["outcome"], "bets": body["bets"],
         "totals": body["totals"], "jackpot": {"contributions": [], "hits": []},
         "timestamps": {"opened": "2026-05-09T07:35:00.000Z", "closed": "2026-05-09T07:35:30.000Z",
                        "result": "2026-05-09T07:35:40.000Z", "settled": "2026-05-09T07:35:40.002Z"},
+        "dealer": None,
     }  # fmt: skip
     assert schemas.errors("round", json.loads(json.dumps(payload))) == []
 

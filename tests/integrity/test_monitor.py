@@ -19,11 +19,11 @@ from firmware_host.schemas import validate
 from firmware_host.table.extension import TableExtensions
 
 
-def make(tmp_path: Path, game: str = "roulette", **settings: Any) -> tuple[IntegrityMonitor, Journal]:
+def make(tmp_path: Path, game: str = "wheel", **settings: Any) -> tuple[IntegrityMonitor, Journal]:
     j = Journal(tmp_path / "j.sqlite3")
     alerts = Alerts(j)
     mon = IntegrityMonitor(
-        TableExtensions(), alerts=alerts, journal=j, table_id="T1", game_id=game,
+        TableExtensions(), alerts=alerts, journal=j, table_id="T1", result_device=game,
         settings=IntegritySettings(**settings), wheel_name="wheel",
     )  # fmt: skip
     return mon, j
@@ -96,7 +96,7 @@ def test_repeated_numbers_and_bias_from_settled_rounds(tmp_path: Path) -> None:
 
 
 def test_dice_bias_from_settled_rounds(tmp_path: Path) -> None:
-    mon, j = make(tmp_path, game="sicbo")
+    mon, j = make(tmp_path, game="shaker")
     for i in range(1500):
         mon.round_settled({"round_id": "r", "outcome": {"dice": [6, 1 + i % 6, 1 + (i // 6) % 6]}})
     found = {(a.code, a.subject) for a in j.active_alerts()}

@@ -57,8 +57,8 @@ def test_end_of_shoe_missing_cards_and_length() -> None:
 def test_the_shoe_events_through_the_extension(tmp_path: Path) -> None:
     j = Journal(tmp_path / "j.sqlite3")
     mon = IntegrityMonitor(
-        TableExtensions(), alerts=Alerts(j), journal=j, table_id="T1", game_id="baccarat",
-        settings=IntegritySettings(shoe_coups_min=2), shoe_name="shoe", decks=8,
+        TableExtensions(), alerts=Alerts(j), journal=j, table_id="T1", result_device="shoe",
+        settings=IntegritySettings(shoe_coups_min=2), decks=8,
     )  # fmt: skip
 
     def ev(e: object) -> None:
