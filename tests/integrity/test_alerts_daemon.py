@@ -52,8 +52,14 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
             alerts = d.alerts
             assert alerts is not None
             by: dict[int, tuple[str, str]] = {}
-            for i, (code, spec) in enumerate(sorted(ALERT_CODES.items())):
-                rec = alerts.raise_(code, f"test of {code}", subject=f"s{i}", evidence={"i": i})
+            cases = [
+                (code, spec, channel)
+                for code, spec in sorted(ALERT_CODES.items())
+                for channel in ("console", "mqtt")
+            ]
+            for i, (code, spec, channel) in enumerate(cases):
+                subject = f"s{i}-{channel}"
+                rec = alerts.raise_(code, f"test of {code}", subject=subject, evidence={"i": i})
                 assert rec.severity == spec.severity
                 # the retained topic shows it, as the schema says
                 await floor.until(
@@ -68,8 +74,8 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
                 # tablectl status and the console list it
                 assert code in status_text(d.console_backend.status())  # type: ignore[union-attr]
                 assert code in "\n".join(await session.handle("alerts"))
-                reason = f"checked {code.lower()}"
-                if i % 2 == 0:
+                reason = f"checked {code.lower()} ({channel})"
+                if channel == "console":
                     out = await session.handle(f"ack {rec.id} {reason}")
                     assert "error" not in " ".join(out), out
                     by[rec.id] = ("console:tech1", reason)
@@ -82,7 +88,7 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
                 assert state is not None
                 if spec.condition:
                     assert state.state == "acknowledged"  # its condition still holds
-                    alerts.end(code, f"s{i}")
+                    alerts.end(code, subject)
                     state = d.journal.alert(rec.id)  # type: ignore[union-attr]
                     assert state is not None
                 assert state.state == "cleared", (code, state)
@@ -116,7 +122,9 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
         assert j2.verify_chain().ok
         events = j2.events(1000)
         for alert_id, (who, why) in by.items():
-            mine = [e for e in events if isinstance(e.data, dict) and e.data.get("alert_id") == alert_id]
+            mine = [
+                e for e in events if isinstance(e.data, dict) and e.data.get("alert_id") == alert_id
+            ]
             assert [e.kind for e in mine] == ["alert_raised", "alert_acknowledged", "alert_cleared"]
             assert mine[1].data["by"] == who and mine[1].data["reason"] == why
         # the signed acknowledgement names its principal in the chain, as every command does
@@ -188,3 +196,58 @@ async def test_verify_software_over_mqtt_and_console(tmp_path: Path, amqtt_broke
             ("start-up", None, True), ("mqtt", "mqtt:pit", True), ("console", "console", True),
         ]  # fmt: skip
         assert checks[1]["seed"] == "lab-seed-0001"
+
+
+async def test_detectors_on_a_running_roulette_table(tmp_path: Path, amqtt_broker) -> None:  # type: ignore[no-untyped-def]
+    # a roulette table whose results are entered (no wheel here): the detectors follow
+    # the settled rounds; a large bet and a repeated number reach the floor
+    principals = make_principals(tmp_path / "keys")
+    cfg = validate_document(
+        {
+            "table": {"id": "ro-1", "game": "roulette", "result_source": "manual"},
+            "auth": principals.auth_section(),
+            "integrity": {"large_transaction": 1_000_000, "repeat_limit": 2},
+        }
+    )
+    d = TableDaemon(
+        cfg,
+        state_dir=tmp_path,
+        runtime_dir=tmp_path,
+        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, reconnect_min_ms=50),
+    )
+    await d.start()
+    await d.link.wait_subscribed(30)  # type: ignore[union-attr]
+    try:
+        async with FloorClient(
+            amqtt_broker.host, amqtt_broker.port, cfg.table_id, signers=principals
+        ) as floor:
+            e = d.engine
+            assert e is not None
+            for n, stake in ((18, 1_000_000), (18, 1000)):  # 18 is red: stake and payout
+                e.open_betting()
+                e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "red", "stake": stake})
+                e.close_betting()
+                e.submit_result({"number": n})
+
+            def latest_alerts() -> list[str]:
+                got = [m for m in floor.messages if m.topic == "alerts"]
+                return [a["code"] for a in json.loads(got[-1].payload)["alerts"]] if got else []
+
+            await floor.until(
+                lambda: sorted(latest_alerts())
+                == ["LARGE_TRANSACTION", "LARGE_TRANSACTION", "REPEATED_NUMBER"],
+                what="the detectors' alerts on the alerts topic",
+            )
+            await floor.until(
+                lambda: any(
+                    m.topic == "events" and json.loads(m.payload)["event"] == "large_transaction"
+                    for m in floor.messages
+                ),
+                what="a large_transaction event",
+            )
+            for m in floor.messages:
+                if m.topic in ("alerts", "events", "rounds"):
+                    validate({"alerts": "alerts", "events": "event", "rounds": "round"}[m.topic],
+                             json.loads(m.payload))  # fmt: skip
+    finally:
+        await d.stop()
