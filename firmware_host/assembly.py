@@ -12,7 +12,7 @@ and the console's ``check-config`` report them (:func:`assembly_problems`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ from .devices import gpio_problems
 from .face.board import StatisticsSettings, board_problems
 from .games.jackpot import JackpotParams
 from .games.money import MAX_STAKE
+from .integrity.settings import IntegritySettings
+from .integrity.software import SoftwareSettings
 from .journal import JournalSettings
 from .mqtt import MqttSettings
 from .table.engine import BetCaps
@@ -82,6 +84,10 @@ class TablePlan:
     problems: tuple[str, ...]
     #: What runs but deserves a look (signatures off...), one line each.
     warnings: tuple[str, ...] = ()
+    #: ``[software]``: the signed manifest and the build's key, paths resolved.
+    software: SoftwareSettings = field(default_factory=SoftwareSettings)
+    #: ``[integrity]``: the detectors' settings (``docs/integrity.md``).
+    integrity: IntegritySettings = field(default_factory=IntegritySettings)
 
 
 def read_plan(
@@ -109,6 +115,13 @@ def read_plan(
     auth = _resolve_keys(cfg.section("auth") or AuthSettings(), cfg.source)
     caps = bet_caps(cfg.section("bets"), cfg.limits.max_stake or MAX_STAKE)
     auth_problems, warnings = _auth_problems(auth, cfg.result_source, console)
+    software = _resolve_software(cfg.section("software") or SoftwareSettings(), cfg.source)
+    integrity = IntegritySettings.from_section(cfg.section("integrity"))
+    if not software.configured:
+        warnings.append(
+            "[software] not configured: the installed software is not verified against a "
+            "signed manifest at start-up, daily and on demand (docs/integrity.md)"
+        )
     problems = [
         *gpio_problems(devices, simulated=simulated, injected=pin_factory_given),
         *result_device_problems(cfg),
@@ -134,7 +147,17 @@ def read_plan(
         result_source=cfg.result_source,
         problems=tuple(problems),
         warnings=tuple(warnings),
+        software=software,
+        integrity=integrity,
     )
+
+
+def _resolve_software(sw: SoftwareSettings, source: str) -> SoftwareSettings:
+    """Manifest and key paths relative to the table file's directory."""
+    if not sw.configured:
+        return sw
+    base = Path(source).parent if Path(source).suffix == ".toml" else Path.cwd()
+    return replace(sw, manifest=str(base / sw.manifest), public_key=str(base / sw.public_key))
 
 
 def _resolve_keys(auth: AuthSettings, source: str) -> AuthSettings:

@@ -26,6 +26,7 @@ SUBCOMMAND_MODULES = (
     "firmware_host.subcommands.daemon",  # run, demo
     "firmware_host.subcommands.ops",  # console, status, audit, completion
     "firmware_host.subcommands.keys",  # keys generate/id/sign
+    "firmware_host.subcommands.integrity",  # verify-software, software-manifest
     "drivers.cli",  # sim, decode
     "tableview.cli",  # view (its web server is imported only when it runs)
     "flooringest.cli",  # floor-ingest (the floor's side; MQTT and databases when it runs)
@@ -70,6 +71,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "completion": (
         "tablectl completion bash > ~/.local/share/bash-completion/completions/tablectl",
         "source <(tablectl completion bash)",
+    ),
+    "verify-software": (
+        "tablectl verify-software --config /etc/tablectl/table.toml",
+        "tablectl verify-software --config /etc/tablectl/table.toml --seed 5f2a9c01d4e7",
+    ),
+    "software-manifest": (
+        "tablectl software-manifest --key build.key --out /etc/tablectl/software.manifest",
     ),
     "sim": ("tablectl sim cammegh-ss2 --interval 10", "tablectl sim shoe-ref --tcp 0 -o decks=8"),
     "decode": ("tablectl decode cammegh-ss2 capture.log",),

@@ -101,6 +101,8 @@ SECTION_MODULES = (
     "firmware_host.auth",
     "firmware_host.table.floor",
     "drivers.registry",
+    "firmware_host.integrity.software",
+    "firmware_host.integrity.settings",
 )
 _sections_loaded = False
 

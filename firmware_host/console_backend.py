@@ -16,6 +16,9 @@ from typing import Any
 from .console import local_time
 from .games.errors import CodedError
 from .games.money import MoneyRules
+from .integrity.alerts import Alerts
+from .integrity.pace import DealerRoster, PaceMonitor
+from .integrity.selfcheck import SoftwareCheck
 from .journal import Journal
 from .jsonio import JSON
 from .mqtt import FloorLink
@@ -49,6 +52,13 @@ class TableConsoleBackend:
     config_path: Path | None = None
     #: The game's procedure: whether results may be typed (``manual_results``).
     procedure: Procedure | None = None
+    #: Integrity alerts (``docs/integrity.md``); None: a table without them.
+    alerts_board: Alerts | None = None
+    #: The software check against the signed manifest (``docs/integrity.md``).
+    software: SoftwareCheck | None = None
+    #: The dealer on duty and the shift's pace (``docs/integrity.md``).
+    dealers: DealerRoster | None = None
+    pace: PaceMonitor | None = None
 
     def money(self) -> MoneyRules:
         return self.engine.cfg.money
@@ -61,6 +71,11 @@ class TableConsoleBackend:
             "mqtt": self.link.get_status() if self.link else None,
             "loop_lag_ms": round(self.loop_lag() * 1000, 1),
             "faults": [f.code for f in self.journal.active_faults()],
+            "dealer": self.dealers.current() if self.dealers else None,
+            "alerts": [
+                f"{a.id} {a.code}{f' {a.subject}' if a.subject else ''} ({a.severity}, {a.state})"
+                for a in (self.alerts_board.active() if self.alerts_board else [])
+            ],
         }
 
     def devices(self) -> JSON:
@@ -205,6 +220,37 @@ class TableConsoleBackend:
         jp = self._jackpot()
         self._privileged("jackpot_param", who, reason, key=key, value=value)
         return jp.set_param(key, value, reason=reason, who=who)
+
+    def alerts(self) -> JSON:
+        if self.alerts_board is None:
+            return ["no integrity alerts on this table"]
+        return [a.to_json() for a in self.alerts_board.active()] or ["no active alert"]
+
+    def ack_alert(self, alert_id: int, reason: str, who: str) -> JSON:
+        if self.alerts_board is None:
+            raise ConsoleRefused("this table has no integrity alerts", code="NOT_SUPPORTED")
+        rec = self.alerts_board.acknowledge(alert_id, by=f"console:{who}", reason=reason)
+        return rec.to_json()
+
+    def verify_software(self, seed: str | None, who: str | None) -> JSON:
+        if self.software is None or not self.software.configured:
+            raise ConsoleRefused("no signed manifest configured ([software])", code="NOT_SUPPORTED")
+        by = f"console:{who}" if who else "console"
+        return self.software.check("console", by=by, seed=seed).to_json()
+
+    def dealer_sign_in(self, dealer: str | None, who: str) -> JSON:
+        """``dealer NAME`` signs NAME in; ``dealer`` alone signs the dealer out."""
+        if self.dealers is None:
+            raise ConsoleRefused("no dealer roster on this table", code="NOT_SUPPORTED")
+        if dealer is None:
+            return self.dealers.sign_out(via="console", by=f"console:{who}")
+        return self.dealers.sign_in(dealer, via="console", by=f"console:{who}")
+
+    def pace_report(self) -> JSON:
+        if self.pace is None:
+            return {"pace": "not kept on this table"}
+        return {"dealer": self.dealers.current() if self.dealers else None,
+                **self.pace.current()}  # fmt: skip
 
     def clear_fault(self, code: str, reason: str, who: str) -> JSON:
         self._privileged("clear_fault", who, reason, code=code)

@@ -35,7 +35,7 @@ import gc
 import hashlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,11 @@ from .console import (
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
+from .integrity.alerts import Alerts
+from .integrity.clock import ClockWatch
+from .integrity.monitor import IntegrityMonitor
+from .integrity.pace import DealerRoster, PaceMonitor
+from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
 from .journal import Journal, JournalError, StorageError
 from .jsonio import JSON
 from .logsetup import RoundLog
@@ -75,6 +80,10 @@ log = logging.getLogger(__name__)
 #: ``tablectl run``'s exit status when the journal refuses to open (damaged, disk full,
 #: I/O error): the reason is one log line with its code.
 EXIT_JOURNAL = 3
+
+#: ``tablectl run``'s exit status when the installed software does not match its signed
+#: manifest (``docs/integrity.md``): the fault is latched and the table refuses to start.
+EXIT_SOFTWARE = 4
 
 #: Sections that SIGHUP applies without a restart; any other change needs one.
 RELOADABLE = ("limits", "console", "daemon")
@@ -137,6 +146,13 @@ class TableDaemon:
         self.statistics: TableStatistics | None = None
         self.floor_check: JournalFloorCheck | None = None
         self.console_backend: TableConsoleBackend | None = None
+        #: Integrity alerts held until acknowledged (``docs/integrity.md``).
+        self.alerts: Alerts | None = None
+        self.software: SoftwareCheck | None = None
+        self.integrity: IntegrityMonitor | None = None
+        self.clock_watch: ClockWatch | None = None
+        self.dealers: DealerRoster | None = None
+        self.pace: PaceMonitor | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping = False
@@ -169,6 +185,12 @@ class TableDaemon:
         checked = await check.check_once()
 
         faults = LatchedFaults(j, storage=j.storage)
+        alerts = self.alerts = Alerts(j, publish=self._publish_alerts)
+        software = self.software = SoftwareCheck(
+            plan.software, j, alerts, faults_changed=self._faults_changed
+        )
+        software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
+        roster = self.dealers = DealerRoster(j)
         if plan.jackpot_params is not None:
             self.jackpot = self._jackpot(j, plan)
         engine = self.engine = RoundEngine(
@@ -178,6 +200,7 @@ class TableDaemon:
             play_stop=faults.play_stop,
             extensions=self.extensions,
             caps=plan.bet_caps,
+            dealer=roster.current,
         )
         devices = self.devices = TableDevices(
             plan.devices,
@@ -195,7 +218,18 @@ class TableDaemon:
         auth = Authenticator(plan.auth, cfg.table_id)
         if not auth.signatures:
             log.warning("[auth] signatures = false: floor requests are NOT authenticated")
-        floor = self.floor = FloorRequests(engine, procedure, auth=auth, jackpot=self.jackpot)
+        floor = self.floor = FloorRequests(
+            engine,
+            procedure,
+            auth=auth,
+            jackpot=self.jackpot,
+            handlers={
+                "ack_alert": alerts.ack_command,
+                "verify_software": software.command,
+                "dealer_sign_in": roster.command_in,
+                "dealer_sign_out": roster.command_out,
+            },
+        )
         link = self.link = FloorLink(plan.mqtt, cfg.table_id, j, handler=floor.handle)
         self.state = TableState(
             self.extensions,
@@ -225,6 +259,27 @@ class TableDaemon:
                 display_ms=plan.jackpot.display_ms,
             )
         self._faces(devices, link, j)
+        self.integrity = IntegrityMonitor(
+            self.extensions,
+            alerts=alerts,
+            journal=j,
+            table_id=cfg.table_id,
+            result_device=cfg.game.result_device,
+            settings=plan.integrity,
+            wheel_name=next((d.name for d in devices if d.kind == "wheel"), "wheel"),
+            shaker_name=next((d.name for d in devices if d.kind == "shaker"), "shaker"),
+            shoe_name=next((d.name for d in devices if d.kind == "shoe"), "shoe"),
+            decks=int(getattr(cfg.rules, "decks", 8) or 8),
+        )
+        self.pace = PaceMonitor(
+            self.extensions,
+            roster=roster,
+            journal=j,
+            table_id=cfg.table_id,
+            shift_start_hour=plan.integrity.shift_start_hour,
+            shift_hours=plan.integrity.shift_hours,
+        )
+        alerts.publish()
         if checked:
             link.start()
         else:  # the link would overwrite the retained anchor before anyone read it
@@ -240,9 +295,17 @@ class TableDaemon:
             )
 
         self.notifier.status("starting devices")
-        await devices.start(procedure.on_device_event, link, j)
+        await devices.start(self._on_device_event, link, j)
         self._tasks.append(asyncio.create_task(procedure.run(), name="procedure"))
         self._tasks.append(asyncio.create_task(self.extensions.run_ticks(), name="extensions"))
+        self._tasks.append(asyncio.create_task(software.run(), name="software-check"))
+        if plan.integrity.clock_unsync_max_s:
+            self.clock_watch = ClockWatch(
+                alerts,
+                unsync_max_s=plan.integrity.clock_unsync_max_s,
+                check_s=plan.integrity.clock_check_s,
+            )
+            self._tasks.append(asyncio.create_task(self.clock_watch.run(), name="clock-check"))
         if self.board is not None:
             self._tasks.append(asyncio.create_task(self.board.run(), name="result-board"))
         self.console_backend = TableConsoleBackend(
@@ -256,6 +319,10 @@ class TableDaemon:
             loop_lag=lambda: self.loop_lag,
             config_path=self.config_path,
             procedure=procedure,
+            alerts_board=alerts,
+            software=software,
+            dealers=roster,
+            pace=self.pace,
         )
         await self._start_console()
         self._tasks.append(asyncio.create_task(self._watch_loop_lag(), name="loop-lag"))
@@ -280,6 +347,22 @@ class TableDaemon:
                 cfg.game.result_device,
                 cfg.game.result_device,
             )
+
+    async def _on_device_event(self, device: str, event: Any) -> None:
+        """A device's event: to the procedure, then to the integrity detectors."""
+        assert self.procedure is not None
+        await self.procedure.on_device_event(device, event)
+        if self.integrity is not None:
+            await self.integrity.on_device_event(device, event)
+
+    def _faults_changed(self) -> None:
+        if self.state is not None:
+            self.state.refresh()
+
+    def _publish_alerts(self, body: Mapping[str, JSON]) -> None:
+        """The retained ``alerts`` topic (once the floor link exists)."""
+        if self.link is not None:
+            self.link.set_snapshot("alerts", body)
 
     def _faces(self, devices: TableDevices, link: FloorLink, j: Journal) -> None:
         """The result board (``board`` topic and the board devices) and the statistics
@@ -547,6 +630,11 @@ async def run_daemon(
             # the documented code (docs/reliability.md), never a traceback.
             log.error("table %s cannot start: %s", cfg.table_id, exc)
             return EXIT_JOURNAL
+        except SoftwareMismatch as exc:
+            # The installed files are not the signed build: recorded and latched; one
+            # line with the code (docs/integrity.md), never a traceback.
+            log.error("table %s refuses to start: %s", cfg.table_id, exc)
+            return EXIT_SOFTWARE
         if on_ready:
             on_ready(daemon)
         await stop.wait()

@@ -45,6 +45,7 @@ from .floor_client import FloorClient, FloorMessage
 from .players import SimulatedPlayers
 from .principals import Principals, make_principals
 from .printer import RoundPrinter, out
+from .software import throwaway_manifest
 from .tables import DEMO_DRIVERS, table_document, to_toml
 
 PREFIX = "casino"
@@ -174,6 +175,7 @@ class DemoTable:
         doc = table_document(
             self.game, self.devices, mqtt=mqtt, auth=self.principals.auth_section()
         )
+        doc["software"] = throwaway_manifest(self.tmp / "software")  # verified at start-up
         self.config_path.write_text(to_toml(doc))
         self.cfg = validate_document(doc, str(self.config_path))
         self.printer = RoundPrinter(self.cfg, self.quiet)

@@ -35,7 +35,9 @@ from firmware_host.jsonio import JSON
 from .principals import Principals
 
 #: Commands that name no round in progress (``open_betting`` names the one it follows).
-_NO_ROUND = frozenset({"open_betting", "status", "jackpot_paid", "replay_rounds"})
+_NO_ROUND = frozenset(
+    {"open_betting", "status", "jackpot_paid", "replay_rounds", "ack_alert", "verify_software"}
+)
 
 
 @dataclass(frozen=True)

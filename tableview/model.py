@@ -2,7 +2,7 @@
 
 Pure bookkeeping, no I/O: :meth:`Pit.apply` takes one MQTT message (topic and payload
 bytes) and returns the id of the table it changed, or None. The retained snapshots
-(``state``, ``board``, ``stats``, ``jackpot``, ``devices/<name>``) replace what the
+(``state``, ``board``, ``stats``, ``jackpot``, ``alerts``, ``devices/<name>``) replace what the
 table had; ``rounds`` and ``events`` are kept, the last few, newest first.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Retained snapshots kept as they are, by topic (relative to the table's root).
-SNAPSHOTS = ("state", "board", "stats", "jackpot")
+SNAPSHOTS = ("state", "board", "stats", "jackpot", "alerts")
 #: Rounds and events kept per table.
 LAST_ROUNDS = 12
 LAST_EVENTS = 20

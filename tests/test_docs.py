@@ -40,6 +40,8 @@ def test_every_registered_section_key_is_documented() -> None:
     from firmware_host.auth.policy import AUTH_SPECS
     from firmware_host.console import CONSOLE_SPECS
     from firmware_host.face.board import STATISTICS_SPECS
+    from firmware_host.integrity.settings import INTEGRITY_SPECS
+    from firmware_host.integrity.software import SOFTWARE_SPECS
     from firmware_host.journal import JOURNAL_SPECS
     from firmware_host.mqtt import MQTT_SPECS
     from firmware_host.table.floor import BETS_SPECS
@@ -55,6 +57,8 @@ def test_every_registered_section_key_is_documented() -> None:
         ("statistics", STATISTICS_SPECS),
         ("auth", AUTH_SPECS),
         ("bets", BETS_SPECS),
+        ("software", SOFTWARE_SPECS),
+        ("integrity", INTEGRITY_SPECS),
     ):
         assert f"## `[{section}]`" in text, section
         block = text.split(f"## `[{section}]`", 1)[1].split("\n## ", 1)[0]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -128,8 +128,11 @@ class CammeghSim:
         pockets: int = 37,
         faults: Faults | None = None,
         version: str = "V2.50",
+        bias: Mapping[int, float] | None = None,
     ) -> None:
         self.rng = random.Random(seed)
+        #: A biased wheel (integrity tests): pocket -> weight (a fair pocket weighs 1).
+        self.bias = dict(bias or {})
         self.timing = timing or SimTiming()
         self.mode = mode
         self.history: set[tuple[int, int]] = set()  # every (spin, state) the wheel was in
@@ -229,6 +232,13 @@ class CammeghSim:
         await self.start()
         return server
 
+
+    def pick_number(self) -> int:
+        """The pocket the ball falls in: uniform, or weighted by :attr:`bias`."""
+        if not self.bias:
+            return self.rng.randrange(self.pockets)
+        weights = [self.bias.get(p, 1.0) for p in range(self.pockets)]
+        return self.rng.choices(range(self.pockets), weights)[0]
     def opener(self) -> Opener:
         """An opener for a driver's Link: each call is a fresh in-process pipe."""
 
@@ -592,7 +602,7 @@ class CammeghSim:
             self.flags &= ~WarningFlag.NO_BALL
         await asyncio.sleep(t.no_more_bets)
         if number is None:
-            number = self.rng.randrange(self.pockets)
+            number = self.pick_number()
         # The state-5 line follows at the next status tick, never a state-4 line
         # between (the real wheel: 15-497 ms after the bare line).
         async with self._result_lock:

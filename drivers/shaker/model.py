@@ -32,8 +32,14 @@ class ShakerModel(DeviceModel):
     profile = PROFILE
     model = "shaker simulator"
 
-    def __init__(self, dice: int = 3, seed: int | None = None) -> None:
+    def __init__(
+        self, dice: int = 3, seed: int | None = None, bias: Sequence[float] | None = None
+    ) -> None:
         super().__init__()
+        #: Loaded dice (integrity tests): the weights of faces 1-6 of every die.
+        self.bias = tuple(bias) if bias else None
+        if self.bias is not None and len(self.bias) != 6:
+            raise ValueError("a die's bias is six weights, faces 1 to 6")
         if dice not in (3, 4):
             raise ValueError("a shaker holds 3 or 4 dice")
         self.rng = random.Random(seed)
@@ -53,6 +59,12 @@ class ShakerModel(DeviceModel):
             self.knobs.unreadable += count
         else:
             raise ValueError(f"unknown shaker fault {fault!r}; known: {', '.join(INJECTABLE)}")
+
+    def roll(self) -> tuple[int, ...]:
+        """The faces of one throw: fair, or weighted by :attr:`bias`."""
+        if self.bias is None:
+            return tuple(self.rng.randint(1, 6) for _ in range(self.dice))
+        return tuple(self.rng.choices(range(1, 7), self.bias)[0] for _ in range(self.dice))
 
     def shake(
         self,
@@ -76,11 +88,7 @@ class ShakerModel(DeviceModel):
             self.knobs.unreadable -= 1
             self.emit("UNREADABLE", shake=n, reason=2, text="image unclear")
             return None
-        faces = (
-            tuple(dice)
-            if dice is not None
-            else tuple(self.rng.randint(1, 6) for _ in range(self.dice))
-        )
+        faces = tuple(dice) if dice is not None else self.roll()
         if len(faces) != self.dice:
             raise ValueError(f"{len(faces)} dice for a {self.dice}-dice shaker")
         lies = list(flags) if flags is not None else [FLAT] * self.dice

@@ -16,8 +16,14 @@ from .model import INJECTABLE, ShakerModel
 
 
 class ShakerSimulator(Simulator):
-    def __init__(self, dice: int = 3, seed: int | None = None, **kwargs: Any) -> None:
-        self.model = ShakerModel(dice, seed)
+    def __init__(
+        self,
+        dice: int = 3,
+        seed: int | None = None,
+        bias: Sequence[float] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.model = ShakerModel(dice, seed, bias)
         super().__init__(self.model, **kwargs)
 
     async def throw(

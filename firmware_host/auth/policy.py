@@ -10,7 +10,8 @@ separation of duties a gaming lab expects (GLI-24's owner/guest host model):
 - ``dealer``: runs the game (opens and closes betting, re-shakes a voided throw,
   enters results on a manual table, players' decisions, a deal's setup);
 - ``pit_supervisor``: what a dealer does, and voids a round and confirms a jackpot
-  payment (which needs a second, different principal: :data:`TWO_PERSON`);
+  payment (which needs a second, different principal: :data:`TWO_PERSON`),
+  acknowledges an integrity alert and asks for a software check (``docs/integrity.md``);
 - ``floor_system``: places and cancels bets (a cancel only of its own bets), asks
   for rounds again (``replay_rounds``);
 - ``floor_ingest``: the floor's records (``tablectl floor-ingest``): asks for rounds
@@ -45,6 +46,10 @@ COMMAND_PERMISSIONS = (
     "jackpot_paid",
     "status",
     "replay_rounds",
+    "ack_alert",
+    "verify_software",
+    "dealer_sign_in",
+    "dealer_sign_out",
 )
 #: The actions of ``bets/request``.
 BET_PERMISSIONS = ("place", "cancel")
@@ -60,11 +65,13 @@ _DEALER = frozenset(
         "deal_setup",
         "new_shoe",
         "status",
+        "dealer_sign_in",
+        "dealer_sign_out",
     }
 )
 BUILTIN_ROLES: dict[str, frozenset[str]] = {
     "dealer": _DEALER,
-    "pit_supervisor": _DEALER | {"void_round", "jackpot_paid"},
+    "pit_supervisor": _DEALER | {"void_round", "jackpot_paid", "ack_alert", "verify_software"},
     "floor_system": frozenset({"place", "cancel", "status", "replay_rounds"}),
     "floor_ingest": frozenset({"replay_rounds", "status"}),
     "jackpot_attendant": frozenset({"jackpot_paid", "status"}),

@@ -41,6 +41,11 @@ class ConsoleBackend(Protocol):
     def jackpot_reset(self, reason: str, who: str) -> JSON: ...
     def jackpot_params(self, key: str, value: str, reason: str, who: str) -> JSON: ...
     def clear_fault(self, code: str, reason: str, who: str) -> JSON: ...
+    def alerts(self) -> JSON: ...
+    def ack_alert(self, alert_id: int, reason: str, who: str) -> JSON: ...
+    def verify_software(self, seed: str | None, who: str | None) -> JSON: ...
+    def dealer_sign_in(self, dealer: str | None, who: str) -> JSON: ...
+    def pace_report(self) -> JSON: ...
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,20 @@ COMMANDS: tuple[Command, ...] = (
         "approve", "approve ID", "approve another operator's pending request (dual control)", True
     ),
     Command("clear-fault", "clear-fault CODE REASON...", "clear a latched fault", True),
+    Command("alerts", "alerts", "integrity alerts not yet cleared (docs/integrity.md)"),
+    Command("ack", "ack ALERT_ID REASON...", "acknowledge an integrity alert, with a reason", True),
+    Command(
+        "dealer",
+        "dealer [NAME]",
+        "sign dealer NAME in at the table (without NAME: the dealer on duty signs out)",
+        True,
+    ),
+    Command("pace", "pace", "the shift so far: games and voids per hour, idle time, per dealer"),
+    Command(
+        "verify-software",
+        "verify-software [SEED]",
+        "check the installed files against the signed manifest (SEED: the seeded answer too)",
+    ),
     Command("quit", "quit", "close this console session"),
 )
 _BY_NAME = {c.name: c for c in COMMANDS}
@@ -409,6 +428,27 @@ class ConsoleSession:
             if not code or not reason.strip():
                 return ["error: syntax: clear-fault CODE REASON..."]
             return r.lines(b.clear_fault(code, reason.strip(), who))
+        if n == "verify-software":
+            if args and " " in args:
+                return ["error: syntax: verify-software [SEED]"]
+            from ..integrity.software import SEED
+
+            if args and not SEED.match(args):
+                return ["error: SEED: 8-128 of A-Z a-z 0-9 _ . : + / = -"]
+            return r.lines(b.verify_software(args or None, self.user))
+        if n == "dealer":
+            if " " in args:
+                return ["error: syntax: dealer [NAME]"]
+            return r.lines(b.dealer_sign_in(args or None, self.user or "?"))
+        if n == "pace":
+            return r.lines(b.pace_report())
+        if n == "alerts":
+            return r.lines(b.alerts())
+        if n == "ack":
+            ident, _, reason = args.partition(" ")
+            if not ident.isdigit() or not reason.strip():
+                return ["error: syntax: ack ALERT_ID REASON... (the id as `alerts` shows it)"]
+            return r.lines(b.ack_alert(int(ident), reason.strip(), who))
         return [f"error: {n} is not available"]  # pragma: no cover
 
     def _minor_units(self, text: str) -> int | None:

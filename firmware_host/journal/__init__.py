@@ -33,6 +33,7 @@ Import from here (``from firmware_host.journal import Journal``), not from the p
 
 from __future__ import annotations
 
+from .alerts import SEVERITIES, AlertAcknowledged, AlertNotFound, AlertRecord
 from .anchor import ANCHOR_TOPIC, Anchor, AnchorError, AnchorFinding
 from .audit import CHAIN_KEYED, GENESIS_HASH, ChainReport, Event, Fault, event_hash
 from .auditkey import AuditKey, AuditKeyError
@@ -75,7 +76,11 @@ __all__ = [
     "GENESIS_HASH",
     "JOURNAL_SPECS",
     "ROUNDS_TOPIC",
+    "SEVERITIES",
     "STORAGE_CODES",
+    "AlertAcknowledged",
+    "AlertNotFound",
+    "AlertRecord",
     "Anchor",
     "AnchorError",
     "AnchorFinding",

@@ -176,8 +176,33 @@ INSERT OR REPLACE INTO meta (key, value) SELECT 'uncovered_before', json_object(
 );
 """
 
+# Version 4 (issue 19): integrity alerts held until an operator acknowledges them
+# (``alerts.py``); their raising, acknowledgement and clearing are events of the audit
+# chain.
+#: Issue 19: integrity alerts held until an operator acknowledges them (``alerts.py``);
+#: their raising, acknowledgement and clearing are events of the audit chain.
+_ALERTS_V4 = """
+CREATE TABLE alerts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  code TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  severity TEXT NOT NULL CHECK (severity IN ('info', 'warning', 'critical')),
+  message TEXT NOT NULL,
+  evidence TEXT NOT NULL,
+  first_seen TEXT NOT NULL,
+  last_seen TEXT NOT NULL,
+  count INTEGER NOT NULL CHECK (count >= 1),
+  condition INTEGER NOT NULL CHECK (condition IN (0, 1)),
+  acknowledged_at TEXT,
+  acknowledged_by TEXT,
+  ack_reason TEXT,
+  cleared_at TEXT
+) STRICT;
+CREATE UNIQUE INDEX alerts_open ON alerts(code, subject) WHERE cleared_at IS NULL;
+"""
+
 #: ``DB_MIGRATIONS[n]`` upgrades a journal from schema version ``n`` to ``n + 1``.
 #: Version 0 is an empty file. Append, never edit, once a version has shipped.
-DB_MIGRATIONS: tuple[str, ...] = (_SCHEMA_V1, _REQUESTS_V2, _CHAIN_COVERS_ROWS)
+DB_MIGRATIONS: tuple[str, ...] = (_SCHEMA_V1, _REQUESTS_V2, _CHAIN_COVERS_ROWS, _ALERTS_V4)
 #: The SQLite layout this software writes (``PRAGMA user_version`` of an up-to-date file).
 DB_SCHEMA_VERSION = len(DB_MIGRATIONS)

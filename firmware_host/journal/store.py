@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..jsonio import JSON
 from ..timefmt import utc_now
+from .alerts import AlertStore
 from .anchor import Anchor, AnchorFinding, check_against_anchors
 from .audit import Fault
 from .auditkey import AuditKey
@@ -49,7 +50,7 @@ class RecalledRound:
         }
 
 
-class Journal(BetStore, RequestStore):
+class Journal(BetStore, RequestStore, AlertStore):
     """The table's journal. Not thread-safe: use it from one thread (the event loop).
 
     Every public method that writes is one atomic transaction. Methods taking

@@ -16,7 +16,7 @@ from typing import Any
 
 #: The ``schema_version`` every MQTT payload carries (the ``const`` of every schema
 #: here; a test keeps them equal). Bumped on any change a consumer must know about.
-PAYLOAD_SCHEMA_VERSION = 3
+PAYLOAD_SCHEMA_VERSION = 4
 
 #: Every schema, by name (the file is ``<name>.json``).
 SCHEMA_NAMES = (
@@ -32,6 +32,7 @@ SCHEMA_NAMES = (
     "command_response",
     "board",
     "stats",
+    "alerts",
 )
 
 #: Topic (relative to ``<prefix>/tables/<table_id>/``) -> schema name.
@@ -47,6 +48,7 @@ TOPIC_SCHEMAS = {
     "commands/response": "command_response",
     "board": "board",
     "stats": "stats",
+    "alerts": "alerts",
 }
 
 

@@ -409,10 +409,12 @@ def status_text(st: Any) -> str:
         ("table", f"{st.get('table_id')} ({st.get('name')})"),
         ("game", st.get("game")),
         ("phase", f"{st.get('phase')}, round {rnd}"),
+        ("dealer", st.get("dealer") or "none signed in"),
         ("broker", broker),
         ("journal", f"{journal.get('path')}, {journal.get('outbox_pending')} to publish"),
         ("loop lag", f"{st.get('loop_lag_ms')} ms"),
         ("faults", faults),
+        ("alerts", "; ".join(st.get("alerts") or []) or "none"),
         ("version", st.get("version")),
     ]
     return "\n".join(f"{k + ':':<10} {v}" for k, v in rows)

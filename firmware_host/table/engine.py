@@ -105,12 +105,15 @@ class RoundEngine:
         extensions: TableExtensions | None = None,
         clock: Callable[[], datetime] = utc_now,
         caps: BetCaps | None = None,
+        dealer: Callable[[], str | None] | None = None,
     ) -> None:
         """``jackpot``: the progressive jackpot, which takes part in every settle and
         void; ``play_stop``: why play is stopped (a latched fault), or None: no round
         opens while it says so; ``extensions``: told of every committed change (after
         the commit: inside a grouped transaction, once it commits); ``caps``: how many
         bets and how much stake a round and a seat may hold."""
+        #: The dealer on duty, in every round payload (``integrity/pace.py``).
+        self._dealer = dealer
         self.cfg = cfg
         self.game = cfg.game
         self.rules = cfg.rules
@@ -691,7 +694,9 @@ class RoundEngine:
         stamps = dict(rnd.timestamps)
         stamps.setdefault("result", iso_utc(at))
         rnd = dataclasses.replace(rnd, timestamps=stamps)
-        payload = round_payload(self.cfg, rnd, "settled", settlement.to_json(), at, extras=extras)
+        payload = round_payload(
+            self.cfg, rnd, "settled", settlement.to_json(), at, extras=extras, dealer=self.dealer()
+        )
         try:
             with self._writing():
                 self.journal.settle_round(
@@ -739,7 +744,9 @@ class RoundEngine:
             extras["jackpot"] = share.summary
         body = void_body(rnd, refunded)
         at = self._clock()
-        payload = round_payload(self.cfg, rnd, "void", body, at, void_reason=reason, extras=extras)
+        payload = round_payload(
+            self.cfg, rnd, "void", body, at, void_reason=reason, extras=extras, dealer=self.dealer()
+        )
         try:
             with self._writing():
                 self.journal.void_round(
@@ -761,6 +768,10 @@ class RoundEngine:
         self.journal.after_commit(lambda: self.extensions.round_voided(payload))
         self._notify_phase()
         return payload
+
+    def dealer(self) -> JSON:
+        """The dealer on duty, as every round payload names them (issue 19)."""
+        return self._dealer() if self._dealer is not None else None
 
     # -- restart -----------------------------------------------------------------
     def resume(self) -> list[Mapping[str, JSON]]:

@@ -82,7 +82,20 @@ COMMANDS: dict[str, frozenset[str]] = {
     "deal_setup": frozenset({"banker", "banker_capital", "casino_capital", "declared", "dice"}),
     "new_shoe": frozenset(),
     "replay_rounds": frozenset({"from_seq", "to_seq"}),
+    "ack_alert": frozenset({"alert_id", "reason"}),
+    "verify_software": frozenset({"seed"}),
+    "dealer_sign_in": frozenset({"dealer"}),
+    "dealer_sign_out": frozenset(),
 }
+
+#: Commands that name no round (answered by the table's integrity, docs/integrity.md).
+ROUNDLESS_COMMANDS = frozenset(
+    {"status", "ack_alert", "verify_software", "dealer_sign_in", "dealer_sign_out"}
+)
+
+#: A command answered outside the round engine: ``(args, principal) -> data``; raises a
+#: ``CodedError`` to refuse. Given to :class:`FloorRequests` by the daemon.
+CommandHandler = Callable[[Mapping[str, JSON], Principal], JSON]
 
 #: Commands that name the round in progress (``round_id``); ``open_betting`` and
 #: ``new_shoe`` name the round they follow (``after_round_id``: a late retry, after
@@ -90,7 +103,7 @@ COMMANDS: dict[str, frozenset[str]] = {
 #: ``status`` none.
 FOLLOWING_COMMANDS = frozenset({"open_betting", "new_shoe"})
 #: Commands that name no round: they are about the table, not a round in progress.
-TABLE_COMMANDS = frozenset({"status", "replay_rounds"})
+TABLE_COMMANDS = frozenset({"status", "replay_rounds"}) | ROUNDLESS_COMMANDS
 ROUND_COMMANDS = frozenset(COMMANDS) - FOLLOWING_COMMANDS - TABLE_COMMANDS - {"jackpot_paid"}
 
 #: ``replay_rounds``: the most rounds one request queues (the answer says where it
@@ -298,9 +311,12 @@ class FloorRequests:
         auth: Authenticator,
         jackpot: JackpotController | None = None,
         replay_limit: ReplayLimit | None = None,
+        handlers: Mapping[str, CommandHandler] | None = None,
     ) -> None:
         self.engine = engine
         self.replay_limit = replay_limit or ReplayLimit()
+        #: Roundless commands answered elsewhere (``ack_alert``, ``verify_software``).
+        self.handlers = dict(handlers or {})
         self.journal = engine.journal
         self.procedure = procedure
         self.jackpot = jackpot
@@ -615,6 +631,11 @@ class FloorRequests:
             return self._jackpot_paid(args, data, who, rid)
         if command == "replay_rounds":
             return self._replay(args)
+        if command in ROUNDLESS_COMMANDS:
+            handler = self.handlers.get(command)
+            if handler is None:
+                raise RequestError("NOT_SUPPORTED", f"{command} is not available on this table")
+            return handler(args, who)
         if command == "result" and not self.procedure.manual_results:
             raise RequestError(
                 "RESULT_FROM_DEVICE_ONLY",

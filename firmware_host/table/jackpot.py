@@ -25,6 +25,15 @@ through the round engine) and its display (:class:`JackpotDisplay`, a
   the ``JACKPOT_METER_MISMATCH`` fault, which stops play until cleared.
 - **Display.** ``jackpot`` on MQTT and the jackpot sign are updated at once on a hit
   (and on a privileged change) and at most every ``display_ms`` while the pool grows.
+- **Jackpot lock** (issue 19). From a hit until its payment is confirmed, every
+  linked display shows the pending prize: the sign holds the hit (``show_hit`` with
+  no time limit), the retained ``jackpot`` says ``locked`` (the hit, its amount, how
+  many wait) and the live view shows it. Simultaneous hits are paid one at a time in
+  the order they were recorded, which is the regulation's order of payment (61/2004
+  art. 10 4), 7): left to right from the croupier's left, royal flushes of one game
+  together, then across games the earlier first): a payment confirmed out of that
+  order is refused ``JACKPOT_HIT_OUT_OF_ORDER``; each confirmation moves the displays
+  on to the next hit, and the last one back to the pool.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..config import FieldSpec, register_section, validate_fields
 from ..games import jackpot as jp
 from ..games.base import Bet, Game, Settlement
+from ..games.errors import CodedError
 from ..games.money import MoneyRules
 from ..journal import JackpotHit, Journal
 from ..jsonio import JSON
@@ -400,22 +410,62 @@ class JackpotController:
 
     def confirm_payment(self, hit_id: str, *, who: str | Sequence[str], reason: str = "") -> JSON:
         """Step 2 of a hit; ``who``: the principal(s) who confirmed it (two, where the
-        two-person rule applies: ``[auth] two_person``)."""
+        two-person rule applies: ``[auth] two_person``). Hits are paid in the order they
+        were recorded (the module docstring): an earlier unpaid hit is paid first."""
+        first = self.locked()
+        hit = self.journal.jackpot_hit(hit_id)
+        if first is not None and hit is not None and not hit.paid and first.hit_id != hit_id:
+            raise CodedError(
+                f"hit {hit_id} waits for hit {first.hit_id} (recorded first) to be paid: "
+                "simultaneous hits are paid in the regulation's order",
+                code="JACKPOT_HIT_OUT_OF_ORDER",
+            )
         by: JSON = who if isinstance(who, str) else list(who)
         record, changed = self.journal.confirm_jackpot_payment(hit_id, {"by": by, "note": reason})
+        if changed:
+            self.journal.after_commit(lambda: self._changed(True))  # the lock moves on
         return {"hit_id": hit_id, "paid": True, "already": not changed, "amount": record.amount}
+
+    def locked(self) -> Any:
+        """The first hit not yet paid (what every display shows until it is), or None."""
+        unpaid = [h for h in self.journal.unpaid_jackpot_hits() if h.name == NAME]
+        return unpaid[0] if unpaid else None
+
+    def lock_payload(self) -> JSON:
+        """``locked`` of the ``jackpot`` topic: the hit every display shows, or None."""
+        unpaid = [h for h in self.journal.unpaid_jackpot_hits() if h.name == NAME]
+        if not unpaid:
+            return None
+        h = unpaid[0]
+        details = h.details if isinstance(h.details, dict) else {}
+        return {
+            "hit_id": h.hit_id,
+            "amount": h.amount,
+            "round_id": h.round_id,
+            "seat": details.get("seat"),
+            "hand": details.get("hand"),
+            "recorded_at": h.recorded_at,
+            "waiting": len(unpaid),
+        }
 
     # -- status ----------------------------------------------------------------------
     def display_payload(self) -> dict[str, JSON]:
         """The ``jackpot`` topic's payload (``jackpot.json``, without its common head)."""
         hits = self.journal.jackpot_hits(1, name=NAME)
-        last = hits[0].to_json() if hits else None
+        last: JSON = None
+        if hits:  # as jackpot.json's `hit` says (the journal's record has more)
+            h = hits[0]
+            details = h.details if isinstance(h.details, dict) else {}
+            last = {"hit_id": h.hit_id, "amount": h.amount, "at": h.recorded_at,
+                    "round_id": h.round_id, "seat": details.get("seat"),
+                    "hand": details.get("hand")}  # fmt: skip
         return {
             "name": NAME,
             "amount": self.meter.pool,
             "currency": self.currency,
             "last_hit": last,
             "fault": None if self.meter.balanced() else "JACKPOT_METER_MISMATCH",
+            "locked": self.lock_payload(),
         }
 
     def get_status(self) -> dict[str, JSON]:
@@ -470,6 +520,8 @@ class JackpotDisplay(TableExtension):
         self._last = float("-inf")
         self._due = False
         self._sign_tasks: set[asyncio.Task[bool]] = set()
+        #: What the sign was last asked to show: ("amount" | "hit", amount).
+        self._shown: tuple[str, int] | None = None
         controller.watch(self._changed)
         extensions.add(self)
 
@@ -485,17 +537,34 @@ class JackpotDisplay(TableExtension):
         self._due = False
         c = self.controller
         try:
-            self.publish(c.display_payload())
+            payload = c.display_payload()
+            self.publish(payload)
         except Exception:
             log.exception("jackpot display on MQTT failed")
-        if self.sign is not None:
-            try:
-                task = asyncio.ensure_future(self.sign.show_amount(c.meter.pool, c.currency))
-            except Exception:
-                log.exception("jackpot sign update failed")
+            return
+        if self.sign is None:
+            return
+        locked = payload.get("locked")
+        show_hit = getattr(self.sign, "show_hit", None)
+        if isinstance(locked, dict) and isinstance(locked.get("amount"), int):
+            want: tuple[str, int] = ("hit", int(locked["amount"]))
+        else:
+            want = ("amount", c.meter.pool)
+        if want == self._shown and not force:
+            return
+        self._shown = want
+        try:
+            if want[0] == "hit" and show_hit is not None:
+                # held until the payment is confirmed (no time limit: the jackpot lock)
+                coro = show_hit(want[1], "JACKPOT", seconds=0)
             else:
-                self._sign_tasks.add(task)
-                task.add_done_callback(self._sign_done)
+                coro = self.sign.show_amount(want[1], c.currency)
+            task = asyncio.ensure_future(coro)
+        except Exception:
+            log.exception("jackpot sign update failed")
+        else:
+            self._sign_tasks.add(task)
+            task.add_done_callback(self._sign_done)
 
     def _sign_done(self, task: asyncio.Task[bool]) -> None:
         self._sign_tasks.discard(task)
@@ -504,19 +573,12 @@ class JackpotDisplay(TableExtension):
 
     # -- hooks -----------------------------------------------------------------------
     def round_settled(self, payload: Mapping[str, JSON]) -> None:
-        """A hit: the sign shows its message and the prize (after the new amount, which
-        the meter's change already sent), never awaited by the settlement."""
+        """A hit: every display shows the first unpaid hit's prize (the jackpot lock)
+        until its payment is confirmed; never awaited by the settlement."""
         jackpot = payload.get("jackpot")
         hits = jackpot.get("hits") if isinstance(jackpot, Mapping) else None
-        show_hit = getattr(self.sign, "show_hit", None)
-        if not hits or show_hit is None:
-            return
-        for hit in hits if isinstance(hits, list) else []:
-            prize = hit.get("prize") if isinstance(hit, Mapping) else None
-            if isinstance(prize, int):
-                task = asyncio.ensure_future(show_hit(prize))
-                self._sign_tasks.add(task)
-                task.add_done_callback(self._sign_done)
+        if hits:
+            self.display(force=True)
 
     def resumed(self, resolved: Sequence[Mapping[str, JSON]], history: RoundHistory) -> None:
         self.display(force=True)

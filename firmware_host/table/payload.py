@@ -52,6 +52,7 @@ def round_payload(
     *,
     void_reason: str | None = None,
     extras: Mapping[str, JSON] | None = None,
+    dealer: JSON = None,
 ) -> dict[str, JSON]:
     stamps = dict(rnd.timestamps)
     timestamps = {
@@ -76,6 +77,7 @@ def round_payload(
         "totals": body["totals"],
         "jackpot": {"contributions": [], "hits": []},
         "timestamps": timestamps,
+        "dealer": dealer,
     }
     for key, value in body.items():
         if key not in payload and key != "game":

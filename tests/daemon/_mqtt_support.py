@@ -132,6 +132,7 @@ def round_payload(
         },
         "jackpot": {"contributions": [], "hits": []},
         "timestamps": {"opened": rnd.opened_at, "closed": now, "result": now, status: now},
+        "dealer": None,
     }
 
 

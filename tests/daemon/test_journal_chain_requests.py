@@ -132,9 +132,9 @@ def test_a_journal_at_the_request_schema_migrates_to_the_chain_schema(
     )
     con.commit()
     con.close()
-    assert DB_SCHEMA_VERSION == 3
+    assert DB_SCHEMA_VERSION >= 3  # migration 3 (the chain covers rows) and later ones
     with Journal(path, audit_key=key) as j:
-        assert j.schema_version == 3
+        assert j.schema_version == DB_SCHEMA_VERSION
         assert j.answered("p", "r1") is not None and j.bet("t1-1", "b1") is not None
         j.record_answer("p", "r2", topic="bets/request", digest="d", answer={"ok": 1})
         report = j.audit()

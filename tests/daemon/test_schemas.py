@@ -248,6 +248,7 @@ def test_settlements_of_the_rules_core_validate_as_rounds(
         "totals": body["totals"], "jackpot": {"contributions": [], "hits": []},
         "timestamps": {"opened": "2026-05-09T07:35:00.000Z", "closed": "2026-05-09T07:35:30.000Z",
                        "result": "2026-05-09T07:35:40.000Z", "settled": "2026-05-09T07:35:40.002Z"},
+        "dealer": None,
     }  # fmt: skip
     assert schemas.errors("round", json.loads(json.dumps(payload))) == []
 

@@ -45,8 +45,12 @@ async def test_a_hit_shows_on_the_sign_and_a_slow_sign_delays_nothing(tmp_path: 
     assert time.perf_counter() - t0 < 0.5  # the sign's second per message is not waited for
     (hit,) = payload["jackpot"]["hits"]
     await asyncio.sleep(2.5)
-    # 61/2004 art. 10: the royal flush takes the pool; the sign shows the new amount, then
-    # the hit's prize
-    assert ("hit", hit["prize"]) in sign.calls
-    assert sign.calls.index(("amount", ctl.meter.pool)) < sign.calls.index(("hit", hit["prize"]))
+    # 61/2004 art. 10: the royal flush takes the pool; the jackpot lock (issue 19): the
+    # sign holds the hit's prize until its payment is confirmed, then the new amount
+    assert sign.calls[-1] == ("hit", hit["prize"])
+    assert ("amount", ctl.meter.pool) not in sign.calls
     assert published[-1]["amount"] == ctl.meter.pool
+    assert published[-1]["locked"]["amount"] == hit["prize"]
+    ctl.confirm_payment(hit["hit_id"], who="attendant")
+    await asyncio.sleep(1.5)
+    assert sign.calls[-1] == ("amount", ctl.meter.pool) and published[-1]["locked"] is None

@@ -1,0 +1,64 @@
+"""Every alert code the integrity detectors raise: severity, whether it is a lasting
+condition, and what it means (``docs/integrity.md`` lists them; a test keeps both
+equal)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AlertCode:
+    code: str
+    severity: str
+    #: A condition holds until the detector says it is over (else: momentary).
+    condition: bool
+    doc: str
+
+
+ALERT_CODES: dict[str, AlertCode] = {
+    a.code: a
+    for a in (
+        AlertCode("WHEEL_BIAS_POCKET", "critical", False,
+                  "a pocket of a roulette wheel (per serial number) comes up more often than a fair "
+                  "wheel allows: its one-sided CUSUM crossed the threshold"),
+        AlertCode("WHEEL_BIAS_SECTOR", "critical", False,
+                  "a sector of the wheel comes up more often than a fair wheel allows (CUSUM)"),
+        AlertCode("WHEEL_CHI_SQUARE", "warning", False,
+                  "the pocket or sector counts of a wheel fail the chi-square test of a fair "
+                  "wheel at the configured significance"),
+        AlertCode("WHEEL_DIRECTION", "warning", False,
+                  "the rotor turned the same way as the previous spin where the house "
+                  "procedure requires it to alternate"),
+        AlertCode("WHEEL_ROTOR_SPEED", "warning", False,
+                  "the rotor's speed is outside the configured band"),
+        AlertCode("WHEEL_BALL_REVS", "warning", False,
+                  "the ball's revolutions are outside the configured band"),
+        AlertCode("SPIN_TOO_FAST", "warning", False,
+                  "a spin (ball launched to winning number) took less than the configured time"),
+        AlertCode("SPIN_TOO_SLOW", "warning", False,
+                  "a spin took longer than the configured time"),
+        AlertCode("REPEATED_NUMBER", "info", False,
+                  "the same number came up more times in a row than configured"),
+        AlertCode("WHEEL_MISFIRE", "warning", False,
+                  "the wheel reported a misfire or a launch failure (counted per wheel)"),
+        AlertCode("DICE_BIAS_FACE", "critical", False,
+                  "a die's face counts fail the chi-square test of fair dice, or a face's CUSUM "
+                  "crossed its threshold"),
+        AlertCode("DICE_BIAS_TOTAL", "critical", False,
+                  "the distribution of the dice totals fails the chi-square test of fair dice"),
+        AlertCode("SHOE_CARD_EXCESS", "critical", False,
+                  "a card was seen more often in one shoe than the decks hold"),
+        AlertCode("SHOE_CARDS_MISSING", "warning", False,
+                  "cards the decks hold were not seen by the end of a shoe (beyond the cut)"),
+        AlertCode("SHOE_LENGTH", "warning", False,
+                  "a shoe dealt fewer or more coups than the configured band"),
+        AlertCode("LARGE_TRANSACTION", "info", False,
+                  "a bet or a payout at or above the configured threshold"),
+        AlertCode("CLOCK_UNSYNCHRONISED", "warning", True,
+                  "the system clock has not been synchronised for longer than the bound"),
+        AlertCode("SOFTWARE_MISMATCH", "critical", True,
+                  "an installed file does not match the signed manifest (a latched fault stops "
+                  "play)"),
+    )
+}  # fmt: skip

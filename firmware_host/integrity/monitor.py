@@ -1,0 +1,283 @@
+"""The integrity detectors at the table: an extension that follows the rounds (bias,
+repeated numbers, large transactions) and listens to the devices' events (the wheel's
+spin, rotor and misfires), raising alerts (``docs/integrity.md``).
+
+It never takes part in a round: a hook that fails is logged by the extension point and
+the table plays on. The statistics are pure (``bias.py``, ``stats.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from drivers.base import DeviceEvent
+from drivers.cammegh.events import GameStateChanged, GameVoided, WheelWarning, WinningNumber
+from drivers.shoe.events import CardDealt, CardMisread, DeckChecked, ShuffleStarted
+
+from ..journal import OutboxMessage
+from ..jsonio import JSON
+from ..schemas import PAYLOAD_SCHEMA_VERSION
+from ..table.extension import RoundHistory, TableExtension, TableExtensions
+from ..timefmt import iso_utc, utc_now
+from .alerts import Alerts
+from .bias import DiceBias, Finding, WheelBias
+from .settings import IntegritySettings
+from .shoe import ShoeComposition
+
+log = logging.getLogger(__name__)
+
+#: What the wheel reports as a misfire or a launch failure (warning codes, void reasons).
+MISFIRES = frozenset({"MISS_SPIN", "LAUNCH_FAILURE", "NO_BALL"})
+
+
+class IntegrityMonitor(TableExtension):
+    """The table's detectors, by the device that carries the game's result
+    (``Game.result_device``): a wheel (roulette), a shaker (sic bo, fish-prawn-crab),
+    a shoe (the composition); large transactions on every table."""
+
+    name = "integrity"
+
+    def __init__(
+        self,
+        extensions: TableExtensions,
+        *,
+        alerts: Alerts,
+        journal: Any,
+        table_id: str,
+        result_device: str | None,
+        settings: IntegritySettings,
+        wheel_name: str = "wheel",
+        shaker_name: str = "shaker",
+        shoe_name: str = "shoe",
+        decks: int = 8,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.alerts = alerts
+        self.journal = journal
+        self.table_id = table_id
+        self.result_device = result_device
+        self.settings = settings
+        self.clock = clock
+        s = settings
+        self.serial = s.wheel_serial or wheel_name
+        self.wheel: WheelBias | None = None
+        self.dice: DiceBias | None = None
+        if result_device == "wheel":
+            self.wheel = WheelBias(
+                self.serial, window=s.chi_square_window, chi_every=s.chi_square_every,
+                rate=s.spins_per_hour,
+            )  # fmt: skip
+        elif result_device == "shaker":
+            self.dice = DiceBias(
+                shaker_name, 3, window=s.chi_square_window, chi_every=s.chi_square_every,
+                rate=s.spins_per_hour,
+            )  # fmt: skip
+        self.shoe: ShoeComposition | None = None
+        if result_device == "shoe":
+            self.shoe = ShoeComposition(
+                shoe_name, decks=decks, unseen_max=s.shoe_unseen_max,
+                coups_min=s.shoe_coups_min, coups_max=s.shoe_coups_max,
+            )  # fmt: skip
+        self._last_number: int | None = None
+        self._run = 0
+        self._rim_at: float | None = None
+        self._last_direction: str | None = None
+        self.misfires = 0
+        extensions.add(self)
+
+    # -- rounds --------------------------------------------------------------------------
+    def round_settled(self, payload: Mapping[str, JSON]) -> None:
+        self._large(payload)
+        self._raise(self._observe(payload.get("outcome")))
+        if self.shoe is not None:
+            self.shoe.coup()
+
+    def new_shoe(self, data: Mapping[str, JSON]) -> None:
+        """The table's new shoe (the shoe's shuffle, or the ``new_shoe`` command)."""
+        if self.shoe is None:
+            return
+        shuffle = data.get("shuffle")
+        self._start_shoe(None, shuffle if isinstance(shuffle, int) else 0)
+
+    def _start_shoe(self, decks: int | None, number: int) -> None:
+        """A new shoe: the one before ends (its coups and cards to the event log,
+        ``shoe_finished``; what its end shows raised). The same shuffle told twice
+        (the procedure's ``new_shoe``, then the shoe's own event) starts it once."""
+        shoe = self.shoe
+        assert shoe is not None
+        if shoe.started and number and number == shoe.number and not shoe.coups and not shoe.cards:
+            if decks:
+                shoe.decks = decks
+            return
+        ended = shoe.summary() if shoe.started else None
+        found = shoe.new_shoe(decks, number)
+        if ended is not None:
+            self._event("shoe_finished", ended, None)  # coups per shoe, on `events` too
+        self._raise(found)
+
+    def _observe(self, outcome: JSON) -> list[Finding]:
+        if not isinstance(outcome, dict):
+            return []
+        found: list[Finding] = []
+        if self.wheel is not None and isinstance(outcome.get("number"), int):
+            number = int(outcome["number"])
+            found += self.wheel.spin(number)
+            found += self._repeat(number)
+        elif self.dice is not None and isinstance(outcome.get("dice"), list):
+            dice = outcome["dice"]
+            assert isinstance(dice, list)
+            if len(dice) == self.dice.dice and all(isinstance(d, int) for d in dice):
+                found += self.dice.throw([int(d) for d in dice])
+        return found
+
+    def _repeat(self, number: int) -> list[Finding]:
+        self._run = self._run + 1 if number == self._last_number else 1
+        self._last_number = number
+        if self._run < self.settings.repeat_limit:
+            return []
+        return [Finding(
+            "REPEATED_NUMBER", f"{self.serial}:{number}",
+            f"wheel {self.serial}: {number} came up {self._run} times in a row",
+            {"serial": self.serial, "number": number, "times": self._run,
+             "limit": self.settings.repeat_limit},
+        )]  # fmt: skip
+
+    def resumed(self, resolved: Sequence[Mapping[str, JSON]], history: RoundHistory) -> None:
+        """Rebuild the statistics from the journal's last rounds (oldest first), without
+        raising again what was raised before the restart."""
+        if self.wheel is None and self.dice is None:
+            return
+        rounds = history.recall(self.settings.chi_square_window)
+        for r in reversed(rounds):
+            s = r.settlement
+            if isinstance(s, dict) and s.get("status") == "settled":
+                self._observe(s.get("outcome"))
+
+    # -- large transactions -------------------------------------------------------------
+    def _large(self, payload: Mapping[str, JSON]) -> None:
+        limit = self.settings.large_transaction
+        bets = payload.get("bets")
+        if not limit or not isinstance(bets, list):
+            return
+        rid = payload.get("round_id")
+        for b in bets:
+            if not isinstance(b, dict):
+                continue
+            for what in ("stake", "payout"):
+                amount = b.get(what)
+                if isinstance(amount, int) and amount >= limit:
+                    data: dict[str, JSON] = {
+                        "kind": "bet" if what == "stake" else "payout",
+                        "amount": amount, "threshold": limit,
+                        "currency": payload.get("currency"), "bet_id": b.get("bet_id"),
+                        "seat": b.get("seat"), "bet_type": b.get("bet_type"),
+                    }  # fmt: skip
+                    self._event("large_transaction", data, rid if isinstance(rid, str) else None)
+                    self.alerts.raise_(
+                        "LARGE_TRANSACTION",
+                        f"{data['kind']} of {amount} minor units (threshold {limit}) in round "
+                        f"{rid}, seat {b.get('seat')}",
+                        subject=f"{rid}:{b.get('bet_id')}:{what}",
+                        evidence={**data, "round_id": rid},
+                    )
+
+    def _event(self, kind: str, data: Mapping[str, JSON], round_id: str | None) -> None:
+        """An event of the audit log, published on ``events`` in the same transaction."""
+        payload: dict[str, JSON] = {
+            "schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": self.table_id,
+            "event": kind, "at": iso_utc(self.clock()),
+        }  # fmt: skip
+        if round_id is not None:
+            payload["round_id"] = round_id
+        payload["data"] = dict(data)
+        self.journal.append_event(
+            kind, {**data, "round_id": round_id} if round_id is not None else dict(data),
+            outbox=[OutboxMessage("events", payload, qos=1, retain=False, round_id=round_id)],
+        )  # fmt: skip
+
+    # -- devices ------------------------------------------------------------------------
+    async def on_device_event(self, device: str, event: DeviceEvent) -> None:
+        """Every event of every device (the daemon hands them here after the procedure)."""
+        try:
+            self._raise(self._device(event))
+        except Exception:  # a detector must never stop the devices' pump
+            log.exception("integrity: %s event %s", device, event.kind)
+
+    def _device(self, event: DeviceEvent) -> list[Finding]:
+        if self.shoe is not None:
+            if isinstance(event, ShuffleStarted):
+                self._start_shoe(event.decks, event.shuffle)
+                return []
+            if isinstance(event, CardDealt):
+                return self.shoe.card(event.card)
+            if isinstance(event, CardMisread):
+                self.shoe.misread()
+            elif isinstance(event, DeckChecked):
+                return self.shoe.deck_check(event.missing, event.extra)
+            return []
+        s = self.settings
+        w = self.serial
+        found: list[Finding] = []
+        if isinstance(event, GameStateChanged):
+            if event.state == 3 and event.previous != 3:
+                self._rim_at = event.monotonic
+            return found
+        if isinstance(event, WinningNumber):
+            if self._rim_at is not None:
+                ms = round((event.monotonic - self._rim_at) * 1000)
+                if s.spin_min_ms and ms < s.spin_min_ms:
+                    found.append(Finding("SPIN_TOO_FAST", w,
+                        f"wheel {w}: spin {event.spin} took {ms} ms (minimum {s.spin_min_ms})",
+                        {"serial": w, "spin": event.spin, "ms": ms, "min_ms": s.spin_min_ms}))  # fmt: skip
+                if s.spin_max_ms and ms > s.spin_max_ms:
+                    found.append(Finding("SPIN_TOO_SLOW", w,
+                        f"wheel {w}: spin {event.spin} took {ms} ms (maximum {s.spin_max_ms})",
+                        {"serial": w, "spin": event.spin, "ms": ms, "max_ms": s.spin_max_ms}))  # fmt: skip
+            self._rim_at = None
+            rpm = event.speed / 10
+            low, high = s.rotor_rpm_min, s.rotor_rpm_max
+            if (low and rpm < low) or (high and rpm > high):
+                found.append(Finding("WHEEL_ROTOR_SPEED", w,
+                    f"wheel {w}: rotor at {rpm:g} rpm, outside {low}-{high or '...'} rpm",
+                    {"serial": w, "spin": event.spin, "rpm_x10": event.speed,
+                     "min_rpm": low, "max_rpm": high}))  # fmt: skip
+            revs = getattr(event, "ball_revs", None)
+            if isinstance(revs, int) and (
+                (s.ball_revs_min and revs < s.ball_revs_min)
+                or (s.ball_revs_max and revs > s.ball_revs_max)
+            ):
+                found.append(Finding("WHEEL_BALL_REVS", w,
+                    f"wheel {w}: ball made {revs} revolutions, outside "
+                    f"{s.ball_revs_min}-{s.ball_revs_max}",
+                    {"serial": w, "spin": event.spin, "revs": revs}))  # fmt: skip
+            if (
+                s.alternate_direction
+                and self._last_direction is not None
+                and event.direction == self._last_direction
+            ):
+                found.append(Finding("WHEEL_DIRECTION", w,
+                    f"wheel {w}: spin {event.spin} turned {event.direction} again; the house "
+                    "procedure requires the direction to alternate",
+                    {"serial": w, "spin": event.spin, "direction": event.direction}))  # fmt: skip
+            self._last_direction = event.direction
+            return found
+        # counted once: the void of a misfire, or a misfire warned without a void
+        code, spin = "", getattr(event, "spin", None)
+        if isinstance(event, WheelWarning) and event.code in MISFIRES:
+            code = event.code if event.action in ("warn", "fault") else ""
+        elif isinstance(event, GameVoided) and event.reason in MISFIRES:
+            code = event.reason
+        if code:
+            self.misfires += 1
+            found.append(Finding("WHEEL_MISFIRE", w,
+                f"wheel {w}: {code.lower().replace('_', ' ')} (spin {spin}); "
+                f"{self.misfires} since start-up",
+                {"serial": w, "spin": spin, "reason": code, "count": self.misfires}))  # fmt: skip
+        return found
+
+    def _raise(self, findings: Sequence[Finding]) -> None:
+        for f in findings:
+            self.alerts.raise_(f.code, f.message, subject=f.subject, evidence=f.evidence)

@@ -1,0 +1,243 @@
+"""Pace and people (issue 19, item 4): the dealer on duty, games per hour per table and
+per dealer, idle time and voids, reported per shift.
+
+- :class:`DealerRoster`: who deals at the table. A dealer signs in from the console
+  (``dealer NAME``, an operator logged in) or with the signed command ``dealer_sign_in``
+  (the dealer's own principal, ``dealer`` role), and out (``dealer-out`` /
+  ``dealer_sign_out``); each change an event of the audit log; the dealer on duty
+  survives a restart (read back from the log) and is in every round payload
+  (``dealer``, null when nobody signed in).
+- :class:`PaceMonitor`: an extension that counts the shift's settled and voided rounds,
+  per dealer too, and the table's idle time (no round in progress); at the end of each
+  shift the report is the ``shift_report`` event (event log and the ``events`` topic),
+  and the console's ``pace`` shows the shift so far.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..auth import Principal
+from ..journal import OutboxMessage, RoundRecord
+from ..jsonio import JSON
+from ..schemas import PAYLOAD_SCHEMA_VERSION
+from ..table.extension import TableExtension, TableExtensions
+from ..table.floor import RequestError
+from ..table.phase import Phase
+from ..timefmt import iso_utc, utc_now
+
+#: A dealer's name: as a principal's (printable, no spaces).
+DEALER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,63}$")
+
+
+class DealerRoster:
+    """The dealer on duty (one at a time), kept in the audit log."""
+
+    def __init__(self, journal: Any, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self.journal = journal
+        self.clock = clock
+        self.on_duty: str | None = None
+        self.since: str | None = None
+        self._listeners: list[Callable[[str | None, str | None], None]] = []
+        last = journal.events(1, kind="dealer_signed_in")
+        out = journal.events(1, kind="dealer_signed_out")
+        if last and (not out or out[-1].id < last[-1].id):
+            self.on_duty = str(last[-1].data["dealer"])
+            self.since = str(last[-1].at)
+
+    def add_listener(self, cb: Callable[[str | None, str | None], None]) -> None:
+        """``cb(old, new)`` after every change (the pace counts per dealer)."""
+        self._listeners.append(cb)
+
+    def current(self) -> str | None:
+        return self.on_duty
+
+    def sign_in(self, dealer: str, *, via: str, by: str) -> dict[str, JSON]:
+        if not DEALER_NAME.match(dealer):
+            raise RequestError("MALFORMED_REQUEST", f"{dealer!r} is not a dealer's name")
+        old = self.on_duty
+        ev = self.journal.append_event(
+            "dealer_signed_in", {"dealer": dealer, "via": via, "by": by, "replaces": old}
+        )
+        self.on_duty, self.since = dealer, str(ev.at)
+        for cb in list(self._listeners):
+            cb(old, dealer)
+        return {"dealer": dealer, "since": self.since, "replaces": old}
+
+    def sign_out(self, *, via: str, by: str) -> dict[str, JSON]:
+        old = self.on_duty
+        if old is None:
+            raise RequestError("NO_DEALER", "no dealer is signed in at this table")
+        self.journal.append_event("dealer_signed_out", {"dealer": old, "via": via, "by": by})
+        self.on_duty = self.since = None
+        for cb in list(self._listeners):
+            cb(old, None)
+        return {"dealer": None, "signed_out": old}
+
+    def command_in(self, args: Mapping[str, JSON], who: Principal) -> JSON:
+        """``dealer_sign_in``: the dealer named is the principal's own name unless
+        ``args.dealer`` names another (a pit supervisor signing a dealer in)."""
+        dealer = args.get("dealer", who.name)
+        if not isinstance(dealer, str):
+            raise RequestError("MALFORMED_REQUEST", "dealer_sign_in's 'dealer' must be a name")
+        return self.sign_in(dealer, via="mqtt", by=f"mqtt:{who.audit}")
+
+    def command_out(self, args: Mapping[str, JSON], who: Principal) -> JSON:
+        return self.sign_out(via="mqtt", by=f"mqtt:{who.audit}")
+
+
+@dataclass
+class _Counts:
+    games: int = 0
+    voids: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Shift:
+    start: datetime
+    end: datetime
+    table: _Counts = field(default_factory=_Counts)
+    dealers: dict[str, _Counts] = field(default_factory=dict)
+    idle_seconds: float = 0.0
+
+    def report(self, now: datetime, table_id: str) -> dict[str, JSON]:
+        elapsed = max((min(now, self.end) - self.start).total_seconds(), 1.0)
+
+        def rate(games: int, seconds: float) -> int:
+            return round(games * 3600 / seconds) if seconds >= 60 else 0
+
+        return {
+            "table_id": table_id,
+            "shift_start": iso_utc(self.start),
+            "shift_end": iso_utc(self.end),
+            "games": self.table.games,
+            "voids": self.table.voids,
+            "games_per_hour": rate(self.table.games, elapsed),
+            "voids_per_hour": rate(self.table.voids, elapsed),
+            "idle_seconds": round(self.idle_seconds),
+            "dealers": {
+                name: {"games": c.games, "voids": c.voids, "seconds_on_duty": round(c.seconds),
+                       "games_per_hour": rate(c.games, c.seconds)}
+                for name, c in sorted(self.dealers.items())
+            },
+        }
+
+
+def shift_bounds(now: datetime, start_hour: int, hours: int) -> tuple[datetime, datetime]:
+    """The shift holding ``now`` (local time of ``now``'s zone): shifts of ``hours``
+    starting at ``start_hour`` every day."""
+    local = now.astimezone()
+    anchor = local.replace(hour=start_hour, minute=0, second=0, microsecond=0)
+    if anchor > local:
+        anchor -= timedelta(days=1)
+    n = int((local - anchor).total_seconds() // (hours * 3600))
+    start = anchor + timedelta(hours=hours * n)
+    return start, start + timedelta(hours=hours)
+
+
+class PaceMonitor(TableExtension):
+    """Games, voids and idle time of the shift, per table and per dealer."""
+
+    name = "pace"
+
+    def __init__(
+        self,
+        extensions: TableExtensions,
+        *,
+        roster: DealerRoster,
+        journal: Any,
+        table_id: str,
+        shift_start_hour: int = 6,
+        shift_hours: int = 8,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.roster = roster
+        self.journal = journal
+        self.table_id = table_id
+        self.start_hour = shift_start_hour
+        self.hours = shift_hours
+        self.clock = clock
+        now = clock()
+        self.shift = Shift(*shift_bounds(now, shift_start_hour, shift_hours))
+        self._idle_since: datetime | None = now
+        self._duty_since: datetime | None = now if roster.current() else None
+        roster.add_listener(self._dealer_changed)
+        extensions.add(self)
+
+    def _dealer(self) -> _Counts | None:
+        d = self.roster.current()
+        return self.shift.dealers.setdefault(d, _Counts()) if d else None
+
+    def _dealer_changed(self, old: str | None, new: str | None) -> None:
+        now = self.clock()
+        if old is not None and self._duty_since is not None:
+            self.shift.dealers.setdefault(old, _Counts()).seconds += (
+                now - max(self._duty_since, self.shift.start)
+            ).total_seconds()
+        self._duty_since = now if new is not None else None
+        if new is not None:
+            self.shift.dealers.setdefault(new, _Counts())
+
+    def phase_changed(self, phase: Phase, rnd: RoundRecord | None) -> None:
+        now = self.clock()
+        self._roll(now)
+        if phase == Phase.IDLE:
+            self._idle_since = now
+        elif self._idle_since is not None:
+            self.shift.idle_seconds += (now - max(self._idle_since, self.shift.start)).total_seconds()
+            self._idle_since = None
+
+    def round_settled(self, payload: Mapping[str, JSON]) -> None:
+        self._roll(self.clock())
+        self.shift.table.games += 1
+        if (c := self._dealer()) is not None:
+            c.games += 1
+
+    def round_voided(self, payload: Mapping[str, JSON]) -> None:
+        self._roll(self.clock())
+        self.shift.table.voids += 1
+        if (c := self._dealer()) is not None:
+            c.voids += 1
+
+    def tick(self) -> None:
+        self._roll(self.clock())
+
+    def current(self) -> dict[str, JSON]:
+        """The shift so far (the console's ``pace``)."""
+        now = self.clock()
+        snap = self._closed_copy(now)
+        return snap.report(now, self.table_id)
+
+    def _closed_copy(self, now: datetime) -> Shift:
+        """The shift with the time running now (idle, on duty) counted up to ``now``."""
+        s = Shift(self.shift.start, self.shift.end, _Counts(**vars(self.shift.table)),
+                  {k: _Counts(**vars(v)) for k, v in self.shift.dealers.items()},
+                  self.shift.idle_seconds)  # fmt: skip
+        end = min(now, s.end)
+        if self._idle_since is not None:
+            s.idle_seconds += max(0.0, (end - max(self._idle_since, s.start)).total_seconds())
+        d = self.roster.current()
+        if d is not None and self._duty_since is not None:
+            s.dealers.setdefault(d, _Counts()).seconds += max(
+                0.0, (end - max(self._duty_since, s.start)).total_seconds()
+            )
+        return s
+
+    def _roll(self, now: datetime) -> None:
+        """At the end of a shift: its report published, the next shift begins."""
+        while now >= self.shift.end:
+            done = self._closed_copy(self.shift.end)
+            report = done.report(self.shift.end, self.table_id)
+            payload: dict[str, JSON] = {
+                "schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": self.table_id,
+                "event": "shift_report", "at": iso_utc(now), "data": report,
+            }  # fmt: skip
+            self.journal.append_event(
+                "shift_report", report, outbox=[OutboxMessage("events", payload)]
+            )
+            self.shift = Shift(self.shift.end, self.shift.end + timedelta(hours=self.hours))
