@@ -23,7 +23,11 @@ reads every row and compares:
   retention dropped it (``rounds_pruned``); a row the chain does not describe is named
   as written behind the journal's back, unless it predates the chain covering rows
   (journals upgraded from schema version 1: the first keyed entry says where those
-  end).
+  end);
+- each table against its indexes (SQLite's integrity check of the table): the checks
+  above scan a table, the journal finds a row by its key through an index, and a
+  power cut can leave an index page older than its table's; a row its index lacks is
+  named (the journal cannot find it: a round's payload reads as missing).
 
 Then each anchor (``SEQ:HASH``, or floor payloads: rounds, the ``anchor`` topic,
 ``state``) must be in the chain with the same hash, and each round the floor holds
