@@ -23,7 +23,11 @@ reads every row and compares:
   retention dropped it (``rounds_pruned``); a row the chain does not describe is named
   as written behind the journal's back, unless it predates the chain covering rows
   (journals upgraded from schema version 1: the first keyed entry says where those
-  end).
+  end);
+- each table against its indexes (SQLite's integrity check of the table): the checks
+  above scan a table, the journal finds a row by its key through an index, and a
+  power cut can leave an index page older than its table's; a row its index lacks is
+  named (the journal cannot find it: a round's payload reads as missing).
 
 Then each anchor (``SEQ:HASH``, or floor payloads: rounds, the ``anchor`` topic,
 ``state``) must be in the chain with the same hash, and each round the floor holds
@@ -37,6 +41,7 @@ journal has none.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -140,6 +145,7 @@ def _audit(
     _check_payloads(db, exp, report)
     _check_jackpot(db, exp, uncovered, report)
     _check_requests(db, exp, uncovered, report, window=window)
+    _check_indexes(db, exp, report, window=window)
     if window:  # rows the window does not describe are not its business
         report.problems[:] = [p for p in problems if not p.unchained]
     else:
@@ -158,6 +164,79 @@ def _audit(
             p for p in problems if p.position <= chain.first_bad_id and not p.unchained
         ]
     return report
+
+
+#: The tables the audit reads, and how a row of each is named (by its rowid).
+_NAMED_BY_ROWID: dict[str, tuple[str, str]] = {
+    "rounds": ("SELECT round_id, seq FROM rounds WHERE id = ?", "rounds row {0} (seq {1})"),
+    "bets": ("SELECT round_id, bet_id FROM bets WHERE id = ?", "bets row {r} (round {0}, bet {1})"),
+    "settlements": ("SELECT round_id FROM settlements WHERE rowid = ?", "settlement of round {0}"),
+    "outbox": ("SELECT topic, round_id FROM outbox WHERE id = ?", "outbox entry {r} ({0} {1})"),
+    "jackpot": ("SELECT name FROM jackpot WHERE rowid = ?", "jackpot row {0!r}"),
+    "jackpot_hits": (
+        "SELECT hit_id FROM jackpot_hits WHERE id = ?",
+        "jackpot_hits row {r} (hit {0})",
+    ),
+    "faults": ("SELECT code FROM faults WHERE id = ?", "faults row {r} ({0})"),
+    "requests": (
+        "SELECT principal, request_id FROM requests WHERE id = ?",
+        "requests row {r} ({0} {1})",
+    ),
+    "events": ("SELECT kind FROM events WHERE id = ?", "event log row {r} ({0})"),
+}
+#: Those that retention keeps bounded (or that stay small): checked in a window too.
+_BOUNDED = ("bets", "settlements", "outbox", "jackpot", "jackpot_hits", "faults", "requests")
+_MISSING_FROM_INDEX = re.compile(r"row (\d+) missing from index (\S+)")
+
+
+def _check_indexes(db: Any, exp: _Expected, report: AuditReport, *, window: bool) -> None:
+    """Each table against its indexes (SQLite's integrity check of the table). The row
+    checks read a table by scanning it, the journal finds a row by its key through an
+    index: a power cut on storage that lied about a flush can leave an index page older
+    than its table's (the open's quick check does not compare them), and a row the scan
+    sees and the journal cannot find (a round's payload reads as missing, its key can be
+    inserted again). Such a row is named; an index entry without its row too (by the
+    index: the journal would meet it as a damaged page). In a window only the tables
+    retention keeps small are checked (the window reads its rows by key anyway)."""
+    for table in _BOUNDED if window else tuple(_NAMED_BY_ROWID):
+        for (msg,) in db.execute(f"PRAGMA integrity_check({table})").fetchall():
+            if msg == "ok":
+                continue
+            m = _MISSING_FROM_INDEX.fullmatch(str(msg))
+            if m is None:
+                report.problems.append(
+                    Problem(NOWHERE, f"table {table}", f"SQLite's integrity check: {msg}")
+                )
+                continue
+            rowid, index = int(m[1]), m[2]
+            sql, label = _NAMED_BY_ROWID[table]
+            key = db.execute(sql, (rowid,)).fetchone() or ()
+            name = label.format(*key, r=rowid) if key else f"{table} row {rowid}"
+            report.problems.append(
+                Problem(
+                    _position(exp, table, key),
+                    name,
+                    f"in the table (row {rowid}) but missing from its index {index}: the "
+                    "journal cannot find it by its key (an index page older than the "
+                    "table's: a checkpoint partly lost?)",
+                )
+            )
+
+
+def _position(exp: _Expected, table: str, key: tuple[Any, ...]) -> float:
+    """The chain entry that describes a row named by ``key`` (for the report's order)."""
+    ev: Event | None = None
+    if table == "rounds" and key:
+        ev = exp.opened.get(key[0])
+    elif table == "settlements" and key:
+        ev = exp.finished.get(key[0])
+    elif table == "bets" and len(key) == 2:
+        ev = exp.placed.get((key[0], key[1]))
+    elif table == "jackpot_hits" and key:
+        ev = exp.hits.get(key[0])
+    elif table == "requests" and len(key) == 2:
+        ev = exp.answered.get((key[0], key[1]))
+    return NOWHERE if ev is None else ev.id
 
 
 def _check_rounds(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
@@ -397,3 +398,87 @@ async def test_damage_a_technician_acknowledged_is_not_latched_again_at_every_st
     assert await check.check_once()
     (fault,) = j.active_faults()
     assert rounds[2]["round_id"] in fault.message and rounds[0]["round_id"] not in fault.message
+
+
+def page_of(path: Path, name: str) -> tuple[int, int]:
+    """Where the root page of the b-tree ``name`` lies in the file: its offset and size
+    (a table or index of a few rows has no other page)."""
+    with sqlite3.connect(path) as db:
+        (root,) = db.execute(
+            "SELECT rootpage FROM sqlite_schema WHERE name = ?", (name,)
+        ).fetchone()
+        (size,) = db.execute("PRAGMA page_size").fetchone()
+    return (root - 1) * size, size
+
+
+def mixed_image(tmp_path: Path, key: AuditKey, index_from: str) -> tuple[Path, list[str]]:
+    """A journal of five rounds whose settlements' index page is from another instant:
+    ``"before"`` (after round 3: the index lacks rounds 4 and 5, which the table holds)
+    or ``"after"`` (the table after round 3, its index after round 5). What a power
+    cut leaves when storage lied about flushing a page of a checkpoint: every page is
+    whole, the open's quick check passes, and the chain (the floor's anchor) is intact.
+    Returns the image and the ids of rounds 4 and 5."""
+    path = tmp_path / "j.sqlite3"
+    j = Journal(path, audit_key=key)
+    play(engine(j), 3)
+    j.close()  # checkpointed: the main file holds every page
+    early = tmp_path / "early.sqlite3"
+    shutil.copyfile(path, early)
+    j = Journal(path, audit_key=key)
+    late = [r["round_id"] for r in play(engine(j), 2)]
+    j.close()
+    base, donor = (path, early) if index_from == "before" else (early, path)
+    image = tmp_path / "image.sqlite3"
+    shutil.copyfile(base, image)
+    offset, size = page_of(path, "sqlite_autoindex_settlements_1")
+    with open(donor, "rb") as f:
+        f.seek(offset)
+        page = f.read(size)
+    with open(image, "r+b") as f:
+        f.seek(offset)
+        f.write(page)
+    return image, late
+
+
+async def test_an_index_page_older_than_its_table_is_caught_and_the_rows_named(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    """Power loss (seen once in the crash-image test): the settlements of the last two
+    rounds are in their table, but its index page is a checkpoint older. The journal
+    cannot find them by their round (``settlement()`` reads None: the floor's rounds are
+    missing), yet a scan of the table sees them, so the audit and the start-up check
+    (the whole chain when it is shorter than the window) passed it. Both name them now,
+    and the start-up check latches the fault even though the floor's anchor matches."""
+    image, late = mixed_image(tmp_path, key, "before")
+    j = Journal(image, audit_key=key)
+    assert [j.settlement(rid) for rid in late] == [None, None]  # what the journal can read
+    floor = Floor(j)  # the floor's anchor matches the journal's chain
+    assert j.check_against_floor([]) == []
+    report = j.audit()
+    assert not report.ok
+    named = [str(p) for p in report.ordered()]
+    for rid in late:
+        assert any(f"settlement of round {rid}" in p and "missing from its index" in p
+                   for p in named), named  # fmt: skip
+    assert report.first is not None and late[0] in report.first.row
+    check = JournalFloorCheck(j, "fantan-01", floor.read)
+    assert await check.check_once()
+    assert check.findings == []  # the anchor alone sees nothing
+    (fault,) = j.active_faults()
+    assert fault.code == BEHIND
+    assert late[0] in fault.message and late[1] in fault.message
+
+
+def test_an_index_with_entries_its_table_lacks_is_named_by_the_audit(
+    tmp_path: Path, key: AuditKey
+) -> None:
+    """The other way round: the index page is newer than the table's (it has rounds 4
+    and 5, the table not). A lookup of such a round meets the damage (refused with the
+    documented code); the audit names the index."""
+    image, late = mixed_image(tmp_path, key, "after")
+    j = Journal(image, audit_key=key)
+    report = j.audit()
+    assert not report.ok
+    assert any("settlements" in p.row and "sqlite_autoindex_settlements_1" in p.reason
+               for p in report.problems), str(report)  # fmt: skip
+    assert not j.check_recent().ok
