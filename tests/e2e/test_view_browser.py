@@ -92,7 +92,9 @@ def check_round(game: str, r: dict[str, Any], shown: dict[str, Any], settled_bef
 async def test_the_page_shows_each_new_result_and_the_roads_within_a_second(game: str, tmp_path: Path) -> None:
     assert CHROMIUM is not None, "TABLECTL_REQUIRE_CHROMIUM is set and Chromium is missing"
     rounds = 12 if game == "baccarat" else 8
-    async with DemoTable(game, speed=6.0, seed=21, bets=4, view=True, view_port=0) as t:
+    # speed 3: each result stays on the board about 0.3 s before the next round opens, so
+    # that the watcher's polling (a CDP round trip each) sees it on a loaded machine too
+    async with DemoTable(game, speed=3.0, seed=21, bets=4, view=True, view_port=0) as t:
         assert t.view is not None and t.floor is not None
         async with Browser(CHROMIUM, width=800, height=900) as b:
             await b.open(t.view.url)
