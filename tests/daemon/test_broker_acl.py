@@ -33,6 +33,9 @@ SUFFIXES = (
     "events",
     "jackpot",
     "anchor",
+    "board",
+    "stats",
+    "alerts",
     "devices/wheel",
     "bets/request",
     "bets/response",
@@ -40,8 +43,8 @@ SUFFIXES = (
     "commands/response",
 )
 ALL = [f"{root}/{s}" for root, s in itertools.product((R, B), SUFFIXES)]
-OUT = ("state", "rounds", "events", "jackpot", "anchor", "devices/wheel", "bets/response",
-       "commands/response")  # fmt: skip
+OUT = ("state", "rounds", "events", "jackpot", "anchor", "board", "stats", "alerts",
+       "devices/wheel", "bets/response", "commands/response")  # fmt: skip
 ADMIN = "acl-test-admin@test"
 
 USERS = {
@@ -78,7 +81,9 @@ MAY_READ: dict[str, set[str]] = {
     "dealer-MO-R-07@dealer": {f"{R}/commands/response", f"{R}/state", f"{R}/events"},
     "pit-2@pit": both("commands/response", "state", "events", "rounds", "jackpot"),
     "floor@floor": set(ALL),
-    "monitor@monitor": both("state", "devices/wheel", "jackpot", "rounds", "events"),
+    "monitor@monitor": both(
+        "state", "devices/wheel", "jackpot", "rounds", "events", "board", "stats", "alerts"
+    ),
 }
 
 
