@@ -239,6 +239,15 @@ def _position(exp: _Expected, table: str, key: tuple[Any, ...]) -> float:
     return NOWHERE if ev is None else ev.id
 
 
+def _unrecorded(report: AuditReport, table: str, legacy: bool, name: str, reason: str) -> None:
+    """A row of ``table`` no chain entry records: counted as written before the chain
+    covered rows (``legacy``), else a problem (slipped in behind the journal's back)."""
+    if legacy:
+        report.uncovered[table] += 1
+    else:
+        report.problems.append(Problem(NOWHERE, name, reason, unchained=True))
+
+
 def _check_rounds(
     db: Any, exp: _Expected, uncovered: Mapping[str, Any], report: AuditReport
 ) -> None:
@@ -378,18 +387,10 @@ def _check_bets(db: Any, exp: _Expected, uncovered: Mapping[str, Any], report: A
         name = f"bets row {row_id} (round {rid}, bet {bet_id})"
         placed = exp.placed.get(k)
         if placed is None:
-            if row_id <= legacy_id:
-                report.uncovered["bets"] += 1
-            else:
-                problems.append(
-                    Problem(
-                        NOWHERE,
-                        name,
-                        "not in the chain: a bet no entry records (slipped in behind the "
-                        "journal's back?)",
-                        unchained=True,
-                    )
-                )
+            _unrecorded(
+                report, "bets", row_id <= legacy_id, name,
+                "not in the chain: a bet no entry records (slipped in behind the journal's back?)",
+            )  # fmt: skip
             continue
         n += 1
         p = placed.data
@@ -565,14 +566,10 @@ def _check_jackpot(
         hit = exp.hits.get(hit_id)
         name = f"jackpot_hits row {row_id} (hit {hit_id})"
         if hit is None:
-            if row_id <= legacy_id:
-                report.uncovered["jackpot_hits"] += 1
-            else:
-                problems.append(
-                    Problem(
-                        NOWHERE, name, "not in the chain (written behind the journal's back?)", True
-                    )
-                )
+            _unrecorded(
+                report, "jackpot_hits", row_id <= legacy_id, name,
+                "not in the chain (written behind the journal's back?)",
+            )  # fmt: skip
             continue
         m += 1
         h = hit.data
@@ -675,18 +672,11 @@ def _check_requests(
         name = f"requests row {row_id} ({principal} {request_id})"
         ev = exp.answered.get(k)
         if ev is None:
-            if row_id <= legacy_id:
-                report.uncovered["requests"] += 1
-            else:
-                problems.append(
-                    Problem(
-                        NOWHERE,
-                        name,
-                        "not in the chain: an answer no entry records (slipped in behind the "
-                        "journal's back?)",
-                        unchained=True,
-                    )
-                )
+            _unrecorded(
+                report, "requests", row_id <= legacy_id, name,
+                "not in the chain: an answer no entry records (slipped in behind the "
+                "journal's back?)",
+            )  # fmt: skip
             continue
         n += 1
         d = ev.data if isinstance(ev.data, dict) else {}
