@@ -48,7 +48,7 @@ def _log(text: str) -> None:
 
 class Broker:
     """mosquitto as the floor runs it (config/broker/mosquitto-floor.conf: persistence
-    saved on every change, TCP_NODELAY), or amqtt in a process when mosquitto is missing."""
+    saved once a second, TCP_NODELAY), or amqtt in a process when mosquitto is missing."""
 
     def __init__(self, persistence: bool = True) -> None:
         from tablesim.broker import AmqttProcess, MosquittoProcess, find_mosquitto
@@ -56,12 +56,13 @@ class Broker:
         self.proc: Any
         if find_mosquitto():
             self.proc = MosquittoProcess(
-                persistence=persistence, extra_config="set_tcp_nodelay true"
-            )
+                persistence=persistence, save_every_change=False,
+                extra_config="set_tcp_nodelay true",
+            )  # fmt: skip
             self.kind = "mosquitto"
             self.description = (
                 "mosquitto on loopback, set_tcp_nodelay true, "
-                + ("persistence saved on every change (as config/broker/mosquitto-floor.conf)"
+                + ("persistence saved once a second (as config/broker/mosquitto-floor.conf)"
                    if persistence else "no persistence")
             )  # fmt: skip
         else:

@@ -240,7 +240,7 @@ def main() -> int:
     from tablesim.broker import MosquittoProcess
 
     with workdir("flood-broker") as d:
-        b = MosquittoProcess(Path(d), persistence=True, extra_config="set_tcp_nodelay true")
+        b = MosquittoProcess(Path(d), save_every_change=False, extra_config="set_tcp_nodelay true")
         b.start()
         try:
             for f in run(b.host, b.port, "--quick" in sys.argv, print):

@@ -132,8 +132,8 @@ class LinkBase:
         self._version = 0
         #: Responses waiting: to requests that acted (ok, accepted) first, then refusals
         #: (a flood of malformed requests cannot hold back a dealer's answer).
-        self._responses: OrderedDict[int, tuple[str, bytes]] = OrderedDict()
-        self._refusals: OrderedDict[int, tuple[str, bytes]] = OrderedDict()
+        self._responses: OrderedDict[int, tuple[str, bytes, int]] = OrderedDict()
+        self._refusals: OrderedDict[int, tuple[str, bytes, int]] = OrderedDict()
         self._response_seq = 0
         #: Requests received and not yet handled, one queue per request topic.
         self._requests: dict[str, deque[bytes]] = {t: deque() for t in REQUEST_TOPICS}
@@ -246,6 +246,7 @@ class LinkBase:
                 f"{request_topic!r} is not a request topic ({', '.join(REQUEST_TOPICS)})"
             )
         acted = False
+        anonymous = False
         if isinstance(payload, bytes):
             body = payload
         elif isinstance(payload, str):
@@ -253,6 +254,7 @@ class LinkBase:
         elif isinstance(payload, Mapping):
             body = dumps(dict(payload)).encode("utf-8")
             acted = payload.get("status") in ("ok", "accepted")
+            anonymous = payload.get("request_id") is None
         else:
             raise TypeError(
                 f"a response must be a mapping, bytes or str, got {type(payload).__name__}"
@@ -262,7 +264,7 @@ class LinkBase:
             self.stats.responses_dropped += 1
         self._response_seq += 1
         queue = self._responses if acted else self._refusals
-        queue[self._response_seq] = (response_topic, body)
+        queue[self._response_seq] = (response_topic, body, 0 if anonymous else 1)
         self.notify()
 
     @property
@@ -526,11 +528,11 @@ class LinkBase:
         if announced and len(batch) < room:
             batch.extend(snapshots[: room - len(batch)])
         for queue in (self._responses, self._refusals):
-            for key, (topic, raw) in queue.items():
+            for key, (topic, raw, qos) in queue.items():
                 if len(batch) >= room:
                     break
                 if not self._held(topic, now):
-                    batch.append(_Item("response", topic, raw, 1, False, key))
+                    batch.append(_Item("response", topic, raw, qos, False, key))
         return batch
 
     @staticmethod

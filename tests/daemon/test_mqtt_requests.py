@@ -155,3 +155,64 @@ async def test_a_failing_handler_logs_one_traceback_per_kind(
         floor.close()
         await link.stop()
         journal.close()
+
+
+async def test_an_answer_no_requester_can_match_is_never_queued_for_a_terminal(
+    mosquitto_broker: Any, tmp_path: Path
+) -> None:
+    """An answer with ``request_id`` null (a request not read, or not trusted) goes out
+    at QoS 0: the broker neither stores it nor queues it for an offline terminal, so a
+    flood of junk can neither make the broker save once per junk message nor fill a
+    terminal's session queue (``max_queued_messages``) and push its real answers out.
+    Answers naming their request stay QoS 1 and wait for the terminal."""
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    got: list[tuple[bytes, int]] = []
+
+    def terminal() -> mqtt.Client:
+        c = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="terminal-7",
+                        protocol=mqtt.MQTTv311, clean_session=False)  # fmt: skip
+        c.on_message = lambda _c, _u, m: got.append((bytes(m.payload), m.qos))
+        c.connect(mosquitto_broker.host, mosquitto_broker.port)
+        c.loop_start()
+        return c
+
+    journal = Journal(tmp_path / "j.sqlite3")
+    link = FloorLink(
+        MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port), "t1", journal,
+        handler=Recorder(),
+    )  # fmt: skip
+    link.start()
+    await link.wait_subscribed(10)
+    floor = Probe(mosquitto_broker, "floor", "")
+    huge = json.dumps({"request_id": "huge", "pad": "x" * boundedjson.MAX_REQUEST_BYTES}).encode()
+    term = terminal()
+    try:
+        info = term.subscribe(f"{ROOT}/+/response", qos=1)
+        await until(lambda: info[0] == 0, 5, "the subscription sent")
+        await asyncio.sleep(0.3)  # the SUBACK
+        # Online: the unread refusal arrives at QoS 0, the named answer at QoS 1.
+        await asyncio.to_thread(floor.publish, f"{ROOT}/commands/request", huge)
+        await asyncio.to_thread(floor.publish, f"{ROOT}/commands/request", b'{"request_id": "r1"}')
+        await until(lambda: len(got) >= 2, 10, "both answers")
+        by_id = {json.loads(p)["request_id"]: qos for p, qos in got}
+        assert by_id == {None: 0, "r1": 1}
+        # Offline: only the named answer waits in the terminal's session.
+        term.loop_stop()
+        term.disconnect()
+        got.clear()
+        await asyncio.to_thread(floor.publish, f"{ROOT}/commands/request", huge)
+        await asyncio.to_thread(floor.publish, f"{ROOT}/commands/request", b'{"request_id": "r2"}')
+        await link.wait_idle(10)
+        await asyncio.sleep(0.3)
+        term = terminal()
+        await until(lambda: len(got) >= 1, 10, "the queued answer")
+        await asyncio.sleep(0.5)  # anything else queued would have arrived by now
+        assert [json.loads(p)["request_id"] for p, _ in got] == ["r2"]
+    finally:
+        term.loop_stop()
+        term.disconnect()
+        floor.close()
+        await link.stop()
+        journal.close()
