@@ -58,7 +58,7 @@ from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .integrity.alerts import Alerts
 from .integrity.clock import ClockWatch
-from .integrity.monitor import IntegrityMonitor
+from .integrity.monitor import IntegrityMonitor, max_payout_of
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
 from .journal import Journal, JournalError, StorageError
@@ -270,6 +270,10 @@ class TableDaemon:
             shaker_name=next((d.name for d in devices if d.kind == "shaker"), "shaker"),
             shoe_name=next((d.name for d in devices if d.kind == "shoe"), "shoe"),
             decks=int(getattr(cfg.rules, "decks", 8) or 8),
+            currency=cfg.money.currency,
+            max_payout=max_payout_of(cfg.game, cfg.rules, cfg.money)
+            if plan.integrity.large_transaction
+            else None,
         )
         self.pace = PaceMonitor(
             self.extensions,

@@ -76,7 +76,8 @@ INTEGRITY_SPECS: dict[str, FieldSpec] = {
     ),
     "large_transaction": FieldSpec(
         "int", 0, range=(0, 10**15),
-        doc="a stake or a payout at or above this, minor units, raises LARGE_TRANSACTION and a "
+        doc="a bet (its stake or its most possible payout, when placed) or a payout (when "
+        "settled) at or above this, minor units, raises LARGE_TRANSACTION and a "
         "large_transaction event (0: off; MOP 500,000 = 50000000)",
     ),
 }  # fmt: skip
