@@ -297,15 +297,6 @@ class IntegrityMonitor(TableExtension):
                     f"wheel {w}: rotor at {rpm:g} rpm, outside {low}-{high or '...'} rpm",
                     {"serial": w, "spin": event.spin, "rpm_x10": event.speed,
                      "min_rpm": low, "max_rpm": high}))  # fmt: skip
-            revs = getattr(event, "ball_revs", None)
-            if isinstance(revs, int) and (
-                (s.ball_revs_min and revs < s.ball_revs_min)
-                or (s.ball_revs_max and revs > s.ball_revs_max)
-            ):
-                found.append(Finding("WHEEL_BALL_REVS", w,
-                    f"wheel {w}: ball made {revs} revolutions, outside "
-                    f"{s.ball_revs_min}-{s.ball_revs_max}",
-                    {"serial": w, "spin": event.spin, "revs": revs}))  # fmt: skip
             if (
                 s.alternate_direction
                 and self._last_direction is not None

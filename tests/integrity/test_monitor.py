@@ -145,3 +145,24 @@ def test_statistics_rebuilt_after_a_restart_without_raising_again(tmp_path: Path
     mon.resumed([], _History([8, 8, 8, 8, 1, 2, 3]))
     assert mon.wheel is not None and mon.wheel.spins == 7 and mon.wheel.window.counts[8] == 4
     assert codes(j) == []
+
+
+def test_a_ball_revolutions_band_is_a_clear_configuration_error() -> None:
+    """No wheel reports the ball's revolutions (docs/integrity.md): the band is refused
+    with the reason, never accepted as a check that cannot fire."""
+    import pytest
+
+    from firmware_host.config import ConfigInvalid, validate_document
+
+    doc = {
+        "table": {"id": "T1", "game": "roulette", "result_source": "manual"},
+        "integrity": {"ball_revs_min": 5, "ball_revs_max": 20, "repeat_limit": 4},
+    }
+    with pytest.raises(ConfigInvalid) as err:
+        validate_document(doc)
+    text = str(err.value)
+    for key in ("integrity.ball_revs_min", "integrity.ball_revs_max"):
+        assert f"{key}: not supported" in text
+    assert "revolutions" in text and "unknown key" not in text
+    del doc["integrity"]["ball_revs_min"], doc["integrity"]["ball_revs_max"]
+    assert validate_document(doc).table_id == "T1"
