@@ -53,6 +53,7 @@ from .console import (
     serve_socket,
     serve_stream,
 )
+from .console.keypad import KeypadSignInDesk
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
@@ -153,6 +154,8 @@ class TableDaemon:
         self.clock_watch: ClockWatch | None = None
         self.dealers: DealerRoster | None = None
         self.pace: PaceMonitor | None = None
+        #: A dealer's sign-in at the keypad (number and PIN, docs/console.md).
+        self.keypad_sign_in: KeypadSignInDesk | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping = False
@@ -191,6 +194,12 @@ class TableDaemon:
         )
         software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
         roster = self.dealers = DealerRoster(j)
+        self.keypad_sign_in = KeypadSignInDesk(
+            roster,
+            self.console_settings.dealers,
+            Lockout(self.console_settings.max_tries, self.console_settings.lockout_seconds),
+            j,
+        )
         if plan.jackpot_params is not None:
             self.jackpot = self._jackpot(j, plan)
         engine = self.engine = RoundEngine(
@@ -353,11 +362,14 @@ class TableDaemon:
             )
 
     async def _on_device_event(self, device: str, event: Any) -> None:
-        """A device's event: to the procedure, then to the integrity detectors."""
+        """A device's event: to the procedure, then to the integrity detectors (and a
+        keypad's sign-in to its check)."""
         assert self.procedure is not None
         await self.procedure.on_device_event(device, event)
         if self.integrity is not None:
             await self.integrity.on_device_event(device, event)
+        if self.keypad_sign_in is not None:
+            await self.keypad_sign_in.on_device_event(device, event)
 
     def _faults_changed(self) -> None:
         if self.state is not None:
