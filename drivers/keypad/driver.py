@@ -91,7 +91,8 @@ class KeypadDriver(DriverBase[KeypadEvent]):
         "confirm_timeout_ms": FieldSpec(
             "int",
             30000,
-            doc="a number not confirmed within this time is forgotten",
+            doc="a number not confirmed within this time is forgotten; a sign-in entry idle "
+            "this long is given up",
             range=(1000, 600000),
         ),
     }
