@@ -7,6 +7,7 @@ never the daemon.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from .games.money import MoneyRules
 from .integrity.alerts import Alerts
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck
+from .integrity.software import verify
 from .journal import Journal
 from .jsonio import JSON
 from .mqtt import FloorLink
@@ -232,11 +234,14 @@ class TableConsoleBackend:
         rec = self.alerts_board.acknowledge(alert_id, by=f"console:{who}", reason=reason)
         return rec.to_json()
 
-    def verify_software(self, seed: str | None, who: str | None) -> JSON:
-        if self.software is None or not self.software.configured:
+    async def verify_software(self, seed: str | None, who: str | None) -> JSON:
+        """The files hashed in a worker thread (the loop keeps serving), then recorded."""
+        sw = self.software
+        if sw is None or not sw.configured:
             raise ConsoleRefused("no signed manifest configured ([software])", code="NOT_SUPPORTED")
         by = f"console:{who}" if who else "console"
-        return self.software.check("console", by=by, seed=seed).to_json()
+        v = await asyncio.to_thread(verify, sw.settings, root=sw.root, seed=seed)
+        return sw.record(v, "console", by=by).to_json()
 
     def dealer_sign_in(self, dealer: str | None, who: str) -> JSON:
         """``dealer NAME`` signs NAME in; ``dealer`` alone signs the dealer out."""

@@ -53,12 +53,13 @@ from .console import (
     serve_socket,
     serve_stream,
 )
+from .console.keypad import KeypadSignInDesk
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .integrity.alerts import Alerts
 from .integrity.clock import ClockWatch
-from .integrity.monitor import IntegrityMonitor
+from .integrity.monitor import IntegrityMonitor, max_payout_of
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
 from .journal import Journal, JournalError, StorageError
@@ -153,6 +154,8 @@ class TableDaemon:
         self.clock_watch: ClockWatch | None = None
         self.dealers: DealerRoster | None = None
         self.pace: PaceMonitor | None = None
+        #: A dealer's sign-in at the keypad (number and PIN, docs/console.md).
+        self.keypad_sign_in: KeypadSignInDesk | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping = False
@@ -191,6 +194,12 @@ class TableDaemon:
         )
         software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
         roster = self.dealers = DealerRoster(j)
+        self.keypad_sign_in = KeypadSignInDesk(
+            roster,
+            self.console_settings.dealers,
+            Lockout(self.console_settings.max_tries, self.console_settings.lockout_seconds),
+            j,
+        )
         if plan.jackpot_params is not None:
             self.jackpot = self._jackpot(j, plan)
         engine = self.engine = RoundEngine(
@@ -270,6 +279,10 @@ class TableDaemon:
             shaker_name=next((d.name for d in devices if d.kind == "shaker"), "shaker"),
             shoe_name=next((d.name for d in devices if d.kind == "shoe"), "shoe"),
             decks=int(getattr(cfg.rules, "decks", 8) or 8),
+            currency=cfg.money.currency,
+            max_payout=max_payout_of(cfg.game, cfg.rules, cfg.money)
+            if plan.integrity.large_transaction
+            else None,
         )
         self.pace = PaceMonitor(
             self.extensions,
@@ -349,11 +362,14 @@ class TableDaemon:
             )
 
     async def _on_device_event(self, device: str, event: Any) -> None:
-        """A device's event: to the procedure, then to the integrity detectors."""
+        """A device's event: to the procedure, then to the integrity detectors (and a
+        keypad's sign-in to its check)."""
         assert self.procedure is not None
         await self.procedure.on_device_event(device, event)
         if self.integrity is not None:
             await self.integrity.on_device_event(device, event)
+        if self.keypad_sign_in is not None:
+            await self.keypad_sign_in.on_device_event(device, event)
 
     def _faults_changed(self) -> None:
         if self.state is not None:

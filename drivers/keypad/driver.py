@@ -8,7 +8,14 @@ stuck and the device FAULT until it is released). Keys:
 - ``confirm``: confirms the number pressed before it (``KeypadResult``); alone it
   is a plain ``KeypadConfirm`` (the round logic uses it to open betting);
 - ``void``: ``KeypadVoidRequest`` (an operator confirms the void);
-- ``bell``: ``Bell`` (no more bets).
+- ``bell``: ``Bell`` (no more bets);
+- ``sign_in`` (optional), with the digit keys ``"0"`` .. ``"9"`` (``"1"`` .. ``"4"``
+  are the fantan keys): a dealer signs in. ``sign_in``, the dealer number,
+  ``confirm``, the PIN, ``confirm``: ``KeypadSignIn(dealer_number, pin)``, checked by
+  the table (``firmware_host/console/keypad.py``). While an entry is open the digit
+  keys and ``confirm`` only enter it (no result, no betting opened); ``void`` cancels
+  it; an entry idle ``confirm_timeout_ms``, too long, or met by a stuck key is given
+  up (``KeypadSignInRejected``). No event, log line or frame names a digit entered.
 
 Two number keys down at once, or a number older than ``confirm_timeout_ms``, are
 rejected rather than guessed.
@@ -36,6 +43,9 @@ from .events import (
     KeypadNumber,
     KeypadRejected,
     KeypadResult,
+    KeypadSignIn,
+    KeypadSignInRejected,
+    KeypadSignInStarted,
     KeypadVoidRequest,
 )
 from .inputs import DomeLockSensor
@@ -43,7 +53,11 @@ from .inputs import DomeLockSensor
 __all__ = ["KEYS", "KeypadDriver"]
 
 NUMBER_KEYS = ("1", "2", "3", "4")
-KEYS = (*NUMBER_KEYS, "confirm", "void", "bell")
+DIGIT_KEYS = tuple("0123456789")
+KEYS = (*DIGIT_KEYS, "confirm", "void", "bell", "sign_in")
+#: The longest dealer number and PIN an entry takes (a PIN is 4-12 digits).
+MAX_DEALER_DIGITS = 8
+MAX_PIN_DIGITS = 12
 
 
 class KeypadDriver(DriverBase[KeypadEvent]):
@@ -55,7 +69,8 @@ class KeypadDriver(DriverBase[KeypadEvent]):
         "pins": FieldSpec(
             "table",
             required=True,
-            doc='key -> BCM pin, keys among "1" "2" "3" "4" confirm void bell',
+            doc='key -> BCM pin, keys among "0".."9" confirm void bell sign_in '
+            '("1".."4": fantan results; sign_in and the digits: a dealer signs in)',
         ),
         "dome_pin": FieldSpec(
             "int", None, doc="BCM pin of the dome/cup switch (optional)", range=(0, 53)
@@ -76,7 +91,8 @@ class KeypadDriver(DriverBase[KeypadEvent]):
         "confirm_timeout_ms": FieldSpec(
             "int",
             30000,
-            doc="a number not confirmed within this time is forgotten",
+            doc="a number not confirmed within this time is forgotten; a sign-in entry idle "
+            "this long is given up",
             range=(1000, 600000),
         ),
     }
@@ -126,6 +142,8 @@ class KeypadDriver(DriverBase[KeypadEvent]):
         self.pending: tuple[int, float] | None = None  # (number, time pressed)
         self.stuck: set[str] = set()
         self.last: KeypadEvent | None = None
+        #: A sign-in being entered: [dealer digits, PIN digits or None, last key time].
+        self.entry: list[Any] | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -176,8 +194,26 @@ class KeypadDriver(DriverBase[KeypadEvent]):
         self.emit(event)
 
     def _press(self, key: str, ts: float) -> None:
-        self.counters[f"press.{key}"] += 1
+        # during a sign-in, which digit was pressed is counted nowhere (it may be a PIN's)
+        self.counters["press.sign_in_entry" if self.entry is not None else f"press.{key}"] += 1
         d = self.name
+        if (
+            self.entry is not None
+            and ts - self.entry[2] > self.settings["confirm_timeout_ms"] / 1000
+        ):
+            self._give_up(key, ts, "sign-in not finished in time; start again with sign_in")
+        if key == "sign_in":
+            self.pending = None
+            self.entry = [[], None, ts]
+            self._emit(KeypadSignInStarted(device=d, monotonic=ts), ts)
+            return
+        if self.entry is not None and key in (*DIGIT_KEYS, "confirm", "void"):
+            self._entry_key(key, ts)
+            return
+        if key in DIGIT_KEYS and key not in NUMBER_KEYS:
+            self._emit(KeypadRejected(device=d, monotonic=ts, key=key,
+                                      reason=f"key {key} is only for a sign-in"), ts)  # fmt: skip
+            return
         if key in NUMBER_KEYS:
             others = [k for k in NUMBER_KEYS if k != key and k in self.keys and self.keys[k].active]
             if others:
@@ -208,7 +244,45 @@ class KeypadDriver(DriverBase[KeypadEvent]):
         elif key == "bell":
             self._emit(Bell(device=d, monotonic=ts), ts)
 
+    def _entry_key(self, key: str, ts: float) -> None:
+        """A key of an open sign-in entry (never logged with its digit)."""
+        assert self.entry is not None
+        digits, pin, _ = self.entry
+        self.entry[2] = ts
+        if key == "void":
+            self._give_up(key, ts, "sign-in cancelled")
+        elif key == "confirm":
+            if pin is None:
+                if not digits:
+                    self._give_up(key, ts, "no dealer number entered")
+                else:
+                    self.entry[1] = []
+            elif not pin:
+                self._give_up(key, ts, "no PIN entered")
+            else:
+                self.entry = None
+                self.counters["sign_in.entered"] += 1
+                self._emit(KeypadSignIn(device=self.name, monotonic=ts,
+                                        dealer_number="".join(digits), pin="".join(pin)), ts)  # fmt: skip
+        else:
+            into, most = (digits, MAX_DEALER_DIGITS) if pin is None else (pin, MAX_PIN_DIGITS)
+            if len(into) >= most:
+                what = "dealer number" if pin is None else "PIN"
+                self._give_up(key, ts, f"{what} longer than {most} digits")
+            else:
+                into.append(key)
+
+    def _give_up(self, key: str, ts: float, reason: str) -> None:
+        self.entry = None
+        self.counters["sign_in.given_up"] += 1
+        safe = "digit" if key in DIGIT_KEYS else key  # never which digit
+        self._emit(
+            KeypadSignInRejected(device=self.name, monotonic=ts, key=safe, reason=reason), ts
+        )
+
     def _stuck(self, key: str, ts: float) -> None:
+        if self.entry is not None:
+            self._give_up(key, ts, f"key {key} stuck during the sign-in")
         self.stuck.add(key)
         if key in NUMBER_KEYS and self.pending is not None and self.pending[0] == int(key):
             self.pending = None
@@ -235,6 +309,7 @@ class KeypadDriver(DriverBase[KeypadEvent]):
         out = super().get_status()
         out.update(
             pending=self.pending[0] if self.pending else None,
+            signing_in=self.entry is not None,
             stuck=sorted(self.stuck),
             dome_locked=self.dome.locked if self.dome else None,
             bounces={k: inp.bounces for k, inp in self.keys.items()},

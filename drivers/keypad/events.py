@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..base import DeviceEvent
 
@@ -16,6 +17,9 @@ __all__ = [
     "KeypadNumber",
     "KeypadRejected",
     "KeypadResult",
+    "KeypadSignIn",
+    "KeypadSignInRejected",
+    "KeypadSignInStarted",
     "KeypadVoidRequest",
 ]
 
@@ -94,3 +98,34 @@ class DomeClosed(KeypadEvent):
 
     key: str = "dome"
     initial: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeypadSignInStarted(KeypadEvent):
+    """The ``sign_in`` key: the digit keys now enter a dealer number, then a PIN."""
+
+    key: str = "sign_in"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeypadSignIn(KeypadEvent):
+    """A dealer number and PIN entered (each ended by ``confirm``). The PIN is never in
+    :meth:`to_json`, a log line or ``repr``: only the table's check reads it."""
+
+    key: str = "confirm"
+    dealer_number: str
+    pin: str = field(repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        out = DeviceEvent.to_json(self)
+        out.pop("pin", None)
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KeypadSignInRejected(KeypadEvent):
+    """A sign-in entry given up: cancelled (``void``), timed out, too long, a key
+    stuck, or ``confirm`` with nothing entered. Not a device problem."""
+
+    key: str
+    reason: str

@@ -61,12 +61,19 @@ class LockoutJournal(Protocol):
     def events(self, limit: int = ..., *, kind: str | None = ...) -> Sequence[Any]: ...
 
 
-def restore_lockout(lockout: Lockout, journal: LockoutJournal) -> float:
+#: The audit log's kinds of the console's lockout: a success, a lockout, a failure.
+CONSOLE_KINDS = ("console_login", "console_lockout", "console_login_failed")
+
+
+def restore_lockout(
+    lockout: Lockout, journal: LockoutJournal, *, kinds: tuple[str, str, str] = CONSOLE_KINDS
+) -> float:
     """After a restart: a lockout journaled (``console_lockout`` with its ``until``) that
     has not ended yet locks the console again for what is left of it. Returns the
-    seconds left (0: none)."""
-    _restore_failures(lockout, journal)
-    last = journal.events(1, kind="console_lockout")
+    seconds left (0: none). ``kinds``: the success, lockout and failure events (the
+    keypad's sign-in has its own)."""
+    _restore_failures(lockout, journal, kinds)
+    last = journal.events(1, kind=kinds[1])
     if not last:
         return 0.0
     until = last[-1].data.get("until_epoch")
@@ -79,14 +86,16 @@ def restore_lockout(lockout: Lockout, journal: LockoutJournal) -> float:
     return lockout.locked()
 
 
-def _restore_failures(lockout: Lockout, journal: LockoutJournal) -> None:
+def _restore_failures(
+    lockout: Lockout, journal: LockoutJournal, kinds: tuple[str, str, str]
+) -> None:
     """The wrong PINs since the last login or lockout count again after a restart (a
     restart between tries does not give a guesser a fresh count)."""
     n = 0
     for ev in reversed(journal.events(500)):
-        if ev.kind in ("console_login", "console_lockout"):
+        if ev.kind in kinds[:2]:
             break
-        if ev.kind == "console_login_failed":
+        if ev.kind == kinds[2]:
             n += 1
     lockout.failures = min(n, max(lockout.max_tries - 1, 0))
 

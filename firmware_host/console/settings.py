@@ -82,7 +82,15 @@ CONSOLE_SPECS: dict[str, FieldSpec] = {
         "int", 600, doc="idle seconds before a login expires", range=(30, 86400)
     ),
     "operators": FieldSpec("table", {}, doc="[console.operators.<name>] pin_hash = ..."),
-}
+    "dealers": FieldSpec(
+        "table", {},
+        doc='[console.dealers."<number>"] name = ..., pin_hash = ...: dealers who sign in '
+        "on the keypad with their number and PIN (docs/console.md)",
+    ),
+}  # fmt: skip
+
+#: A dealer's number as entered on the keypad.
+DEALER_NUMBER_DIGITS = (1, 8)
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,8 @@ class ConsoleSettings:
     lockout_seconds: int = 300
     session_timeout: int = 600
     operators: Mapping[str, str] = field(default_factory=dict)  # name -> pin hash
+    #: Keypad sign-in: dealer number -> (dealer's name, PIN hash).
+    dealers: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def _validate(data: Any, path: str, errors: list[str]) -> ConsoleSettings:
@@ -109,10 +119,39 @@ def _validate(data: Any, path: str, errors: list[str]) -> ConsoleSettings:
         )
         if sub.get("pin_hash"):
             ops[str(name)] = sub["pin_hash"]
+    dealers: dict[str, tuple[str, str]] = {}
+    for number, spec in (vals.get("dealers") or {}).items():
+        where = f"{path}.dealers.{number}"
+        lo, hi = DEALER_NUMBER_DIGITS
+        if not (str(number).isascii() and str(number).isdigit() and lo <= len(str(number)) <= hi):
+            errors.append(
+                f"{where}: a dealer number is {lo} to {hi} digits (what the keypad enters)"
+            )
+            continue
+        sub = validate_fields(
+            {
+                "name": FieldSpec(
+                    "str", required=True, doc="the dealer's name", check=_check_dealer
+                ),
+                "pin_hash": FieldSpec("str", required=True, doc="PIN hash", check=_check_hash),
+            },
+            spec,
+            where,
+            errors,
+        )
+        if sub.get("name") and sub.get("pin_hash"):
+            dealers[str(number)] = (sub["name"], sub["pin_hash"])
     if len(errors) > n:
         return ConsoleSettings()
     vals["operators"] = ops
+    vals["dealers"] = dealers
     return ConsoleSettings(**vals)
+
+
+def _check_dealer(value: str) -> str | None:
+    from ..integrity.pace import DEALER_NAME
+
+    return None if DEALER_NAME.match(value) else "a dealer's name: letters, digits, _ . @ : -"
 
 
 register_section("console", _validate)

@@ -32,8 +32,6 @@ ALERT_CODES: dict[str, AlertCode] = {
                   "procedure requires it to alternate"),
         AlertCode("WHEEL_ROTOR_SPEED", "warning", False,
                   "the rotor's speed is outside the configured band"),
-        AlertCode("WHEEL_BALL_REVS", "warning", False,
-                  "the ball's revolutions are outside the configured band"),
         AlertCode("SPIN_TOO_FAST", "warning", False,
                   "a spin (ball launched to winning number) took less than the configured time"),
         AlertCode("SPIN_TOO_SLOW", "warning", False,

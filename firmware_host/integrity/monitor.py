@@ -17,6 +17,8 @@ from drivers.base import DeviceEvent
 from drivers.cammegh.events import GameStateChanged, GameVoided, WheelWarning, WinningNumber
 from drivers.shoe.events import CardDealt, CardMisread, DeckChecked, ShuffleStarted
 
+from ..games.base import Bet, DiscreteGame, Game
+from ..games.money import MoneyRules, settle_amounts
 from ..journal import OutboxMessage
 from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
@@ -31,6 +33,25 @@ log = logging.getLogger(__name__)
 
 #: What the wheel reports as a misfire or a launch failure (warning codes, void reasons).
 MISFIRES = frozenset({"MISS_SPIN", "LAUNCH_FAILURE", "NO_BALL"})
+
+
+def max_payout_of(
+    game: Game[Any, Any], rules: Any, money: MoneyRules
+) -> Callable[[Bet], int] | None:
+    """The most a bet can be paid (the gross prize, ``payout``, as settlement pays it):
+    the largest over every outcome of a game decided by one outcome from a finite set
+    (roulette, sic bo, fantan, fish-prawn-crab), settled by the rules core itself. None
+    for a dealt game (baccarat, blackjack, stud poker...): its outcomes are not
+    enumerated here, and its bets are reported at placement by their stake alone."""
+    if not isinstance(game, DiscreteGame):
+        return None
+    outcomes = [o for o, _ in game.outcome_space(rules)]
+
+    def most(bet: Bet) -> int:
+        return max(settle_amounts(bet.stake, game.verdict(rules, o, bet), money).payout
+                   for o in outcomes)  # fmt: skip
+
+    return most
 
 
 class IntegrityMonitor(TableExtension):
@@ -53,9 +74,14 @@ class IntegrityMonitor(TableExtension):
         shaker_name: str = "shaker",
         shoe_name: str = "shoe",
         decks: int = 8,
+        currency: str | None = None,
+        max_payout: Callable[[Bet], int] | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.alerts = alerts
+        self.currency = currency
+        #: The most a bet can be paid (:func:`max_payout_of`), None: not known.
+        self.max_payout = max_payout
         self.journal = journal
         self.table_id = table_id
         self.result_device = result_device
@@ -157,7 +183,36 @@ class IntegrityMonitor(TableExtension):
                 self._observe(s.get("outcome"))
 
     # -- large transactions -------------------------------------------------------------
+    def bet_placed(self, round_id: str, bet: Bet) -> None:
+        """A bet whose stake, or the most it can be paid, is at or above the threshold:
+        raised when it is placed, in the transaction that journals it (exactly once:
+        a retried request is answered from the journal and places nothing)."""
+        limit = self.settings.large_transaction
+        if not limit:
+            return
+        top = self.max_payout(bet) if self.max_payout is not None else None
+        over: list[JSON] = [w for w, a in (("stake", bet.stake), ("max_payout", top))
+                            if a is not None and a >= limit]  # fmt: skip
+        if not over:
+            return
+        data: dict[str, JSON] = {
+            "kind": "bet", "amount": bet.stake, "max_payout": top, "over": over,
+            "threshold": limit, "currency": self.currency, "bet_id": bet.bet_id,
+            "seat": bet.seat, "bet_type": bet.bet_type,
+        }  # fmt: skip
+        self._event("large_transaction", data, round_id)
+        most = "" if top is None else f", paying at most {top}"
+        self.alerts.raise_(
+            "LARGE_TRANSACTION",
+            f"bet of {bet.stake} minor units{most} (threshold {limit}) placed in round "
+            f"{round_id}, seat {bet.seat}",
+            subject=f"{round_id}:{bet.bet_id}:stake",
+            evidence={**data, "round_id": round_id},
+        )
+
     def _large(self, payload: Mapping[str, JSON]) -> None:
+        """At settlement: every payout at or above the threshold (the stakes were
+        reported when placed)."""
         limit = self.settings.large_transaction
         bets = payload.get("bets")
         if not limit or not isinstance(bets, list):
@@ -166,23 +221,21 @@ class IntegrityMonitor(TableExtension):
         for b in bets:
             if not isinstance(b, dict):
                 continue
-            for what in ("stake", "payout"):
-                amount = b.get(what)
-                if isinstance(amount, int) and amount >= limit:
-                    data: dict[str, JSON] = {
-                        "kind": "bet" if what == "stake" else "payout",
-                        "amount": amount, "threshold": limit,
-                        "currency": payload.get("currency"), "bet_id": b.get("bet_id"),
-                        "seat": b.get("seat"), "bet_type": b.get("bet_type"),
-                    }  # fmt: skip
-                    self._event("large_transaction", data, rid if isinstance(rid, str) else None)
-                    self.alerts.raise_(
-                        "LARGE_TRANSACTION",
-                        f"{data['kind']} of {amount} minor units (threshold {limit}) in round "
-                        f"{rid}, seat {b.get('seat')}",
-                        subject=f"{rid}:{b.get('bet_id')}:{what}",
-                        evidence={**data, "round_id": rid},
-                    )
+            amount = b.get("payout")
+            if isinstance(amount, int) and amount >= limit:
+                data: dict[str, JSON] = {
+                    "kind": "payout", "amount": amount, "threshold": limit,
+                    "currency": payload.get("currency"), "bet_id": b.get("bet_id"),
+                    "seat": b.get("seat"), "bet_type": b.get("bet_type"),
+                }  # fmt: skip
+                self._event("large_transaction", data, rid if isinstance(rid, str) else None)
+                self.alerts.raise_(
+                    "LARGE_TRANSACTION",
+                    f"payout of {amount} minor units (threshold {limit}) in round "
+                    f"{rid}, seat {b.get('seat')}",
+                    subject=f"{rid}:{b.get('bet_id')}:payout",
+                    evidence={**data, "round_id": rid},
+                )
 
     def _event(self, kind: str, data: Mapping[str, JSON], round_id: str | None) -> None:
         """An event of the audit log, published on ``events`` in the same transaction."""
@@ -244,15 +297,6 @@ class IntegrityMonitor(TableExtension):
                     f"wheel {w}: rotor at {rpm:g} rpm, outside {low}-{high or '...'} rpm",
                     {"serial": w, "spin": event.spin, "rpm_x10": event.speed,
                      "min_rpm": low, "max_rpm": high}))  # fmt: skip
-            revs = getattr(event, "ball_revs", None)
-            if isinstance(revs, int) and (
-                (s.ball_revs_min and revs < s.ball_revs_min)
-                or (s.ball_revs_max and revs > s.ball_revs_max)
-            ):
-                found.append(Finding("WHEEL_BALL_REVS", w,
-                    f"wheel {w}: ball made {revs} revolutions, outside "
-                    f"{s.ball_revs_min}-{s.ball_revs_max}",
-                    {"serial": w, "spin": event.spin, "revs": revs}))  # fmt: skip
             if (
                 s.alternate_direction
                 and self._last_direction is not None

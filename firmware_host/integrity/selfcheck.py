@@ -20,7 +20,7 @@ from ..auth import Principal
 from ..games.errors import CodedError
 from ..journal import Event, Fault
 from ..jsonio import JSON
-from ..table.floor import RequestError
+from ..table.floor import PREPARED, Deferred, RequestError
 from .alerts import Alerts
 from .software import SEED, SoftwareSettings, Verification, verify
 
@@ -112,7 +112,13 @@ class SoftwareCheck:
             self.record(v, "periodic")  # on the loop: the journal is not thread-safe
 
     def command(self, args: Mapping[str, JSON], who: Principal) -> JSON:
-        """The signed command ``verify_software`` ``{"seed": "..."}``."""
+        """The signed command ``verify_software`` ``{"seed": "..."}``.
+
+        Hashing the installed files (about 2 MB) must neither hold up the event loop nor
+        sit inside the request's journal transaction: the first pass defers
+        (:class:`~firmware_host.table.floor.Deferred`), the floor hashes in a worker
+        thread, and the request's next pass records that check here, in the transaction
+        that journals the answer (once; a retry of the request id gets that answer)."""
         seed = args.get("seed")
         if not isinstance(seed, str) or not SEED.match(seed):
             raise RequestError(
@@ -121,4 +127,7 @@ class SoftwareCheck:
             )
         if not self.configured:
             raise RequestError("NOT_SUPPORTED", "no signed manifest configured ([software])")
-        return self.check("mqtt", by=f"mqtt:{who.audit}", seed=seed).to_json()
+        done = PREPARED.get()
+        if not isinstance(done, Verification) or done.seed != seed:
+            raise Deferred(lambda: verify(self.settings, root=self.root, seed=seed))
+        return self.record(done, "mqtt", by=f"mqtt:{who.audit}").to_json()

@@ -39,13 +39,6 @@ INTEGRITY_SPECS: dict[str, FieldSpec] = {
     "rotor_rpm_max": FieldSpec(
         "int", 0, range=(0, 100), doc="rotor speed above this at the result: WHEEL_ROTOR_SPEED (0: off)"
     ),
-    "ball_revs_min": FieldSpec(
-        "int", 0, range=(0, 100),
-        doc="ball revolutions below this: WHEEL_BALL_REVS (0: off; needs a wheel that reports them)",
-    ),
-    "ball_revs_max": FieldSpec(
-        "int", 0, range=(0, 100), doc="ball revolutions above this: WHEEL_BALL_REVS (0: off)"
-    ),
     "alternate_direction": FieldSpec(
         "bool", False, doc="the house procedure requires the rotor to change direction every spin"
     ),
@@ -76,7 +69,8 @@ INTEGRITY_SPECS: dict[str, FieldSpec] = {
     ),
     "large_transaction": FieldSpec(
         "int", 0, range=(0, 10**15),
-        doc="a stake or a payout at or above this, minor units, raises LARGE_TRANSACTION and a "
+        doc="a bet (its stake or its most possible payout, when placed) or a payout (when "
+        "settled) at or above this, minor units, raises LARGE_TRANSACTION and a "
         "large_transaction event (0: off; MOP 500,000 = 50000000)",
     ),
 }  # fmt: skip
@@ -93,8 +87,6 @@ class IntegritySettings:
     spin_max_ms: int = 0
     rotor_rpm_min: int = 0
     rotor_rpm_max: int = 0
-    ball_revs_min: int = 0
-    ball_revs_max: int = 0
     alternate_direction: bool = False
     shoe_unseen_max: int = 0
     shoe_coups_min: int = 0
@@ -112,7 +104,20 @@ class IntegritySettings:
         return IntegritySettings(**{f.name: section[f.name] for f in fields(IntegritySettings)})
 
 
+#: Settings no wheel's protocol can serve: refused with the reason, not as unknown keys.
+UNSUPPORTED = ("ball_revs_min", "ball_revs_max")
+
+
 def _validate(data: Any, path: str, errors: list[str]) -> dict[str, Any]:
+    if isinstance(data, Mapping) and any(k in data for k in UNSUPPORTED):
+        for key in [k for k in UNSUPPORTED if k in data]:
+            errors.append(
+                f"{path}.{key}: not supported: no wheel this table drives reports the ball's "
+                "revolutions (the Cammegh SS2's status line carries the rotor's speed and "
+                "direction, not the ball's; the GPIO wheel sees the ball only at rest), so a "
+                "band on them could never fire; remove it (docs/integrity.md)"
+            )
+        data = {k: v for k, v in data.items() if k not in UNSUPPORTED}
     return validate_fields(INTEGRITY_SPECS, data, path, errors)
 
 

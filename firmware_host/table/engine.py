@@ -444,9 +444,14 @@ class RoundEngine:
             if capped is not None:
                 return capped
         try:
-            record, _ = self.journal.place_bet(
-                rid, bet, phases=[Phase.OPEN.value], principal=principal
-            )
+            # one transaction (or the request's): what the extensions journal of a new
+            # bet (a large transaction) commits with it, or neither does
+            with self.journal.transaction():
+                record, created = self.journal.place_bet(
+                    rid, bet, phases=[Phase.OPEN.value], principal=principal
+                )
+                if created:
+                    self.extensions.bet_placed(rid, record.to_bet())
         except BetConflict as exc:
             return BetAnswer(
                 False,
@@ -630,8 +635,10 @@ class RoundEngine:
         blackjack double/split/insurance): validated by the rules core, journaled."""
         rnd = self._require([Phase.CLOSED], "add a decision bet")
         bet = self.game.parse_bet(self.rules, raw, self.cfg.limits)
-        with self._writing():
-            record, _ = self.journal.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
+        with self._writing(), self.journal.transaction():
+            record, created = self.journal.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
+            if created:
+                self.extensions.bet_placed(rnd.round_id, record.to_bet())
         if record.status != "placed":
             raise RoundFault(
                 f"bet {bet.bet_id!r} was cancelled in round {rnd.round_id}", code="BET_ID_CANCELLED"

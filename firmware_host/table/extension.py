@@ -15,6 +15,10 @@ Hooks:
   payload published on ``rounds`` (``docs/mqtt.md``: outcome, bets, totals, jackpot);
 - :meth:`~TableExtension.round_voided` ``(payload)``: a round voided, its bets refunded
   (``void_reason`` in the payload);
+- :meth:`~TableExtension.bet_placed` ``(round_id, bet)``: a bet was journaled; called
+  INSIDE the transaction that journals it (what the hook journals commits or rolls back
+  with the bet, and from the floor with the request's answer: a retried request never
+  calls it again); a storage error it meets refuses the bet;
 - :meth:`~TableExtension.new_shoe` ``(data)``: a new shoe (the shoe's shuffle, or the
   ``new_shoe`` command): ``after_seq`` is the last round of the previous shoe;
 - :meth:`~TableExtension.resumed` ``(resolved, history)``: after a restart, once the
@@ -32,7 +36,8 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from ..journal import RecalledRound, RoundRecord
+from ..games.base import Bet
+from ..journal import RecalledRound, RoundRecord, StorageError
 from ..jsonio import JSON
 from .phase import Phase
 
@@ -63,6 +68,9 @@ class TableExtension:
 
     def round_voided(self, payload: Mapping[str, JSON]) -> None:
         """A round voided, every bet refunded: ``payload`` as published on ``rounds``."""
+
+    def bet_placed(self, round_id: str, bet: Bet) -> None:
+        """A bet was journaled in ``round_id`` (inside its transaction: see above)."""
 
     def new_shoe(self, data: Mapping[str, JSON]) -> None:
         """A new shoe: ``data`` as journaled (``after_seq``, ``source``, ``shuffle``)."""
@@ -103,6 +111,15 @@ class TableExtensions:
 
     def round_voided(self, payload: Mapping[str, JSON]) -> None:
         self._each("round_voided", payload)
+
+    def bet_placed(self, round_id: str, bet: Bet) -> None:
+        for ext in list(self._items):
+            try:
+                ext.bet_placed(round_id, bet)
+            except StorageError:
+                raise  # the transaction cannot commit: the bet is refused, nothing acted
+            except Exception:
+                log.exception("extension %s: bet_placed failed", ext.name)
 
     def new_shoe(self, data: Mapping[str, JSON]) -> None:
         self._each("new_shoe", data)

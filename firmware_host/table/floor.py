@@ -38,6 +38,7 @@ approval.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -45,6 +46,7 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,6 +281,25 @@ def bet_caps(section: Mapping[str, Any] | None, max_stake: int) -> BetCaps:
     )
 
 
+class Deferred(Exception):
+    """Raised by a command handler whose answer needs slow work first (hashing the
+    installed files): the request's transaction rolls back (nothing acted yet),
+    :meth:`FloorRequests.handle` runs ``work`` in a worker thread, off the event loop and
+    outside any transaction, then answers the request afresh with ``work``'s result
+    (never None) in :data:`PREPARED` for the handler (which must not defer again: that
+    is answered ``INTERNAL_ERROR``). The answer is journaled once, by that pass (a retry
+    of the request id gets it). :meth:`FloorRequests.answer`, synchronous, runs ``work``
+    inline."""
+
+    def __init__(self, work: Callable[[], object]) -> None:
+        super().__init__("deferred")
+        self.work = work
+
+
+#: What a :class:`Deferred` handler's work returned, during the request's next pass.
+PREPARED: ContextVar[object] = ContextVar("floor_prepared", default=None)
+
+
 class _NotJournaled(Exception):
     """Rolls a request's transaction back: its answer (a storage refusal) is sent but
     never journaled."""
@@ -334,7 +355,14 @@ class FloorRequests:
     async def handle(self, topic: str, payload: bytes) -> JSON:
         """The floor link's request handler: ``topic`` relative to the table's root."""
         if topic in ("bets/request", "commands/request"):
-            return self.answer(topic, payload)
+            try:
+                return self._answer(topic, payload)
+            except Deferred as d:  # slow work: in a worker thread, then answered again
+                token = PREPARED.set(await asyncio.to_thread(d.work))
+            try:
+                return self._answer(topic, payload)
+            finally:
+                PREPARED.reset(token)
         return None
 
     def handle_bet_request(self, payload: bytes) -> dict[str, JSON]:
@@ -346,6 +374,16 @@ class FloorRequests:
     # -- one request ---------------------------------------------------------------------
     def answer(self, topic: str, payload: bytes) -> dict[str, JSON]:
         """The answer to one request on ``topic`` (see the module docstring)."""
+        try:
+            return self._answer(topic, payload)
+        except Deferred as d:  # a synchronous caller: the slow work on this thread
+            token = PREPARED.set(d.work())
+        try:
+            return self._answer(topic, payload)
+        finally:
+            PREPARED.reset(token)
+
+    def _answer(self, topic: str, payload: bytes) -> dict[str, JSON]:
         bets = topic == "bets/request"
         what = "bet request" if bets else "command request"
         refused = "rejected" if bets else "error"
@@ -431,6 +469,8 @@ class FloorRequests:
         except StorageError as exc:
             return self._count(bets, self._unwritten(bets, rid, who, data, exc))
         except Exception as exc:  # never let one request stop the table; nothing acted
+            if isinstance(exc, Deferred) and PREPARED.get() is None:
+                raise  # its slow work is done outside, then the request answered again
             log.exception("%s %s of %s failed; rolled back", what, rid, who.audit)
             return self._count(
                 bets,

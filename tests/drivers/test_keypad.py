@@ -292,8 +292,8 @@ async def test_dome_lock_sensor_alone() -> None:
 
 
 def test_settings_checks() -> None:
-    bad = KeypadDriver.check_settings({"pins": {"5": 2, "1": 3, "2": 4, "3": 4}, "dome_pin": 3})
-    assert any(p.startswith("pins.5: unknown key") for p in bad)
+    bad = KeypadDriver.check_settings({"pins": {"x": 2, "1": 3, "2": 4, "3": 4}, "dome_pin": 3})
+    assert any(p.startswith("pins.x: unknown key") for p in bad)
     assert any("GPIO4 is also" in p for p in bad)
     assert any(p.startswith("dome_pin:") for p in bad)
     assert KeypadDriver.check_settings({"pins": PINS, "dome_pin": DOME}) == []

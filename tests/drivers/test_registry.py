@@ -59,7 +59,7 @@ def test_valid_sections_and_defaults() -> None:
         ({**GPIO_WHEEL, "index_b_pin": None}, "devices.d.index_b_pin: expected an integer"),
         ({k: v for k, v in GPIO_WHEEL.items() if k != "index_b_pin"}, "devices.d.direction: 'auto' needs"),
         ({**GPIO_WHEEL, "min_rpm": 70, "max_rpm": 60}, "devices.d.min_rpm: must be below"),
-        ({**KEYPAD, "pins": {"5": 4}}, "devices.d.pins.5: unknown key"),
+        ({**KEYPAD, "pins": {"x": 4}}, "devices.d.pins.x: unknown key"),
         ({**KEYPAD, "pins": {"1": 4, "2": 4}}, "devices.d.pins.2: GPIO4 is also pins.1"),
     ],
 )  # fmt: skip

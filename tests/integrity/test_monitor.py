@@ -103,26 +103,28 @@ def test_dice_bias_from_settled_rounds(tmp_path: Path) -> None:
     assert ("DICE_BIAS_FACE", "shaker:die1:6") in found and ("DICE_BIAS_TOTAL", "shaker:totals") in found
 
 
-def test_large_transactions_raise_an_event_and_an_alert(tmp_path: Path) -> None:
+def test_large_payouts_raise_an_event_and_an_alert_at_settlement(tmp_path: Path) -> None:
+    """At settlement only payouts are reported (stakes were, when placed:
+    ``test_large_transactions.py``)."""
     mon, j = make(tmp_path, large_transaction=50_000_000)
     payload = {
         "round_id": "T1-000001-aaaaaaaa", "currency": "MOP", "outcome": {"number": 1},
         "bets": [
             {"bet_id": "a", "seat": 1, "bet_type": "red", "stake": 50_000_000, "payout": 50_000_000},
-            {"bet_id": "b", "seat": 2, "bet_type": "red", "stake": 49_999_999, "payout": 0},
+            {"bet_id": "b", "seat": 2, "bet_type": "red", "stake": 49_999_999, "payout": 49_999_999},
         ],
     }  # fmt: skip
     mon.round_settled(payload)
     events = [e for e in j.events(20) if e.kind == "large_transaction"]
     assert [(e.data["kind"], e.data["amount"], e.data["bet_id"]) for e in events] == [
-        ("bet", 50_000_000, "a"), ("payout", 50_000_000, "a"),
+        ("payout", 50_000_000, "a"),
     ]  # fmt: skip
     pending = [json.loads(m.payload) for m in j.outbox_pending() if m.topic == "events"]
-    assert [p["data"]["kind"] for p in pending] == ["bet", "payout"]
+    assert [p["data"]["kind"] for p in pending] == ["payout"]
     for p in pending:
         validate("event", p)
         assert p["event"] == "large_transaction" and p["round_id"] == payload["round_id"]
-    assert codes(j) == ["LARGE_TRANSACTION", "LARGE_TRANSACTION"]
+    assert codes(j) == ["LARGE_TRANSACTION"]
 
 
 @dataclass
@@ -143,3 +145,24 @@ def test_statistics_rebuilt_after_a_restart_without_raising_again(tmp_path: Path
     mon.resumed([], _History([8, 8, 8, 8, 1, 2, 3]))
     assert mon.wheel is not None and mon.wheel.spins == 7 and mon.wheel.window.counts[8] == 4
     assert codes(j) == []
+
+
+def test_a_ball_revolutions_band_is_a_clear_configuration_error() -> None:
+    """No wheel reports the ball's revolutions (docs/integrity.md): the band is refused
+    with the reason, never accepted as a check that cannot fire."""
+    import pytest
+
+    from firmware_host.config import ConfigInvalid, validate_document
+
+    doc = {
+        "table": {"id": "T1", "game": "roulette", "result_source": "manual"},
+        "integrity": {"ball_revs_min": 5, "ball_revs_max": 20, "repeat_limit": 4},
+    }
+    with pytest.raises(ConfigInvalid) as err:
+        validate_document(doc)
+    text = str(err.value)
+    for key in ("integrity.ball_revs_min", "integrity.ball_revs_max"):
+        assert f"{key}: not supported" in text
+    assert "revolutions" in text and "unknown key" not in text
+    del doc["integrity"]["ball_revs_min"], doc["integrity"]["ball_revs_max"]
+    assert validate_document(doc).table_id == "T1"
