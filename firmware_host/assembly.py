@@ -32,7 +32,7 @@ from .devices import gpio_problems
 from .face.board import StatisticsSettings, board_problems
 from .games.jackpot import JackpotParams
 from .games.money import MAX_STAKE
-from .integrity.settings import IntegritySettings
+from .integrity.settings import IntegritySettings, ball_revs_problems
 from .integrity.software import SoftwareSettings
 from .journal import JournalSettings
 from .mqtt import MqttSettings
@@ -130,6 +130,7 @@ def read_plan(
             cfg.game_id,
             [(d.name, DEVICE_KINDS.get(d.driver, ""), d.settings) for d in devices if d.enabled],
         ),
+        *ball_revs_problems(integrity, devices),
         *cfg.unread_options(),
     ]
     return TablePlan(

@@ -59,6 +59,11 @@ class WinningNumber(WheelEvent):
     speed: int
     confirmed_by: str
     void_reason: str = ""
+    #: The ball's revolutions on the track this spin, from a ball-track sensor (the GPIO
+    #: wheel's ``ball_track_pin``); None: the wheel does not report them (the SS2) or
+    #: they are not known for this spin. ``ball_rev_ms``: each revolution's time.
+    ball_revs: int | None = None
+    ball_rev_ms: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,5 @@
-"""``gpio-wheel``: a roulette wheel read from a rotor index sensor and a ball sensor.
+"""``gpio-wheel``: a roulette wheel read from a rotor index sensor and a ball sensor
+(and, optionally, a ball-track sensor counting the ball's revolutions).
 
 gpiozero ``DigitalInputDevice`` for each sensor; their callbacks (gpiozero's thread
 with lgpio, the caller's with MockFactory) are timestamped where they happen and
@@ -49,6 +50,13 @@ class GpioWheelDriver(DriverBase[WheelEvent]):
         "ball_pin": FieldSpec(
             "int", required=True, doc="BCM pin of the ball-at-rest sensor", range=_PIN
         ),
+        "ball_track_pin": FieldSpec(
+            "int",
+            None,
+            doc="BCM pin of the ball-track sensor (one pulse a ball revolution on the track): "
+            "the spin's ball revolutions; optional",
+            range=_PIN,
+        ),
         "active_high": FieldSpec(
             "bool", False, doc="sensors pull the line high when active (default: low, with pull-up)"
         ),
@@ -89,9 +97,14 @@ class GpioWheelDriver(DriverBase[WheelEvent]):
 
     @classmethod
     def used_pins(cls, settings: Mapping[str, Any]) -> Iterable[tuple[str, int]]:
-        for key in ("index_pin", "index_b_pin", "ball_pin"):
+        for key in ("index_pin", "index_b_pin", "ball_pin", "ball_track_pin"):
             if settings.get(key) is not None:
                 yield key, int(settings[key])
+
+    @classmethod
+    def reports_ball_revs(cls, settings: Mapping[str, Any]) -> bool:
+        """A ball-track sensor is wired: each result carries the ball's revolutions."""
+        return settings.get("ball_track_pin") is not None
 
     @classmethod
     def check_settings(cls, values: Mapping[str, Any]) -> list[str]:
@@ -134,6 +147,7 @@ class GpioWheelDriver(DriverBase[WheelEvent]):
                 arm_delay=s["arm_delay_ms"] / 1000,
                 auto_arm=bool(s["auto_arm"]),
                 stuck_after=s["stuck_ms"] / 1000,
+                ball_track=s["ball_track_pin"] is not None,
             ),
         )
         self.inputs: dict[str, Any] = {}
@@ -152,6 +166,7 @@ class GpioWheelDriver(DriverBase[WheelEvent]):
             ("index", "index_pin"),
             ("index_b", "index_b_pin"),
             ("ball", "ball_pin"),
+            ("ball_track", "ball_track_pin"),
         ):
             if s[key] is None:
                 continue

@@ -9,6 +9,13 @@ Sensors ([docs/protocols/gpio-wheel.md]):
 - **ball at rest**: a fixed sensor under the pocket ring. A ball resting in a pocket
   turns with the rotor and passes it once per revolution; a ball still running on
   the track or bouncing does not pass it regularly.
+- optional **ball track**: a sensor in the ball track (the rim the ball runs in);
+  the running ball passes it once per revolution. Its pulses from the game's
+  opening (state 2) to the drop (state 4, the first pass of the ball sensor) are
+  the spin's ball revolutions, reported with the result (``ball_revs``,
+  ``ball_rev_ms``); pulses after the drop are ignored. A spin with a result and no
+  track pulse at all (or the sensor stuck during it) has unknown revolutions
+  (``BALL_REVS_UNKNOWN``): a sensor fault, never a spin of 0 revolutions.
 
 Calibration: ``index_pocket`` is the pocket in front of the ball sensor at the
 moment the index pulse fires. Pockets are laid out clockwise in the single-zero
@@ -33,6 +40,7 @@ the configured one, no ball settled within ``ball_timeout``, a sensor stuck acti
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from firmware_host.games.roulette import WHEEL_ORDER
 
@@ -77,6 +85,9 @@ class WheelGeometry:
     stuck_after: float = 2.0  # a sensor active this long is stuck
     min_pulse: float = 0.0005  # shorter pulses are electrical glitches
     min_index_gap: float = 0.5  # index pulses closer than this many periods: chatter
+    ball_track: bool = False  # a ball-track sensor is wired: count the ball's revolutions
+    track_min_gap: float = 0.15  # track pulses closer than this (s) are one pass bouncing
+    track_gap_ratio: float = 0.5  # ... or closer than this share of the last revolution
 
 
 @dataclass
@@ -110,6 +121,8 @@ class _Game:
     hits: list[tuple[float, int]] = field(default_factory=list)
     result: int | None = None
     voided: str = ""
+    track: list[float] = field(default_factory=list)  # ball-track passes (pulse centres)
+    track_fault: str = ""  # why this spin's revolutions are not known
 
 
 class WheelModel:
@@ -122,9 +135,16 @@ class WheelModel:
             raise ValueError(f"index_pocket {self.geo.index_pocket} is not a pocket")
         self.rotor = _Rotor()
         self.game = _Game()
-        self.pulses = {"index": _Pulse(), "index_b": _Pulse(), "ball": _Pulse()}
+        self.pulses = {
+            "index": _Pulse(),
+            "index_b": _Pulse(),
+            "ball": _Pulse(),
+            "ball_track": _Pulse(),
+        }
         self.fault: tuple[str, str] | None = None
         self.ignored_ball_pulses = 0
+        self.ignored_track_pulses = 0  # outside a game's running ball (after the drop...)
+        self.track_bounces = 0  # second pulses of one pass
         self.glitches = 0
         self.results = 0
 
@@ -199,6 +219,8 @@ class WheelModel:
         spin = g.spin + 1
         self.game = _Game(spin=spin, state=g.state, since=now, armed_at=now)
         self.game.direction = self._direction()
+        if self.pulses["ball_track"].stuck:
+            self.game.track_fault = "the ball-track sensor is stuck active"
         out = self._set_state(2, now)
         if self.geo.direction == "auto" and self.rotor.direction is None:
             out.append(self._warn("DIRECTION_UNKNOWN", "no second index sensor reading yet"))
@@ -206,7 +228,7 @@ class WheelModel:
 
     # ------------------------------------------------------------------ sensor edges
     def edge(self, sensor: str, level: bool, now: float) -> list[WheelEvent]:
-        """A debounced-free raw edge of ``sensor`` ("index", "index_b", "ball")."""
+        """A raw edge of ``sensor`` ("index", "index_b", "ball", "ball_track")."""
         p = self.pulses[sensor]
         out = self.tick(now)  # timeouts first, in the edge's own time base
         if level:
@@ -226,7 +248,11 @@ class WheelModel:
                 self._warn(f"{sensor.upper()}_SENSOR_RELEASED", f"{sensor} sensor works again")
             )
             self._refresh_fault()
-        if sensor == "index":
+            if sensor == "ball_track":
+                return out  # the end of the stuck pulse is no pass of the ball
+        if sensor == "ball_track":
+            self._track(centre)
+        elif sensor == "index":
             out += self._index(centre, now)
         elif sensor == "index_b":
             self._index_b(centre)
@@ -297,6 +323,21 @@ class WheelModel:
         self._refresh_fault()
         return out
 
+    def _track(self, t: float) -> None:
+        """A pass of the ball-track sensor: one revolution of the running ball, counted
+        from the game's opening until the ball drops (state 4)."""
+        g = self.game
+        if not self.geo.ball_track or g.state != 2 or g.result is not None:
+            self.ignored_track_pulses += 1  # after the drop, after the result, no game
+            return
+        if g.track:
+            last = t - g.track[-1]
+            prev = g.track[-1] - g.track[-2] if len(g.track) > 1 else 0.0
+            if last < max(self.geo.track_min_gap, self.geo.track_gap_ratio * prev):
+                self.track_bounces += 1  # the same pass seen twice (reflection, bounce)
+                return
+        g.track.append(t)
+
     def _ball(self, t: float, now: float) -> list[WheelEvent]:
         g = self.game
         out: list[WheelEvent] = []
@@ -324,6 +365,12 @@ class WheelModel:
         if len(g.hits) >= self.geo.settle_revs:
             g.result = pocket
             self.results += 1
+            revs, rev_ms = self._revolutions()
+            if self.geo.ball_track and revs is None:
+                why = g.track_fault or "the ball-track sensor gave no pulse"
+                out.append(
+                    self._warn("BALL_REVS_UNKNOWN", f"spin {g.spin}: revolutions unknown: {why}")
+                )
             out += self._set_state(5, now)
             out.append(
                 WinningNumber(
@@ -335,9 +382,21 @@ class WheelModel:
                     speed=self._speed10(),
                     confirmed_by=f"{len(g.hits)} passes",
                     void_reason=g.voided,
+                    ball_revs=revs,
+                    ball_rev_ms=rev_ms,
                 )
             )
         return out
+
+    def _revolutions(self) -> tuple[int | None, tuple[int, ...]]:
+        """The spin's ball revolutions (passes of the track sensor) and the time of each
+        revolution after the first pass, ms; None when not known (no sensor, none seen,
+        the sensor stuck during the spin)."""
+        g = self.game
+        if not self.geo.ball_track or g.track_fault or not g.track:
+            return None, ()
+        ms = tuple(round((b - a) * 1000) for a, b in pairwise(g.track))
+        return len(g.track), ms
 
     # ------------------------------------------------------------------ time
     def tick(self, now: float) -> list[WheelEvent]:
@@ -347,11 +406,16 @@ class WheelModel:
         for name, p in self.pulses.items():
             if p.start is not None and not p.stuck and now - p.start > geo.stuck_after:
                 p.stuck = True
+                track = name == "ball_track"  # the result is still read: not a wheel fault
                 out.append(
                     self._warn(
-                        f"{name.upper()}_SENSOR_STUCK", f"{name} sensor stuck active", "fault"
+                        f"{name.upper()}_SENSOR_STUCK",
+                        f"{name} sensor stuck active",
+                        "warn" if track else "fault",
                     )
                 )
+                if track and g.state in (2, 4) and g.result is None:
+                    g.track_fault = "the ball-track sensor stuck active during the spin"
                 if name == "ball":
                     out += self._void("BALL_SENSOR_STUCK", "the ball sensor is stuck active")
         if r.last_index is not None and not r.stopped:
@@ -375,7 +439,7 @@ class WheelModel:
         return out
 
     def _refresh_fault(self) -> None:
-        stuck = [n for n, p in self.pulses.items() if p.stuck]
+        stuck = [n for n, p in self.pulses.items() if p.stuck and n != "ball_track"]
         if stuck:
             self.fault = (f"{stuck[0].upper()}_SENSOR_STUCK", f"{stuck[0]} sensor stuck active")
         elif self.rotor.stopped and self.rotor.period is not None:
@@ -387,6 +451,13 @@ class WheelModel:
 
     def snapshot(self) -> dict[str, object]:
         g = self.game
+        track: dict[str, object] = {}
+        if self.geo.ball_track:
+            track = {
+                "ball_revs": len(g.track),
+                "ignored_track_pulses": self.ignored_track_pulses,
+                "track_bounces": self.track_bounces,
+            }
         return {
             "state": g.state,
             "state_name": STATE_NAMES[g.state],
@@ -399,4 +470,5 @@ class WheelModel:
             "results": self.results,
             "ignored_ball_pulses": self.ignored_ball_pulses,
             "glitches": self.glitches,
+            **track,
         }

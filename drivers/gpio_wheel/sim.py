@@ -14,8 +14,18 @@ fires: what a technician reads off the wheel to set ``index_pocket``.
 Faults: ``spin(..., bounces=n)`` (ball bouncing before it rests), ``no_ball=True``
 (the ball never settles), ``stop_rotor()``, ``reverse_during=True`` (the rotor
 reverses once the ball is bouncing in the pockets),
-``stick("ball"|"index")`` (a sensor held active), ``chatter`` (each pulse
-bounces electrically before it settles).
+``stick("ball"|"index"|"ball_track")`` (a sensor held active), ``chatter`` (each
+pulse bounces electrically before it settles).
+
+Ball track (``ball_track_pin``): the launched ball runs on the track slowing down
+evenly (constant deceleration) from ``launch_rps`` to ``drop_rps`` revolutions a
+second, over a seeded number of revolutions (normal around ``ball_revs_mean``, sd
+``ball_revs_sd``), passing the track sensor once a turn from a random start; then it
+drops. ``last_track_passes`` is the pulse count the simulator drove (the reference
+count). Faults: ``track_bounce`` (the chance a pass gives a second pulse, a
+reflection, 20-60 ms later), ``track_dead`` (no pulse at all), ``track_after_drop``
+(stray pulses after the ball sensor first saw the ball, before the result; with
+``bounces`` only).
 """
 
 from __future__ import annotations
@@ -72,15 +82,38 @@ class GpioWheelSim:
         index_width: float = 0.3,  # pulse widths, in pockets
         ball_width: float = 0.6,
         chatter: int = 0,  # extra on/off flickers at each pulse start
+        ball_track_pin: int | None = None,
+        ball_revs_mean: float = 11.0,  # revolutions of the ball on the track, mean
+        ball_revs_sd: float = 2.0,
+        launch_rps: float = 2.0,  # ball revolutions a second at the launch (+/- 10 %)
+        drop_rps: float = 0.7,  # ... when it leaves the track (+/- 5 %)
+        track_bounce: float = 0.0,  # chance a pass gives a second pulse
+        track_dead: bool = False,  # the track sensor gives no pulse
+        track_after_drop: int = 0,  # stray track pulses once the ball is in the pockets
     ) -> None:
         self.factory = factory
         self.pins = {"index": factory.pin(index_pin), "ball": factory.pin(ball_pin)}
         if index_b_pin is not None:
             self.pins["index_b"] = factory.pin(index_b_pin)
+        if ball_track_pin is not None:
+            self.pins["ball_track"] = factory.pin(ball_track_pin)
+        # the ball's own draws: adding the sensor leaves the other draws as they were
+        self.track_rng = random.Random(None if seed is None else seed + 7919)
+        self.ball_revs_mean = ball_revs_mean
+        self.ball_revs_sd = ball_revs_sd
+        self.launch_rps = launch_rps
+        self.drop_rps = drop_rps
+        self.track_bounce = track_bounce
+        self.track_dead = track_dead
+        self.track_after_drop = track_after_drop
+        self.last_track_passes: int | None = None  # pulses driven in the last spin
+        self.last_track_times: list[float] = []  # their centres
+        self.last_strays = 0  # stray pulses driven after the drop in the last spin
         self.active_high = active_high
         self.clock = clock or VirtualClock()
         self.realtime = realtime
         self.rng = random.Random(seed)
+        self._real: list[float] = []  # the real passes of the last ball run
         self.index_at = index_sensor_at
         self.ball_at = ball_sensor_at
         self.marker = marker_at
@@ -130,12 +163,45 @@ class GpioWheelSim:
         dur = width / abs(self._velocity())
         edges = []
         for tc in self._times(rel, t0, t1):
-            on, off = tc - dur / 2, tc + dur / 2
-            for i in range(self.chatter):
-                a = on - dur * 0.05 * (self.chatter - i)
-                edges += [self._edge(a, pin, True), self._edge(a + dur * 0.01, pin, False)]
-            edges += [self._edge(on, pin, True), self._edge(off, pin, False)]
+            edges += self._pulse(pin, tc, dur)
         return edges
+
+    def _pulse(self, pin: str, tc: float, dur: float) -> list[_Edge]:
+        """One pulse centred at ``tc``, ``dur`` long (after ``chatter`` flickers)."""
+        edges = []
+        on, off = tc - dur / 2, tc + dur / 2
+        for i in range(self.chatter):
+            a = on - dur * 0.05 * (self.chatter - i)
+            # electrical flickers: under the driver's 0.5 ms glitch filter at any speed
+            flick = min(dur * 0.01, 0.0003)
+            edges += [self._edge(a, pin, True), self._edge(a + flick, pin, False)]
+        edges += [self._edge(on, pin, True), self._edge(off, pin, False)]
+        return edges
+
+    def _ball_run(self, revs: float | None) -> tuple[float, list[tuple[float, float]]]:
+        """The launched ball on the track: how long it runs, and its passes of the track
+        sensor (centre after the launch, pulse length), bounces included."""
+        rng = self.track_rng
+        self._real = []
+        n = revs if revs is not None else rng.gauss(self.ball_revs_mean, self.ball_revs_sd)
+        n = min(max(n, 1.0), 60.0)
+        w0 = self.launch_rps * rng.uniform(0.9, 1.1)
+        wd = self.drop_rps * rng.uniform(0.95, 1.05)
+        a = (w0 * w0 - wd * wd) / (2 * n)  # even slowing: w0^2 - wd^2 = 2 a n
+        run = (w0 - wd) / a
+        start = rng.random()  # of a turn from the launch point to the sensor
+        passes: list[tuple[float, float]] = []
+        j = 0
+        while start + j <= n:  # theta(t) = w0 t - a t^2 / 2 = start + j
+            t = (w0 - (w0 * w0 - 2 * a * (start + j)) ** 0.5) / a
+            dur = 0.008 / (w0 - a * t)  # the ball (about 2 cm) over the sensor
+            passes.append((t, dur))
+            self._real.append(t)
+            if rng.random() < self.track_bounce:
+                passes.append((t + rng.uniform(0.02, 0.06), 0.001))
+            j += 1
+        self.last_track_passes = 0 if self.track_dead else j
+        return run, [] if self.track_dead else passes
 
     def _edge(self, t: float, pin: str, level: bool) -> _Edge:
         self._order += 1
@@ -159,8 +225,14 @@ class GpioWheelSim:
         if not self.realtime:
             await asyncio.sleep(0)
 
-    async def run(self, seconds: float, ball_extra: list[float] | None = None) -> None:
-        """Turn the rotor for ``seconds``, driving every pulse in time order."""
+    async def run(
+        self,
+        seconds: float,
+        ball_extra: list[float] | None = None,
+        track: list[tuple[float, float]] | None = None,
+    ) -> None:
+        """Turn the rotor for ``seconds``, driving every pulse in time order (``track``:
+        ball-track pulses, centre and length)."""
         t0 = self.clock.t
         t1 = t0 + seconds
         edges: list[_Edge] = []
@@ -178,6 +250,9 @@ class GpioWheelSim:
             if t0 <= tb < t1:
                 dur = self.ball_width / max(abs(self._velocity()), 1e-6)
                 edges += [self._edge(tb, "ball", True), self._edge(tb + dur, "ball", False)]
+        for tc, dur in track or ():
+            if t0 <= tc < t1 and "ball_track" in self.pins:
+                edges += self._pulse("ball_track", tc, dur)
         # A pulse centred before t1 is driven whole (its falling edge may be just after).
         for e in sorted(edges):
             await self._advance_to(e.t)
@@ -196,8 +271,12 @@ class GpioWheelSim:
         settle_revs: float = 4.0,
         no_ball: bool = False,
         reverse_during: bool = False,
+        ball_revs: float | None = None,
     ) -> int | None:
-        """One game: the old ball is taken away, the ball runs, bounces, rests in ``number``."""
+        """One game: the old ball is taken away, the ball runs, bounces, rests in ``number``.
+
+        With a ball-track sensor the ball runs ``ball_revs`` revolutions (default: drawn)
+        and the running phase lasts at least that long."""
         if rpm is not None:
             self.rpm = rpm
         if direction is not None:
@@ -206,10 +285,27 @@ class GpioWheelSim:
             number = WHEEL_ORDER[self.rng.randrange(POCKETS)]
         period = 60.0 / self.rpm
         self.ball = None  # the croupier picks the ball up and launches it
-        await self.run(launch_revs * period)
+        running = launch_revs * period
+        track: list[tuple[float, float]] = []
+        if "ball_track" in self.pins:
+            self.last_track_times = []
+            ran, passes = self._ball_run(ball_revs)
+            # launched at the end of the quiet time the wheel needs after the old ball
+            launch = self.clock.t + 1.6 * period
+            track = [(launch + t, dur) for t, dur in passes]
+            self.last_track_times = [] if self.track_dead else [launch + t for t in self._real]
+            running = max(running, 1.6 * period + ran)
+        await self.run(running, track=track)
         t = self.clock.t
         bounce_times = sorted(t + self.rng.uniform(0, period * 1.5) for _ in range(bounces))
-        await self.run(period * 1.6, ball_extra=bounce_times)
+        # stray track pulses once the ball sensor has seen the ball in the pockets (the
+        # drop), before the result
+        stray = [
+            (self.track_rng.uniform(bounce_times[0] + 0.1, t + period * 1.6), 0.005)
+            for _ in range(self.track_after_drop if bounce_times else 0)
+        ]
+        self.last_strays = len(stray)
+        await self.run(period * 1.6, ball_extra=bounce_times, track=stray)
         if reverse_during:  # the rotor reversed with the ball already in the pockets
             self.direction = "anticlockwise" if self.direction == "clockwise" else "clockwise"
         if no_ball:

@@ -32,6 +32,12 @@ ALERT_CODES: dict[str, AlertCode] = {
                   "procedure requires it to alternate"),
         AlertCode("WHEEL_ROTOR_SPEED", "warning", False,
                   "the rotor's speed is outside the configured band"),
+        AlertCode("WHEEL_BALL_REVS", "warning", False,
+                  "the ball's revolutions on the track in a spin (counted by the wheel's "
+                  "ball-track sensor) are outside the configured band"),
+        AlertCode("WHEEL_BALL_TRACK", "warning", False,
+                  "the wheel's ball-track sensor gave no pulse in a spin that had a result, or "
+                  "stuck: that spin's revolutions are unknown (a sensor fault)"),
         AlertCode("SPIN_TOO_FAST", "warning", False,
                   "a spin (ball launched to winning number) took less than the configured time"),
         AlertCode("SPIN_TOO_SLOW", "warning", False,

@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: What the wheel reports as a misfire or a launch failure (warning codes, void reasons).
 MISFIRES = frozenset({"MISS_SPIN", "LAUNCH_FAILURE", "NO_BALL"})
+#: The wheel's ball-track sensor failed: a spin's revolutions unknown (gpio-wheel).
+BALL_TRACK_FAULTS = frozenset({"BALL_REVS_UNKNOWN", "BALL_TRACK_SENSOR_STUCK"})
 
 
 def max_payout_of(
@@ -307,6 +309,12 @@ class IntegrityMonitor(TableExtension):
                     "procedure requires the direction to alternate",
                     {"serial": w, "spin": event.spin, "direction": event.direction}))  # fmt: skip
             self._last_direction = event.direction
+            found += self._ball_revs(event)
+            return found
+        if isinstance(event, WheelWarning) and event.code in BALL_TRACK_FAULTS:
+            found.append(Finding("WHEEL_BALL_TRACK", w,
+                f"wheel {w}: {event.message}",
+                {"serial": w, "spin": event.spin, "reason": event.code}))  # fmt: skip
             return found
         # counted once: the void of a misfire, or a misfire warned without a void
         code, spin = "", getattr(event, "spin", None)
@@ -321,6 +329,20 @@ class IntegrityMonitor(TableExtension):
                 f"{self.misfires} since start-up",
                 {"serial": w, "spin": spin, "reason": code, "count": self.misfires}))  # fmt: skip
         return found
+
+    def _ball_revs(self, event: WinningNumber) -> list[Finding]:
+        """The spin's ball revolutions (a wheel with a ball-track sensor) against the
+        band; a spin whose revolutions are unknown is the sensor's fault, raised from
+        the wheel's warning, never a spin of 0 revolutions."""
+        s, w, revs = self.settings, self.serial, event.ball_revs
+        low, high = s.ball_revs_min, s.ball_revs_max
+        if revs is None or not ((low and revs < low) or (high and revs > high)):
+            return []
+        return [Finding("WHEEL_BALL_REVS", w,
+            f"wheel {w}: the ball ran {revs} revolutions in spin {event.spin}, outside "
+            f"{low or '...'}-{high or '...'}",
+            {"serial": w, "spin": event.spin, "revs": revs, "min_revs": low, "max_revs": high,
+             "rev_ms": list(event.ball_rev_ms), "number": event.number})]  # fmt: skip
 
     def _raise(self, findings: Sequence[Finding]) -> None:
         for f in findings:

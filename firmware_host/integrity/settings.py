@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -38,6 +38,15 @@ INTEGRITY_SPECS: dict[str, FieldSpec] = {
     ),
     "rotor_rpm_max": FieldSpec(
         "int", 0, range=(0, 100), doc="rotor speed above this at the result: WHEEL_ROTOR_SPEED (0: off)"
+    ),
+    "ball_revs_min": FieldSpec(
+        "int", 0, range=(0, 200),
+        doc="a spin whose ball ran fewer revolutions on the track: WHEEL_BALL_REVS (0: off); "
+        "only for a wheel with a ball-track sensor (gpio-wheel ball_track_pin)",
+    ),
+    "ball_revs_max": FieldSpec(
+        "int", 0, range=(0, 200),
+        doc="a spin whose ball ran more revolutions: WHEEL_BALL_REVS (0: off); as ball_revs_min",
     ),
     "alternate_direction": FieldSpec(
         "bool", False, doc="the house procedure requires the rotor to change direction every spin"
@@ -87,6 +96,8 @@ class IntegritySettings:
     spin_max_ms: int = 0
     rotor_rpm_min: int = 0
     rotor_rpm_max: int = 0
+    ball_revs_min: int = 0
+    ball_revs_max: int = 0
     alternate_direction: bool = False
     shoe_unseen_max: int = 0
     shoe_coups_min: int = 0
@@ -104,21 +115,45 @@ class IntegritySettings:
         return IntegritySettings(**{f.name: section[f.name] for f in fields(IntegritySettings)})
 
 
-#: Settings no wheel's protocol can serve: refused with the reason, not as unknown keys.
-UNSUPPORTED = ("ball_revs_min", "ball_revs_max")
-
-
 def _validate(data: Any, path: str, errors: list[str]) -> dict[str, Any]:
-    if isinstance(data, Mapping) and any(k in data for k in UNSUPPORTED):
-        for key in [k for k in UNSUPPORTED if k in data]:
-            errors.append(
-                f"{path}.{key}: not supported: no wheel this table drives reports the ball's "
-                "revolutions (the Cammegh SS2's status line carries the rotor's speed and "
-                "direction, not the ball's; the GPIO wheel sees the ball only at rest), so a "
-                "band on them could never fire; remove it (docs/integrity.md)"
-            )
-        data = {k: v for k, v in data.items() if k not in UNSUPPORTED}
-    return validate_fields(INTEGRITY_SPECS, data, path, errors)
+    out = validate_fields(INTEGRITY_SPECS, data, path, errors)
+    low, high = out.get("ball_revs_min"), out.get("ball_revs_max")
+    if isinstance(low, int) and isinstance(high, int) and low and high and low > high:
+        errors.append(f"{path}.ball_revs_min: {low} is above ball_revs_max {high}")
+    return out
+
+
+def ball_revs_problems(settings: IntegritySettings, devices: Iterable[Any]) -> list[str]:
+    """A band on the ball's revolutions needs a wheel that reports them (its driver's
+    ``reports_ball_revs(settings)``: the GPIO wheel with a ball-track sensor). Anywhere
+    else the band could never fire: a configuration error saying why."""
+    keys = [k for k in ("ball_revs_min", "ball_revs_max") if getattr(settings, k)]
+    if not keys:
+        return []
+    from drivers.registry import DEVICE_KINDS, driver_class
+
+    wheels = [d for d in devices if d.enabled and DEVICE_KINDS.get(d.driver) == "wheel"]
+    if not wheels:
+        why = "this table has no wheel"
+    else:
+        blind = [d for d in wheels
+                 if not getattr(driver_class(d.driver), "reports_ball_revs", lambda s: False)(
+                     d.settings)]  # fmt: skip
+        if not blind:
+            return []
+        d = blind[0]
+        why = (
+            f"devices.{d.name} (a gpio-wheel) has no ball-track sensor: set ball_track_pin"
+            if d.driver == "gpio-wheel"
+            else f"devices.{d.name} ({d.driver}) does not report the ball's revolutions (the "
+            "Cammegh SS2's status line carries the rotor's speed and direction, not the ball's)"
+        )
+    return [
+        f"integrity.{key}: a band on the ball's revolutions needs a wheel that counts them "
+        f"(a gpio-wheel with a ball-track sensor), and {why}; without it the band could "
+        "never fire: remove it (docs/integrity.md)"
+        for key in keys
+    ]
 
 
 register_section("integrity", _validate)

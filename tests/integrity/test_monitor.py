@@ -147,22 +147,99 @@ def test_statistics_rebuilt_after_a_restart_without_raising_again(tmp_path: Path
     assert codes(j) == []
 
 
-def test_a_ball_revolutions_band_is_a_clear_configuration_error() -> None:
-    """No wheel reports the ball's revolutions (docs/integrity.md): the band is refused
-    with the reason, never accepted as a check that cannot fire."""
+def revs(mon: IntegrityMonitor, spin_no: int, n: int | None, at: float = 1.0) -> None:
+    import asyncio
+
+    ms = tuple(500 + 80 * i for i in range(n - 1)) if n else ()
+    ev = WinningNumber(device="wheel", number=7, pocket="7", spin=spin_no, direction="clockwise",
+                       speed=250, confirmed_by="2 passes", monotonic=at, ball_revs=n,
+                       ball_rev_ms=ms)  # fmt: skip
+    asyncio.run(mon.on_device_event("wheel", ev))
+
+
+def test_ball_revolutions_outside_the_band_raise_held_until_acknowledged(tmp_path: Path) -> None:
+    mon, j = make(tmp_path, wheel_serial="GW-1", ball_revs_min=6, ball_revs_max=16)
+    for spin_no, n in enumerate((6, 11, 16, None), 1):  # the edges are inside; None unknown
+        revs(mon, spin_no, n)
+    assert codes(j) == []
+    revs(mon, 5, 5)
+    (a,) = j.active_alerts()
+    assert a.code == "WHEEL_BALL_REVS" and a.severity == "warning"
+    assert a.evidence["revs"] == 5 and a.evidence["spin"] == 5
+    assert (a.evidence["min_revs"], a.evidence["max_revs"]) == (6, 16)
+    assert len(a.evidence["rev_ms"]) == 4 and "5 revolutions" in a.message
+    revs(mon, 6, 17)
+    (a,) = j.active_alerts()
+    assert a.count == 2 and a.evidence["revs"] == 17  # the same alert, seen again
+    mon.alerts.acknowledge(a.id, by="console:pit", reason="ball replaced")
+    assert j.active_alerts() == []  # momentary: cleared once acknowledged
+    revs(mon, 7, 12)
+    assert j.active_alerts() == []
+    revs(mon, 8, 30)
+    (b,) = j.active_alerts()
+    assert b.id != a.id and b.count == 1 and b.evidence["spin"] == 8
+    # one side only: 0 is off
+    mon2, j2 = make(tmp_path / "b", ball_revs_max=20)
+    revs(mon2, 1, 1)
+    assert codes(j2) == []
+    revs(mon2, 2, 21)
+    assert codes(j2) == ["WHEEL_BALL_REVS"]
+
+
+def test_a_silent_or_stuck_track_sensor_is_a_sensor_alert(tmp_path: Path) -> None:
+    import asyncio
+
+    mon, j = make(tmp_path, ball_revs_min=6, ball_revs_max=16)
+    ev = WheelWarning(device="wheel", code="BALL_REVS_UNKNOWN", flags=0, flag_names=(),
+                      message="spin 4: revolutions unknown: the ball-track sensor gave no pulse",
+                      state=4, spin=4, action="warn", source="gpio-wheel")  # fmt: skip
+    asyncio.run(mon.on_device_event("wheel", ev))
+    revs(mon, 4, None)  # the result itself carries no count: no band alert
+    (a,) = j.active_alerts()
+    assert a.code == "WHEEL_BALL_TRACK" and a.evidence["reason"] == "BALL_REVS_UNKNOWN"
+
+
+def _roulette(devices: dict[str, Any], **integrity: Any) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "table": {"id": "T1", "game": "roulette"},
+        "daemon": {"simulated": True},
+        "devices": devices,
+        "integrity": {"repeat_limit": 4, **integrity},
+    }
+
+
+def test_a_ball_revolutions_band_needs_a_wheel_that_counts_them() -> None:
+    """The band is refused, saying why, where no wheel reports the ball's revolutions (the
+    SS2, a gpio-wheel without the ball-track sensor, a table without a wheel); accepted
+    for a gpio-wheel with one (docs/integrity.md)."""
     import pytest
 
+    from firmware_host.assembly import read_plan
     from firmware_host.config import ConfigInvalid, validate_document
 
-    doc = {
-        "table": {"id": "T1", "game": "roulette", "result_source": "manual"},
-        "integrity": {"ball_revs_min": 5, "ball_revs_max": 20, "repeat_limit": 4},
-    }
-    with pytest.raises(ConfigInvalid) as err:
-        validate_document(doc)
-    text = str(err.value)
-    for key in ("integrity.ball_revs_min", "integrity.ball_revs_max"):
-        assert f"{key}: not supported" in text
-    assert "revolutions" in text and "unknown key" not in text
-    del doc["integrity"]["ball_revs_min"], doc["integrity"]["ball_revs_max"]
-    assert validate_document(doc).table_id == "T1"
+    gpio = {"driver": "gpio-wheel", "index_pin": 5, "ball_pin": 6, "direction": "clockwise"}
+    ss2 = {"driver": "cammegh-ss2", "port": "/dev/null"}
+    band = {"ball_revs_min": 5, "ball_revs_max": 20}
+
+    def problems(doc: dict[str, Any]) -> list[str]:
+        return [p for p in read_plan(validate_document(doc)).problems if "ball_revs" in p]
+
+    ok = problems(_roulette({"wheel": {**gpio, "ball_track_pin": 19}}, **band))
+    assert ok == []
+    for devices, why in (
+        ({"wheel": ss2}, "devices.wheel (cammegh-ss2) does not report the ball's revolutions"),
+        ({"wheel": gpio}, "devices.wheel (a gpio-wheel) has no ball-track sensor"),
+    ):
+        found = problems(_roulette(devices, **band))
+        assert [p.split(":")[0] for p in found] == [
+            "integrity.ball_revs_min", "integrity.ball_revs_max"]  # fmt: skip
+        assert all(why in p and "could never fire" in p for p in found)
+    only_max = problems(_roulette({"wheel": ss2}, ball_revs_max=20))
+    assert len(only_max) == 1 and only_max[0].startswith("integrity.ball_revs_max")
+    assert problems(_roulette({"wheel": ss2})) == []  # no band, no problem
+    manual = {"table": {"id": "T1", "game": "sicbo"}, "integrity": band, "version": 1}
+    assert all("has no wheel" in p for p in problems(manual)) and problems(manual)
+    with pytest.raises(ConfigInvalid, match=r"integrity.ball_revs_min: 20 is above ball_revs_max 5"):
+        validate_document(_roulette({"wheel": {**gpio, "ball_track_pin": 19}},
+                                    ball_revs_min=20, ball_revs_max=5))  # fmt: skip
