@@ -8,6 +8,8 @@ the table plays on. The statistics are pure (``bias.py``, ``stats.py``).
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -49,9 +51,16 @@ def max_payout_of(
         return None
     outcomes = [o for o, _ in game.outcome_space(rules)]
 
-    def most(bet: Bet) -> int:
-        return max(settle_amounts(bet.stake, game.verdict(rules, o, bet), money).payout
+    # Settling one bet against all 216 outcomes of sic bo costs about 0.8 ms: a table
+    # sees the same few bets at the same few stakes all day, so each is settled once.
+    @functools.lru_cache(maxsize=4096)
+    def settled(bet_type: str, selection: str, stake: int) -> int:
+        bet = Bet("max-payout", 1, bet_type, json.loads(selection), stake)
+        return max(settle_amounts(stake, game.verdict(rules, o, bet), money).payout
                    for o in outcomes)  # fmt: skip
+
+    def most(bet: Bet) -> int:
+        return settled(bet.bet_type, json.dumps(bet.selection, sort_keys=True), bet.stake)
 
     return most
 

@@ -117,3 +117,24 @@ def test_a_refused_bet_raises_nothing(tmp_path: Path) -> None:
     r = t.bet("pos", {"bet_id": "y", "seat": 1, "bet_type": "red", "stake": LIMIT})
     assert r["status"] == "rejected" and r["code"] == "BETTING_CLOSED"
     assert large(t) == []
+
+
+def test_max_payout_cache_answers_as_settling_every_outcome(tmp_path: Path) -> None:
+    """The cache by (bet type, selection, stake) gives what settling the bet against
+    every outcome gives, for bets met again at other stakes and selections."""
+    from firmware_host.games.base import Bet
+    from firmware_host.games.money import settle_amounts
+
+    cfg = validate_document({**DOC, "table": {**DOC["table"], "game": "sicbo"}})
+    most = max_payout_of(cfg.game, cfg.rules, cfg.money)
+    assert most is not None
+    outcomes = [o for o, _ in cfg.game.outcome_space(cfg.rules)]
+    bets = [Bet(f"b{i}", 1 + i % 3, t, sel, stake)
+            for i, (t, sel, stake) in enumerate([
+                ("specific_triple", 4, 1000), ("specific_triple", 5, 1000),
+                ("specific_triple", 4, 2500), ("big", None, 1000), ("total", 10, 1000),
+                ("total", 4, 1000), ("specific_triple", 4, 1000)])]  # fmt: skip
+    for bet in bets:
+        direct = max(settle_amounts(bet.stake, cfg.game.verdict(cfg.rules, o, bet), cfg.money).payout
+                     for o in outcomes)  # fmt: skip
+        assert most(bet) == direct, bet
