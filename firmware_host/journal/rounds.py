@@ -386,7 +386,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             self._insert_frames(db, ((round_id, *f) for f in raw_frames), now)
         if isinstance(payload, MutableMapping):
             payload["chain"] = chain
-        self._retain()
+        self._retain_later()
         return outbox_id
 
     def settle_round(

@@ -187,8 +187,15 @@ class RoundEngine:
 
     def _notify_phase(self) -> None:
         phase, rnd = self.phase, self._current
-        self.journal.after_commit(lambda: self.extensions.phase_changed(phase, rnd))
+        self.journal.after_commit(self._later(lambda: self.extensions.phase_changed(phase, rnd)))
         self.journal.on_rollback(self._resync)
+
+    def _later(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """``hook`` (an extension's), run after the commit through the journal's
+        deferrer: in the daemon, once the publisher has written what the commit queued
+        (the extensions' work comes after the publication, never before it). Hooks keep
+        their order."""
+        return lambda: self.journal.later(hook)
 
     def _resync(self) -> None:
         """The transaction that held our last change rolled back: take the round in
@@ -718,7 +725,7 @@ class RoundEngine:
             hit = bool(hits)
             self.journal.after_commit(lambda: jackpot.committed(hit))
         self._current = None
-        self.journal.after_commit(lambda: self.extensions.round_settled(payload))
+        self.journal.after_commit(self._later(lambda: self.extensions.round_settled(payload)))
         self._notify_phase()
         return payload
 
@@ -765,7 +772,7 @@ class RoundEngine:
         if jackpot is not None:
             self.journal.after_commit(lambda: jackpot.committed(False))
         self._current = None
-        self.journal.after_commit(lambda: self.extensions.round_voided(payload))
+        self.journal.after_commit(self._later(lambda: self.extensions.round_voided(payload)))
         self._notify_phase()
         return payload
 
