@@ -334,8 +334,9 @@ class FloorLink(LinkBase):
     async def _publish_loop(self, client: _AckClient, subscribed: asyncio.Event) -> None:
         """Keep up to ``max_inflight`` publications in flight: each is written to the
         socket as soon as it is taken (:meth:`_send`), its PUBACK awaited by a task of
-        its own; a freed slot or new work wakes the loop, which then writes the
-        "published" marks of what the broker took, in one transaction."""
+        its own; a freed slot or new work wakes the loop, which writes the "published"
+        marks of what the broker took in one transaction when the window drains or a
+        window's worth is waiting."""
         await subscribed.wait()
         version = self._snapshots.get("state", (0, {}))[0]
         online = self._state_payload("online")
@@ -368,7 +369,11 @@ class FloorLink(LinkBase):
                     task = asyncio.create_task(self._complete(client, item, sent))
                     task.add_done_callback(finished)
                     inflight.add(task)
-                self._flush_marks()
+                if not inflight or len(self._marks) >= self.settings.max_inflight:
+                    # Together: when the window drains, or a window's worth is waiting
+                    # (until then they are not read or sent again; a crash only means
+                    # they are published again, the same bytes under the same id).
+                    self._flush_marks()
                 if not inflight:
                     if self._stop.is_set():
                         break
