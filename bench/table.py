@@ -130,7 +130,12 @@ class WheelTable:
         )
         doc["table"]["id"] = self.table_id
         # 1000 bets a round from 8 seats: above the table's default caps per seat ([bets])
-        doc["bets"] = {"max_bets_per_seat": max(1000, self.max_bets), "max_seat_stakes": 10**12}
+        doc["bets"] = {
+            "max_bets_per_seat": max(1000, self.max_bets),
+            "max_bets_per_round": max(1000, self.max_bets),
+            "max_seat_stakes": 10**12,
+            "max_round_stakes": 10**15,
+        }
         doc["mqtt"] = mqtt_section(self.host, self.port, f"tablectl-{self.table_id}")
         return doc
 
