@@ -41,6 +41,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import socket
 import sqlite3
 import statistics
@@ -493,6 +494,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("bench.limit needs mosquitto (apt-get install mosquitto)")
     counts = [int(x) for x in args.bets.split(",")]
     plan = [(n, args.rounds if n < 1000 else max(4, args.rounds * 100 // n)) for n in counts]
+    t_start = time.perf_counter()
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     broker = MosquittoProcess(persistence=True, extra_config="set_tcp_nodelay true")
     broker.start()
     try:
@@ -504,8 +507,17 @@ def main(argv: list[str] | None = None) -> int:
     print(render_table(figs))
     print()
     print(growth_table(figs))
-    if args.json:
-        args.json.write_text(json.dumps([f.to_json() for f in figs], indent=1, default=str) + "\n")
+    if args.json:  # the layout of python -m bench's JSON: python -m bench.report reads it
+        doc = {
+            "command": "python -m bench.limit " + " ".join(argv),
+            "mode": "bench.limit",
+            "started_at": started_at,
+            "duration_s": time.perf_counter() - t_start,
+            "loadavg_at_end": os.getloadavg(),
+            "growth": growth_table(figs),
+            "figures": [f.to_json() for f in figs],
+        }
+        args.json.write_text(json.dumps(doc, indent=1, default=str) + "\n")
     return 0
 
 
