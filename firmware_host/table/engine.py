@@ -193,7 +193,8 @@ class RoundEngine:
     def _later(self, hook: Callable[[], None]) -> Callable[[], None]:
         """``hook`` (an extension's), run after the commit through the journal's
         deferrer: in the daemon, once the publisher has written what the commit queued
-        (the extensions' work comes after the publication, never before it). Hooks keep
+        (the extensions' work comes after the publication, never before it). Every hook
+        goes through the same deferrer (``new_shoe`` and ``resumed`` too), so they keep
         their order."""
         return lambda: self.journal.later(hook)
 
@@ -364,7 +365,7 @@ class RoundEngine:
         if shuffle is not None:
             data["shuffle"] = shuffle
         self.journal.append_event("new_shoe", data, outbox=[self._event("new_shoe", data)])
-        self.extensions.new_shoe(data)
+        self.journal.later(lambda: self.extensions.new_shoe(data))  # after the hooks before it
         return data
 
     def record_frames(self, frames: Sequence[Frame], round_id: str | None = None) -> None:
@@ -795,5 +796,5 @@ class RoundEngine:
             reason = f"controller restarted in phase {rnd.phase!r} before the result was read"
             done.append(self._void(rnd, reason, "restart"))
         self._current = None
-        self.extensions.resumed(done, self.journal)
+        self.journal.later(lambda: self.extensions.resumed(done, self.journal))  # hooks in order
         return done
