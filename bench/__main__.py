@@ -2,7 +2,8 @@
 
 Sections (in order): ``machine`` (fsync and a CPU micro-benchmark), ``settle`` and
 ``math`` (rules core), ``peers`` (treys, pokerkit, mahjong, bare aiomqtt), ``e2e``
-(wheel result to the floor), ``footprint`` (memory, idle CPU, start to READY), ``pi``
+(wheel result to the floor), ``limit`` (result -> floor and the MQTT layer as ratios to
+what the hardware allows, measured in the same run), ``footprint`` (memory, idle CPU, start to READY), ``pi``
 (the same under a Raspberry Pi 4's CPU budget and an SD card's fsync), ``floor``
 (emulated tables -> one mosquitto -> the floor ingest -> PostgreSQL), ``flood`` (a flood
 of malformed requests against one table). ``--quick`` uses smaller sizes and fewer repeats
@@ -37,8 +38,10 @@ from .common import (
 )
 from .procs import kill_leftovers
 
-SECTIONS = ("machine", "settle", "math", "peers", "e2e", "footprint", "pi", "floor", "flood")
-BROKER_SECTIONS = {"peers", "e2e", "footprint", "pi", "flood"}
+SECTIONS = (
+    "machine", "settle", "math", "peers", "e2e", "limit", "footprint", "pi", "floor", "flood"
+)  # fmt: skip
+BROKER_SECTIONS = {"peers", "e2e", "limit", "footprint", "pi", "flood"}
 JSON = Any
 
 
@@ -166,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             _log(f"broker: {broker.description}")
             machine["broker"] = broker.description
 
-        from . import flood, floorscale, peers, pi, rules, table
+        from . import flood, floorscale, limit, peers, pi, rules, table
 
         section("settle", lambda: rules.run_settle(args.quick, _log))
         section("math", lambda: rules.run_math(args.quick, _log))
@@ -191,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
 
         section("peers", lambda: peers.run(args.quick, ep(), _log))
         section("e2e", e2e)
+        # Issue 20: result -> floor and the MQTT layer as ratios to the limit, same run.
+        section("limit", lambda: limit.run(ep()[0], ep()[1], args.quick, _log))
         section("footprint", lambda: table.run_footprint(ep()[0], ep()[1], args.quick))
         # The table daemon on a Raspberry Pi 4's budget (issue 18): a calibrated cgroup
         # CPU quota and an SD card's fsync (bench/pi.py).

@@ -19,6 +19,9 @@ monotonic clock, so the two processes' stamps compare) at each stage of a result
 ``floor``       the round arrives at the floor's subscriber
 ==============  =====================================================================
 
+work the daemon does off the path, timed from ``line`` (after the publication, once the
+publisher has written the round: ``retained``, the journal's pruning done; ``hooks``,
+the table extensions' ``round_settled`` done),
 and the daemon's garbage-collector pauses that fell inside a round's window. The wraps
 change nothing in what the functions do; their own cost (a few microseconds a stage)
 is included in the figures. Nothing here is used by the daemon in production.
@@ -41,6 +44,8 @@ from typing import Any
 from .common import percentile
 
 STAGES = ("line", "event", "procedure", "settled", "committed", "publish", "floor")
+#: Work off the path, timed from ``line``: retention done, the extensions' hooks done.
+SIDE = ("retained", "hooks")
 ENV = "BENCH_STAGES_FILE"
 
 
@@ -74,16 +79,32 @@ def _install(path: str) -> None:
     before(DriverBase, "emit", "event", lambda _s, ev: type(ev).__name__ == "WinningNumber")
     before(Procedure, "try_result", "procedure")
     before(Journal, "settle_round", "settled")
-    before(Journal, "_retain", "committed")  # _finish calls it right after the COMMIT
-    publish = FloorLink._publish
+    before(Journal, "_retain_later", "committed")  # _finish calls it right after the COMMIT
+    from firmware_host.table.extension import TableExtensions
 
-    @functools.wraps(publish)
-    async def traced_publish(self: FloorLink, client: Any, item: Any) -> None:
+    def after(cls: Any, name: str, stage: str) -> None:
+        fn = getattr(cls, name)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kw: Any) -> Any:
+            try:
+                return fn(*args, **kw)
+            finally:
+                mark(stage)
+
+        setattr(cls, name, wrapper)
+
+    after(Journal, "_retain", "retained")
+    after(TableExtensions, "round_settled", "hooks")
+    send = FloorLink._send
+
+    @functools.wraps(send)
+    def traced_send(self: FloorLink, client: Any, item: Any) -> Any:
         if item.kind == "outbox" and item.topic == "rounds":
             mark("publish")
-        await publish(self, client, item)
+        return send(self, client, item)
 
-    FloorLink._publish = traced_publish  # type: ignore[method-assign]
+    FloorLink._send = traced_send  # type: ignore[method-assign]
 
     started: list[float] = []
 
@@ -125,7 +146,7 @@ def split(
     """Per stage, the ms since the previous stage, over every round window (line, floor);
     the total per round; and the collector pauses (generation, ms) inside the windows."""
     marks, pauses = _read(path)
-    steps: dict[str, list[float]] = {s: [] for s in STAGES[1:]}
+    steps: dict[str, list[float]] = {s: [] for s in (*STAGES[1:], *SIDE)}
     totals = []
     for line_at, floor_at in windows:
         seen = {"line": line_at, "floor": floor_at}
@@ -137,6 +158,9 @@ def split(
             if stage in seen:
                 steps[stage].append((seen[stage] - prev) * 1000)
                 prev = seen[stage]
+        for stage in SIDE:
+            if stage in seen:
+                steps[stage].append((seen[stage] - line_at) * 1000)
         totals.append((floor_at - line_at) * 1000)
     inside = [
         (gen, (end - start) * 1000)
@@ -211,13 +235,25 @@ def report(res: dict[str, Any]) -> str:
     ]
     prev = "line"
     for stage, st in res["stages_ms"].items():
+        if stage in SIDE:
+            continue
         rows.append(
             f"{prev + ' -> ' + stage:<40} {st['p50']:7.2f} {st['p90']:7.2f} "
             f"{st['p99']:7.2f} {st['max']:7.2f}"
         )
         prev = stage
-    p50_sum = sum(st["p50"] for st in res["stages_ms"].values())
+    p50_sum = sum(st["p50"] for s, st in res["stages_ms"].items() if s not in SIDE)
     rows.append(f"{'(sum of the stage medians)':<40} {p50_sum:7.2f}")
+    rows.append("")
+    rows.append(
+        f"{'work off the path (time since line)':<40} {'p50':>7} {'p90':>7} {'p99':>7} {'max':>7}"
+    )
+    for stage in SIDE:
+        st = res["stages_ms"][stage]
+        rows.append(
+            f"{'line -> ' + stage:<40} {st['p50']:7.2f} {st['p90']:7.2f} "
+            f"{st['p99']:7.2f} {st['max']:7.2f}"
+        )
     pauses = res["gc_pauses_in_windows_ms"]
     rows.append("")
     rows.append(

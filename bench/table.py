@@ -92,8 +92,20 @@ class TimedWheel(CammeghSim):
 class WheelTable:
     """Wheel simulator + daemon process + floor subscriber."""
 
-    def __init__(self, host: str, port: int, directory: Path, table_id: str, seed: int = 1) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        directory: Path,
+        table_id: str,
+        seed: int = 1,
+        max_bets: int = 1000,
+    ) -> None:
         self.host, self.port = host, port
+        self.max_bets = max_bets
+        self.cfg: Any = None
+        #: The bets placed in the last game, as sent (bench.limit settles them again).
+        self.last_bets: list[dict[str, JSON]] = []
         self.dir = directory
         self.table_id = table_id
         self.seed = seed
@@ -118,7 +130,12 @@ class WheelTable:
         )
         doc["table"]["id"] = self.table_id
         # 1000 bets a round from 8 seats: above the table's default caps per seat ([bets])
-        doc["bets"] = {"max_bets_per_seat": 1000, "max_seat_stakes": 10**11}
+        doc["bets"] = {
+            "max_bets_per_seat": max(1000, self.max_bets),
+            "max_bets_per_round": max(1000, self.max_bets),
+            "max_seat_stakes": 10**12,
+            "max_round_stakes": 10**15,
+        }
         doc["mqtt"] = mqtt_section(self.host, self.port, f"tablectl-{self.table_id}")
         return doc
 
@@ -126,7 +143,7 @@ class WheelTable:
         self._server = await self.wheel.serve_pty()
         await self.wheel.power_on()
         doc = self._doc(str(self._server.path))
-        cfg = validate_document(doc, "bench")
+        cfg = self.cfg = validate_document(doc, "bench")
         self.players = SimulatedPlayers(cfg, self.seed)
         self.daemon = DaemonProcess(doc, self.dir, self.table_id)
         ready = await self.daemon.start()
@@ -174,7 +191,7 @@ class WheelTable:
     async def place(self, n: int, chunk: int = 50) -> int:
         assert self.floor is not None and self.players is not None
         self._tag += 1
-        bets = self.players.many(n, f"g{self._tag}-")
+        bets = self.last_bets = self.players.many(n, f"g{self._tag}-")
         accepted = 0
         for i in range(0, n, chunk):
             answers = await asyncio.gather(*(self.floor.place(b) for b in bets[i : i + chunk]))

@@ -172,6 +172,9 @@ class TableDaemon:
         plan, cfg = self.plan, self.cfg
         self.notifier.status("opening journal")
         j = self.journal = plan.journal.open()
+        # Pruning and the extensions' hooks wait until the publisher has written what
+        # a commit queued (the round reaches the broker first).
+        j.defer = asyncio.get_running_loop().call_soon
         self._power_up(j)
         if left := restore_lockout(self.lockout, j):
             log.warning("console locked for %d s more (a lockout from before the restart)", left)

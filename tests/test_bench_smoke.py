@@ -122,3 +122,24 @@ def test_the_pi_fsync_shim_slows_fsync_and_fdatasync(tmp_path: Path) -> None:
     )
     a0, _ = (float(x) for x in out.stdout.split())
     assert a0 < a
+
+
+def test_limit_ratios_are_the_table_over_the_sum_of_the_component_medians() -> None:
+    """bench.limit: limit = median(commit) + median(settle) + median(publish); the
+    table's p50 and p99 divided by it (figures computed here by hand)."""
+    from bench.limit import _ratio_figures
+
+    table = [0.004, 0.005, 0.006]  # seconds: p50 5 ms
+    parts = {
+        "commit": [0.0005, 0.001, 0.0015],  # median 1 ms
+        "settle": [0.0002, 0.0005, 0.0009],  # median 0.5 ms
+        "publish": [0.001, 0.001, 0.003],  # median 1 ms
+    }
+    p50, p99 = _ratio_figures(100, table, parts)
+    assert p50.stats["limit_ms"] == pytest.approx(2.5)
+    assert p50.value == pytest.approx(5.0 / 2.5)
+    # p99 of [4, 5, 6] ms by linear interpolation between ranks: 4 + 0.99 * 2 = 5.98
+    assert p99.value == pytest.approx(5.98 / 2.5)
+    assert p50.ok is True and p99.ok is True  # 2.0 <= 2, 2.39 <= 3
+    other, _ = _ratio_figures(10, table, parts)
+    assert other.goal is None and other.ok is None

@@ -76,6 +76,10 @@ class Connection:
         self._depth = 0
         #: Name under which the open outermost transaction's commit time is recorded.
         self._tx_op = ""
+        #: Schedules work that can wait until what is due now is done: the daemon sets
+        #: its event loop's ``call_soon``, so that the publisher writes a settled round
+        #: to the broker before retention prunes. None: such work runs at once.
+        self.defer: Callable[[Callable[[], None]], object] | None = None
         if not readonly:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._db = connect(self.path, readonly=readonly)
@@ -142,7 +146,17 @@ class Connection:
             log.info("journal %s: schema upgraded to version %d", self.path, version)
 
     def close(self) -> None:
+        self._closed = True
         self._db.close()
+
+    _closed = False
+
+    def later(self, callback: Callable[[], None]) -> None:
+        """Run ``callback()`` through :attr:`defer` (at once when none is set)."""
+        if self.defer is None:
+            callback()
+        else:
+            self.defer(callback)
 
     def __enter__(self) -> Self:
         return self

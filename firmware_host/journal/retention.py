@@ -8,7 +8,8 @@ kept ``request_keep_hours`` (24 at least) and, beyond, as long as the round they
 keeps its bets: a retried request is answered as the first time for that long. A
 round's ``detail`` says what is left of it: ``full``, ``no_frames`` or ``summary``. Pruning runs after each finished round, in a
 transaction of its own without an fsync (losing it on power failure only means it
-runs again). Dropping a round's bets and settlement payload appends a
+runs again); in the daemon it runs once the event loop has done what was due (the
+publisher has written the round to the broker: ``Connection.defer``). Dropping a round's bets and settlement payload appends a
 ``rounds_pruned`` entry to the audit chain in that transaction, and dropping answers
 a ``requests_pruned`` entry, so an audit tells what retention pruned from rows deleted
 behind the journal's back.
@@ -16,10 +17,14 @@ behind the journal's back.
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 from ..timefmt import iso_utc
 from .audit import AuditLog
+from .errors import JournalError
+
+log = logging.getLogger(__name__)
 
 
 class Retention(AuditLog):
@@ -33,6 +38,24 @@ class Retention(AuditLog):
     published_outbox_keep: int
     #: Hours an answer to a floor request is kept at least (24 or more).
     request_keep_hours: int
+
+    def _retain_later(self) -> None:
+        """Prune after a finished round: at once, or deferred (:attr:`defer`): then a
+        failure is logged, not raised (the round is committed; pruning runs again after
+        the next one), and nothing runs once the journal is closed."""
+        if self.defer is None:
+            self._retain()
+            return
+
+        def run() -> None:
+            if self._closed:
+                return
+            try:
+                self._retain()
+            except JournalError as exc:
+                log.warning("journal: retention failed, retried after the next round: %s", exc)
+
+        self.defer(run)
 
     def _retain(self) -> None:
         """Prune raw frames, full detail and published outbox entries past the windows."""

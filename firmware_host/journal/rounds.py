@@ -67,8 +67,22 @@ def _next_seq(db: sqlite3.Connection, table_id: str) -> int:
 def payload_digest(payload: Mapping[str, JSON]) -> str:
     """SHA-256 (hex) of a round payload's canonical JSON without its ``chain`` (the
     position of the chain entry that records this digest)."""
-    body = {k: v for k, v in payload.items() if k != "chain"}
-    return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()
+    return _digest(_canonical_payload(payload))
+
+
+def _canonical_payload(payload: Mapping[str, JSON]) -> str:
+    return canonical_json({k: v for k, v in payload.items() if k != "chain"})
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _with_chain(canonical: str, chain: Mapping[str, JSON]) -> str:
+    """The stored and published body: the payload's canonical JSON (the text its digest
+    was computed on, serialised once) with ``chain`` appended as its last key."""
+    tail = '"chain":' + dumps(dict(chain)) + "}"
+    return "{" + tail if canonical == "{}" else canonical[:-1] + "," + tail
 
 
 def rules_digest(rules: JSON) -> str:
@@ -323,6 +337,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             stamps = dict(rnd.timestamps)
             stamps.setdefault(status, now)
             final_outcome = outcome if outcome is not None else rnd.outcome
+            canonical = _canonical_payload(payload)
             bets = payload.get("bets")
             summary: dict[str, JSON] = {"bets": len(bets) if isinstance(bets, list) else 0}
             for key in ("totals", "jackpot"):
@@ -360,7 +375,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
                 "outcome": final_outcome,
                 "timestamps": stamps,
                 "summary": summary,
-                "payload_sha256": payload_digest(payload),
+                "payload_sha256": _digest(canonical),
             }
             if status == "void":
                 closing["reason"] = void_reason
@@ -368,9 +383,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
                 db, "round_settled" if status == "settled" else "round_void", closing, now
             )
             chain: dict[str, JSON] = {"seq": entry.id, "head": entry.hash}
-            final = {k: v for k, v in payload.items() if k != "chain"}
-            final["chain"] = chain
-            body = dumps(final)
+            body = _with_chain(canonical, chain)
             anchor = anchor_message(rnd.table_id, round_id, rnd.seq, status, entry, now)
             (_, outbox_id) = self._enqueue(
                 db,
@@ -386,7 +399,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             self._insert_frames(db, ((round_id, *f) for f in raw_frames), now)
         if isinstance(payload, MutableMapping):
             payload["chain"] = chain
-        self._retain()
+        self._retain_later()
         return outbox_id
 
     def settle_round(
@@ -417,7 +430,9 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         The round's closing chain entry (``round_settled``: outcome, timestamps,
         totals, the payload's SHA-256) is appended last, the retained ``anchor`` is
         queued before the round, and the payload is stored and published with
-        ``chain = {"seq", "head"}``, that entry's position; ``payload`` itself gets the
+        ``chain = {"seq", "head"}``, that entry's position (the body is the payload's
+        canonical JSON, serialised once for its digest and its bytes, with ``chain``
+        appended as the last key); ``payload`` itself gets the
         same ``chain`` key when it is a mutable mapping (the round engine's dict).
         """
         return self._finish(

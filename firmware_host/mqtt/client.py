@@ -3,13 +3,15 @@ reason codes) and incoming packets read in bursts."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
+import asyncio
 import select
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import aiomqtt
+from paho.mqtt.client import MQTT_ERR_SUCCESS
 from paho.mqtt.reasoncodes import ReasonCode
 
 from .settings import READ_BURST
@@ -17,10 +19,14 @@ from .settings import READ_BURST
 # ---------------------------------------------------------------------------
 # the client: aiomqtt, with the broker's refusals made visible
 
-#: The message id of the last publication this task handed to paho (see _AckClient).
-_PUBLISH_MID: contextvars.ContextVar[int | None] = contextvars.ContextVar(
-    "publish_mid", default=None
-)
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A publication handed to the client (:meth:`_AckClient.send`), its PUBACK awaited
+    with :meth:`_AckClient.acked`. ``done`` is None when nothing is awaited (QoS 0)."""
+
+    mid: int
+    done: asyncio.Event | None
 
 
 class _AckClient(aiomqtt.Client):
@@ -30,14 +36,19 @@ class _AckClient(aiomqtt.Client):
     above, e.g. 0x87 *Not authorized* from mosquitto's ACL). paho-mqtt 2.x passes that
     reason code to ``on_publish`` (callback API 2), but aiomqtt 2.x (``_on_publish``)
     drops it and ``publish()`` returns as if the message had been accepted. This
-    subclass keeps the refusals by message id and :meth:`publish_checked` returns the
-    refusal of its own publication. It depends on two private hooks of aiomqtt 2.x
-    (``_on_publish`` and ``_pending_call``, pinned by ``aiomqtt<3``); the tests in
-    ``tests/daemon/test_mqtt_refusals.py`` fail if an upgrade breaks it.
+    subclass keeps the refusals by message id and :meth:`acked` returns the refusal of
+    its own publication. It depends on private parts of aiomqtt 2.x (``_on_publish``,
+    ``_pending_publishes``, ``_on_socket_register_write``; pinned by ``aiomqtt<3``);
+    the tests in ``tests/daemon/test_mqtt_refusals.py`` fail if an upgrade breaks it.
 
     It also reads incoming packets in bursts (:meth:`_read_bursts`) and hands each
     message to ``deliver`` as it is read (:meth:`_on_message`), so that requests reach
     the link's queues as soon as they arrive (``tests/daemon/test_mqtt_requests.py``).
+
+    Publications go out at once: :meth:`send` hands one to paho and writes it to the
+    socket in the same call, on the event loop's thread (aiomqtt registers a writer
+    that writes it one or two loop iterations later, behind whatever work was queued
+    meanwhile), and :meth:`acked` awaits its PUBACK; several may be in flight.
     """
 
     def __init__(
@@ -49,6 +60,9 @@ class _AckClient(aiomqtt.Client):
         super().__init__(*args, **kwargs)
         self.refused: dict[int, ReasonCode] = {}
         self._deliver = deliver
+        #: The event loop's thread (the client is made there): writes from it go out at
+        #: once; paho's connect runs in an executor thread and keeps aiomqtt's writer.
+        self._loop_thread = threading.get_ident()
 
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
         """Incoming messages go straight to ``deliver(topic, payload, retain)`` (the
@@ -72,13 +86,50 @@ class _AckClient(aiomqtt.Client):
             self.refused[mid] = reason_code
         super()._on_publish(client, userdata, mid, reason_code, properties)
 
-    @contextlib.contextmanager
-    def _pending_call(self, mid: int, value: Any, pending_dict: dict[int, Any]) -> Iterator[None]:
-        if pending_dict is self._pending_publishes:
-            self.refused.pop(mid, None)  # a stale refusal of an earlier use of this id
-            _PUBLISH_MID.set(mid)
-        with super()._pending_call(mid, value, pending_dict):
-            yield
+    def _on_socket_register_write(self, client: Any, userdata: Any, sock: Any) -> None:
+        """paho has bytes to write: on the loop's thread, write them now (what paho
+        itself does without an external loop); a writer is registered only for what
+        the socket did not take."""
+        if threading.get_ident() == self._loop_thread:
+            try:
+                client.loop_write()
+            except Exception as exc:  # as aiomqtt's writer: the connection is broken
+                if not self._disconnected.done():
+                    self._disconnected.set_exception(exc)
+                return
+            if not client.want_write():
+                return  # all written; paho dropped its write interest
+        super()._on_socket_register_write(client, userdata, sock)
+
+    def send(self, topic: str, payload: bytes, *, qos: int, retain: bool) -> Sent:
+        """Hand one publication to paho and write it now (see the class docstring).
+
+        Raises :class:`aiomqtt.MqttCodeError` when paho cannot take it (no connection),
+        ``ValueError``/``TypeError`` for an unpublishable one (too large)."""
+        info = self._client.publish(topic, payload, qos, retain)
+        if info.rc != MQTT_ERR_SUCCESS:
+            exc = self._disconnected.exception() if self._disconnected.done() else None
+            raise aiomqtt.MqttCodeError(info.rc, "Could not publish message") from exc
+        if info.is_published():
+            return Sent(info.mid, None)
+        if info.mid in self._pending_publishes:
+            raise RuntimeError(f'There already exists a pending call for message ID "{info.mid}"')
+        self.refused.pop(info.mid, None)  # a stale refusal of an earlier use of this id
+        done = asyncio.Event()
+        self._pending_publishes[info.mid] = done  # set by _on_publish on the PUBACK
+        return Sent(info.mid, done)
+
+    async def acked(self, sent: Sent, timeout: float) -> ReasonCode | None:
+        """Wait for ``sent``'s PUBACK; the broker's refusal, or None. Raises
+        :class:`aiomqtt.MqttError` after ``timeout`` seconds."""
+        if sent.done is None:
+            return None
+        try:
+            await self._wait_for(sent.done.wait(), timeout=timeout)
+        finally:
+            if self._pending_publishes.get(sent.mid) is sent.done:
+                del self._pending_publishes[sent.mid]
+        return self.refused.pop(sent.mid, None)
 
     def _on_socket_open(self, client: Any, userdata: Any, sock: Any) -> None:
         super()._on_socket_open(client, userdata, sock)
@@ -119,18 +170,6 @@ class _AckClient(aiomqtt.Client):
         except Exception as exc:  # as aiomqtt's reader: the connection is broken
             if not self._disconnected.done():
                 self._disconnected.set_exception(exc)
-
-    async def publish_checked(
-        self, topic: str, payload: bytes, *, qos: int, retain: bool, timeout: float
-    ) -> ReasonCode | None:
-        """Publish and wait for the acknowledgement; the broker's refusal, or None."""
-        token = _PUBLISH_MID.set(None)
-        try:
-            await self.publish(topic, payload, qos=qos, retain=retain, timeout=timeout)
-            mid = _PUBLISH_MID.get()
-        finally:
-            _PUBLISH_MID.reset(token)
-        return self.refused.pop(mid, None) if mid is not None else None
 
 
 def _refusal(code: int | ReasonCode) -> str | None:

@@ -24,7 +24,7 @@ from ..latency import Latency
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc, utc_now
 from ..topics import TopicError, check_topic
-from .client import _AckClient, _refusal
+from .client import Sent, _AckClient, _refusal
 from .settings import (
     CONFIRM_AFTER_S,
     DROPS_TO_FAULT,
@@ -151,6 +151,15 @@ class LinkBase:
         #: Outbox entry id -> connections that ended while it was in flight, in a row.
         self._drops: dict[int, int] = {}
         self._in_flight: dict[int, str] = {}
+        #: Outbox entries the broker took whose "published" mark is not yet written:
+        #: written together, once per turn of the publisher, after what it sent.
+        self._marks: dict[int, None] = {}
+        #: The highest outbox id handed to the client on this connection: the next read
+        #: starts after it (each entry is read once; a refusal moves it back).
+        self._outbox_after = 0
+        #: Snapshots (suffix -> version) and responses (keys) awaiting their PUBACK.
+        self._snap_in_flight: dict[str, int] = {}
+        self._resp_in_flight: set[int] = set()
         #: MQTT 3.1.1: outbox entries acknowledged on this connection and not yet known
         #: to have been taken (id -> (acknowledged at, topic)); see _confirm_unconfirmed.
         self._unconfirmed: dict[int, tuple[float, str]] = {}
@@ -383,6 +392,9 @@ class LinkBase:
         self.stats.connected_since = now
         self._online_since = now
         self._snap_sent.clear()  # a restarted broker may have lost retained messages
+        self._snap_in_flight.clear()
+        self._resp_in_flight.clear()
+        self._outbox_after = 0  # what was in flight on the last connection goes again
         self._connected.set()
         log.info(
             "mqtt: connected to %s:%d as %s", self.settings.host, self.settings.port, self.client_id
@@ -435,7 +447,13 @@ class LinkBase:
         return max(0.001, min(IDLE_POLL_S, soonest - now))
 
     def _has_work(self) -> bool:
-        if self._responses or self._refusals or self._acked_unmarked or self._unconfirmed:
+        if (
+            self._responses
+            or self._refusals
+            or self._acked_unmarked
+            or self._unconfirmed
+            or self._marks
+        ):
             return True
         try:
             if self.journal.outbox_pending_count():
@@ -487,20 +505,27 @@ class LinkBase:
         self._acked_unmarked.clear()
         self._storage_ok("mark")
 
-    def _next_batch(self) -> list[_Item]:
-        """What to publish next. On a new connection the ``state`` snapshot goes first
+    def _next_batch(self, room: int | None = None) -> list[_Item]:
+        """What to publish next, at most ``room`` items (default ``max_inflight``), none
+        of them already in flight. On a new connection the ``state`` snapshot goes first
         (availability before anything else); after that the journal's outbox (settled
         rounds, lifecycle events) goes before snapshots, which only need their latest
         value, and responses come last: neither a burst of snapshot updates nor a
         stream of requests may hold back the table's own output (answers to requests that
         acted go before refusals). A topic the broker
         refused waits for its backoff; a refused outbox entry holds back every entry
-        after it (the floor gets them in order or not at all)."""
+        after it (the floor gets them in order or not at all).
+
+        The outbox is read from the journal after the last entry handed to the client
+        on this connection (each entry is read once, by its primary key)."""
         now = time.monotonic()
-        room = self.settings.max_inflight
+        if room is None:
+            room = self.settings.max_inflight
         snapshots: list[_Item] = []
         for suffix, (version, body) in list(self._snapshots.items()):
             if self._snap_sent.get(suffix) == version or self._held(suffix, now):
+                continue
+            if self._snap_in_flight.get(suffix) == version:
                 continue
             if suffix == "state":
                 payload = self._state_payload("online")
@@ -508,11 +533,13 @@ class LinkBase:
                 payload = dumps(body).encode("utf-8")
             snapshots.append(_Item("snapshot", suffix, payload, 1, True, (suffix, version)))
         announced = "state" in self._snap_sent or "state" not in self._snapshots
-        batch: list[_Item] = [] if announced else snapshots
+        batch: list[_Item] = [] if announced else snapshots[:room]
         if len(batch) < room and self._storage_ready("read", now):
+            skip = self._acked_unmarked.keys() | self._unconfirmed.keys() | self._marks.keys()
+            skip |= self._in_flight.keys()
             try:
                 entries = self.journal.outbox_pending(
-                    room - len(batch) + len(self._acked_unmarked) + len(self._unconfirmed)
+                    room - len(batch) + len(skip), after_id=self._outbox_after
                 )
             except JournalError as exc:
                 self._storage_failed("read", exc)
@@ -520,7 +547,7 @@ class LinkBase:
             else:
                 self._storage_ok("read")
             for e in entries:
-                if e.id in self._acked_unmarked or e.id in self._unconfirmed:
+                if e.id in skip:
                     continue
                 if self._held(e.topic, now) or len(batch) >= room:
                     break
@@ -531,7 +558,7 @@ class LinkBase:
             for key, (topic, raw, qos) in queue.items():
                 if len(batch) >= room:
                     break
-                if not self._held(topic, now):
+                if key not in self._resp_in_flight and not self._held(topic, now):
                     batch.append(_Item("response", topic, raw, qos, False, key))
         return batch
 
@@ -539,36 +566,60 @@ class LinkBase:
     def _outbox_item(e: OutboxEntry) -> _Item:
         return _Item("outbox", e.topic, e.payload, e.qos, e.retain, e.id)
 
-    async def _publish(self, client: _AckClient, item: _Item) -> None:
-        topic = self.topic(item.topic)
-        t0 = time.perf_counter()
-        refused: ReasonCode | None = None
-        if item.kind == "outbox":
-            self._in_flight[item.ref] = item.topic
+    def _send(self, client: _AckClient, item: _Item) -> Sent | None:
+        """Hand ``item`` to the client, written to the socket now; None when it cannot be
+        published at all (e.g. too large: dropped, never blocking the queue). Raises
+        :class:`aiomqtt.MqttError` when the connection is gone."""
         try:
-            refused = await client.publish_checked(
-                topic,
-                item.payload,
-                qos=item.qos,
-                retain=item.retain,
-                timeout=self.settings.publish_timeout_ms / 1000,
+            sent = client.send(
+                self.topic(item.topic), item.payload, qos=item.qos, retain=item.retain
             )
         except (ValueError, TypeError) as exc:
-            # Unpublishable (e.g. a payload too large): never let it block the queue.
-            log.error("mqtt: dropping unpublishable %s message on %s: %s", item.kind, topic, exc)
+            log.error(
+                "mqtt: dropping unpublishable %s message on %s: %s", item.kind, item.topic, exc
+            )
+            return None
         if item.kind == "outbox":
-            self._in_flight.pop(item.ref, None)
+            self._in_flight[item.ref] = item.topic
+            self._outbox_after = max(self._outbox_after, item.ref)
+        elif item.kind == "snapshot" and item.ref is not None:
+            self._snap_in_flight[item.ref[0]] = item.ref[1]
+        elif item.kind == "response":
+            self._resp_in_flight.add(item.ref)
+        return sent
+
+    async def _complete(self, client: _AckClient, item: _Item, sent: Sent | None) -> None:
+        """Wait for ``sent``'s PUBACK and act on it (accepted, or refused)."""
+        t0 = time.perf_counter()
+        refused: ReasonCode | None = None
+        try:
+            if sent is not None:
+                refused = await client.acked(sent, self.settings.publish_timeout_ms / 1000)
+        finally:
+            if item.kind == "outbox":
+                self._in_flight.pop(item.ref, None)
+            elif item.kind == "snapshot" and item.ref is not None:
+                if self._snap_in_flight.get(item.ref[0]) == item.ref[1]:
+                    del self._snap_in_flight[item.ref[0]]
+            elif item.kind == "response":
+                self._resp_in_flight.discard(item.ref)
         self.stats.puback.add(time.perf_counter() - t0)
         if refused is not None:
             self._refused(item, refused)
             return
         self._accepted(item)
 
+    async def _publish(self, client: _AckClient, item: _Item) -> None:
+        """Send ``item`` and wait for its PUBACK."""
+        await self._complete(client, item, self._send(client, item))
+
     def _refused(self, item: _Item, reason: ReasonCode) -> None:
         """The broker refused ``item`` (PUBACK reason code >= 0x80): nothing is marked,
         the topic waits for its backoff, the fault is raised (logged once)."""
         self.stats.refused += 1
         self._hold(item.topic)
+        if item.kind == "outbox":  # read again from it (it holds back the entries after it)
+            self._outbox_after = min(self._outbox_after, item.ref - 1)
         what = {"outbox": "outbox entry", "snapshot": "snapshot", "response": "response"}
         self._raise_fault(
             "PUBLISH_REFUSED",
@@ -601,7 +652,8 @@ class LinkBase:
                 self._refusals.pop(item.ref, None)
         elif item.ref is not None:
             suffix, version = item.ref
-            self._snap_sent[suffix] = version
+            if version > self._snap_sent.get(suffix, -1):  # an older one acked after it
+                self._snap_sent[suffix] = version
 
     def _taken(self, topic: str) -> None:
         """The broker took a publication on ``topic``: its hold and fault end."""
@@ -632,6 +684,16 @@ class LinkBase:
             self._drops.pop(i, None)
         for topic in set(topics.values()):
             self._taken(topic)
+        self._marks.update(dict.fromkeys(ids))
+
+    def _flush_marks(self) -> None:
+        """Write the "published" marks of the entries the broker took since the last
+        turn, in one transaction (or, if the journal cannot write now, remember them and
+        mark them when it can). Until written, they are not read or sent again; after a
+        crash they are published again (the same bytes under the same id)."""
+        if not self._marks:
+            return
+        ids, self._marks = list(self._marks), {}
         if self._acked_unmarked or not self._storage_ready("mark", time.monotonic()):
             for i in ids:
                 self._defer_mark(i)

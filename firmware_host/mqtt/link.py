@@ -332,39 +332,76 @@ class FloorLink(LinkBase):
         )
 
     async def _publish_loop(self, client: _AckClient, subscribed: asyncio.Event) -> None:
+        """Keep up to ``max_inflight`` publications in flight: each is written to the
+        socket as soon as it is taken (:meth:`_send`), its PUBACK awaited by a task of
+        its own; a freed slot or new work wakes the loop, which writes the "published"
+        marks of what the broker took in one transaction when the window drains or a
+        window's worth is waiting."""
         await subscribed.wait()
         version = self._snapshots.get("state", (0, {}))[0]
         online = self._state_payload("online")
         await self._publish(client, _Item("snapshot", "state", online, 1, True, ("state", version)))
+        inflight: set[asyncio.Task[None]] = set()
+
+        def finished(task: asyncio.Task[None]) -> None:
+            self._wake.set()
+
         drain_deadline: float | None = None
-        while True:
-            if self._stop.is_set():
-                if drain_deadline is None:
-                    drain_deadline = time.monotonic() + self.settings.shutdown_drain_ms / 1000
-                if time.monotonic() >= drain_deadline:
-                    break
-            self._confirm_unconfirmed()
-            self._retry_marks()
-            batch = self._next_batch()
-            if not batch:
+        try:
+            while True:
+                for t in [t for t in inflight if t.done()]:
+                    inflight.discard(t)
+                    exc = t.exception()
+                    if exc is not None:
+                        raise exc
                 if self._stop.is_set():
-                    break
+                    if drain_deadline is None:
+                        drain_deadline = time.monotonic() + self.settings.shutdown_drain_ms / 1000
+                    if time.monotonic() >= drain_deadline:
+                        break
                 self._wake.clear()
-                batch = self._next_batch()  # anything that arrived before the clear
-                if not batch:
-                    self._idle.set()
-                    with contextlib.suppress(TimeoutError):
-                        # The poll is a safety net only: commits wake us through the
-                        # listener; a refused topic or the journal's storage is retried
-                        # when its backoff ends.
-                        await asyncio.wait_for(self._wake.wait(), self._idle_timeout())
-                    continue
-            results = await asyncio.gather(
-                *(self._publish(client, it) for it in batch), return_exceptions=True
-            )
-            for r in results:
-                if isinstance(r, BaseException):
-                    raise r
+                self._confirm_unconfirmed()
+                self._retry_marks()
+                room = self.settings.max_inflight - len(inflight)
+                batch = self._next_batch(room) if room > 0 else []
+                for item in batch:
+                    sent = self._send(client, item)  # on the wire before anything else runs
+                    task = asyncio.create_task(self._complete(client, item, sent))
+                    task.add_done_callback(finished)
+                    inflight.add(task)
+                if not inflight or len(self._marks) >= self.settings.max_inflight:
+                    # Together: when the window drains, or a window's worth is waiting
+                    # (until then they are not read or sent again; a crash only means
+                    # they are published again, the same bytes under the same id).
+                    self._flush_marks()
+                if not inflight:
+                    if self._stop.is_set():
+                        break
+                    if not self._wake.is_set():
+                        self._idle.set()
+                # The poll is a safety net only: commits wake us through the listener,
+                # PUBACKs through their tasks; a refused topic or the journal's storage
+                # is retried when its backoff ends. (A timer, not wait_for: its inner
+                # task would cost a loop iteration at every wake.)
+                timer = asyncio.get_running_loop().call_later(self._idle_timeout(), self._wake.set)
+                try:
+                    await self._wake.wait()
+                finally:
+                    timer.cancel()
+            if inflight:  # finish the publications in flight
+                timeout = self.settings.publish_timeout_ms / 1000
+                done, _ = await asyncio.wait(inflight, timeout=timeout)
+                for t in done:
+                    inflight.discard(t)
+                    exc = t.exception()
+                    if exc is not None:
+                        raise exc
+            self._flush_marks()
+        finally:
+            for t in inflight:
+                t.cancel()
+            if inflight:
+                await asyncio.gather(*inflight, return_exceptions=True)
         # Goodbye: retained offline, then DISCONNECT (on leaving ``async with``) cancels the will.
         offline = self._state_payload("offline", reason="shutdown")
         await self._publish(client, _Item("snapshot", "state", offline, 1, True, None))

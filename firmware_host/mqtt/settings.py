@@ -100,9 +100,9 @@ MQTT_SPECS: dict[str, FieldSpec] = {
     ),
     "max_inflight": FieldSpec(
         "int",
-        1,
-        doc="QoS 1 publications awaiting PUBACK at once; above 1 only helps with a broker that "
-        "sets TCP_NODELAY (mosquitto: set_tcp_nodelay true), else Nagle adds ~40 ms per batch",
+        16,
+        doc="QoS 1 publications awaiting PUBACK at once (each written as soon as it is queued; "
+        "a round and its anchor go out together)",
         range=(1, 1000),
     ),
     "connect_timeout_ms": FieldSpec(
@@ -141,7 +141,7 @@ class MqttSettings:
     session_expiry: int = 7 * 24 * 3600
     reconnect_min_ms: int = 250
     reconnect_max_ms: int = 30_000
-    max_inflight: int = 1
+    max_inflight: int = 16
     connect_timeout_ms: int = 5_000
     publish_timeout_ms: int = 10_000
     shutdown_drain_ms: int = 2_000

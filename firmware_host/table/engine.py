@@ -187,8 +187,16 @@ class RoundEngine:
 
     def _notify_phase(self) -> None:
         phase, rnd = self.phase, self._current
-        self.journal.after_commit(lambda: self.extensions.phase_changed(phase, rnd))
+        self.journal.after_commit(self._later(lambda: self.extensions.phase_changed(phase, rnd)))
         self.journal.on_rollback(self._resync)
+
+    def _later(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """``hook`` (an extension's), run after the commit through the journal's
+        deferrer: in the daemon, once the publisher has written what the commit queued
+        (the extensions' work comes after the publication, never before it). Every hook
+        goes through the same deferrer (``new_shoe`` and ``resumed`` too), so they keep
+        their order."""
+        return lambda: self.journal.later(hook)
 
     def _resync(self) -> None:
         """The transaction that held our last change rolled back: take the round in
@@ -357,7 +365,7 @@ class RoundEngine:
         if shuffle is not None:
             data["shuffle"] = shuffle
         self.journal.append_event("new_shoe", data, outbox=[self._event("new_shoe", data)])
-        self.extensions.new_shoe(data)
+        self.journal.later(lambda: self.extensions.new_shoe(data))  # after the hooks before it
         return data
 
     def record_frames(self, frames: Sequence[Frame], round_id: str | None = None) -> None:
@@ -725,7 +733,7 @@ class RoundEngine:
             hit = bool(hits)
             self.journal.after_commit(lambda: jackpot.committed(hit))
         self._current = None
-        self.journal.after_commit(lambda: self.extensions.round_settled(payload))
+        self.journal.after_commit(self._later(lambda: self.extensions.round_settled(payload)))
         self._notify_phase()
         return payload
 
@@ -772,7 +780,7 @@ class RoundEngine:
         if jackpot is not None:
             self.journal.after_commit(lambda: jackpot.committed(False))
         self._current = None
-        self.journal.after_commit(lambda: self.extensions.round_voided(payload))
+        self.journal.after_commit(self._later(lambda: self.extensions.round_voided(payload)))
         self._notify_phase()
         return payload
 
@@ -795,5 +803,5 @@ class RoundEngine:
             reason = f"controller restarted in phase {rnd.phase!r} before the result was read"
             done.append(self._void(rnd, reason, "restart"))
         self._current = None
-        self.extensions.resumed(done, self.journal)
+        self.journal.later(lambda: self.extensions.resumed(done, self.journal))  # hooks in order
         return done

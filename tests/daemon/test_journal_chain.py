@@ -315,3 +315,24 @@ def test_the_recent_check_sees_only_its_window(tmp_path: Path, key: AuditKey) ->
         recent = j.check_recent(40)
         assert [p.row for p in recent.problems] == [f"settlement of round {rids[-2]} (seq 29)"]
         assert len(j.check_recent(10_000).problems) == 2  # a day's window sees both
+
+
+def test_a_round_is_stored_and_published_as_its_digested_text_with_chain_last(
+    journal: Journal,
+) -> None:
+    """Issue 20: the payload is serialised once. The bytes stored and published are the
+    canonical JSON (sorted keys, compact) whose SHA-256 the closing chain entry records,
+    with ``chain`` appended as the last key; recomputed here with json and hashlib."""
+    rid = play_round(journal)
+    entry = [e for e in journal.outbox_pending(100) if e.topic == "rounds"][-1]
+    text = entry.payload.decode("utf-8")
+    payload = json.loads(text)
+    assert journal.settlement(rid) == payload
+    assert list(payload)[-1] == "chain"
+    without = {k: v for k, v in payload.items() if k != "chain"}
+    canonical = json.dumps(without, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    chain = json.dumps(payload["chain"], separators=(",", ":"))
+    assert text == canonical[:-1] + ',"chain":' + chain + "}"
+    closing = [e for e in journal.events(10) if e.kind == "round_settled"][-1]
+    assert closing.data["payload_sha256"] == hashlib.sha256(canonical.encode()).hexdigest()
+    assert payload["chain"] == {"seq": closing.id, "head": closing.hash}

@@ -532,3 +532,33 @@ async def test_a_journal_error_or_a_bad_handler_never_stops_the_link(
         while link.stats.handler_errors < 1 and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.02)
         assert link.stats.handler_errors == 1 and link.connected
+
+
+async def test_a_backlog_goes_out_pipelined_in_order_and_its_marks_are_written_together(
+    broker_process: Any, journal: Journal
+) -> None:
+    """Issue 20: up to max_inflight publications in flight, the outbox still reaches the
+    floor in id order, each entry marked once, only after its acknowledgement, and the
+    marks written in a few transactions, not one per entry."""
+    calls: list[list[int]] = []
+    mark = journal.outbox_mark_published
+
+    def spy(ids: Any, **kw: Any) -> int:
+        ids = [ids] if isinstance(ids, int) else list(ids)
+        calls.append(ids)
+        return mark(ids, **kw)
+
+    journal.outbox_mark_published = spy  # type: ignore[method-assign]
+    ids = [play_round(journal) for _ in range(60)]  # queued before the link starts
+    entries = journal.outbox_pending(1000)
+    async with Collector(broker_process.host, broker_process.port, f"{ROOT}/#", "floor-1") as col:
+        link = FloorLink(settings_for(broker_process, max_inflight=8), "t1", journal)
+        async with link:
+            await link.wait_idle(20)
+            await col.wait_for(lambda: len(col.on("rounds")) >= 60, what="60 rounds")
+    assert [m.json()["round_id"] for m in col.on("rounds")] == ids
+    marked = [i for c in calls for i in c]
+    assert sorted(marked) == sorted(e.id for e in entries)  # each once, all of them
+    assert journal.outbox_pending_count() == 0
+    assert len(calls) < len(marked) / 2
+    assert link.stats.outbox_published == len(entries)
