@@ -721,23 +721,31 @@ class Store:
         now = time.time()
         checked = 0
         async with self.db.transaction():
+            # A round's anchor, when well formed, is in its own columns (parse() put it
+            # there): its payload is read (and parsed again) only when it has none, to
+            # tell a malformed anchor from an absent one. check() reads nothing else.
             rows = await self.db.fetch(
-                "SELECT t.table_id, t.chain_seq, t.chain_head, r.seq, r.round_id, r.payload "
+                "SELECT t.table_id, t.chain_seq, t.chain_head, r.seq, r.round_id, "
+                "r.chain_seq, r.chain_head, CASE WHEN r.chain_seq IS NULL THEN r.payload END "
                 "FROM floor_tables t JOIN floor_rounds r ON r.table_id = t.table_id "
                 "AND r.seq > t.anchored_seq AND r.seq <= t.contiguous_seq "
                 "ORDER BY t.table_id, r.seq LIMIT ?",
                 limit,
             )
             state: dict[str, tuple[anchor.ChainPoint | None, int, int]] = {}
-            for tid, cseq, chead, seq, rid, payload in rows:
+            for tid, cseq, chead, seq, rid, rseq, rhead, payload in rows:
                 prev, last, without = state.get(
                     tid,
                     (anchor.ChainPoint(int(cseq), str(chead)) if cseq is not None else None, 0, 0),
                 )
-                try:
-                    doc = json.loads(payload)
-                except ValueError:  # stored rounds are JSON (parse() checked); belt and braces
-                    doc = None
+                doc: Any
+                if rseq is not None:
+                    doc = {"chain": {"seq": int(rseq), "head": str(rhead)}}
+                else:
+                    try:
+                        doc = json.loads(payload)
+                    except (TypeError, ValueError):  # stored rounds are JSON (parse() checked)
+                        doc = None
                 v = anchor.check(prev, doc)
                 if v.fault:
                     await self.db.execute(
