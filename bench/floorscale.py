@@ -8,6 +8,8 @@ run``, ``WORKERS`` worker processes, one shared subscription) into PostgreSQL (a
 throw-away cluster, Debian's server; SQLite when PostgreSQL is not installed); the
 emulated tables (``tablesim.emulator``: one MQTT connection per table with its last
 will, real recorded round payloads with their chain anchors) in the bench process.
+The CPU each process used is measured (``cpu_ms_per_round``), the emulator's (the
+bench process) apart: it is load generation, not part of a floor.
 
 Per level of N tables: every table connected, then ``window`` seconds of play at one
 round per second each; the figure is the time from the emulator handing a round to
@@ -37,7 +39,13 @@ from .common import REPO, Figure, cpu_seconds, latency_summary, workdir
 
 SECTION = "floor scale"
 P99_GOAL_MS = 50.0
-WORKERS = 2
+#: Ingest worker processes (``BENCH_FLOOR_WORKERS`` to try another number). One: on
+#: this two-CPU machine, which also runs the broker, PostgreSQL and the emulated
+#: tables, a second worker cost more CPU per round than it added (smaller batches:
+#: more commits and PUBACK writes; a second process's MQTT handling), and sustained
+#: fewer tables (1,250 against 1,500; docs/performance.md). Each worker is one
+#: single-threaded process: a floor machine with more cores runs more of them.
+WORKERS = int(os.environ.get("BENCH_FLOOR_WORKERS", "1"))
 JSON = Any
 
 
@@ -202,7 +210,7 @@ def _database(d: Path) -> tuple[Callable[[int], str], int | None, Callable[[], N
 
 
 def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
-    ladder = [100, 300] if quick else [250, 500, 1000, 1500, 2000]
+    ladder = [100, 300] if quick else [250, 500, 1000, 1250, 1500, 1750, 2000, 2500]
     if os.environ.get("BENCH_FLOOR_LADDER"):  # e.g. "250,375,500": a finer ladder
         ladder = [int(x) for x in os.environ["BENCH_FLOOR_LADDER"].split(",")]
     window = 10.0 if quick else 30.0
@@ -237,7 +245,8 @@ def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
                             f"{r['rounds_made']} rounds in {r['window_s']:.0f} s "
                             f"({100 * r['kept_pace']:.0f}% of the pace), p50 {st['p50']:.1f} ms, "
                             f"missing {r['missing']}; CPU ms per round: {per_round}; "
-                            f"one mosquitto (saved every 1 s), {WORKERS} ingest workers, {label}; "
+                            f"one mosquitto (saved every 1 s), {WORKERS} ingest worker"
+                            f"{'s' if WORKERS != 1 else ''}, {label}; "
                             f"load average {r['loadavg']:.1f} (a shared machine)"
                         ),
                     )
