@@ -76,6 +76,16 @@ def _children_cpu(pid: int) -> float:
     return total
 
 
+def _machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy (every process, every CPU), from
+    ``/proc/stat``: with the CPU of the level's own processes taken away, what the
+    machine's other users took meanwhile (this machine is shared)."""
+    with open("/proc/stat", encoding="utf-8") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 async def _level(
     n: int, window: float, d: Path, db: str, pg_pid: int | None, log: Callable[[str], None]
 ) -> dict[str, JSON]:
@@ -122,6 +132,7 @@ async def _level(
         procs = {"mosquitto": broker.proc.pid if broker.proc else 0}
         procs.update({f"ingest w{i}": w.pid for i, w in enumerate(workers)})
         cpu0 = {k: cpu_seconds(p) for k, p in procs.items()}
+        busy0 = _machine_busy_s()
         me0 = time.process_time()
         pg0 = _children_cpu(pg_pid) if pg_pid else 0.0
         made0 = emu.total_rounds
@@ -135,6 +146,7 @@ async def _level(
         cpu["emulator (bench process)"] = time.process_time() - me0
         if pg_pid:
             cpu["postgresql"] = _children_cpu(pg_pid) - pg0
+        others = max(0.0, _machine_busy_s() - busy0 - sum(cpu.values()))
         # Drain: everything made reaches the database.
         drain_deadline = time.monotonic() + 60
         committed: dict[str, float] = {}
@@ -164,6 +176,8 @@ async def _level(
             "cpu_s": cpu,
             "cpu_ms_per_round": {k: 1000 * v / max(1, made) for k, v in cpu.items()},
             "cpu_cores_used": {k: v / elapsed for k, v in cpu.items()},
+            #: What the machine's other users (other sessions' tests) took meanwhile.
+            "other_processes_cores": others / elapsed,
             "loadavg": os.getloadavg()[0],
         }
     finally:
@@ -229,7 +243,8 @@ def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
                 log(
                     f"    p50 {st['p50']:.1f} ms, p99 {st['p99']:.1f} ms, missing "
                     f"{r['missing']}, pace {100 * r['kept_pace']:.0f}%: "
-                    f"{'sustained' if ok else 'NOT sustained'}"
+                    f"{'sustained' if ok else 'NOT sustained'} (other processes: "
+                    f"{r['other_processes_cores']:.2f} CPUs)"
                 )
                 per_round = ", ".join(f"{k} {v:.2f}" for k, v in r["cpu_ms_per_round"].items())
                 figs.append(
@@ -247,7 +262,8 @@ def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
                             f"missing {r['missing']}; CPU ms per round: {per_round}; "
                             f"one mosquitto (saved every 1 s), {WORKERS} ingest worker"
                             f"{'s' if WORKERS != 1 else ''}, {label}; "
-                            f"load average {r['loadavg']:.1f} (a shared machine)"
+                            f"load average {r['loadavg']:.1f}, other processes used "
+                            f"{r['other_processes_cores']:.2f} of the 2 CPUs (a shared machine)"
                         ),
                     )
                 )
