@@ -8,6 +8,8 @@ run``, ``WORKERS`` worker processes, one shared subscription) into PostgreSQL (a
 throw-away cluster, Debian's server; SQLite when PostgreSQL is not installed); the
 emulated tables (``tablesim.emulator``: one MQTT connection per table with its last
 will, real recorded round payloads with their chain anchors) in the bench process.
+The CPU each process used is measured (``cpu_ms_per_round``), the emulator's (the
+bench process) apart: it is load generation, not part of a floor.
 
 Per level of N tables: every table connected, then ``window`` seconds of play at one
 round per second each; the figure is the time from the emulator handing a round to
@@ -37,7 +39,13 @@ from .common import REPO, Figure, cpu_seconds, latency_summary, workdir
 
 SECTION = "floor scale"
 P99_GOAL_MS = 50.0
-WORKERS = 2
+#: Ingest worker processes (``BENCH_FLOOR_WORKERS`` to try another number). One: on
+#: this two-CPU machine, which also runs the broker, PostgreSQL and the emulated
+#: tables, a second worker cost more CPU per round than it added (smaller batches:
+#: more commits and PUBACK writes; a second process's MQTT handling), and sustained
+#: fewer tables (1,250 against 1,500; docs/performance.md). Each worker is one
+#: single-threaded process: a floor machine with more cores runs more of them.
+WORKERS = int(os.environ.get("BENCH_FLOOR_WORKERS", "1"))
 JSON = Any
 
 
@@ -66,6 +74,16 @@ def _children_cpu(pid: int) -> float:
         except (OSError, ValueError):
             continue
     return total
+
+
+def _machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy (every process, every CPU), from
+    ``/proc/stat``: with the CPU of the level's own processes taken away, what the
+    machine's other users took meanwhile (this machine is shared)."""
+    with open("/proc/stat", encoding="utf-8") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 async def _level(
@@ -114,6 +132,7 @@ async def _level(
         procs = {"mosquitto": broker.proc.pid if broker.proc else 0}
         procs.update({f"ingest w{i}": w.pid for i, w in enumerate(workers)})
         cpu0 = {k: cpu_seconds(p) for k, p in procs.items()}
+        busy0 = _machine_busy_s()
         me0 = time.process_time()
         pg0 = _children_cpu(pg_pid) if pg_pid else 0.0
         made0 = emu.total_rounds
@@ -127,6 +146,7 @@ async def _level(
         cpu["emulator (bench process)"] = time.process_time() - me0
         if pg_pid:
             cpu["postgresql"] = _children_cpu(pg_pid) - pg0
+        others = max(0.0, _machine_busy_s() - busy0 - sum(cpu.values()))
         # Drain: everything made reaches the database.
         drain_deadline = time.monotonic() + 60
         committed: dict[str, float] = {}
@@ -156,6 +176,8 @@ async def _level(
             "cpu_s": cpu,
             "cpu_ms_per_round": {k: 1000 * v / max(1, made) for k, v in cpu.items()},
             "cpu_cores_used": {k: v / elapsed for k, v in cpu.items()},
+            #: What the machine's other users (other sessions' tests) took meanwhile.
+            "other_processes_cores": others / elapsed,
             "loadavg": os.getloadavg()[0],
         }
     finally:
@@ -202,7 +224,7 @@ def _database(d: Path) -> tuple[Callable[[int], str], int | None, Callable[[], N
 
 
 def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
-    ladder = [100, 300] if quick else [250, 500, 1000, 1500, 2000]
+    ladder = [100, 300] if quick else [250, 500, 1000, 1250, 1500, 1750, 2000, 2500]
     if os.environ.get("BENCH_FLOOR_LADDER"):  # e.g. "250,375,500": a finer ladder
         ladder = [int(x) for x in os.environ["BENCH_FLOOR_LADDER"].split(",")]
     window = 10.0 if quick else 30.0
@@ -221,7 +243,8 @@ def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
                 log(
                     f"    p50 {st['p50']:.1f} ms, p99 {st['p99']:.1f} ms, missing "
                     f"{r['missing']}, pace {100 * r['kept_pace']:.0f}%: "
-                    f"{'sustained' if ok else 'NOT sustained'}"
+                    f"{'sustained' if ok else 'NOT sustained'} (other processes: "
+                    f"{r['other_processes_cores']:.2f} CPUs)"
                 )
                 per_round = ", ".join(f"{k} {v:.2f}" for k, v in r["cpu_ms_per_round"].items())
                 figs.append(
@@ -237,8 +260,10 @@ def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
                             f"{r['rounds_made']} rounds in {r['window_s']:.0f} s "
                             f"({100 * r['kept_pace']:.0f}% of the pace), p50 {st['p50']:.1f} ms, "
                             f"missing {r['missing']}; CPU ms per round: {per_round}; "
-                            f"one mosquitto (saved every 1 s), {WORKERS} ingest workers, {label}; "
-                            f"load average {r['loadavg']:.1f} (a shared machine)"
+                            f"one mosquitto (saved every 1 s), {WORKERS} ingest worker"
+                            f"{'s' if WORKERS != 1 else ''}, {label}; "
+                            f"load average {r['loadavg']:.1f}, other processes used "
+                            f"{r['other_processes_cores']:.2f} of the 2 CPUs (a shared machine)"
                         ),
                     )
                 )

@@ -216,6 +216,12 @@ class _Db:
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         raise NotImplementedError
 
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """``sql`` once per row of arguments (PostgreSQL: pipelined, not a round trip
+        per row: the duties update a row per table, a thousand tables every half
+        second)."""
+        raise NotImplementedError
+
     def transaction(self) -> contextlib.AbstractAsyncContextManager[None]:
         raise NotImplementedError
 
@@ -247,6 +253,12 @@ class _Sqlite(_Db):
 
     async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self._run(sql, args).fetchall()]
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        try:
+            self.db.executemany(sql, [tuple(r) for r in rows])
+        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
+            raise StoreError(f"sqlite: {exc}") from exc
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
@@ -341,6 +353,17 @@ class _Postgres(_Db):
             await self._drop()
             raise self._error(exc) from exc
         return [tuple(r) for r in rows]
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        try:
+            async with self._turn():
+                conn = await self._ensure()
+                await conn.executemany(_dollars(sql), rows)
+        except Exception as exc:  # asyncpg's errors, OSError, its internal state errors
+            await self._drop()
+            raise self._error(exc) from exc
 
     async def _drop(self) -> None:
         if self.conn is not None and self._tx is None:
@@ -612,6 +635,7 @@ class Store:
             for tid, contig, last, seq in rows:
                 above.setdefault(tid, (int(contig), int(last), []))[2].append(int(seq))
             gaps_now: dict[tuple[str, int], int | None] = {}
+            updates: list[tuple[int, int, float, str]] = []
             for tid, (contig, last, seqs) in above.items():
                 c = contig
                 for s in seqs:
@@ -626,14 +650,12 @@ class Store:
                     if s > expected:
                         gaps_now[(tid, expected)] = s - 1
                     expected = s + 1
-                await self.db.execute(
-                    "UPDATE floor_tables SET contiguous_seq = ?, last_seq = ?, updated_at = ? "
-                    "WHERE table_id = ?",
-                    c,
-                    max(last, seqs[-1]),
-                    now,
-                    tid,
-                )
+                updates.append((c, max(last, seqs[-1]), now, tid))
+            await self.db.executemany(
+                "UPDATE floor_tables SET contiguous_seq = ?, last_seq = ?, updated_at = ? "
+                "WHERE table_id = ?",
+                updates,
+            )
             if announced:
                 gaps_now.update(await self._tails(announced))
             known = {
@@ -721,23 +743,31 @@ class Store:
         now = time.time()
         checked = 0
         async with self.db.transaction():
+            # A round's anchor, when well formed, is in its own columns (parse() put it
+            # there): its payload is read (and parsed again) only when it has none, to
+            # tell a malformed anchor from an absent one. check() reads nothing else.
             rows = await self.db.fetch(
-                "SELECT t.table_id, t.chain_seq, t.chain_head, r.seq, r.round_id, r.payload "
+                "SELECT t.table_id, t.chain_seq, t.chain_head, r.seq, r.round_id, "
+                "r.chain_seq, r.chain_head, CASE WHEN r.chain_seq IS NULL THEN r.payload END "
                 "FROM floor_tables t JOIN floor_rounds r ON r.table_id = t.table_id "
                 "AND r.seq > t.anchored_seq AND r.seq <= t.contiguous_seq "
                 "ORDER BY t.table_id, r.seq LIMIT ?",
                 limit,
             )
             state: dict[str, tuple[anchor.ChainPoint | None, int, int]] = {}
-            for tid, cseq, chead, seq, rid, payload in rows:
-                prev, last, without = state.get(
+            for tid, cseq, chead, seq, rid, rseq, rhead, payload in rows:
+                prev, _last, without = state.get(
                     tid,
                     (anchor.ChainPoint(int(cseq), str(chead)) if cseq is not None else None, 0, 0),
                 )
-                try:
-                    doc = json.loads(payload)
-                except ValueError:  # stored rounds are JSON (parse() checked); belt and braces
-                    doc = None
+                doc: Any
+                if rseq is not None:
+                    doc = {"chain": {"seq": int(rseq), "head": str(rhead)}}
+                else:
+                    try:
+                        doc = json.loads(payload)
+                    except (TypeError, ValueError):  # stored rounds are JSON (parse() checked)
+                        doc = None
                 v = anchor.check(prev, doc)
                 if v.fault:
                     await self.db.execute(
@@ -756,16 +786,14 @@ class Store:
                     without + (1 if v.code == anchor.ABSENT else 0),
                 )
                 checked += 1
-            for tid, (point, last, without) in state.items():
-                await self.db.execute(
-                    "UPDATE floor_tables SET anchored_seq = ?, chain_seq = ?, chain_head = ?, "
-                    "without_chain = without_chain + ? WHERE table_id = ?",
-                    last,
-                    point.seq if point else None,
-                    point.head if point else None,
-                    without,
-                    tid,
-                )
+            await self.db.executemany(
+                "UPDATE floor_tables SET anchored_seq = ?, chain_seq = ?, chain_head = ?, "
+                "without_chain = without_chain + ? WHERE table_id = ?",
+                [
+                    (last, point.seq if point else None, point.head if point else None, w, tid)
+                    for tid, (point, last, w) in state.items()
+                ],
+            )
         return checked
 
     # -- what the status shows ----------------------------------------------------------

@@ -26,6 +26,7 @@ import contextlib
 import json
 import logging
 import secrets
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -209,6 +210,13 @@ class IngestWorker:
                             (client, m.mid, Incoming(table, payload, time.time()))
                         )
             except aiomqtt.MqttError as exc:
+                task = asyncio.current_task()
+                if self._stop.is_set() or (task is not None and task.cancelling()):
+                    # Stopping: aiomqtt's graceful disconnect, run while the task was
+                    # being cancelled, can time out and raise MqttError in place of the
+                    # CancelledError; reconnecting then would keep the worker alive
+                    # (a test's stop waited 30 s for it, 1 run in about 20).
+                    return
                 log.info("floor-ingest %s: broker connection lost: %s", self.s.worker, exc)
             finally:
                 self._client = None
@@ -272,16 +280,17 @@ class IngestWorker:
         self.stats.duplicates += out.duplicates
         self.stats.conflicts += out.conflicts
         self.stats.rejects += out.rejects
-        # Committed: now, and only now, the PUBACKs.
-        for client, mid, _ in batch:
-            if client is self._client:
-                try:
-                    client._client.ack(mid, 1)
-                    self.stats.acks += 1
-                except Exception:  # the connection went meanwhile: sent again, a duplicate
-                    self.stats.acks_lost += 1
-            else:  # that connection is gone: the broker sends it again (a duplicate)
-                self.stats.acks_lost += 1
+        # Committed: now, and only now, the PUBACKs, in the order the messages came.
+        current = [mid for client, mid, _ in batch if client is self._client]
+        # That connection is gone: the broker sends those again (duplicates).
+        self.stats.acks_lost += len(batch) - len(current)
+        if current:
+            assert self._client is not None
+            try:
+                _puback_all(self._client, current)
+                self.stats.acks += len(current)
+            except Exception:  # the connection went meanwhile: sent again, duplicates
+                self.stats.acks_lost += len(current)
         if self._on_stored is not None:
             self._on_stored(len(out.stored))
 
@@ -350,6 +359,31 @@ class IngestWorker:
 
 class _Stopped(Exception):
     pass
+
+
+_PUBACK = 0x40
+
+
+def _puback_all(client: aiomqtt.Client, mids: list[int]) -> None:
+    """PUBACK each of ``mids``, in order, in ONE write to the socket.
+
+    paho's ``ack`` queues one 4-byte packet per message and writes each with its own
+    ``send``: at a thousand rounds a second those sends were the worker's largest cost
+    (a profile: 37,000 sends, 5.7 s of 18 s of CPU in 20 s). A PUBACK of a QoS 1
+    message with reason Success and no properties is the same 4 bytes in MQTT 3.1.1
+    and 5 (fixed header 0x40, remaining length 2, packet id: MQTT 5 section 3.4.2.1,
+    a Remaining Length of 2 means Success), so the batch's PUBACKs are joined and
+    queued as one write, through the same queue paho's ``ack`` uses (in order, after
+    what is queued already). Where paho lacks that queue (another version), each is
+    acknowledged with ``ack``."""
+    paho = client._client
+    queue = getattr(paho, "_packet_queue", None)
+    if queue is None or not getattr(paho, "_manual_ack", False):
+        for mid in mids:
+            paho.ack(mid, 1)
+        return
+    packet = b"".join(struct.pack("!BBH", _PUBACK, 2, mid) for mid in mids)
+    queue(_PUBACK, packet, 0, 1)
 
 
 async def run_worker(settings: IngestSettings) -> None:

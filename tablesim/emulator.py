@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import contextlib
 import hashlib
+import heapq
 import json
 import math
 import random
@@ -59,10 +60,32 @@ def recorded_rounds(directory: Path = GOLDEN) -> list[dict[str, Any]]:
     return out
 
 
+#: Placeholders in a pre-serialised template (strings no recorded round contains).
+_TABLE, _ROUND, _NOW = "@@emu-table@@", "@@emu-round@@", "@@emu-now@@"
+_SEQ = '"@@emu-seq@@"'
+
+
+def serialise_template(doc: dict[str, Any]) -> str:
+    """A recorded round as the text an emulated round is made from: its table id,
+    round id, seq and timestamps placeholders, its recorded anchor removed (it belongs
+    to the demo's journal). Serialised once; a round is then a few ``str.replace``
+    calls, not a ``json.dumps`` of the whole round (the emulator is load generation:
+    its own cost must stay small beside what it loads)."""
+    doc = dict(doc)
+    doc.pop("chain", None)
+    doc.update(table_id=_TABLE, round_id=_ROUND, seq=_SEQ[1:-1])
+    doc["timestamps"] = {"opened": _NOW, "closed": _NOW, "result": _NOW, doc["status"]: _NOW}
+    text = dumps(doc)
+    if text.count(_SEQ) != 1 or text.count(_ROUND) != 1:
+        raise ValueError("a recorded round already holds an emulator placeholder")
+    return text
+
+
 @dataclass
 class EmulatedTable:
     table_id: str
-    templates: list[dict[str, Any]]
+    #: Pre-serialised recorded rounds (:func:`serialise_template`), in this table's order.
+    templates: list[str]
     chain: bool = True
     seq: int = 0
     chain_seq: int = 0
@@ -77,22 +100,29 @@ class EmulatedTable:
     #: The last round the broker acknowledged (what ``state`` announces).
     last_acked: str | None = None
     acked_seq: int = 0
+    #: The table id as it stands inside a JSON string.
+    _quoted_id: str = ""
 
     def next_round(self) -> tuple[int, str, bytes]:
         self.seq += 1
-        doc = dict(self.templates[(self.seq - 1) % len(self.templates)])
-        doc.pop("chain", None)  # a recorded round's anchor belongs to the demo's journal
+        if not self._quoted_id:
+            self._quoted_id = json.dumps(self.table_id, ensure_ascii=False)[1:-1]
+        text = self.templates[(self.seq - 1) % len(self.templates)]
         rid = f"{self.table_id}-{self.seq:06d}-{secrets.token_hex(4)}"
-        now = iso_utc(utc_now())
-        doc.update(table_id=self.table_id, round_id=rid, seq=self.seq)
-        doc["timestamps"] = {"opened": now, "closed": now, "result": now, doc["status"]: now}
+        body = (
+            text.replace(_TABLE, self._quoted_id)
+            .replace(_ROUND, json.dumps(rid, ensure_ascii=False)[1:-1])
+            .replace(_SEQ, str(self.seq))
+            .replace(_NOW, iso_utc(utc_now()))
+        )
         if self.chain:
-            # Several entries per round (bets, open, settle): the chain moves on by more than 1.
-            self.chain_seq += 2 + len(doc.get("bets", ()))
-            body = dumps(doc).encode()
-            self.chain_head = hashlib.sha256(bytes.fromhex(self.chain_head) + body).hexdigest()
-            doc["chain"] = {"seq": self.chain_seq, "head": self.chain_head}
-        raw = dumps(doc).encode()
+            # Several entries per round (bets, open, settle): the chain moves on by more
+            # than 1 (bets counted from the text: the template's, the same each time).
+            self.chain_seq += 2 + body.count('"bet_id"')
+            raw = body.encode()
+            self.chain_head = hashlib.sha256(bytes.fromhex(self.chain_head) + raw).hexdigest()
+            body = f'{body[:-1]},"chain":{{"seq":{self.chain_seq},"head":"{self.chain_head}"}}}}'
+        raw = body.encode()
         self.sent[self.seq] = raw
         return self.seq, rid, raw
 
@@ -129,8 +159,10 @@ class Emulator:
         self.rate = rate
         self.state_every = state_every
         self.client_prefix = client_prefix
+        if not rate > 0:
+            raise ValueError(f"rate must be > 0 rounds per second, got {rate!r}")
         rng = random.Random(seed)
-        templates = recorded_rounds()
+        templates = [serialise_template(r) for r in recorded_rounds()]
         ids = tables if isinstance(tables, list) else [f"emu-{i:04d}" for i in range(tables)]
         self.tables = {}
         for tid in ids:
@@ -144,7 +176,7 @@ class Emulator:
         self._stop = asyncio.Event()
         self._wake: dict[str, asyncio.Event] = {}
         self._rng = rng
-        #: The origin of every table's slots (``_pace``).
+        #: The origin of every table's slots (``_clock``).
         self._base = time.monotonic()
 
     def root(self, tid: str) -> str:
@@ -175,6 +207,9 @@ class Emulator:
 
     def stop(self) -> None:
         self._stop.set()
+        self._playing.set()  # a paused clock sees the stop
+        for wake in self._wake.values():
+            wake.set()
 
     async def run(self, *, rounds_per_table: int | None = None, paused: bool = False) -> None:
         """Connect every table and play until :meth:`stop` (each table stops making
@@ -182,43 +217,68 @@ class Emulator:
         returns after :meth:`stop` once everything made was acknowledged."""
         if not paused:  # paused: the tables connect, and play from play()
             self._playing.set()
+        for tid in self.tables:
+            self._wake[tid] = asyncio.Event()
         async with asyncio.TaskGroup() as tg:
-            for i, tid in enumerate(self.tables):
-                self._wake[tid] = asyncio.Event()
-                offset = (i / max(1, len(self.tables))) / self.rate if self.rate > 0 else 0.0
+            for tid in self.tables:
                 tg.create_task(self._link(tid), name=f"emu-link-{tid}")
-                tg.create_task(self._pace(tid, offset, rounds_per_table), name=f"emu-pace-{tid}")
+            tg.create_task(self._clock(rounds_per_table), name="emu-clock")
 
-    async def _pace(self, tid: str, offset: float, limit: int | None) -> None:
-        """One table's rounds on its own slots, ``base + offset + k * period``: tables
-        stay staggered across the second, through pauses and when behind (a table that
-        falls behind takes its next slot, never a burst: a burst of every table at
-        once is a thundering herd, not a floor)."""
-        t = self.tables[tid]
-        period = 1.0 / self.rate if self.rate > 0 else 0.0
-        base = self._base + offset
-        while not self._stop.is_set() and (limit is None or t.seq < limit):
-            await self._playing.wait()
-            if period > 0:
-                now = time.monotonic()
-                k = max(0, math.ceil((now - base) / period))
-                delay = base + k * period - now
-                if delay > 0:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._stop.wait(), delay)
-                    if self._stop.is_set() or not self._playing.is_set():
-                        continue
-            _seq, rid, raw = t.next_round()
-            t.pending.append((rid, raw))
-            self.stats.generated += 1
-            self._wake[tid].set()
-            if period > 0:
-                await asyncio.sleep(min(period / 2, 0.001 + period * 0.01))  # past this slot
-            else:
-                await asyncio.sleep(0)
-        # Done making rounds: the link exits once all are acknowledged.
-        t.done = True
-        self._wake[tid].set()
+    async def _clock(self, limit: int | None) -> None:
+        """Every table's rounds on its own slots, ``base + offset + k * period``, the
+        offsets spread evenly across the period: tables stay staggered, through pauses
+        and when behind (a table that falls behind takes its next slot, never a burst:
+        a burst of every table at once is a thundering herd, not a floor). One task
+        for every table (a timer per table and round was most of the emulator's cost)."""
+        period = 1.0 / self.rate
+        n = max(1, len(self.tables))
+        offsets = {tid: (i / n) * period for i, tid in enumerate(self.tables)}
+
+        def next_slot(tid: str, after: float) -> float:
+            """The table's first slot at or after ``after``."""
+            origin = self._base + offsets[tid]
+            return origin + max(0, math.ceil((after - origin) / period - 1e-9)) * period
+
+        def schedule(after: float) -> list[tuple[float, str]]:
+            heap = [
+                (next_slot(tid, after), tid)
+                for tid, t in self.tables.items()
+                if limit is None or t.seq < limit
+            ]
+            heapq.heapify(heap)
+            return heap
+
+        for t in self.tables.values():
+            if limit is not None and t.seq >= limit:
+                t.done = True
+        heap: list[tuple[float, str]] = []
+        playing = False
+        while not self._stop.is_set():
+            if not self._playing.is_set():
+                playing = False
+                await self._playing.wait()
+                continue
+            now = time.monotonic()
+            if not playing:  # (re)started: every table from its next slot
+                playing = True
+                heap = schedule(now)
+            while heap and heap[0][0] <= now:
+                _at, tid = heapq.heappop(heap)
+                t = self.tables[tid]
+                _seq, rid, raw = t.next_round()
+                t.pending.append((rid, raw))
+                self.stats.generated += 1
+                self._wake[tid].set()
+                if limit is not None and t.seq >= limit:
+                    t.done = True  # the link exits once all are acknowledged
+                else:
+                    heapq.heappush(heap, (next_slot(tid, now + period / 2), tid))
+            if not heap:
+                if limit is not None:
+                    return
+                await self._stop.wait()
+                return
+            await asyncio.sleep(min(0.05, max(0.0, heap[0][0] - time.monotonic())))
 
     async def _link(self, tid: str) -> None:
         t = self.tables[tid]
@@ -273,8 +333,7 @@ class Emulator:
                             self._wake[tid].clear()
                             if t.pending:
                                 continue
-                            with contextlib.suppress(TimeoutError):
-                                await asyncio.wait_for(self._wake[tid].wait(), 0.5)
+                            await self._wake[tid].wait()
                     finally:
                         listener.cancel()
                         with contextlib.suppress(BaseException):

@@ -166,3 +166,35 @@ async def test_status_and_anchors_commands(mosquitto_broker: Any, tmp_path: Path
     assert "rounds 8 from 2 tables; gaps open 0" in text
     line = next(x for x in text.splitlines() if x.startswith("emu-0001"))
     assert line.split()[1:4] == ["4", "4", "0"]  # last seq, contiguous, gaps
+
+
+async def test_the_batched_pubacks_are_taken_by_the_broker(
+    mosquitto_broker: Any, tmp_path: Path
+) -> None:
+    """The worker acknowledges a committed batch with its PUBACKs joined in one write
+    (``_puback_all``). Had mosquitto not taken them as acknowledgements, the messages
+    would still be in the worker's persistent session, and the same worker started
+    again under its name would get them again: it gets nothing."""
+    db = f"sqlite:///{tmp_path / 'floor.sqlite3'}"
+    worker = WorkerTask(settings(mosquitto_broker, db, "w1"))
+    await worker.subscribed()
+    emu = Emulator(mosquitto_broker.host, mosquitto_broker.port, 20, rate=20)
+    play = asyncio.create_task(emu.run(rounds_per_table=10))
+    try:
+        assert await emu.finished(30)
+        h = await until_stored(db, emu, 30)
+        assert h["rows"] == 200 and h["missing"] == 0, h
+    finally:
+        emu.stop()
+        await play
+        await worker.stop()
+    st = worker.worker.stats
+    assert st.received == 200 and st.acks == 200 and st.acks_lost == 0, st
+    assert st.batches < 200, st  # several messages in a batch: joined writes were sent
+    again = WorkerTask(settings(mosquitto_broker, db, "w1"))
+    try:
+        await again.subscribed()
+        await asyncio.sleep(1.0)  # a session's queued messages come at once
+        assert again.worker.stats.received == 0, again.worker.stats
+    finally:
+        await again.stop()
