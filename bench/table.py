@@ -80,13 +80,15 @@ class TimedWheel(CammeghSim):
 
     async def send_status(self) -> None:
         st = self.status()
-        await self.send(encode_status(st))
+        # Noted before the line is handed over: a slow reader (the Pi budget) can keep
+        # the write waiting while the table already settles and publishes the round.
         if st.state == GameState.WINNING_NUMBER and st.spin not in self.state5_at:
             seen = self._state5_lines.get(st.spin, 0) + 1  # + the bare line before them
             self._state5_lines[st.spin] = seen
             if seen + 1 >= RESULT_LINES:
                 self.state5_at[st.spin] = time.perf_counter()
                 self.state5_wall[st.spin] = time.time()
+        await self.send(encode_status(st))
 
 
 class WheelTable:
