@@ -191,6 +191,12 @@ async def test_the_batched_pubacks_are_taken_by_the_broker(
     st = worker.worker.stats
     assert st.received == 200 and st.acks == 200 and st.acks_lost == 0, st
     assert st.batches < 200, st  # several messages in a batch: joined writes were sent
+    # Every PUBACK was written before the DISCONNECT, but a loaded mosquitto may not have
+    # applied the last of them yet when the same client id connects again: it then sends
+    # those again (a duplicate, not a loss; with paho's own ack per message as often:
+    # 3-5 runs in 40 under load, none in 40 with this pause). Unacknowledged, all 200
+    # would still be in the session after it.
+    await asyncio.sleep(1.0)
     again = WorkerTask(settings(mosquitto_broker, db, "w1"))
     try:
         await again.subscribed()
