@@ -149,8 +149,9 @@ class IngestWorker:
         ``asyncio.wait_for`` (under aiomqtt's publish, subscribe and disconnect) returns
         the result instead of raising ``CancelledError`` when what it waited for
         completed in the same turn of the event loop (CPython gh-86296, fixed in 3.12).
-        The duties, their lag PUBACK arriving as the stop came, then carried on and the
-        stop waited for ever (a test's ``stop`` hung, about 1 run in 15).
+        The duties task was seen doing so (its only such wait is aiomqtt's publish of
+        the lag or of a replay request, whose PUBACK then came as the stop did), and
+        the stop waited for ever (a test's ``stop`` hung, about 1 run in 15).
         :func:`_end_tasks` cancels again whatever is still running."""
         self.store = await self._open_store()
         self.duty_store = await self._open_store()
