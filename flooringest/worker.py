@@ -140,23 +140,39 @@ class IngestWorker:
                 delay = min(2.0, delay * 2)
 
     async def run(self) -> None:
+        """Until :meth:`stop` (or cancelled): the connection, the commits and the
+        duties as three tasks; one failing stops the others and its error is raised.
+
+        Not an ``asyncio.TaskGroup``: a group cancels its tasks once, and waits for
+        them however long they take; when its own task is cancelled meanwhile it does
+        not cancel them again. A task can miss that one cancellation: on Python 3.11,
+        ``asyncio.wait_for`` (under aiomqtt's publish, subscribe and disconnect) returns
+        the result instead of raising ``CancelledError`` when what it waited for
+        completed in the same turn of the event loop (CPython gh-86296, fixed in 3.12).
+        The duties task was seen doing so (its only such wait is aiomqtt's publish of
+        the lag or of a replay request, whose PUBACK then came as the stop did), and
+        the stop waited for ever (a test's ``stop`` hung, about 1 run in 15).
+        :func:`_end_tasks` cancels again whatever is still running."""
         self.store = await self._open_store()
         self.duty_store = await self._open_store()
+        tasks = [
+            asyncio.create_task(self._mqtt(), name="ingest-mqtt"),
+            asyncio.create_task(self._commits(), name="ingest-commits"),
+            asyncio.create_task(self._duties(), name="ingest-duties"),
+        ]
+        stopped = asyncio.create_task(self._stop.wait(), name="ingest-stop")
         try:
-            async with asyncio.TaskGroup() as tg:
-                tg.create_task(self._mqtt(), name="ingest-mqtt")
-                tg.create_task(self._commits(), name="ingest-commits")
-                tg.create_task(self._duties(), name="ingest-duties")
-                tg.create_task(self._until_stopped(), name="ingest-stop")
-        except* _Stopped:
-            pass
+            pending: set[asyncio.Task[Any]] = {*tasks, stopped}
+            while not stopped.done():
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for t in done:
+                    error = None if t is stopped or t.cancelled() else t.exception()
+                    if error is not None:
+                        raise error
         finally:
+            await _end_tasks([*tasks, stopped])
             await self.store.close()
             await self.duty_store.close()
-
-    async def _until_stopped(self) -> None:
-        await self._stop.wait()
-        raise _Stopped
 
     def stop(self) -> None:
         self._stop.set()
@@ -357,8 +373,26 @@ class IngestWorker:
         await client.publish(self.s.lag_topic, json.dumps(lag), qos=1, retain=True)
 
 
-class _Stopped(Exception):
-    pass
+async def _end_tasks(tasks: list[asyncio.Task[Any]], every_s: float = 0.5) -> None:
+    """Cancel ``tasks`` and return once every one has ended, cancelling again every
+    ``every_s`` those still running (one that swallowed its cancellation, :meth:`run`).
+    A cancellation of the caller meanwhile does not cut this short (the tasks would be
+    left running): it is raised once they have ended."""
+    cancelled: asyncio.CancelledError | None = None
+    pending = {t for t in tasks if not t.done()}
+    while pending:
+        for t in pending:
+            t.cancel()
+        try:
+            _, pending = await asyncio.wait(pending, timeout=every_s)
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+            pending = {t for t in pending if not t.done()}
+    for t in tasks:  # retrieved: no "exception was never retrieved" for those ended
+        if not t.cancelled():
+            t.exception()
+    if cancelled is not None:
+        raise cancelled
 
 
 _PUBACK = 0x40
