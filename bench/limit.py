@@ -5,7 +5,7 @@
 
 **Result -> floor against its limit.** The table is the end-to-end table of
 ``bench/table.py`` (the SS2 simulator on a pty, ``python -m firmware_host run`` in a
-child process, mosquitto on loopback saving every change, the floor's subscriber in
+child process, mosquitto on loopback as the deployment configures it, the floor's subscriber in
 this process); its latency runs from the line that completes the wheel's result to the
 settled round's arrival at the floor. After every round, in the same run and on the
 same round, the bench measures the work no implementation can avoid:
@@ -16,7 +16,7 @@ same round, the bench measures the work no implementation can avoid:
 - ``settle``: ``game.settle`` of the same bets and outcome through the rules core;
 - ``publish``: bare aiomqtt publishing the same payload at QoS 1 to the same broker,
   until it arrives at a subscriber like the floor's (one QoS 1 hop through the broker,
-  which saves it, as the round's last leg).
+  as the round's last leg).
 
 The limit is the sum of the three medians; the table's p50 and p99 are reported as
 ratios to it (goals with 100 bets: p50 at most 2x, p99 at most 3x). The p99 of each

@@ -3,8 +3,8 @@
     python -m bench.stages [--bets 100] [--rounds 100] [--json FILE]
 
 The same table as the end-to-end figure (``bench/table.py``: the Cammegh SS2 simulator
-on a pty, ``tablectl run`` in a child process, mosquitto on loopback saving every
-change, the floor's subscriber in this process), with one difference: the daemon is
+on a pty, ``tablectl run`` in a child process, mosquitto on loopback as the deployment
+configures it, the floor's subscriber in this process), with one difference: the daemon is
 started through this module (``python -m bench.stages --daemon ARGS``), which wraps a
 few of the daemon's functions to note the time (``time.perf_counter``, the system-wide
 monotonic clock, so the two processes' stamps compare) at each stage of a result:
@@ -179,7 +179,7 @@ async def _run(bets: int, rounds: int) -> dict[str, Any]:
 
     if not find_mosquitto():
         raise SystemExit("bench.stages needs mosquitto (apt-get install mosquitto)")
-    broker = MosquittoProcess(persistence=True, extra_config="set_tcp_nodelay true")
+    broker = MosquittoProcess(save_every_change=False, extra_config="set_tcp_nodelay true")
     broker.start()
     try:
         with workdir("stages") as d:
