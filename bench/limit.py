@@ -496,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = [(n, args.rounds if n < 1000 else max(4, args.rounds * 100 // n)) for n in counts]
     t_start = time.perf_counter()
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    broker = MosquittoProcess(persistence=True, extra_config="set_tcp_nodelay true")
+    broker = MosquittoProcess(save_every_change=False, extra_config="set_tcp_nodelay true")
     broker.start()
     try:
         figs = measure(
