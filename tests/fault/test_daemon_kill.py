@@ -125,6 +125,12 @@ host = "{host}"
 port = {port}
 reconnect_min_ms = 20
 reconnect_max_ms = 300
+
+[journal]
+# The checks read every round's `rounds` outbox entry: keep them all (by default the
+# oldest published entries go once 1,000 are kept; a run near that count lost its
+# first rounds' entries to retention, not to a kill).
+published_outbox_keep = 1000000
 """
 
 RANKS = "A23456789TJQK"
