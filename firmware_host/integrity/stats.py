@@ -19,8 +19,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -122,13 +123,14 @@ class CusumDesign:
             out[s] = acc / rows[s][s]
         return out[0]
 
-    def alarm_by(self, p: float, n: int) -> float:
-        """P(alarm within ``n`` observations, from 0) when the probability is ``p``."""
+    def _alarmed(self, p: float) -> Iterator[float]:
+        """P(alarm within 1, 2, 3... observations, from 0) when the probability is ``p``:
+        the chain of scores walked one observation at a time."""
         h, up, down = self.h, self.up, self.down
         dist = [0.0] * h
         dist[0] = 1.0
         alarmed = 0.0
-        for _ in range(n):
+        while True:
             nxt = [0.0] * h
             for s, w in enumerate(dist):
                 if not w:
@@ -139,25 +141,15 @@ class CusumDesign:
                     nxt[s + up] += w * p
                 nxt[max(s - down, 0)] += w * (1.0 - p)
             dist = nxt
-        return alarmed
+            yield alarmed
+
+    def alarm_by(self, p: float, n: int) -> float:
+        """P(alarm within ``n`` observations, from 0) when the probability is ``p``."""
+        return next(itertools.islice(self._alarmed(p), n - 1, None)) if n > 0 else 0.0
 
     def within(self, p: float, prob: float, limit: int = 1_000_000) -> int:
         """The smallest ``n`` with ``alarm_by(p, n) >= prob`` (walked one step at a time)."""
-        h, up, down = self.h, self.up, self.down
-        dist = [0.0] * h
-        dist[0] = 1.0
-        alarmed = 0.0
-        for n in range(1, limit + 1):
-            nxt = [0.0] * h
-            for s, w in enumerate(dist):
-                if not w:
-                    continue
-                if s + up >= h:
-                    alarmed += w * p
-                else:
-                    nxt[s + up] += w * p
-                nxt[max(s - down, 0)] += w * (1.0 - p)
-            dist = nxt
+        for n, alarmed in enumerate(itertools.islice(self._alarmed(p), limit), start=1):
             if alarmed >= prob:
                 return n
         raise ValueError(f"no alarm with probability {prob} within {limit} observations")
