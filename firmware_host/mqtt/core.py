@@ -4,6 +4,7 @@ batches and acknowledgements (see the package docstring for the contract)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import random
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+import aiomqtt
 from paho.mqtt.reasoncodes import ReasonCode
 
 from .. import __version__
@@ -26,6 +28,7 @@ from ..timefmt import iso_utc, utc_now
 from ..topics import TopicError, check_topic
 from .client import Sent, _AckClient, _refusal
 from .settings import (
+    AFTER_PUBLICATION_MAX_S,
     CONFIRM_AFTER_S,
     DROPS_TO_FAULT,
     IDLE_POLL_S,
@@ -176,6 +179,13 @@ class LinkBase:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._online_since: str | None = None
+        #: Work waiting for the outbox's publications in flight (after_publication)
+        #: and the timer that runs it at the latest.
+        self._after: list[Callable[[], None]] = []
+        self._after_timer: asyncio.TimerHandle | None = None
+        #: The publisher's "fill the window" while it runs on a connection: the
+        #: outbox's listener calls it (:meth:`_outbox_grew`); returns the room it had.
+        self._fill: Callable[[], int] | None = None
 
     # -- topics ------------------------------------------------------------------
     def topic(self, suffix: str) -> str:
@@ -198,6 +208,61 @@ class LinkBase:
     def _wake_up(self) -> None:
         self._idle.clear()
         self._wake.set()
+
+    def _outbox_grew(self) -> None:
+        """The journal's outbox listener (after a commit that queued entries): wake the
+        publisher and, on the event loop's thread with a connection up and no
+        transaction open, hand the new entries to the client now: they are on the wire
+        before the code that committed them goes on, not one loop turn later behind it.
+        A broken connection is left to the publisher's own turn."""
+        self.notify()
+        fill = self._fill
+        if (
+            fill is None
+            or self._loop_thread != threading.get_ident()
+            or self.journal.in_transaction  # an outer transaction's entries may roll back
+        ):
+            return
+        with contextlib.suppress(aiomqtt.MqttError):  # gone: the publisher's turn meets it
+            fill()
+
+    def after_publication(self, callback: Callable[[], None]) -> None:
+        """Run ``callback()`` on the event loop once the outbox's entries committed so
+        far are published and acknowledged by the broker (the daemon's deferrer for
+        work that belongs after a round's publication: pruning, the extensions'
+        hooks): on a live connection, when the publisher has no outbox entry in flight
+        left, else at once (next loop turn); at the latest after
+        :data:`AFTER_PUBLICATION_MAX_S` (a slow or refusing broker never holds the
+        table's own work longer). Callbacks run in the order queued; one that raises
+        is logged and the others still run. Event loop's thread only."""
+        self._after.append(callback)
+        if self._fill is not None:
+            self._wake.set()  # a turn of the publisher: it runs them if nothing is in flight
+            self._after_later(AFTER_PUBLICATION_MAX_S)
+        else:
+            self._after_later(0.0)
+
+    def _after_later(self, delay: float) -> None:
+        """Run the queued after-publication work in ``delay`` s at the latest."""
+        timer = self._after_timer
+        if timer is not None:
+            if timer.when() <= asyncio.get_running_loop().time() + delay:
+                return
+            timer.cancel()
+        self._after_timer = asyncio.get_running_loop().call_later(delay, self._run_after)
+
+    def _run_after(self) -> None:
+        """Run the work queued with :meth:`after_publication` (what it queues in turn
+        waits for the next turn)."""
+        if self._after_timer is not None:
+            self._after_timer.cancel()
+            self._after_timer = None
+        work, self._after = self._after, []
+        for callback in work:
+            try:
+                callback()
+            except Exception:  # as the event loop's own handler: logged, the rest runs
+                log.exception("mqtt: work queued after the publication failed")
 
     def set_state(self, **fields: JSON) -> None:
         """Update the retained ``state`` snapshot (game, phase, round_id, faults...).
@@ -521,19 +586,32 @@ class LinkBase:
         now = time.monotonic()
         if room is None:
             room = self.settings.max_inflight
-        snapshots: list[_Item] = []
-        for suffix, (version, body) in list(self._snapshots.items()):
-            if self._snap_sent.get(suffix) == version or self._held(suffix, now):
-                continue
-            if self._snap_in_flight.get(suffix) == version:
-                continue
-            if suffix == "state":
-                payload = self._state_payload("online")
-            else:
-                payload = dumps(body).encode("utf-8")
-            snapshots.append(_Item("snapshot", suffix, payload, 1, True, (suffix, version)))
+        # Snapshots due (serialised only if they go in the batch: the outbox often fills it).
+        due = [
+            (suffix, version, body)
+            for suffix, (version, body) in self._snapshots.items()
+            if self._snap_sent.get(suffix) != version
+            and self._snap_in_flight.get(suffix) != version
+            and not self._held(suffix, now)
+        ]
+
+        def snapshots(n: int) -> list[_Item]:
+            return [
+                _Item(
+                    "snapshot",
+                    suffix,
+                    self._state_payload("online")
+                    if suffix == "state"
+                    else dumps(body).encode("utf-8"),
+                    1,
+                    True,
+                    (suffix, version),
+                )
+                for suffix, version, body in due[: max(n, 0)]
+            ]
+
         announced = "state" in self._snap_sent or "state" not in self._snapshots
-        batch: list[_Item] = [] if announced else snapshots[:room]
+        batch: list[_Item] = [] if announced else snapshots(room)
         if len(batch) < room and self._storage_ready("read", now):
             skip = self._acked_unmarked.keys() | self._unconfirmed.keys() | self._marks.keys()
             skip |= self._in_flight.keys()
@@ -552,8 +630,8 @@ class LinkBase:
                 if self._held(e.topic, now) or len(batch) >= room:
                     break
                 batch.append(self._outbox_item(e))
-        if announced and len(batch) < room:
-            batch.extend(snapshots[: room - len(batch)])
+        if announced and len(batch) < room and due:
+            batch.extend(snapshots(room - len(batch)))
         for queue in (self._responses, self._refusals):
             for key, (topic, raw, qos) in queue.items():
                 if len(batch) >= room:

@@ -86,7 +86,7 @@ class FloorLink(LinkBase):
         ever more slowly, never in a storm."""
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        self.journal.add_outbox_listener(self.notify)
+        self.journal.add_outbox_listener(self._outbox_grew)
         worker = asyncio.create_task(self._serve_requests(), name="floor-link-requests")
         stable_after = min(STABLE_CONNECTION_S, self.settings.reconnect_max_ms / 1000)
         attempt = 0
@@ -131,7 +131,7 @@ class FloorLink(LinkBase):
             worker.cancel()
             with contextlib.suppress(BaseException):
                 await worker
-            self.journal.remove_outbox_listener(self.notify)
+            self.journal.remove_outbox_listener(self._outbox_grew)
             self._connected.clear()
 
     def _make_client(self) -> _AckClient:
@@ -346,7 +346,19 @@ class FloorLink(LinkBase):
         def finished(task: asyncio.Task[None]) -> None:
             self._wake.set()
 
+        def fill() -> int:
+            """Hand the next batch to the client (written to the socket at once, before
+            anything else runs), each PUBACK awaited by a task; the room there was."""
+            room = self.settings.max_inflight - len(inflight)
+            for item in self._next_batch(room) if room > 0 else ():
+                sent = self._send(client, item)
+                task = asyncio.create_task(self._complete(client, item, sent))
+                task.add_done_callback(finished)
+                inflight.add(task)
+            return room
+
         drain_deadline: float | None = None
+        self._fill = fill
         try:
             while True:
                 for t in [t for t in inflight if t.done()]:
@@ -362,13 +374,12 @@ class FloorLink(LinkBase):
                 self._wake.clear()
                 self._confirm_unconfirmed()
                 self._retry_marks()
-                room = self.settings.max_inflight - len(inflight)
-                batch = self._next_batch(room) if room > 0 else []
-                for item in batch:
-                    sent = self._send(client, item)  # on the wire before anything else runs
-                    task = asyncio.create_task(self._complete(client, item, sent))
-                    task.add_done_callback(finished)
-                    inflight.add(task)
+                room = fill()
+                if self._after and room > 0 and not self._in_flight:
+                    # The outbox was read this turn (outbox entries go first in a batch)
+                    # and none is in flight: what it held when that work was queued is
+                    # acknowledged, or held back by a refusal. The work runs now.
+                    self._run_after()
                 if not inflight or len(self._marks) >= self.settings.max_inflight:
                     # Together: when the window drains, or a window's worth is waiting
                     # (until then they are not read or sent again; a crash only means
@@ -398,6 +409,9 @@ class FloorLink(LinkBase):
                         raise exc
             self._flush_marks()
         finally:
+            self._fill = None
+            if self._after:  # no publisher left to wait for
+                self._after_later(0.0)
             for t in inflight:
                 t.cancel()
             if inflight:

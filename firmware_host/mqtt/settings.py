@@ -42,6 +42,9 @@ READ_BURST = 256
 CONFIRM_AFTER_S = 0.5
 #: The publisher's safety-net poll when nothing wakes it, seconds.
 IDLE_POLL_S = 5.0
+#: Work queued with ``after_publication`` waits at most this long for the outbox's
+#: publications before it (a slow broker never holds the table's own work longer).
+AFTER_PUBLICATION_MAX_S = 0.05
 
 
 # ---------------------------------------------------------------------------
