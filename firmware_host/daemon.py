@@ -172,8 +172,8 @@ class TableDaemon:
         plan, cfg = self.plan, self.cfg
         self.notifier.status("opening journal")
         j = self.journal = plan.journal.open()
-        # Pruning and the extensions' hooks wait until the publisher has written what
-        # a commit queued (the round reaches the broker first).
+        # Pruning and the extensions' hooks run after what a commit queued: on the next
+        # loop turn until the floor link exists, then once the broker acknowledged it.
         j.defer = asyncio.get_running_loop().call_soon
         self._power_up(j)
         if left := restore_lockout(self.lockout, j):
@@ -243,6 +243,10 @@ class TableDaemon:
             },
         )
         link = self.link = FloorLink(plan.mqtt, cfg.table_id, j, handler=floor.handle)
+        # The round reaches the floor before the table's own work after it competes with
+        # the broker and the floor for the CPU (docs/performance.md, "after publication").
+        j.defer = link.after_publication
+        j.checkpoint_after_round = True
         self.state = TableState(
             self.extensions,
             publish=link.set_state,

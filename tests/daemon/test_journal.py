@@ -603,3 +603,45 @@ def test_replay_rounds_requeues_the_same_bytes_in_seq_order(journal: Journal) ->
     assert journal.replay_rounds("t1", 99) == []
     r = journal.open_round("t1", "roulette", RULES)  # in flight: nothing to replay
     assert journal.replay_rounds("t1", r.seq) == []
+
+
+@pytest.mark.parametrize("checkpoint", [True, False])
+def test_a_finished_round_is_checkpointed_into_the_database_file_when_asked(
+    tmp_path: Path, checkpoint: bool
+) -> None:
+    """Issue 20: the daemon checkpoints the WAL after each round's pruning (off the
+    result's path), so SQLite's own checkpoint seldom falls inside a settlement's
+    commit. The database file alone (the WAL ignored) then holds the round."""
+    path = tmp_path / "j.sqlite3"
+    j = Journal(path)
+    j._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # the schema in the file
+    j.checkpoint_after_round = checkpoint
+    rid = play_round(j)
+    main_file_only = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        rows = main_file_only.execute(
+            "SELECT status FROM rounds WHERE round_id = ?", (rid,)
+        ).fetchall()
+    finally:
+        main_file_only.close()
+    assert rows == ([("settled",)] if checkpoint else [])
+    assert j.round(rid).status == "settled"  # the journal reads it either way
+    j.close()
+
+
+def test_checkpoints_are_spaced_to_keep_the_wal_near_its_target(tmp_path: Path) -> None:
+    """Small rounds write few pages: the next checkpoint waits for as many rounds as
+    fill CHECKPOINT_PAGES (fewer fsyncs), then comes."""
+    from firmware_host.journal.retention import CHECKPOINT_PAGES
+
+    j = Journal(tmp_path / "j.sqlite3")
+    j.checkpoint_after_round = True
+    play_round(j)  # the first finished round checkpoints and learns its pages
+    every = j._checkpoint_every
+    assert 1 < every < CHECKPOINT_PAGES
+    for _ in range(every - 1):
+        play_round(j)
+    assert j._rounds_since_checkpoint == every - 1
+    play_round(j)
+    assert j._rounds_since_checkpoint == 0  # checkpointed again
+    j.close()
