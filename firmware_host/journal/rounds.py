@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from ..jsonio import JSON, canonical_json, dumps
+from ..jsonio import JSON, canonical_json, canonical_json_nofloat, dumps
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from .anchor import ANCHOR_TOPIC
 from .audit import Event
@@ -71,7 +71,7 @@ def payload_digest(payload: Mapping[str, JSON]) -> str:
 
 
 def _canonical_payload(payload: Mapping[str, JSON]) -> str:
-    return canonical_json({k: v for k, v in payload.items() if k != "chain"})
+    return canonical_json_nofloat({k: v for k, v in payload.items() if k != "chain"})
 
 
 def _digest(text: str) -> str:
