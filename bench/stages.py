@@ -14,8 +14,9 @@ monotonic clock, so the two processes' stamps compare) at each stage of a result
 ``event``       the wheel driver emits ``WinningNumber`` (serial read, parse, confirm)
 ``procedure``   the wheel procedure takes the result (event queue hop)
 ``settled``     the journal is asked to settle (rules core settled the bets, payload built)
-``committed``   the settlement's transaction committed (JSON, SQL, fsync)
-``publish``     the link hands the round to the MQTT client
+``committed``   the settlement's transaction committed (JSON, SQL, fsync; the outbox's
+                listeners start)
+``publish``     the link hands the round to the MQTT client (from the listener)
 ``floor``       the round arrives at the floor's subscriber
 ==============  =====================================================================
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
 import functools
 import gc
@@ -57,6 +59,7 @@ def _install(path: str) -> None:
     """Wrap the daemon's functions so that each stage writes ``<perf_counter> <stage>``."""
     from drivers.common import DriverBase
     from firmware_host.journal import Journal
+    from firmware_host.journal.outbox import Outbox
     from firmware_host.mqtt import FloorLink
     from firmware_host.table.procedures import Procedure
 
@@ -79,7 +82,8 @@ def _install(path: str) -> None:
     before(DriverBase, "emit", "event", lambda _s, ev: type(ev).__name__ == "WinningNumber")
     before(Procedure, "try_result", "procedure")
     before(Journal, "settle_round", "settled")
-    before(Journal, "_retain_later", "committed")  # _finish calls it right after the COMMIT
+    # The outbox's listeners run first after a COMMIT that queued entries (the round).
+    before(Outbox, "_wake_listeners", "committed")
     from firmware_host.table.extension import TableExtensions
 
     def after(cls: Any, name: str, stage: str) -> None:
@@ -143,24 +147,39 @@ def _read(path: Path) -> tuple[list[tuple[float, str]], list[tuple[float, float,
 def split(
     windows: list[tuple[float, float]], path: Path
 ) -> tuple[dict[str, list[float]], list[float], list[tuple[str, float]]]:
-    """Per stage, the ms since the previous stage, over every round window (line, floor);
-    the total per round; and the collector pauses (generation, ms) inside the windows."""
+    """Per stage, the ms since the previous stage, over every round window (line, floor):
+    each stage is its first mark after the previous stage's; the work off the path is
+    its first mark after ``line`` and before the next round's ``line``. Also the total
+    per round and the collector pauses (generation, ms) inside the windows."""
     marks, pauses = _read(path)
+    marks.sort()
+    times = [t for t, _ in marks]
+
+    def first(stage: str, start: float, end: float) -> float | None:
+        for t, s in marks[bisect.bisect_left(times, start) :]:
+            if t > end:
+                return None
+            if s == stage:
+                return t
+        return None
+
     steps: dict[str, list[float]] = {s: [] for s in (*STAGES[1:], *SIDE)}
     totals = []
-    for line_at, floor_at in windows:
-        seen = {"line": line_at, "floor": floor_at}
-        for t, stage in marks:
-            if line_at <= t <= floor_at:
-                seen.setdefault(stage, t)
+    for n, (line_at, floor_at) in enumerate(windows):
         prev = line_at
-        for stage in STAGES[1:]:
-            if stage in seen:
-                steps[stage].append((seen[stage] - prev) * 1000)
-                prev = seen[stage]
+        for stage in STAGES[1:-1]:
+            t = first(stage, prev, floor_at)
+            if t is None:
+                break
+            steps[stage].append((t - prev) * 1000)
+            prev = t
+        else:
+            steps["floor"].append((floor_at - prev) * 1000)
+        until = windows[n + 1][0] if n + 1 < len(windows) else float("inf")
         for stage in SIDE:
-            if stage in seen:
-                steps[stage].append((seen[stage] - line_at) * 1000)
+            t = first(stage, line_at, until)
+            if t is not None:
+                steps[stage].append((t - line_at) * 1000)
         totals.append((floor_at - line_at) * 1000)
     inside = [
         (gen, (end - start) * 1000)
