@@ -206,9 +206,10 @@ async def _publisher_main(host: str, port: int, directory: str) -> None:
         return await reader.readexactly(n)
 
     journal = Journal(Path(directory) / "journal.sqlite3")
-    journal.defer = loop.call_soon  # as the daemon
     settings = MqttSettings(host=host, port=port, client_id="bench-limit-link")
     link = FloorLink(settings, "bench-limit-link", journal)
+    journal.defer = link.after_publication  # as the daemon
+    journal.checkpoint_after_round = True
     link.start()
     seq = 0
     async with aiomqtt.Client(
