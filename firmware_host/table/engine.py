@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
 from .. import __version__
+from ..collector import collector_held
 from ..config import TableConfig
 from ..games.base import Bet, Limits
 from ..games.errors import BetError, RulesError
@@ -74,23 +74,6 @@ Frame = tuple[str, Literal["rx", "tx"], bytes]
 __all__ = ["BetAnswer", "BetCaps", "Frame", "Phase", "RoundEngine", "RoundFault", "StaleRound"]
 
 
-
-@contextlib.contextmanager
-def collector_held() -> Iterator[None]:
-    """Python's cyclic garbage collector held through a settlement: settling, the
-    commit and (in the daemon) the round's hand-over to the MQTT client, on the
-    result's path, allocate enough to trigger collections (0.15 ms a young one, 1 ms
-    and more an older one, measured in ``bench.stages``). Held, they run after it,
-    once the round is on the wire. Reference counting still frees what is not in a
-    cycle; a collector already held stays held."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 class RoundFault(RulesError):
     """An input that does not fit the round's state (a result while betting is open,

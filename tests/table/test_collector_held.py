@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from firmware_host.table.engine import collector_held
+from firmware_host.collector import collector_held
 
 
 def test_held_inside_and_released_after_even_when_the_settlement_raises() -> None:
