@@ -615,9 +615,12 @@ class LinkBase:
         if len(batch) < room and self._storage_ready("read", now):
             skip = self._acked_unmarked.keys() | self._unconfirmed.keys() | self._marks.keys()
             skip |= self._in_flight.keys()
+            # Only those after the cursor can come back in the read (after a refusal
+            # moved it back): each entry read is one payload copied out of SQLite.
+            ahead = sum(1 for i in skip if i > self._outbox_after)
             try:
                 entries = self.journal.outbox_pending(
-                    room - len(batch) + len(skip), after_id=self._outbox_after
+                    room - len(batch) + ahead, after_id=self._outbox_after
                 )
             except JournalError as exc:
                 self._storage_failed("read", exc)

@@ -562,3 +562,25 @@ async def test_a_backlog_goes_out_pipelined_in_order_and_its_marks_are_written_t
     assert journal.outbox_pending_count() == 0
     assert len(calls) < len(marked) / 2
     assert link.stats.outbox_published == len(entries)
+
+
+async def test_the_outbox_is_read_no_further_than_the_window_has_room(
+    broker_process: Any, journal: Journal
+) -> None:
+    """Issue 20: the entries in flight or awaiting their marks sit before the read
+    cursor, so a read asks only for the free slots (each row read copies a payload)."""
+    asked: list[int] = []
+    pending = journal.outbox_pending
+
+    def spy(limit: int = 100, **kw: Any) -> Any:
+        asked.append(limit)
+        return pending(limit, **kw)
+
+    journal.outbox_pending = spy  # type: ignore[method-assign]
+    ids = [play_round(journal) for _ in range(40)]
+    async with Collector(broker_process.host, broker_process.port, f"{ROOT}/#", "floor-1") as col:
+        async with FloorLink(settings_for(broker_process, max_inflight=8), "t1", journal) as link:
+            await link.wait_idle(20)
+            await col.wait_for(lambda: len(col.on("rounds")) >= 40, what="40 rounds")
+    assert [m.json()["round_id"] for m in col.on("rounds")] == ids
+    assert asked and max(asked) <= 8
