@@ -214,7 +214,7 @@ async def _publisher_main(host: str, port: int, directory: str) -> None:
     settings = MqttSettings(host=host, port=port, client_id="bench-limit-link")
     link = FloorLink(settings, "bench-limit-link", journal)
     journal.defer = link.after_publication  # as the daemon
-    journal.checkpoint_after_round = True
+    journal.checkpoint_in_background()
     link.start()
     seq = 0
     async with aiomqtt.Client(

@@ -246,7 +246,7 @@ class TableDaemon:
         # The round reaches the floor before the table's own work after it competes with
         # the broker and the floor for the CPU (docs/performance.md, "after publication").
         j.defer = link.after_publication
-        j.checkpoint_after_round = True
+        j.checkpoint_in_background()
         self.state = TableState(
             self.extensions,
             publish=link.set_state,

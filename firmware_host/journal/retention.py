@@ -9,7 +9,8 @@ keeps its bets: a retried request is answered as the first time for that long. A
 round's ``detail`` says what is left of it: ``full``, ``no_frames`` or ``summary``. Pruning runs after each finished round, in a
 transaction of its own without an fsync (losing it on power failure only means it
 runs again); in the daemon it runs once the broker has acknowledged the round
-(``Connection.defer``), followed by a checkpoint of the WAL (``checkpoint_after_round``). Dropping a round's bets and settlement payload appends a
+(``Connection.defer``), and asks for a checkpoint of the WAL, done on a thread of its
+own (``checkpoint_in_background``, ``checkpoint.py``). Dropping a round's bets and settlement payload appends a
 ``rounds_pruned`` entry to the audit chain in that transaction, and dropping answers
 a ``requests_pruned`` entry, so an audit tells what retention pruned from rows deleted
 behind the journal's back.
@@ -22,13 +23,11 @@ from datetime import timedelta
 
 from ..timefmt import iso_utc
 from .audit import AuditLog
+from .checkpoint import Checkpointer
 from .errors import JournalError
 
 log = logging.getLogger(__name__)
 
-#: The WAL's size, in pages, at which ``checkpoint_after_round`` aims to checkpoint
-#: (half SQLite's automatic 1,000).
-CHECKPOINT_PAGES = 500
 
 
 class Retention(AuditLog):
@@ -42,14 +41,20 @@ class Retention(AuditLog):
     published_outbox_keep: int
     #: Hours an answer to a floor request is kept at least (24 or more).
     request_keep_hours: int
-    #: Checkpoint the WAL after a finished round's pruning (the daemon sets it with its
-    #: deferrer), every few rounds: as many as keep the WAL near
-    #: :data:`CHECKPOINT_PAGES` (learnt from the pages the last checkpoint found), so
-    #: SQLite's own checkpoint (at 1,000 pages, inside whichever commit reaches them: a
-    #: settlement's, on the result's path) seldom comes first, with the fewest fsyncs.
-    checkpoint_after_round = False
-    _rounds_since_checkpoint = 0
-    _checkpoint_every = 1
+    #: WAL checkpoints after finished rounds, on a thread (checkpoint_in_background).
+    _checkpointer: Checkpointer | None = None
+
+    def checkpoint_in_background(self) -> None:
+        """From now on the WAL is checkpointed after finished rounds by a thread of its
+        own (``checkpoint.py``), not by SQLite inside a commit (the daemon's choice)."""
+        if self._checkpointer is None and not self.readonly:
+            self._checkpointer = Checkpointer(self.path)
+
+    def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
+            self._checkpointer = None
+        super().close()
 
     def _retain_later(self) -> None:
         """Prune after a finished round: at once, or deferred (:attr:`defer`): then a
@@ -138,14 +143,5 @@ class Retention(AuditLog):
                     "DELETE FROM outbox WHERE published_at IS NOT NULL AND id <= ?",
                     (int(pub) - self.published_outbox_keep,),
                 )
-        if self.checkpoint_after_round:
-            self._checkpoint_now_and_then()
-
-    def _checkpoint_now_and_then(self) -> None:
-        self._rounds_since_checkpoint += 1
-        if self._rounds_since_checkpoint < self._checkpoint_every:
-            return
-        row = self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        pages_per_round = max(1, int(row[1]) // self._rounds_since_checkpoint)
-        self._checkpoint_every = max(1, CHECKPOINT_PAGES // pages_per_round)
-        self._rounds_since_checkpoint = 0
+        if self._checkpointer is not None:
+            self._checkpointer.round_finished()

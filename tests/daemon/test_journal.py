@@ -605,18 +605,28 @@ def test_replay_rounds_requeues_the_same_bytes_in_seq_order(journal: Journal) ->
     assert journal.replay_rounds("t1", r.seq) == []
 
 
+
+def _wait_checkpoints(j: Journal, n: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while j._checkpointer is not None and j._checkpointer.done < n:
+        assert time.monotonic() < deadline, f"{n} checkpoints not done in {timeout} s"
+        time.sleep(0.005)
+
+
 @pytest.mark.parametrize("checkpoint", [True, False])
 def test_a_finished_round_is_checkpointed_into_the_database_file_when_asked(
     tmp_path: Path, checkpoint: bool
 ) -> None:
-    """Issue 20: the daemon checkpoints the WAL after each round's pruning (off the
-    result's path), so SQLite's own checkpoint seldom falls inside a settlement's
-    commit. The database file alone (the WAL ignored) then holds the round."""
+    """Issue 20: the daemon checkpoints the WAL after finished rounds on a thread of
+    its own (off the event loop), so SQLite's own checkpoint seldom falls inside a
+    settlement's commit. The database file alone (the WAL ignored) then holds the round."""
     path = tmp_path / "j.sqlite3"
     j = Journal(path)
     j._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # the schema in the file
-    j.checkpoint_after_round = checkpoint
+    if checkpoint:
+        j.checkpoint_in_background()
     rid = play_round(j)
+    _wait_checkpoints(j, 1)
     main_file_only = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     try:
         rows = main_file_only.execute(
@@ -627,21 +637,38 @@ def test_a_finished_round_is_checkpointed_into_the_database_file_when_asked(
     assert rows == ([("settled",)] if checkpoint else [])
     assert j.round(rid).status == "settled"  # the journal reads it either way
     j.close()
+    assert j._checkpointer is None  # the thread is stopped with the journal
 
 
 def test_checkpoints_are_spaced_to_keep_the_wal_near_its_target(tmp_path: Path) -> None:
     """Small rounds write few pages: the next checkpoint waits for as many rounds as
     fill CHECKPOINT_PAGES (fewer fsyncs), then comes."""
-    from firmware_host.journal.retention import CHECKPOINT_PAGES
+    from firmware_host.journal.checkpoint import CHECKPOINT_PAGES
 
     j = Journal(tmp_path / "j.sqlite3")
-    j.checkpoint_after_round = True
-    play_round(j)  # the first finished round checkpoints and learns its pages
-    every = j._checkpoint_every
+    j.checkpoint_in_background()
+    assert j._checkpointer is not None
+    play_round(j)  # the first finished round is checkpointed; its pages set the spacing
+    _wait_checkpoints(j, 1)
+    every = j._checkpointer._every
     assert 1 < every < CHECKPOINT_PAGES
     for _ in range(every - 1):
         play_round(j)
-    assert j._rounds_since_checkpoint == every - 1
+    time.sleep(0.05)
+    assert j._checkpointer.done == 1  # not yet
     play_round(j)
-    assert j._rounds_since_checkpoint == 0  # checkpointed again
+    _wait_checkpoints(j, 2)
+    assert 0 < j._checkpointer.last_pages <= CHECKPOINT_PAGES * 1.5
     j.close()
+
+
+def test_a_checkpoint_thread_on_a_file_it_cannot_open_only_logs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from firmware_host.journal.checkpoint import Checkpointer
+
+    cp = Checkpointer(tmp_path / "no-such-dir" / "j.sqlite3")
+    cp.round_finished()
+    cp.close()
+    assert cp.done == 0
+    assert "checkpoint" in caplog.text

@@ -578,9 +578,10 @@ async def test_the_outbox_is_read_no_further_than_the_window_has_room(
 
     journal.outbox_pending = spy  # type: ignore[method-assign]
     ids = [play_round(journal) for _ in range(40)]
-    async with Collector(broker_process.host, broker_process.port, f"{ROOT}/#", "floor-1") as col:
-        async with FloorLink(settings_for(broker_process, max_inflight=8), "t1", journal) as link:
-            await link.wait_idle(20)
-            await col.wait_for(lambda: len(col.on("rounds")) >= 40, what="40 rounds")
+    link = FloorLink(settings_for(broker_process, max_inflight=8), "t1", journal)
+    col = Collector(broker_process.host, broker_process.port, f"{ROOT}/#", "floor-1")
+    async with col, link:
+        await link.wait_idle(20)
+        await col.wait_for(lambda: len(col.on("rounds")) >= 40, what="40 rounds")
     assert [m.json()["round_id"] for m in col.on("rounds")] == ids
     assert asked and max(asked) <= 8
