@@ -7,8 +7,9 @@
 ``bench/table.py`` (the SS2 simulator on a pty, ``python -m firmware_host run`` in a
 child process, mosquitto on loopback as the deployment configures it, the floor's subscriber in
 this process); its latency runs from the line that completes the wheel's result to the
-settled round's arrival at the floor. After every round, in the same run and on the
-same round, the bench measures the work no implementation can avoid:
+settled round's arrival at the floor. After every round (20 ms after its arrival, once
+the table's work after the publication is done), in the same run and on the same round,
+the bench measures the work no implementation can avoid:
 
 - ``commit``: a bare SQLite transaction on the journal's disk (WAL, ``synchronous =
   FULL``, as the journal) inserting the round's payload as the floor received it,
