@@ -29,7 +29,6 @@ from .errors import JournalError
 log = logging.getLogger(__name__)
 
 
-
 class Retention(AuditLog):
     """Prune what is past the retention windows (set by ``Journal``)."""
 

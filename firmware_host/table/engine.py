@@ -74,7 +74,6 @@ Frame = tuple[str, Literal["rx", "tx"], bytes]
 __all__ = ["BetAnswer", "BetCaps", "Frame", "Phase", "RoundEngine", "RoundFault", "StaleRound"]
 
 
-
 class RoundFault(RulesError):
     """An input that does not fit the round's state (a result while betting is open,
     a bet after close). Raised to the caller, published as a fault event, never settled."""
