@@ -32,6 +32,26 @@ def settings(broker: Any, db: str, worker: str, **kw: Any) -> IngestSettings:
     )
 
 
+async def played_into(
+    broker: Any, db: str, tables: int, rounds: int, timeout: float
+) -> tuple[Emulator, WorkerTask, dict[str, Any]]:
+    """One worker ("w1") storing what an emulator of ``tables`` tables plays, ``rounds``
+    rounds each, until every round is stored (or ``timeout``); the emulator, the worker
+    (stopped) and the holdings (``until_stored``)."""
+    worker = WorkerTask(settings(broker, db, "w1"))
+    await worker.subscribed()
+    emu = Emulator(broker.host, broker.port, tables, rate=20)
+    play = asyncio.create_task(emu.run(rounds_per_table=rounds))
+    try:
+        assert await emu.finished(30)
+        h = await until_stored(db, emu, timeout)
+    finally:
+        emu.stop()
+        await play
+        await worker.stop()
+    return emu, worker, h
+
+
 async def test_two_workers_store_every_round_once(mosquitto_broker: Any, db_url: str) -> None:
     workers = [WorkerTask(settings(mosquitto_broker, db_url, w)) for w in ("w1", "w2")]
     for w in workers:
@@ -121,17 +141,7 @@ async def test_status_and_anchors_commands(mosquitto_broker: Any, tmp_path: Path
     from flooringest.cli import cmd_anchors
 
     db = str(tmp_path / "floor.sqlite3")
-    worker = WorkerTask(settings(mosquitto_broker, db, "w1"))
-    await worker.subscribed()
-    emu = Emulator(mosquitto_broker.host, mosquitto_broker.port, 2, rate=20)
-    play = asyncio.create_task(emu.run(rounds_per_table=4))
-    try:
-        assert await emu.finished(30)
-        await until_stored(db, emu, 20)
-    finally:
-        emu.stop()
-        await play
-        await worker.stop()
+    emu, _, _ = await played_into(mosquitto_broker, db, tables=2, rounds=4, timeout=20)
     out = tmp_path / "anchors.jsonl"
     import argparse
 
@@ -176,18 +186,8 @@ async def test_the_batched_pubacks_are_taken_by_the_broker(
     would still be in the worker's persistent session, and the same worker started
     again under its name would get them again: it gets nothing."""
     db = f"sqlite:///{tmp_path / 'floor.sqlite3'}"
-    worker = WorkerTask(settings(mosquitto_broker, db, "w1"))
-    await worker.subscribed()
-    emu = Emulator(mosquitto_broker.host, mosquitto_broker.port, 20, rate=20)
-    play = asyncio.create_task(emu.run(rounds_per_table=10))
-    try:
-        assert await emu.finished(30)
-        h = await until_stored(db, emu, 30)
-        assert h["rows"] == 200 and h["missing"] == 0, h
-    finally:
-        emu.stop()
-        await play
-        await worker.stop()
+    _, worker, h = await played_into(mosquitto_broker, db, tables=20, rounds=10, timeout=30)
+    assert h["rows"] == 200 and h["missing"] == 0, h
     st = worker.worker.stats
     assert st.received == 200 and st.acks == 200 and st.acks_lost == 0, st
     assert st.batches < 200, st  # several messages in a batch: joined writes were sent
