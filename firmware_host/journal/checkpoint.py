@@ -72,7 +72,8 @@ class Checkpointer:
         pages = int(row[1])
         self.last_pages = pages
         self.done += 1
-        self._every = max(1, CHECKPOINT_PAGES // max(1, pages // max(1, self._every)))
+        per_round = max(1, pages // self._every)  # the WAL held the last _every rounds
+        self._every = max(1, CHECKPOINT_PAGES // per_round)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop the thread (a checkpoint under way finishes first)."""
