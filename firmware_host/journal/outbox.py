@@ -10,6 +10,7 @@ published after the broker's PUBACK.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -51,6 +52,8 @@ class OutboxEntry:
 
 
 _OUTBOX_COLS = "id, topic, payload, qos, retain, round_id, created_at, published_at"
+#: An entry without its "published" mark (a row of ``outbox_published``, schema 5).
+_UNMARKED = "NOT EXISTS (SELECT 1 FROM outbox_published p WHERE p.id = e.id)"
 
 
 def _payload_bytes(payload: JSON | bytes | str) -> bytes:
@@ -101,7 +104,7 @@ class Outbox(Connection):
             if m.qos not in (0, 1, 2):
                 raise ValueError(f"qos must be 0, 1 or 2, got {m.qos!r}")
             cur = db.execute(
-                "INSERT INTO outbox (topic, payload, qos, retain, round_id, created_at) "
+                "INSERT INTO outbox_entries (topic, payload, qos, retain, round_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (m.topic, _payload_bytes(m.payload), m.qos, int(m.retain), m.round_id, now),
             )
@@ -121,35 +124,37 @@ class Outbox(Connection):
         return [
             _outbox(r)
             for r in self._db.execute(
-                f"SELECT {_OUTBOX_COLS} FROM outbox WHERE published_at IS NULL AND id > ? "
-                "ORDER BY id LIMIT ?",
+                "SELECT e.id, e.topic, e.payload, e.qos, e.retain, e.round_id, e.created_at, "
+                f"NULL FROM outbox_entries e WHERE e.id > ? AND {_UNMARKED} ORDER BY e.id LIMIT ?",
                 (after_id, limit),
             )
         ]
 
     def outbox_pending_count(self) -> int:
         return int(
-            self._db.execute("SELECT COUNT(*) FROM outbox WHERE published_at IS NULL").fetchone()[0]
+            self._db.execute(
+                f"SELECT COUNT(*) FROM outbox_entries e WHERE {_UNMARKED}"
+            ).fetchone()[0]
         )
 
     def outbox_mark_published(self, ids: int | Iterable[int], *, at: datetime | None = None) -> int:
         """Mark entries published (after the broker's PUBACK); returns how many changed.
 
         Committed without its own fsync: losing a mark on power failure only means
-        the entry is published again, which consumers handle (dedupe by id).
+        the entry is published again, which consumers handle (dedupe by id). A mark is a
+        small row of its own (``outbox_published``): the entry, payload included, is
+        never written again.
         """
         id_list = [ids] if isinstance(ids, int) else list(ids)
         if not id_list:
             return 0
         now = self._now(at)
         with self._tx("outbox_mark_published", durable=False) as db:
-            n = 0
-            for i in id_list:
-                n += db.execute(
-                    "UPDATE outbox SET published_at = ? WHERE id = ? AND published_at IS NULL",
-                    (now, i),
-                ).rowcount
-            return n
+            return db.execute(
+                "INSERT OR IGNORE INTO outbox_published (id, published_at) SELECT id, ? "
+                "FROM outbox_entries WHERE id IN (SELECT value FROM json_each(?))",
+                (now, json.dumps([int(i) for i in id_list])),
+            ).rowcount
 
     def outbox_entry(self, entry_id: int) -> OutboxEntry | None:
         row = self._db.execute(

@@ -86,7 +86,7 @@ class Retention(AuditLog):
 
         frames_edge = nth_finished(self.raw_frame_rounds)
         full_edge = nth_finished(self.full_rounds)
-        pub = db.execute("SELECT MAX(id) FROM outbox WHERE published_at IS NOT NULL").fetchone()[0]
+        pub = db.execute("SELECT MAX(id) FROM outbox_published").fetchone()[0]
         requests_edge = iso_utc(self._clock() - timedelta(hours=self.request_keep_hours))
         with self._tx("retention", durable=False):
             gone = db.execute(
@@ -138,9 +138,13 @@ class Retention(AuditLog):
                 if old:
                     self._append_event(db, "rounds_pruned", {"round_ids": old}, self._now())
             if pub is not None:
+                # A published entry and its mark go together (an entry not marked stays).
+                edge = int(pub) - self.published_outbox_keep
                 db.execute(
-                    "DELETE FROM outbox WHERE published_at IS NOT NULL AND id <= ?",
-                    (int(pub) - self.published_outbox_keep,),
+                    "DELETE FROM outbox_entries WHERE id <= ? "
+                    "AND id IN (SELECT id FROM outbox_published WHERE id <= ?)",
+                    (edge, edge),
                 )
+                db.execute("DELETE FROM outbox_published WHERE id <= ?", (edge,))
         if self._checkpointer is not None:
             self._checkpointer.round_finished()

@@ -201,8 +201,36 @@ CREATE TABLE alerts (
 CREATE UNIQUE INDEX alerts_open ON alerts(code, subject) WHERE cleared_at IS NULL;
 """
 
+# Version 5 (issue 20): the outbox's "published" marks in a table of their own. Marking
+# an entry in its own row (``UPDATE outbox SET published_at``) made SQLite write the
+# whole record again, payload and overflow pages included: every published round
+# cost a third copy of its payload in the WAL (and on the card at the checkpoint) and
+# a drained backlog spent most of its time there. A mark is now one small row keyed by
+# the entry's id. ``outbox`` stays readable as before (a view with ``published_at``),
+# so queries and tools that read it need no change; the journal writes the tables.
+_OUTBOX_MARKS_V5 = """
+CREATE TABLE outbox_published (
+  id INTEGER PRIMARY KEY,
+  published_at TEXT NOT NULL
+) STRICT;
+INSERT INTO outbox_published (id, published_at)
+  SELECT id, published_at FROM outbox WHERE published_at IS NOT NULL;
+DROP INDEX outbox_pending;
+ALTER TABLE outbox DROP COLUMN published_at;
+ALTER TABLE outbox RENAME TO outbox_entries;
+CREATE VIEW outbox AS
+  SELECT e.id, e.topic, e.payload, e.qos, e.retain, e.round_id, e.created_at, p.published_at
+  FROM outbox_entries e LEFT JOIN outbox_published p ON p.id = e.id;
+"""
+
 #: ``DB_MIGRATIONS[n]`` upgrades a journal from schema version ``n`` to ``n + 1``.
 #: Version 0 is an empty file. Append, never edit, once a version has shipped.
-DB_MIGRATIONS: tuple[str, ...] = (_SCHEMA_V1, _REQUESTS_V2, _CHAIN_COVERS_ROWS, _ALERTS_V4)
+DB_MIGRATIONS: tuple[str, ...] = (
+    _SCHEMA_V1,
+    _REQUESTS_V2,
+    _CHAIN_COVERS_ROWS,
+    _ALERTS_V4,
+    _OUTBOX_MARKS_V5,
+)
 #: The SQLite layout this software writes (``PRAGMA user_version`` of an up-to-date file).
 DB_SCHEMA_VERSION = len(DB_MIGRATIONS)

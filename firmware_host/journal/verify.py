@@ -171,7 +171,11 @@ _NAMED_BY_ROWID: dict[str, tuple[str, str]] = {
     "rounds": ("SELECT round_id, seq FROM rounds WHERE id = ?", "rounds row {0} (seq {1})"),
     "bets": ("SELECT round_id, bet_id FROM bets WHERE id = ?", "bets row {r} (round {0}, bet {1})"),
     "settlements": ("SELECT round_id FROM settlements WHERE rowid = ?", "settlement of round {0}"),
-    "outbox": ("SELECT topic, round_id FROM outbox WHERE id = ?", "outbox entry {r} ({0} {1})"),
+    "outbox_entries": (
+        "SELECT topic, round_id FROM outbox_entries WHERE id = ?",
+        "outbox entry {r} ({0} {1})",
+    ),
+    "outbox_published": ("SELECT published_at FROM outbox_published WHERE id = ?", "the published mark of outbox entry {r}"),
     "jackpot": ("SELECT name FROM jackpot WHERE rowid = ?", "jackpot row {0!r}"),
     "jackpot_hits": (
         "SELECT hit_id FROM jackpot_hits WHERE id = ?",
@@ -185,7 +189,16 @@ _NAMED_BY_ROWID: dict[str, tuple[str, str]] = {
     "events": ("SELECT kind FROM events WHERE id = ?", "event log row {r} ({0})"),
 }
 #: Those that retention keeps bounded (or that stay small): checked in a window too.
-_BOUNDED = ("bets", "settlements", "outbox", "jackpot", "jackpot_hits", "faults", "requests")
+_BOUNDED = (
+    "bets",
+    "settlements",
+    "outbox_entries",
+    "outbox_published",
+    "jackpot",
+    "jackpot_hits",
+    "faults",
+    "requests",
+)
 _MISSING_FROM_INDEX = re.compile(r"row (\d+) missing from index (\S+)")
 
 
@@ -459,7 +472,7 @@ def _check_payloads(db: Any, exp: _Expected, report: AuditReport) -> None:
     m = 0
     for oid, rid, raw in _select(
         db,
-        "SELECT id, round_id, payload FROM outbox WHERE topic = 'rounds'",
+        "SELECT id, round_id, payload FROM outbox_entries WHERE topic = 'rounds'",
         "round_id",
         exp.scope_rounds,
         "id",

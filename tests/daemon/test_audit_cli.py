@@ -151,7 +151,7 @@ def test_payout_raised_by_mop_100000_is_named(
     payload["totals"]["house_net"] -= MOP_100K
     forged = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
     db.execute("UPDATE settlements SET payload = ? WHERE round_id = ?", (forged, rid))
-    db.execute("UPDATE outbox SET payload = ? WHERE round_id = ? AND topic = 'rounds'",
+    db.execute("UPDATE outbox_entries SET payload = ? WHERE round_id = ? AND topic = 'rounds'",
                (forged.encode(), rid))  # fmt: skip
     rc, out = verify(table, capsys=capsys)
     assert rc == 1
@@ -185,7 +185,7 @@ def test_outcome_changed_is_named(table: Table, capsys: pytest.CaptureFixture[st
 
 
 def _delete_round(db: sqlite3.Connection, rid: str) -> None:
-    for tbl in ("bets", "settlements", "outbox", "raw_frames", "rounds"):
+    for tbl in ("bets", "settlements", "outbox_entries", "raw_frames", "rounds"):
         db.execute(f"DELETE FROM {tbl} WHERE round_id = ?", (rid,))
 
 

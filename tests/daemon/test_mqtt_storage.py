@@ -35,12 +35,16 @@ def full_disk_on_marks(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
     state = {"on": True}
     real = GuardedCursor.execute
 
-    def execute(self: GuardedCursor, sql: str, params: Any = ()) -> Any:
-        if state["on"] and sql.startswith("UPDATE outbox SET published_at"):
+    def full(sql: str) -> None:
+        # The mark (schema 5: a row of outbox_published; before, an UPDATE of outbox).
+        if state["on"] and sql.startswith(("INSERT OR IGNORE INTO outbox_published", "UPDATE outbox")):
             exc = sqlite3.OperationalError("database or disk is full")
             exc.sqlite_errorcode = 13  # type: ignore[attr-defined]
             exc.sqlite_errorname = "SQLITE_FULL"  # type: ignore[attr-defined]
             raise exc
+
+    def execute(self: GuardedCursor, sql: str, params: Any = ()) -> Any:
+        full(sql)
         return real(self, sql, params)
 
     monkeypatch.setattr(GuardedCursor, "execute", execute)
