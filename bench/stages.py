@@ -49,6 +49,8 @@ STAGES = ("line", "event", "procedure", "settled", "committed", "publish", "floo
 #: Work off the path, timed from ``line``: retention done, the extensions' hooks done.
 SIDE = ("retained", "hooks")
 ENV = "BENCH_STAGES_FILE"
+#: How many of the slowest rounds are reported stage by stage (where the tail goes).
+SLOWEST = 6
 
 
 # ---------------------------------------------------------------------------
@@ -146,11 +148,14 @@ def _read(path: Path) -> tuple[list[tuple[float, str]], list[tuple[float, float,
 
 def split(
     windows: list[tuple[float, float]], path: Path
-) -> tuple[dict[str, list[float]], list[float], list[tuple[str, float]]]:
+) -> tuple[
+    dict[str, list[float]], list[float], list[tuple[str, float]], list[dict[str, float]]
+]:
     """Per stage, the ms since the previous stage, over every round window (line, floor):
     each stage is its first mark after the previous stage's; the work off the path is
     its first mark after ``line`` and before the next round's ``line``. Also the total
-    per round and the collector pauses (generation, ms) inside the windows."""
+    per round, the collector pauses (generation, ms) inside the windows, and each
+    round's own split (``total`` and its stages)."""
     marks, pauses = _read(path)
     marks.sort()
     times = [t for t, _ in marks]
@@ -165,16 +170,21 @@ def split(
 
     steps: dict[str, list[float]] = {s: [] for s in (*STAGES[1:], *SIDE)}
     totals = []
+    rows: list[dict[str, float]] = []
     for n, (line_at, floor_at) in enumerate(windows):
+        row: dict[str, float] = {"total": (floor_at - line_at) * 1000}
+        rows.append(row)
         prev = line_at
         for stage in STAGES[1:-1]:
             t = first(stage, prev, floor_at)
             if t is None:
                 break
-            steps[stage].append((t - prev) * 1000)
+            row[stage] = (t - prev) * 1000
+            steps[stage].append(row[stage])
             prev = t
         else:
-            steps["floor"].append((floor_at - prev) * 1000)
+            row["floor"] = (floor_at - prev) * 1000
+            steps["floor"].append(row["floor"])
         until = windows[n + 1][0] if n + 1 < len(windows) else float("inf")
         for stage in SIDE:
             t = first(stage, line_at, until)
@@ -186,7 +196,7 @@ def split(
         for start, end, gen in pauses
         if any(a <= start <= b for a, b in windows)
     ]
-    return steps, totals, inside
+    return steps, totals, inside, rows
 
 
 async def _run(bets: int, rounds: int) -> dict[str, Any]:
@@ -219,7 +229,7 @@ async def _run(bets: int, rounds: int) -> dict[str, Any]:
                 await t.stop()
                 DaemonProcess.module = ["-m", "firmware_host"]
                 kill_leftovers()
-            steps, totals, pauses = split(windows, trace)
+            steps, totals, pauses, per_round = split(windows, trace)
     finally:
         broker.stop()
     return {
@@ -241,6 +251,7 @@ async def _run(bets: int, rounds: int) -> dict[str, Any]:
             for s, v in steps.items()
         },
         "gc_pauses_in_windows_ms": [[g, round(ms, 3)] for g, ms in pauses],
+        "slowest_rounds_ms": sorted(per_round, key=lambda r: -r["total"])[:SLOWEST],
     }
 
 
@@ -273,6 +284,13 @@ def report(res: dict[str, Any]) -> str:
             f"{'line -> ' + stage:<40} {st['p50']:7.2f} {st['p90']:7.2f} "
             f"{st['p99']:7.2f} {st['max']:7.2f}"
         )
+    rows.append("")
+    rows.append("the slowest rounds, stage by stage (ms since the previous stage):")
+    names = [s for s in STAGES[1:]]
+    rows.append(f"{'total':>7} " + " ".join(f"{s[:9]:>9}" for s in names))
+    for r in res["slowest_rounds_ms"]:
+        cells = (f"{r[s]:9.2f}" if s in r else f"{'-':>9}" for s in names)
+        rows.append(f"{r['total']:7.2f} " + " ".join(cells))
     pauses = res["gc_pauses_in_windows_ms"]
     rows.append("")
     rows.append(
