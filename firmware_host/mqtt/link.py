@@ -35,6 +35,13 @@ from .settings import (
 #: One logger for the whole link, as before the package was split (logs name it).
 log = logging.getLogger("firmware_host.mqtt")
 
+#: The "published" marks are written when the window drains, or once this many
+#: windows' worth wait (one transaction each time). Until written, an entry is not
+#: read or sent again; after a crash it is published again, the same bytes under the
+#: same id (the floor dedupes). Four windows: a drained backlog writes a quarter of the
+#: transactions it did with one (issue 20), and a crash repeats at most 64 entries.
+MARKS_BATCH = 4
+
 
 class FloorLink(LinkBase):
     """The MQTT side of one table (see the package docstring).
@@ -380,10 +387,10 @@ class FloorLink(LinkBase):
                     # and none is in flight: what it held when that work was queued is
                     # acknowledged, or held back by a refusal. The work runs now.
                     self._run_after()
-                if not inflight or len(self._marks) >= self.settings.max_inflight:
-                    # Together: when the window drains, or a window's worth is waiting
-                    # (until then they are not read or sent again; a crash only means
-                    # they are published again, the same bytes under the same id).
+                if not inflight or len(self._marks) >= MARKS_BATCH * self.settings.max_inflight:
+                    # Together: when the window drains, or MARKS_BATCH windows' worth
+                    # wait (until then they are not read or sent again; a crash only
+                    # means they are published again, the same bytes under the same id).
                     self._flush_marks()
                 if not inflight:
                     if self._stop.is_set():
