@@ -89,10 +89,13 @@ class Retention(AuditLog):
         pub = db.execute("SELECT MAX(id) FROM outbox_published").fetchone()[0]
         requests_edge = iso_utc(self._clock() - timedelta(hours=self.request_keep_hours))
         with self._tx("retention", durable=False):
+            # Through the index on ``at``: only the requests past the window are read
+            # (ordered by id, SQLite scanned every request kept, 24 hours of them, after
+            # every round: 2 ms after 120 rounds of 100 bets here, growing with traffic).
             gone = db.execute(
                 "SELECT principal, request_id FROM requests WHERE at < ? AND (round_id IS NULL "
-                "OR round_id NOT IN (SELECT round_id FROM rounds WHERE detail != 'summary')) "
-                "ORDER BY id",
+                "OR NOT EXISTS (SELECT 1 FROM rounds r WHERE r.round_id = requests.round_id "
+                "AND r.detail != 'summary')) ORDER BY at, id",
                 (requests_edge,),
             ).fetchall()
             if gone:

@@ -231,7 +231,9 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         with self._tx("open_round") as db:
             if not allow_concurrent:
                 row = db.execute(
-                    "SELECT round_id FROM rounds WHERE table_id = ? AND status IS NULL LIMIT 1",
+                    # ``+table_id``: through the index of rounds in flight (a few), not
+                    # every round of the table (kept forever).
+                    "SELECT round_id FROM rounds WHERE +table_id = ? AND status IS NULL LIMIT 1",
                     (table_id,),
                 ).fetchone()
                 if row is not None:
@@ -528,7 +530,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         sql = f"SELECT {_ROUND_COLS} FROM rounds WHERE status IS NULL"
         args: tuple[str, ...] = ()
         if table_id is not None:
-            sql += " AND table_id = ?"
+            sql += " AND +table_id = ?"  # through the index of rounds in flight
             args = (table_id,)
         return [_round(r) for r in self._db.execute(sql + " ORDER BY id", args)]
 

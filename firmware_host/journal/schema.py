@@ -208,6 +208,8 @@ CREATE UNIQUE INDEX alerts_open ON alerts(code, subject) WHERE cleared_at IS NUL
 # a drained backlog spent most of its time there. A mark is now one small row keyed by
 # the entry's id. ``outbox`` stays readable as before (a view with ``published_at``),
 # so queries and tools that read it need no change; the journal writes the tables.
+# Also an index of each table's rounds in journal order: a table's latest round (read
+# at every phase change) was found by sorting all its rounds, kept forever.
 _OUTBOX_MARKS_V5 = """
 CREATE TABLE outbox_published (
   id INTEGER PRIMARY KEY,
@@ -221,6 +223,7 @@ ALTER TABLE outbox RENAME TO outbox_entries;
 CREATE VIEW outbox AS
   SELECT e.id, e.topic, e.payload, e.qos, e.retain, e.round_id, e.created_at, p.published_at
   FROM outbox_entries e LEFT JOIN outbox_published p ON p.id = e.id;
+CREATE INDEX rounds_table ON rounds(table_id, id);
 """
 
 #: ``DB_MIGRATIONS[n]`` upgrades a journal from schema version ``n`` to ``n + 1``.
