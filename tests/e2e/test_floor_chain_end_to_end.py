@@ -210,7 +210,7 @@ async def test_daemon_to_ingest_to_anchors_to_audit_verify(
             "SELECT id FROM events WHERE kind = 'round_opened' AND data LIKE ?",
             (f"%{last['round_id']}%",),
         ).fetchone()
-        for tbl in ("bets", "settlements", "outbox", "raw_frames", "rounds"):
+        for tbl in ("bets", "settlements", "outbox_entries", "raw_frames", "rounds"):
             bad.execute(f"DELETE FROM {tbl} WHERE round_id = ?", (last["round_id"],))
         bad.execute("DELETE FROM events WHERE id >= ?", (opened,))
         bad.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'events'", (opened - 1,))
