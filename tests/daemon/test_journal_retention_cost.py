@@ -73,17 +73,17 @@ def counting(j: Journal) -> list[int]:
     return n
 
 
-def journal_with_rounds(path: Path, finished: int) -> Journal:
+def journal_with_rounds(path: Path, finished: int, detail: str = "summary") -> Journal:
     """``finished`` settled rounds of table t1 (written directly: only their rows are
-    read here), then one open round through the journal."""
+    read here) whose ``detail`` is ``detail``."""
     j = Journal(path)
     at = iso_utc(datetime.now(UTC))
     with j.transaction("test") as db:
         db.executemany(
             "INSERT INTO rounds (round_id, table_id, seq, game, rules, phase, status, "
             "timestamps, opened_at, finished_at, detail) "
-            "VALUES (?, 't1', ?, 'roulette', '{}', 'settled', 'settled', '{}', ?, ?, 'summary')",
-            [(f"r{i}", i, at, at) for i in range(1, finished + 1)],
+            "VALUES (?, 't1', ?, 'roulette', '{}', 'settled', 'settled', '{}', ?, ?, ?)",
+            [(f"r{i}", i, at, at, detail) for i in range(1, finished + 1)],
         )
     return j
 
@@ -110,3 +110,35 @@ def test_a_tables_latest_round_and_rounds_in_flight_are_found_without_reading_th
         finally:
             j.close()
     assert steps[1] < 2 * steps[0] + 50, steps
+
+
+def test_the_full_window_edge_is_looked_for_every_hundredth_of_the_window(
+    tmp_path: Path,
+) -> None:
+    """The n-th newest finished round is found by walking n index entries (10,000 by
+    default, up to 10^9 allowed): after every round that was the largest part of
+    retention (0.5 ms here with the default window). It is looked for every n/100
+    rounds: the window keeps at most 1% more than it says, never fewer."""
+    j = journal_with_rounds(tmp_path / "j.sqlite3", 20_000, "full")
+    try:
+        full = "SELECT COUNT(*) FROM rounds WHERE detail != 'summary' AND status IS NOT NULL"
+        kept = []
+        for _ in range(100):  # the first 99 passes leave the window as it is
+            j._retain()
+            kept.append(j._db.execute(full).fetchone()[0])
+        assert kept[:99] == [20_000] * 99 and kept[99] == 10_000
+        count = counting(j)
+        j._db.execute(
+            "SELECT id FROM rounds WHERE status IS NOT NULL ORDER BY id DESC LIMIT 1 OFFSET ?",
+            (j.full_rounds - 1,),
+        ).fetchone()
+        one_walk = count[0]
+        count[0] = 0
+        for _ in range(100):  # one more lookup in these 100 passes (and frames' 100)
+            j._retain()
+        j._db.set_progress_handler(None, 0)
+        assert one_walk > 100, one_walk  # the walk is what is measured
+        assert count[0] < 10 * one_walk, (count[0], one_walk)  # before: 100 walks and more
+        assert j._db.execute(full).fetchone()[0] == 10_000
+    finally:
+        j.close()
