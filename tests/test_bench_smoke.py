@@ -81,11 +81,18 @@ def test_stages_split_each_round_window_into_its_stages(tmp_path: Path) -> None:
         )
         + "\n"
     )
-    steps, totals, pauses = split([(10.0, 10.004), (20.0, 20.003)], trace)
+    steps, totals, pauses, rounds = split([(10.0, 10.004), (20.0, 20.003)], trace)
     assert [round(x, 3) for x in steps["event"]] == [0.2, 0.1]
     assert [round(x, 3) for x in steps["settled"]] == [1.0, 0.6]
     assert [round(x, 3) for x in steps["floor"]] == [0.8, 0.9]
     assert [round(x, 3) for x in totals] == [4.0, 3.0]
+    # Each round's own split, for the report of the slowest rounds.
+    assert [{k: round(v, 3) for k, v in r.items()} for r in rounds] == [
+        {"total": 4.0, "event": 0.2, "procedure": 0.3, "settled": 1.0, "committed": 1.5,
+         "publish": 0.2, "floor": 0.8},
+        {"total": 3.0, "event": 0.1, "procedure": 0.3, "settled": 0.6, "committed": 1.0,
+         "publish": 0.1, "floor": 0.9},
+    ]  # fmt: skip
     assert [(g, round(ms, 3)) for g, ms in pauses] == [("gc1", 0.5)]
 
 
