@@ -175,7 +175,10 @@ _NAMED_BY_ROWID: dict[str, tuple[str, str]] = {
         "SELECT topic, round_id FROM outbox_entries WHERE id = ?",
         "outbox entry {r} ({0} {1})",
     ),
-    "outbox_published": ("SELECT published_at FROM outbox_published WHERE id = ?", "the published mark of outbox entry {r}"),
+    "outbox_published": (
+        "SELECT published_at FROM outbox_published WHERE id = ?",
+        "the published mark of outbox entry {r}",
+    ),
     "jackpot": ("SELECT name FROM jackpot WHERE rowid = ?", "jackpot row {0!r}"),
     "jackpot_hits": (
         "SELECT hit_id FROM jackpot_hits WHERE id = ?",
