@@ -23,7 +23,8 @@ monotonic clock, so the two processes' stamps compare) at each stage of a result
 work the daemon does off the path, timed from ``line`` (after the publication, once the
 publisher has written the round: ``retained``, the journal's pruning done; ``hooks``,
 the table extensions' ``round_settled`` done),
-and the daemon's garbage-collector pauses that fell inside a round's window. The wraps
+the daemon's garbage-collector pauses that fell inside a round's window, and the
+slowest rounds stage by stage (where the tail goes). The wraps
 change nothing in what the functions do; their own cost (a few microseconds a stage)
 is included in the figures. Nothing here is used by the daemon in production.
 """

@@ -25,6 +25,7 @@ from ..schemas import response
 from .client import _AckClient, _refusal
 from .core import LinkBase, _Item
 from .settings import (
+    MARKS_BATCH,
     MAX_INCOMING_QUEUED,
     MAX_QUEUED,
     REQUEST_PRIORITY,
@@ -34,13 +35,6 @@ from .settings import (
 
 #: One logger for the whole link, as before the package was split (logs name it).
 log = logging.getLogger("firmware_host.mqtt")
-
-#: The "published" marks are written when the window drains, or once this many
-#: windows' worth wait (one transaction each time). Until written, an entry is not
-#: read or sent again; after a crash it is published again, the same bytes under the
-#: same id (the floor dedupes). Four windows: a drained backlog writes a quarter of the
-#: transactions it did with one (issue 20), and a crash repeats at most 64 entries.
-MARKS_BATCH = 4
 
 
 class FloorLink(LinkBase):
