@@ -106,10 +106,10 @@ def _install(path: str) -> None:
     send = FloorLink._send
 
     @functools.wraps(send)
-    def traced_send(self: FloorLink, client: Any, item: Any) -> Any:
+    def traced_send(self: FloorLink, client: Any, item: Any, *rest: Any) -> Any:
         if item.kind == "outbox" and item.topic == "rounds":
             mark("publish")
-        return send(self, client, item)
+        return send(self, client, item, *rest)
 
     FloorLink._send = traced_send  # type: ignore[method-assign]
 

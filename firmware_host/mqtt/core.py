@@ -26,7 +26,7 @@ from ..latency import Latency
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc, utc_now
 from ..topics import TopicError, check_topic
-from .client import Sent, _AckClient, _refusal
+from .client import OnAck, Sent, _AckClient, _refusal
 from .settings import (
     AFTER_PUBLICATION_MAX_S,
     CONFIRM_AFTER_S,
@@ -438,7 +438,7 @@ class LinkBase:
         caught.update({i: topic for i, (_, topic) in self._unconfirmed.items()})
         self._in_flight.clear()
         self._unconfirmed.clear()
-        for entry_id, topic in caught.items():
+        for entry_id, topic in sorted(caught.items()):  # in the outbox's order
             n = self._drops.get(entry_id, 0) + 1
             self._drops[entry_id] = n
             if n >= DROPS_TO_FAULT:
@@ -647,13 +647,18 @@ class LinkBase:
     def _outbox_item(e: OutboxEntry) -> _Item:
         return _Item("outbox", e.topic, e.payload, e.qos, e.retain, e.id)
 
-    def _send(self, client: _AckClient, item: _Item) -> Sent | None:
+    def _send(self, client: _AckClient, item: _Item, on_ack: OnAck | None = None) -> Sent | None:
         """Hand ``item`` to the client, written to the socket now; None when it cannot be
-        published at all (e.g. too large: dropped, never blocking the queue). Raises
-        :class:`aiomqtt.MqttError` when the connection is gone."""
+        published at all (e.g. too large: dropped, never blocking the queue; ``on_ack``
+        is then not called). Raises :class:`aiomqtt.MqttError` when the connection is
+        gone. ``on_ack``: see :meth:`_AckClient.send`."""
         try:
             sent = client.send(
-                self.topic(item.topic), item.payload, qos=item.qos, retain=item.retain
+                self.topic(item.topic),
+                item.payload,
+                qos=item.qos,
+                retain=item.retain,
+                on_ack=on_ack,
             )
         except (ValueError, TypeError) as exc:
             log.error(
@@ -677,14 +682,23 @@ class LinkBase:
             if sent is not None:
                 refused = await client.acked(sent, self.settings.publish_timeout_ms / 1000)
         finally:
-            if item.kind == "outbox":
-                self._in_flight.pop(item.ref, None)
-            elif item.kind == "snapshot" and item.ref is not None:
-                if self._snap_in_flight.get(item.ref[0]) == item.ref[1]:
-                    del self._snap_in_flight[item.ref[0]]
-            elif item.kind == "response":
-                self._resp_in_flight.discard(item.ref)
-        self.stats.puback.add(time.perf_counter() - t0)
+            self._released(item)
+        self._answered(item, refused, t0)
+
+    def _released(self, item: _Item) -> None:
+        """``item`` is no longer in flight (answered, timed out or abandoned)."""
+        if item.kind == "outbox":
+            self._in_flight.pop(item.ref, None)
+        elif item.kind == "snapshot" and item.ref is not None:
+            if self._snap_in_flight.get(item.ref[0]) == item.ref[1]:
+                del self._snap_in_flight[item.ref[0]]
+        elif item.kind == "response":
+            self._resp_in_flight.discard(item.ref)
+
+    def _answered(self, item: _Item, refused: ReasonCode | None, sent_at: float) -> None:
+        """The broker's answer to ``item`` (sent at ``perf_counter()`` ``sent_at``):
+        accepted, or refused."""
+        self.stats.puback.add(time.perf_counter() - sent_at)
         if refused is not None:
             self._refused(item, refused)
             return

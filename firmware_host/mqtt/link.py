@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import socket
@@ -35,6 +36,107 @@ from .settings import (
 
 #: One logger for the whole link, as before the package was split (logs name it).
 log = logging.getLogger("firmware_host.mqtt")
+
+
+class _Pending:
+    """One publication in the window: sent at ``perf_counter()`` ``sent_at``, its
+    PUBACK's message id (None if dropped as unpublishable) and its timeout."""
+
+    __slots__ = ("item", "mid", "sent_at", "timer")
+
+    def __init__(self, item: _Item) -> None:
+        self.item = item
+        self.sent_at = time.perf_counter()
+        self.mid: int | None = None
+        self.timer: asyncio.TimerHandle | None = None
+
+
+class _Window:
+    """The publications in flight on one connection (at most ``max_inflight``): each
+    is written to the socket when sent, and the broker's PUBACK answers it through a
+    callback (:meth:`_AckClient.send`'s ``on_ack``), not a task awaiting it: no task,
+    ``wait_for`` or event per publication. A publication not answered within
+    ``timeout`` s (as aiomqtt's own ``publish`` would time out), or an answer the link
+    fails to act on, is raised by :meth:`check` in the publisher's next turn (the
+    connection is then dropped and made again, as a failed task's exception was)."""
+
+    def __init__(self, link: LinkBase, client: _AckClient, timeout: float) -> None:
+        self.link, self.client, self.timeout = link, client, timeout
+        self.pending: set[_Pending] = set()
+        self.failure: BaseException | None = None
+        self._loop = asyncio.get_running_loop()
+
+    def __len__(self) -> int:
+        return len(self.pending)
+
+    def send(self, item: _Item) -> None:
+        """Hand ``item`` to the client; raises :class:`aiomqtt.MqttError` if the
+        connection is gone (nothing is then in flight for it)."""
+        p = _Pending(item)
+        sent = self.link._send(self.client, item, functools.partial(self._answered, p))
+        self.pending.add(p)
+        if sent is None:  # unpublishable, dropped: taken as answered (never blocks the queue)
+            self._loop.call_soon(self._answered, p, None)
+            return
+        p.mid = sent.mid
+        p.timer = self._loop.call_later(self.timeout, self._expired, p)
+
+    def _answered(self, p: _Pending, refused: ReasonCode | None) -> None:
+        if p not in self.pending:
+            return  # timed out or abandoned meanwhile
+        self.pending.discard(p)
+        if p.timer is not None:
+            p.timer.cancel()
+        link = self.link
+        link._released(p.item)
+        try:
+            link._answered(p.item, refused, p.sent_at)
+        except Exception as exc:  # raised in the publisher's turn, as a task's would be
+            if self.failure is None:
+                self.failure = exc
+        link._wake.set()
+
+    def _expired(self, p: _Pending) -> None:
+        if p not in self.pending:
+            return
+        self.pending.discard(p)
+        if p.mid is not None:
+            self.client.forget(p.mid)
+        self.link._released(p.item)
+        if self.failure is None:
+            self.failure = aiomqtt.MqttError("Operation timed out")
+        self.link._wake.set()
+
+    def check(self) -> None:
+        """Raise what failed since the last check (a timeout, or the link's own error)."""
+        exc, self.failure = self.failure, None
+        if exc is not None:
+            raise exc
+
+    async def drained(self, wake: asyncio.Event, timeout: float) -> None:
+        """Wait until nothing is in flight (at most ``timeout`` s); raise what failed."""
+        deadline = self._loop.time() + timeout
+        while self.pending and self.failure is None:
+            left = deadline - self._loop.time()
+            if left <= 0:
+                break
+            wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), left)
+        self.check()
+
+    def abandon(self) -> None:
+        """The connection is over: what is in flight is no longer waited for. It stays
+        in the link's in-flight records, for the connection's end to count its outbox
+        entries as caught by a drop (:meth:`LinkBase._count_drops`: how an MQTT 3.1.1
+        broker refuses) and send them again on the next connection, which starts
+        with no snapshot or response in flight."""
+        for p in self.pending:
+            if p.timer is not None:
+                p.timer.cancel()
+            if p.mid is not None:
+                self.client.forget(p.mid)
+        self.pending.clear()
 
 
 class FloorLink(LinkBase):
@@ -334,39 +436,30 @@ class FloorLink(LinkBase):
 
     async def _publish_loop(self, client: _AckClient, subscribed: asyncio.Event) -> None:
         """Keep up to ``max_inflight`` publications in flight: each is written to the
-        socket as soon as it is taken (:meth:`_send`), its PUBACK awaited by a task of
-        its own; a freed slot or new work wakes the loop, which writes the "published"
+        socket as soon as it is taken (:meth:`_send`), its PUBACK answering it through
+        the window (:class:`_Window`); a freed slot or new work wakes the loop, which writes the "published"
         marks of what the broker took in one transaction when the window drains or a
         window's worth is waiting."""
         await subscribed.wait()
         version = self._snapshots.get("state", (0, {}))[0]
         online = self._state_payload("online")
         await self._publish(client, _Item("snapshot", "state", online, 1, True, ("state", version)))
-        inflight: set[asyncio.Task[None]] = set()
-
-        def finished(task: asyncio.Task[None]) -> None:
-            self._wake.set()
+        inflight = _Window(self, client, self.settings.publish_timeout_ms / 1000)
 
         def fill() -> int:
             """Hand the next batch to the client (written to the socket at once, before
-            anything else runs), each PUBACK awaited by a task; the room there was."""
+            anything else runs), each PUBACK answered through the window; the room
+            there was."""
             room = self.settings.max_inflight - len(inflight)
             for item in self._next_batch(room) if room > 0 else ():
-                sent = self._send(client, item)
-                task = asyncio.create_task(self._complete(client, item, sent))
-                task.add_done_callback(finished)
-                inflight.add(task)
+                inflight.send(item)
             return room
 
         drain_deadline: float | None = None
         self._fill = fill
         try:
             while True:
-                for t in [t for t in inflight if t.done()]:
-                    inflight.discard(t)
-                    exc = t.exception()
-                    if exc is not None:
-                        raise exc
+                inflight.check()
                 if self._stop.is_set():
                     if drain_deadline is None:
                         drain_deadline = time.monotonic() + self.settings.shutdown_drain_ms / 1000
@@ -400,23 +493,14 @@ class FloorLink(LinkBase):
                     await self._wake.wait()
                 finally:
                     timer.cancel()
-            if inflight:  # finish the publications in flight
-                timeout = self.settings.publish_timeout_ms / 1000
-                done, _ = await asyncio.wait(inflight, timeout=timeout)
-                for t in done:
-                    inflight.discard(t)
-                    exc = t.exception()
-                    if exc is not None:
-                        raise exc
+            # Finish the publications in flight (each times out on its own by then).
+            await inflight.drained(self._wake, self.settings.publish_timeout_ms / 1000)
             self._flush_marks()
         finally:
             self._fill = None
             if self._after:  # no publisher left to wait for
                 self._after_later(0.0)
-            for t in inflight:
-                t.cancel()
-            if inflight:
-                await asyncio.gather(*inflight, return_exceptions=True)
+            inflight.abandon()
         # Goodbye: retained offline, then DISCONNECT (on leaving ``async with``) cancels the will.
         offline = self._state_payload("offline", reason="shutdown")
         await self._publish(client, _Item("snapshot", "state", offline, 1, True, None))

@@ -47,10 +47,10 @@ def spy_sends(link: FloorLink) -> list[tuple[str, Any]]:
     sent: list[tuple[str, Any]] = []
     send = link._send
 
-    def spy(client: Any, item: Any) -> Any:
+    def spy(client: Any, item: Any, *rest: Any) -> Any:
         if item.kind == "outbox":
             sent.append((item.topic, item.ref))
-        return send(client, item)
+        return send(client, item, *rest)
 
     link._send = spy  # type: ignore[method-assign]
     return sent
