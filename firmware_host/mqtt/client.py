@@ -70,7 +70,8 @@ class _AckClient(aiomqtt.Client):
     Publications go out at once: :meth:`send` hands one to paho and writes it to the
     socket in the same call, on the event loop's thread (aiomqtt registers a writer
     that writes it one or two loop iterations later, behind whatever work was queued
-    meanwhile), and :meth:`acked` awaits its PUBACK; several may be in flight.
+    meanwhile), and :meth:`acked` awaits its PUBACK (or the ``on_ack`` given to
+    :meth:`send` gets the broker's answer); several may be in flight.
     """
 
     def __init__(
