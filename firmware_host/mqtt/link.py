@@ -113,8 +113,9 @@ class _Window:
         if exc is not None:
             raise exc
 
-    async def drained(self, wake: asyncio.Event, timeout: float) -> None:
+    async def drained(self, timeout: float) -> None:
         """Wait until nothing is in flight (at most ``timeout`` s); raise what failed."""
+        wake = self.link._wake  # set by every answer and timeout
         deadline = self._loop.time() + timeout
         while self.pending and self.failure is None:
             left = deadline - self._loop.time()
@@ -494,7 +495,7 @@ class FloorLink(LinkBase):
                 finally:
                     timer.cancel()
             # Finish the publications in flight (each times out on its own by then).
-            await inflight.drained(self._wake, self.settings.publish_timeout_ms / 1000)
+            await inflight.drained(self.settings.publish_timeout_ms / 1000)
             self._flush_marks()
         finally:
             self._fill = None

@@ -14,8 +14,14 @@ from typing import Any
 import aiomqtt
 
 from firmware_host.journal import Journal, RoundRecord
+from firmware_host.mqtt import MqttSettings
 from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
 from firmware_host.timefmt import iso_utc, utc_now
+
+
+def settings_for(b: Any, **kw: Any) -> MqttSettings:
+    """Link settings for broker ``b`` (its host and port), reconnecting fast."""
+    return MqttSettings(host=b.host, port=b.port, reconnect_min_ms=20, reconnect_max_ms=300, **kw)
 
 
 @dataclass(frozen=True)

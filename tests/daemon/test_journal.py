@@ -42,13 +42,6 @@ from firmware_host.journal import (
 RULES = {"regulation": "60/2004"}
 
 
-@pytest.fixture
-def journal(tmp_path: Path) -> Journal:
-    j = Journal(tmp_path / "journal.sqlite3")
-    yield j
-    j.close()
-
-
 def outbox_rows(j: Journal) -> list[tuple[Any, ...]]:
     return j._db.execute(
         "SELECT id, topic, round_id, published_at FROM outbox ORDER BY id"

@@ -20,7 +20,7 @@ from typing import Any
 
 import aiomqtt
 import pytest
-from _mqtt_support import Collector, play_round
+from _mqtt_support import Collector, play_round, settings_for
 
 from firmware_host import schemas
 from firmware_host.config import ConfigInvalid, validate_document
@@ -28,10 +28,6 @@ from firmware_host.journal import Journal, OutboxMessage
 from firmware_host.mqtt import FloorLink, MqttSettings, TopicError, check_topic
 
 ROOT = "casino/tables/t1"
-
-
-def settings_for(b: Any, **kw: Any) -> MqttSettings:
-    return MqttSettings(host=b.host, port=b.port, reconnect_min_ms=20, reconnect_max_ms=300, **kw)
 
 
 def assert_schema_valid(col: Collector) -> int:
@@ -47,13 +43,6 @@ def assert_schema_valid(col: Collector) -> int:
         assert not problems, f"{m.topic}: {problems}\n{m.payload!r}"
         n += 1
     return n
-
-
-@pytest.fixture
-def journal(tmp_path: Path) -> Journal:
-    j = Journal(tmp_path / "journal.sqlite3")
-    yield j
-    j.close()
 
 
 # -- no broker needed -------------------------------------------------------------------

@@ -10,28 +10,16 @@ import asyncio
 import logging
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from _mqtt_support import Collector, play_round, round_payload
+from _mqtt_support import Collector, play_round, round_payload, settings_for
 
 from firmware_host.journal import Journal, OutboxMessage
 from firmware_host.mqtt import FloorLink, MqttSettings
 from firmware_host.mqtt.settings import AFTER_PUBLICATION_MAX_S
 
 ROOT = "casino/tables/t1"
-
-
-@pytest.fixture
-def journal(tmp_path: Path) -> Journal:
-    j = Journal(tmp_path / "journal.sqlite3")
-    yield j
-    j.close()
-
-
-def settings_for(b: Any, **kw: Any) -> MqttSettings:
-    return MqttSettings(host=b.host, port=b.port, reconnect_min_ms=20, reconnect_max_ms=300, **kw)
 
 
 def ready_round(journal: Journal) -> Any:

@@ -9,28 +9,16 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from _mqtt_support import Collector, play_round
+from _mqtt_support import Collector, play_round, settings_for
 
 from firmware_host.journal import Journal
-from firmware_host.mqtt import FloorLink, MqttSettings
+from firmware_host.mqtt import FloorLink
 from firmware_host.mqtt.client import _AckClient
 
 ROOT = "casino/tables/t1"
-
-
-@pytest.fixture
-def journal(tmp_path: Path) -> Journal:
-    j = Journal(tmp_path / "journal.sqlite3")
-    yield j
-    j.close()
-
-
-def settings_for(b: Any, **kw: Any) -> MqttSettings:
-    return MqttSettings(host=b.host, port=b.port, reconnect_min_ms=20, reconnect_max_ms=300, **kw)
 
 
 def clients_of(link: FloorLink) -> list[_AckClient]:
