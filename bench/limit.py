@@ -59,6 +59,11 @@ JSON = Any
 SECTION = "limit"
 #: Seconds between a round's arrival and the limit's measurement beside it.
 QUIET_S = 0.02
+#: Backlog drains each way per MQTT-layer pass. A drain takes 20-50 ms and one of the
+#: machine's stalls can double it: with 3 a pass (9 pairs in all), the median ratio of
+#: the same code moved from 1.04 to 1.42 between runs; with 10 (30 pairs) four runs
+#: gave 1.09-1.11.
+DRAINS_PER_PASS = 10
 
 
 # ---------------------------------------------------------------------------
@@ -416,8 +421,8 @@ async def _mqtt_layer(pub: Publisher, payloads: list[bytes], repeats: int) -> di
                     out[f"{how}_s"].append(await pub.one(how, body))
                 finally:
                     gc.enable()
-    # A drain is short (tens of ms) and the machine's noise is not: three times as many.
-    for r in range(3 * repeats):
+    # A drain is short (20-50 ms) and the machine's noise is not: ten times as many.
+    for r in range(DRAINS_PER_PASS * repeats):
         for how in ("link", "bare") if r % 2 == 0 else ("bare", "link"):
             out[f"drain_{how}_s"].append(await pub.drain(how, payloads))
     out["max_inflight"] = MqttSettings().max_inflight
