@@ -67,6 +67,7 @@ from .jsonio import JSON
 from .logsetup import RoundLog
 from .mqtt import FloorLink, MqttSettings, read_retained
 from .sdnotify import Notifier
+from .table.ahead import loop_runner
 from .table.engine import RoundEngine
 from .table.extension import TableExtensions
 from .table.floor import FloorRequests
@@ -214,6 +215,8 @@ class TableDaemon:
             caps=plan.bet_caps,
             dealer=roster.current,
         )
+        # While the ball spins, the bets are settled for every outcome (table/ahead.py).
+        engine.ahead.runner = loop_runner(asyncio.get_running_loop().call_soon)
         devices = self.devices = TableDevices(
             plan.devices,
             pin_factory=self._pin_factory

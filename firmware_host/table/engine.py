@@ -60,6 +60,7 @@ from ..journal import (
 from ..jsonio import JSON, canonical_json
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc, utc_now
+from .ahead import Ahead
 from .bets import BetAnswer, BetCaps
 from .extension import TableExtensions
 from .jackpot import JackpotController
@@ -132,6 +133,7 @@ class RoundEngine:
         #: result is settled without reading the round's bets back; loaded from the
         #: journal for any other round (after a restart).
         self._bets: tuple[str, dict[str, Bet]] | None = None
+        self.ahead = Ahead()  #: settlements made while the result is awaited (ahead.py)
 
     # -- state -----------------------------------------------------------------
     @property
@@ -321,6 +323,10 @@ class RoundEngine:
                 outbox=[self._event("betting_closed", {"source": source})],
             )
         self._notify_phase()
+        if self.jackpot is None:  # a jackpot's settle has state: never ahead
+            rid = rnd.round_id
+            bets = lambda: list(self._bets_of(rid).values())  # noqa: E731
+            self.ahead.start(self.game, self.rules, self.cfg.money, rid, bets)
         return self._current
 
     def reopen_betting(self, reason: str, *, source: str = "dealer") -> RoundRecord:
@@ -334,6 +340,7 @@ class RoundEngine:
                 at=self._clock(),
                 outbox=[self._event("throw_void", {"reason": reason, "source": source})],
             )
+        self.ahead.stop()  # bets may be added: the next close starts again
         self._notify_phase()
         return self._current
 
@@ -705,14 +712,17 @@ class RoundEngine:
                 share.hits,
                 share.state,
             )
+            body = settlement.to_json()
         else:
-            settlement = self.game.settle(self.rules, outcome, bets, self.cfg.money)
+            settlement, body = self.ahead.settle(
+                self.game, self.rules, self.cfg.money, rnd.round_id, outcome, bets
+            )
         at = self._clock()
         stamps = dict(rnd.timestamps)
         stamps.setdefault("result", iso_utc(at))
         rnd = dataclasses.replace(rnd, timestamps=stamps)
         payload = round_payload(
-            self.cfg, rnd, "settled", settlement.to_json(), at, extras=extras, dealer=self.dealer()
+            self.cfg, rnd, "settled", body, at, extras=extras, dealer=self.dealer()
         )
         try:
             with self._writing():
@@ -747,6 +757,7 @@ class RoundEngine:
         return self._void(rnd, reason, source)
 
     def _void(self, rnd: RoundRecord, reason: str, source: str) -> Mapping[str, JSON]:
+        self.ahead.stop()
         with self._writing():
             bets = self.journal.bets(rnd.round_id, include_cancelled=False)
         refunded = refunds([b.to_bet() for b in bets])
