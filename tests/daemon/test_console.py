@@ -160,3 +160,26 @@ async def test_unix_socket_console(table, tmp_path: Path) -> None:  # type: igno
     text = data.decode()
     assert "phase: idle" in text and "bye" in text
     writer.close()
+
+
+async def test_the_daemon_settles_ahead_while_the_result_is_awaited(  # type: ignore[no-untyped-def]
+    table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The daemon gives its engine a runner on the event loop (table/ahead.py): after
+    # the close, a few loop turns settle fantan's four remainders, and the result
+    # takes its own without the rules core settling again.
+    d, _term = table
+    e = d.engine
+    e.open_betting()
+    e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "fan", "selection": 3, "stake": 500})
+    e.close_betting()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    calls: list[object] = []
+    settle = type(e.game).settle
+    monkeypatch.setattr(type(e.game), "settle", lambda g, *a: calls.append(a) or settle(g, *a))
+    payload = e.submit_result({"number": 3})
+    assert calls == []
+    # 58/2004 art. 7 1) (1): Fan pays 3 to 1 less 5%: a prize of 1500, 75 kept.
+    [b] = payload["bets"]
+    assert (b["result"], b["payout"], b["commission"], b["net"]) == ("win", 1500, 75, 1425)
