@@ -120,35 +120,33 @@ def play(e: RoundEngine, raw: list[dict[str, Any]]) -> None:
     e.close_betting()
 
 
-def test_the_result_takes_its_settlement_from_ahead_without_settling_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("steps_run", "number", "settled_on_path"),
+    [
+        (None, 23, 0),  # every outcome settled ahead: the result takes its own
+        (5, 30, 1),  # outcomes 0-4 settled ahead, the wheel says 30: settled on the path
+    ],
+)
+def test_the_result_takes_its_settlement_from_ahead_or_settles_on_its_path(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    steps_run: int | None,
+    number: int,
+    settled_on_path: int,
 ) -> None:
     e, steps = engine(tmp_path)
     raw = SimulatedPlayers(e.cfg, seed=3).many(60)
     play(e, raw)
-    assert len(steps.given) == 1 and steps.run() == 37
+    assert len(steps.given) == 1 and steps.run(limit=steps_run) == (steps_run or 37)
     counted = CountingSettle(monkeypatch, e.game)
-    payload = e.submit_result({"number": 23})
-    assert counted.calls == []  # nothing settled on the result's path
+    payload = e.submit_result({"number": number})
+    assert len(counted.calls) == settled_on_path
     monkeypatch.undo()
-    direct = direct_settlement(e, raw, {"number": 23}).to_json()
+    direct = direct_settlement(e, raw, {"number": number}).to_json()
     assert payload["bets"] == direct["bets"] and payload["totals"] == direct["totals"]
-    assert payload["outcome"] == {"number": 23, "colour": "red"}  # 23 is red on the wheel
-
-
-def test_a_result_before_its_outcome_was_reached_settles_on_its_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    e, steps = engine(tmp_path)
-    raw = SimulatedPlayers(e.cfg, seed=4).many(20)
-    play(e, raw)
-    steps.run(limit=5)  # outcomes 0-4 settled ahead, the wheel says 30
-    counted = CountingSettle(monkeypatch, e.game)
-    payload = e.submit_result({"number": 30})
-    assert len(counted.calls) == 1
-    monkeypatch.undo()
-    assert payload["bets"] == direct_settlement(e, raw, {"number": 30}).to_json()["bets"]
-    assert steps.given[-1]() is False  # the work ahead stopped with the round
+    # 23 and 30 are red on the standard single-zero wheel (60/2004 art. 1 4): red and black).
+    assert payload["outcome"] == {"number": number, "colour": "red"}
+    assert steps.given[-1]() is False  # the work ahead ended with the round
 
 
 def test_a_bet_added_after_a_voided_throw_is_settled_never_missed(
