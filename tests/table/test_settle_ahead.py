@@ -166,7 +166,7 @@ def test_a_bet_added_after_a_voided_throw_is_settled_never_missed(
     counted = CountingSettle(monkeypatch, e.game)
     payload = e.submit_result({"dice": [4, 5, 6]})
     assert len(counted.calls) == 1
-    # 57/2004 art. 6: "big" (total 11-17, no triple) pays 1 to 1, "small" loses.
+    # 57/2004 art. 5 2), art. 6 2): "big" (total 11-17, no triple) pays 1 to 1; "small" loses.
     assert [(b["bet_id"], b["result"], b["net"]) for b in payload["bets"]] == [
         ("a", "lose", -5000),
         ("b", "win", 5000),
