@@ -73,10 +73,6 @@ class SettlementsAhead:
             return None
         return cls(game, rules, money, round_id, bets, outcomes)
 
-    @property
-    def finished(self) -> bool:
-        return not self._todo
-
     def cancel(self) -> None:
         """Stop: the round settled, was voided or went back to betting."""
         self._todo.clear()
@@ -131,8 +127,8 @@ class Ahead:
         """Betting closed on ``round_id``: settle ``bets()`` for every outcome, one per
         step, while the result is awaited (when the game allows it)."""
         self.stop()
-        if self.runner is None:
-            return
+        if self.runner is None or not isinstance(game, DiscreteGame):
+            return  # nothing to settle ahead: the bets are not even read
         try:
             ahead = SettlementsAhead.for_round(game, rules, money, round_id, bets())
         except Exception:  # betting is closed all the same: the result settles on its path

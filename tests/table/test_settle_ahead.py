@@ -14,7 +14,7 @@ import pytest
 from firmware_host.config import load_config
 from firmware_host.games.base import DiscreteGame
 from firmware_host.journal import Journal
-from firmware_host.table.ahead import AHEAD_BUDGET, SettlementsAhead, loop_runner
+from firmware_host.table.ahead import AHEAD_BUDGET, Ahead, SettlementsAhead, loop_runner
 from firmware_host.table.engine import RoundEngine
 from tablesim.players import SimulatedPlayers
 
@@ -80,7 +80,7 @@ def test_every_outcome_settled_ahead_is_the_rules_cores_settlement_of_it(game_id
     steps = 1
     while ahead.step():
         steps += 1
-    assert steps == len(outcomes) and ahead.finished
+    assert steps == len(outcomes) and ahead.step() is False  # nothing left
     for o in outcomes:
         got = ahead.take("R1", rules, money, bets, o)
         assert got is not None, o
@@ -206,6 +206,13 @@ def test_no_settlements_ahead_beyond_the_budget_or_without_bets_or_a_discrete_ga
     assert SettlementsAhead.for_round(game, rules, cfg.money, "R", []) is None
     bac = load_config(ROOT / "config" / "baccarat.toml")
     assert SettlementsAhead.for_round(bac.game, bac.rules, bac.money, "R", bets) is None
+    # A game that cannot be settled ahead: its bets are not even read at the close.
+    read: list[int] = []
+    runner = Steps()
+    box = Ahead()
+    box.runner = runner
+    box.start(bac.game, bac.rules, bac.money, "R", lambda: read.append(1) or [])  # type: ignore[func-returns-value]
+    assert read == [] and runner.given == []
     # The engine: no runner call for a round without bets.
     e, steps = engine(tmp_path)
     e.open_betting()
@@ -231,7 +238,8 @@ def test_an_outcome_the_rules_core_refuses_ends_the_work_ahead_quietly(
 
     monkeypatch.setattr(type(game), "settle", settle)
     assert ahead.step() is True
-    assert ahead.step() is False and ahead.finished  # no exception escapes a step
+    assert ahead.step() is False  # no exception escapes a step
+    assert ahead.step() is False  # and nothing is left after it
     assert ahead.take("R1", rules, money, bets, outcomes[0]) is not None
     assert ahead.take("R1", rules, money, bets, outcomes[1]) is None
 
