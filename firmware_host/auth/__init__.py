@@ -5,7 +5,10 @@
 - ``keys``: Ed25519 key files (``cryptography``), generation and loading;
 - ``policy``: permissions, the built-in roles, the ``[auth]`` section;
 - ``verify``: :class:`Authenticator` (the table's check: table, principal,
-  signature, freshness, role) and :class:`Signer` (the floor's side).
+  signature, freshness, role) and :class:`Signer` (the floor's side);
+- ``evidence``: the other direction, what the table (and the floor's record) says,
+  signed so that the receiver can verify it: :func:`seal`, :func:`open_sealed`;
+- ``identity``: the table's own Ed25519 identity key, which signs its messages.
 
 ``docs/security.md`` is the threat model and the vendor's guide.
 """
@@ -13,6 +16,8 @@
 from __future__ import annotations
 
 from .canonical import CanonicalError, canonicalize, signing_input
+from .evidence import EvidenceError, open_sealed, seal
+from .identity import IdentityKeyError, TableIdentity
 from .keys import KeyFileError, generate, key_id, load_private_key, load_public_key
 from .policy import (
     BET_PERMISSIONS,
@@ -35,14 +40,19 @@ __all__ = [
     "AuthSettings",
     "Authenticator",
     "CanonicalError",
+    "EvidenceError",
+    "IdentityKeyError",
     "KeyFileError",
     "Principal",
     "PrincipalSpec",
     "Signer",
+    "TableIdentity",
     "canonicalize",
     "generate",
     "key_id",
     "load_private_key",
     "load_public_key",
+    "open_sealed",
+    "seal",
     "signing_input",
 ]
