@@ -85,6 +85,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "tablectl keys generate dealer-01 --dir /etc/tablectl/keys",
         "tablectl keys id /etc/tablectl/keys/dealer-01.pub",
         "tablectl keys sign --key dealer-01.key --principal dealer-01 --table roulette-01 @req.json",
+        "tablectl keys identity --key /var/lib/tablectl/identity.key   # the table's own key",
+        "tablectl keys seal --key identity.key --topic rounds @round.json",
     ),
     "view": (
         "tablectl view --config config/roulette.toml --listen 127.0.0.1:8080",

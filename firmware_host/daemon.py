@@ -42,7 +42,7 @@ from typing import Any
 
 from . import __version__
 from .assembly import TablePlan, read_plan
-from .auth import Authenticator
+from .auth import Authenticator, IdentityKeyError
 from .config import ConfigInvalid, TableConfig, load_config
 from .console import (
     ConsoleSession,
@@ -71,7 +71,13 @@ from .table.ahead import loop_runner
 from .table.engine import RoundEngine
 from .table.extension import TableExtensions
 from .table.floor import FloorRequests
-from .table.floorcheck import RETAINED, JournalFloorCheck
+from .table.floorcheck import (
+    FLOOR_RECORD,
+    RETAINED,
+    UNCHECKED,
+    JournalFloorCheck,
+    floor_record_topic,
+)
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
 from .table.procedures import ManualProcedure, Procedure, ProcedureContext, make_procedure
 from .table.state import LatchedFaults, TableState
@@ -179,15 +185,18 @@ class TableDaemon:
         self._power_up(j)
         if left := restore_lockout(self.lockout, j):
             log.warning("console locked for %d s more (a lockout from before the restart)", left)
+        auth = Authenticator(plan.auth, cfg.table_id)
         self.notifier.status("comparing the journal with the floor")
+        record = {FLOOR_RECORD: floor_record_topic(plan.mqtt.prefix, cfg.table_id)}
         check = self.floor_check = JournalFloorCheck(
             j,
             cfg.table_id,
-            lambda: read_retained(plan.mqtt, cfg.table_id, RETAINED),
+            lambda: read_retained(plan.mqtt, cfg.table_id, RETAINED, others=record),
             retry_min=plan.mqtt.reconnect_min_ms / 1000,
             retry_max=plan.mqtt.reconnect_max_ms / 1000,
             on_change=lambda: self.state.refresh() if self.state is not None else None,
             simulated=plan.simulated,
+            record_keys=auth.keys_allowed("floor_record"),
         )
         checked = await check.check_once()
 
@@ -230,7 +239,6 @@ class TableDaemon:
                 extensions=self.extensions,
             )
         )
-        auth = Authenticator(plan.auth, cfg.table_id)
         if not auth.signatures:
             log.warning("[auth] signatures = false: floor requests are NOT authenticated")
         floor = self.floor = FloorRequests(
@@ -245,7 +253,9 @@ class TableDaemon:
                 "dealer_sign_out": roster.command_out,
             },
         )
-        link = self.link = FloorLink(plan.mqtt, cfg.table_id, j, handler=floor.handle)
+        link = self.link = FloorLink(
+            plan.mqtt, cfg.table_id, j, handler=floor.handle, identity=j.identity
+        )
         # The round reaches the floor before the table's own work after it competes with
         # the broker and the floor for the CPU (docs/performance.md, "after publication").
         j.defer = link.after_publication
@@ -305,16 +315,15 @@ class TableDaemon:
         alerts.publish()
         if checked:
             link.start()
+            self._resume(engine)
         else:  # the link would overwrite the retained anchor before anyone read it
+            if plan.simulated:  # plays without the floor: nothing real is at stake
+                self._resume(engine)
             self._tasks.append(
-                asyncio.create_task(self._check_then_link(check, link), name="floor-check")
-            )
-        for payload in engine.resume():
-            log.warning(
-                "resumed round %s: %s %s",
-                payload["round_id"],
-                payload["status"],
-                payload.get("void_reason") or "",
+                asyncio.create_task(
+                    self._check_then_link(check, link, None if plan.simulated else engine),
+                    name="floor-check",
+                )
             )
 
         self.notifier.status("starting devices")
@@ -412,9 +421,42 @@ class TableDaemon:
             )
 
     @staticmethod
-    async def _check_then_link(check: JournalFloorCheck, link: FloorLink) -> None:
-        await check.until_checked()
+    def _resume(engine: RoundEngine) -> None:
+        """Resolve the rounds a crash left in flight (once the journal was compared with
+        the floor: a round whose ``seq`` the floor holds is withheld, ``RoundEngine.resume``)."""
+        for payload in engine.resume():
+            log.warning(
+                "resumed round %s: %s %s",
+                payload["round_id"],
+                payload["status"],
+                payload.get("void_reason") or "",
+            )
+
+    async def _check_then_link(
+        self, check: JournalFloorCheck, link: FloorLink, engine: RoundEngine | None
+    ) -> None:
+        """The check retried until the broker answers; then the rounds left in flight
+        are resolved (``engine``: not yet, on a table whose check was pending) and the
+        link starts. A technician's clear of ``JOURNAL_UNCHECKED`` meanwhile resolves
+        them at once (play without the floor: nothing to compare them with)."""
+        if engine is not None:
+            waiting = asyncio.create_task(check.until_checked())
+            while not waiting.done():
+                await asyncio.wait({waiting}, timeout=0.5)
+                if not waiting.done() and self._unchecked_cleared():
+                    self._resume(engine)
+                    engine = None
+                    break
+            await waiting
+            if engine is not None:
+                self._resume(engine)
+        else:
+            await check.until_checked()
         link.start()
+
+    def _unchecked_cleared(self) -> bool:
+        j = self.journal
+        return j is not None and UNCHECKED not in {f.code for f in j.active_faults()}
 
     def _power_up(self, j: Journal) -> None:
         digest = (
@@ -651,9 +693,10 @@ async def run_daemon(
     try:
         try:
             await daemon.start()
-        except JournalError as exc:
-            # A damaged journal, a full disk or an I/O error at start-up: one line with
-            # the documented code (docs/reliability.md), never a traceback.
+        except (JournalError, IdentityKeyError) as exc:
+            # A damaged journal, a full disk or an I/O error at start-up, or its audit or
+            # identity key missing or exposed: one line with the documented code
+            # (docs/reliability.md, docs/security.md), never a traceback.
             log.error("table %s cannot start: %s", cfg.table_id, exc)
             return EXIT_JOURNAL
         except SoftwareMismatch as exc:

@@ -79,7 +79,7 @@ class TableIdentity:
                 f"cannot read the identity key {p}: {exc.strerror or exc}",
                 code="TABLE_IDENTITY_UNREADABLE",
             ) from None
-        if st.st_mode & stat.S_IRWXO or st.st_mode & (stat.S_IWGRP | stat.S_IRGRP):
+        if st.st_mode & stat.S_IRWXO:
             raise IdentityKeyError(
                 f"the identity key {p} is open to other users (mode "
                 f"{stat.S_IMODE(st.st_mode):04o}): anyone who read it can sign as this "

@@ -15,7 +15,8 @@ separation of duties a gaming lab expects (GLI-24's owner/guest host model):
 - ``floor_system``: places and cancels bets (a cancel only of its own bets), asks
   for rounds again (``replay_rounds``);
 - ``floor_ingest``: the floor's records (``tablectl floor-ingest``): asks for rounds
-  again to repair a gap, and ``status``;
+  again to repair a gap, and ``status``; its key signs the floor's record of the
+  table (``floor_record``), which the table checks its journal against at start-up;
 - ``jackpot_attendant``: confirms jackpot payments;
 - ``observer``: ``status`` only.
 
@@ -53,7 +54,10 @@ COMMAND_PERMISSIONS = (
 )
 #: The actions of ``bets/request``.
 BET_PERMISSIONS = ("place", "cancel")
-PERMISSIONS = frozenset(COMMAND_PERMISSIONS + BET_PERMISSIONS)
+#: What is not a request: ``floor_record``, signing the floor's record of the table
+#: that the table checks its journal against at start-up (``docs/floor.md``).
+RECORD_PERMISSIONS = ("floor_record",)
+PERMISSIONS = frozenset(COMMAND_PERMISSIONS + BET_PERMISSIONS + RECORD_PERMISSIONS)
 
 _DEALER = frozenset(
     {
@@ -73,7 +77,7 @@ BUILTIN_ROLES: dict[str, frozenset[str]] = {
     "dealer": _DEALER,
     "pit_supervisor": _DEALER | {"void_round", "jackpot_paid", "ack_alert", "verify_software"},
     "floor_system": frozenset({"place", "cancel", "status", "replay_rounds"}),
-    "floor_ingest": frozenset({"replay_rounds", "status"}),
+    "floor_ingest": frozenset({"replay_rounds", "status", "floor_record"}),
     "jackpot_attendant": frozenset({"jackpot_paid", "status"}),
     "observer": frozenset({"status"}),
 }

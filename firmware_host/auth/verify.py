@@ -109,6 +109,13 @@ class Authenticator:
     def signatures(self) -> bool:
         return self.settings.signatures
 
+    def keys_allowed(self, permission: str) -> tuple[Ed25519PublicKey, ...]:
+        """The public keys of every principal allowed ``permission`` (``floor_record``:
+        the keys that may sign the floor's record of the table)."""
+        return tuple(
+            key for name in self.settings.holders(permission) for key in self.keys.get(name, ())
+        )
+
     @property
     def mode(self) -> str:
         """What the retained ``state`` shows: ``signed`` or ``unsigned``."""

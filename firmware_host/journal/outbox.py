@@ -13,10 +13,11 @@ import contextlib
 import json
 import logging
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..auth.identity import TableIdentity
 from ..jsonio import JSON, dumps
 from ..topics import check_relative_topic
 from .connection import Connection
@@ -29,7 +30,9 @@ class OutboxMessage:
     """A message to publish, written to the outbox in the caller's transaction.
 
     ``topic`` is relative to the table's root (``events``, ``rounds``...). A mapping
-    or list payload is serialised as compact JSON; bytes and str are stored as is.
+    payload is signed with the table's identity (``auth/evidence.py``: its canonical
+    JSON with the signature as its last member; compact JSON without an identity);
+    bytes and str are stored as is (a round's body, sealed by the journal itself).
     """
 
     topic: str
@@ -56,11 +59,15 @@ _OUTBOX_COLS = "id, topic, payload, qos, retain, round_id, created_at, published
 _UNMARKED = "NOT EXISTS (SELECT 1 FROM outbox_published p WHERE p.id = e.id)"
 
 
-def _payload_bytes(payload: JSON | bytes | str) -> bytes:
+def _payload_bytes(
+    topic: str, payload: JSON | bytes | str, identity: TableIdentity | None
+) -> bytes:
     if isinstance(payload, bytes | bytearray):
         return bytes(payload)
     if isinstance(payload, str):
         return payload.encode("utf-8")
+    if identity is not None and isinstance(payload, Mapping):
+        return identity.seal(topic, payload)
     return dumps(payload).encode("utf-8")
 
 
@@ -78,6 +85,8 @@ class Outbox(Connection):
 
     #: Called after each commit that queued outbox entries (set by ``Journal``).
     _listeners: list[Callable[[], None]]
+    #: Signs what the outbox holds (set by ``Journal``; None: unsigned, tests only).
+    _identity: TableIdentity | None
 
     def add_outbox_listener(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` after each commit that queued outbox entries (wakes publishers)."""
@@ -106,7 +115,14 @@ class Outbox(Connection):
             cur = db.execute(
                 "INSERT INTO outbox_entries (topic, payload, qos, retain, round_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (m.topic, _payload_bytes(m.payload), m.qos, int(m.retain), m.round_id, now),
+                (
+                    m.topic,
+                    _payload_bytes(m.topic, m.payload, self._identity),
+                    m.qos,
+                    int(m.retain),
+                    m.round_id,
+                    now,
+                ),
             )
             ids.append(int(cur.lastrowid or 0))
         if ids and self._wake_listeners not in self._after_commit:
@@ -132,9 +148,9 @@ class Outbox(Connection):
 
     def outbox_pending_count(self) -> int:
         return int(
-            self._db.execute(
-                f"SELECT COUNT(*) FROM outbox_entries e WHERE {_UNMARKED}"
-            ).fetchone()[0]
+            self._db.execute(f"SELECT COUNT(*) FROM outbox_entries e WHERE {_UNMARKED}").fetchone()[
+                0
+            ]
         )
 
     def outbox_mark_published(self, ids: int | Iterable[int], *, at: datetime | None = None) -> int:

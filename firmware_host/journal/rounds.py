@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from ..auth.identity import TableIdentity
 from ..jsonio import JSON, canonical_json, canonical_json_nofloat, dumps
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from .anchor import ANCHOR_TOPIC
@@ -42,6 +43,8 @@ from .storage import loads_or_none
 
 #: Topic of settled and voided rounds, relative to the table's root.
 ROUNDS_TOPIC = "rounds"
+#: ``settlements.outbox_id`` of a round voided in the journal only (never published).
+WITHHELD = 0
 
 RoundStatus = Literal["settled", "void"]
 
@@ -64,23 +67,39 @@ def _next_seq(db: sqlite3.Connection, table_id: str) -> int:
     return int(row[0])
 
 
+#: Members of a round payload its digest leaves out: the position of the chain entry
+#: that records the digest, and the table's signature over the whole.
+_NOT_DIGESTED = ("chain", "signature")
+
+
 def payload_digest(payload: Mapping[str, JSON]) -> str:
     """SHA-256 (hex) of a round payload's canonical JSON without its ``chain`` (the
-    position of the chain entry that records this digest)."""
+    position of the chain entry that records this digest) and its ``signature``."""
     return _digest(_canonical_payload(payload))
 
 
 def _canonical_payload(payload: Mapping[str, JSON]) -> str:
-    return canonical_json_nofloat({k: v for k, v in payload.items() if k != "chain"})
+    return canonical_json_nofloat({k: v for k, v in payload.items() if k not in _NOT_DIGESTED})
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _with_chain(canonical: str, chain: Mapping[str, JSON]) -> str:
-    """The stored and published body: the payload's canonical JSON (the text its digest
-    was computed on, serialised once) with ``chain`` appended as its last key."""
+def _body(
+    payload: Mapping[str, JSON],
+    canonical: str,
+    chain: Mapping[str, JSON],
+    identity: TableIdentity | None,
+) -> str:
+    """The stored and published body of a finished round. Signed (the daemon's
+    journal): the canonical JSON of the payload with ``chain``, and the table's
+    signature as its last member (``auth/evidence.py``). Unsigned (library use, tests):
+    the canonical JSON its digest was computed on with ``chain`` appended."""
+    if identity is not None:
+        body = {k: v for k, v in payload.items() if k not in _NOT_DIGESTED}
+        body["chain"] = dict(chain)
+        return identity.seal_text(ROUNDS_TOPIC, canonical_json_nofloat(body)).decode("utf-8")
     tail = '"chain":' + dumps(dict(chain)) + "}"
     return "{" + tail if canonical == "{}" else canonical[:-1] + "," + tail
 
@@ -326,6 +345,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         outbox: Sequence[OutboxMessage],
         at: datetime | None,
         raw_frames: Sequence[tuple[str, Literal["rx", "tx"], bytes]] = (),
+        withheld: str | None = None,
     ) -> int:
         if not isinstance(payload, Mapping):
             raise TypeError("the round payload must be a JSON object (mapping)")
@@ -381,17 +401,22 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             }
             if status == "void":
                 closing["reason"] = void_reason
+            if withheld is not None:
+                closing["withheld"] = withheld
             entry = self._append_event(
                 db, "round_settled" if status == "settled" else "round_void", closing, now
             )
             chain: dict[str, JSON] = {"seq": entry.id, "head": entry.hash}
-            body = _with_chain(canonical, chain)
-            anchor = anchor_message(rnd.table_id, round_id, rnd.seq, status, entry, now)
-            (_, outbox_id) = self._enqueue(
-                db,
-                [anchor, OutboxMessage(ROUNDS_TOPIC, body.encode("utf-8"), 1, False, round_id)],
-                now,
-            )
+            body = _body(payload, canonical, chain, self._identity)
+            if withheld is None:
+                anchor = anchor_message(rnd.table_id, round_id, rnd.seq, status, entry, now)
+                (_, outbox_id) = self._enqueue(
+                    db,
+                    [anchor, OutboxMessage(ROUNDS_TOPIC, body.encode("utf-8"), 1, False, round_id)],
+                    now,
+                )
+            else:  # never published, never replayed: the floor holds another round `seq`
+                outbox_id = WITHHELD
             db.execute(
                 "INSERT INTO settlements (round_id, status, payload, outbox_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -465,11 +490,17 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         events: Sequence[tuple[str, JSON]] = (),
         outbox: Sequence[OutboxMessage] = (),
         at: datetime | None = None,
+        withheld: str | None = None,
     ) -> int:
         """Void a round in ONE transaction (same guarantees as :meth:`settle_round`).
 
         ``payload`` is the voided round as published (bets refunded). Its closing chain
         entry is ``round_void`` (with the ``reason``).
+
+        ``withheld`` (why): the round is voided in the journal only, never published
+        nor replayed, and no ``anchor`` is queued: a journal behind the floor voiding a
+        round it left in flight whose ``seq`` the floor already holds as another round
+        (a restored backup: ``table/floorcheck.py``). Returns :data:`WITHHELD` then.
         """
         if not reason:
             raise ValueError("a void needs a reason")
@@ -486,7 +517,26 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             events=events,
             outbox=outbox,
             at=at,
+            withheld=withheld,
         )
+
+    def seq_floor(self, table_id: str) -> int:
+        """The highest round ``seq`` the floor was found to hold beyond this journal
+        (recorded when the journal was found behind it; 0 if never): no round at or
+        below it is ever numbered, published or replayed again by this journal."""
+        row = self._db.execute(
+            "SELECT value FROM meta WHERE key = ?", (f"seq_floor:{table_id}",)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _floor_above(self, table_id: object) -> int:
+        """:meth:`seq_floor` of ``table_id``, or the highest of any table when unknown."""
+        if isinstance(table_id, str):
+            return self.seq_floor(table_id)
+        row = self._db.execute(
+            "SELECT MAX(CAST(value AS INTEGER)) FROM meta WHERE key LIKE 'seq\\_floor:%' ESCAPE '\\'"
+        ).fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
 
     def last_seq(self, table_id: str | None = None) -> int:
         """The highest round ``seq`` the journal holds (of ``table_id``), 0 if none."""
@@ -510,11 +560,16 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         if row is None:
             return None
         data = json.loads(row[3])
+        if data.get("withheld"):  # a round of the journal only; the floor holds further
+            return None
         rid = data.get("round_id")
         seq = data.get("seq")
         if not isinstance(seq, int):  # a round_void entry written before the chain covered rounds
             found = self._db.execute("SELECT seq FROM rounds WHERE round_id = ?", (rid,)).fetchone()
             seq = int(found[0]) if found else None
+        table_id = data.get("table_id")
+        if isinstance(seq, int) and seq <= self._floor_above(table_id):
+            return None  # older than what the floor holds: never announced as the latest
         phase = {"round_settled": "settled", "round_void": "void"}.get(
             row[2], data.get("phase", "open")
         )
@@ -578,7 +633,8 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         now = self._now()
         sql = (
             "SELECT r.seq, r.round_id, s.payload FROM rounds r "
-            "JOIN settlements s ON s.round_id = r.round_id WHERE r.table_id = ? AND r.seq >= ?"
+            "JOIN settlements s ON s.round_id = r.round_id WHERE r.table_id = ? AND r.seq >= ? "
+            f"AND s.outbox_id != {WITHHELD}"
         )
         args: list[Any] = [table_id, from_seq]
         if to_seq is not None:

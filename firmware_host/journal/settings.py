@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..auth.identity import TableIdentity, public_path
 from ..config import FieldSpec, register_section, validate_fields
 from ..timefmt import utc_now
 from .auditkey import AuditKey
@@ -55,6 +56,14 @@ JOURNAL_SPECS: dict[str, FieldSpec] = {
         "(never in the journal; create it with `tablectl audit init-key`, mode 0600). "
         "Default: audit.key beside the journal. Keep it off the journal's disk and back it up",
     ),
+    "identity_key": FieldSpec(
+        "str",
+        "",
+        doc="file of the table's identity key (Ed25519, PKCS#8 PEM, mode 0600), which signs "
+        "every message the table publishes; its public key goes to the floor's registry "
+        "(create it with `tablectl keys identity --key FILE`). Default: identity.key beside "
+        "the journal",
+    ),
 }
 
 
@@ -67,6 +76,7 @@ class JournalSettings:
     request_keep_hours: int = 24
     integrity_check: str = "quick"
     audit_key: str = ""
+    identity_key: str = ""
 
     @property
     def key_path(self) -> Path:
@@ -90,9 +100,39 @@ class JournalSettings:
             return key
         return AuditKey.load(path)
 
+    @property
+    def identity_path(self) -> Path:
+        """The identity key's file: ``identity_key``, or ``identity.key`` beside the journal."""
+        if self.identity_key:
+            return Path(self.identity_key)
+        return Path(self.path).parent / "identity.key"
+
+    def load_identity(self) -> TableIdentity:
+        """The table's identity key (``auth/identity.py``). A new table (no journal file
+        yet) without one gets one (mode 0600, its public key beside it, for the floor's
+        registry): that first start is its install. Beside an existing journal a missing
+        key is refused (``TABLE_IDENTITY_MISSING``): the floor knows the table by its
+        key, and a new one must be given to the floor on purpose (docs/security.md)."""
+        path = self.identity_path
+        if not Path(self.path).exists() and not path.exists():
+            identity = TableIdentity.create(path)
+            log.warning(
+                "journal %s is new: created the table's identity key %s (%s); give its "
+                "public key %s to the floor's registry of tables",
+                self.path,
+                path,
+                identity.key_id,
+                public_path(path),
+            )
+            return identity
+        return TableIdentity.load(path)
+
     def open(self, *, clock: Callable[[], datetime] = utc_now) -> Journal:
-        """Open the journal, keyed with the table's audit key (:meth:`load_key`)."""
+        """Open the journal, keyed with the table's audit key (:meth:`load_key`) and
+        signing with its identity (:meth:`load_identity`); both are checked before the
+        journal is touched."""
         key = self.load_key()
+        identity = self.load_identity()
         return Journal(
             self.path,
             raw_frame_rounds=self.raw_frame_rounds,
@@ -102,6 +142,7 @@ class JournalSettings:
             integrity_check=self.integrity_check,
             clock=clock,
             audit_key=key,
+            identity=identity,
         )
 
 

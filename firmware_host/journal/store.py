@@ -16,10 +16,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..auth.identity import TableIdentity
 from ..jsonio import JSON
 from ..timefmt import utc_now
 from .alerts import AlertStore
-from .anchor import Anchor, AnchorFinding, check_against_anchors
+from .anchor import ANCHOR_TOPIC, Anchor, AnchorFinding, check_against_anchors
 from .audit import Fault
 from .auditkey import AuditKey
 from .bets import BetRecord, BetStore
@@ -70,10 +71,13 @@ class Journal(BetStore, RequestStore, AlertStore):
         clock: Callable[[], datetime] = utc_now,
         readonly: bool = False,
         audit_key: AuditKey | None = None,
+        identity: TableIdentity | None = None,
     ) -> None:
         """``audit_key`` keys the audit chain (``audit.py``); the daemon always gives
         it. Without one the chain is plain SHA-256 (library use and tests), and a
-        journal whose chain is keyed refuses chain writes."""
+        journal whose chain is keyed refuses chain writes. ``identity`` signs what the
+        outbox holds (every round, anchor and event the table publishes); the daemon
+        always gives it, and records a change of identity key in the chain."""
         if raw_frame_rounds < 10:
             raise ValueError("raw_frame_rounds must be at least 10 (recall of the last 10 games)")
         if full_rounds < raw_frame_rounds:
@@ -86,13 +90,43 @@ class Journal(BetStore, RequestStore, AlertStore):
         self.request_keep_hours = request_keep_hours
         self._listeners = []
         self._audit_key = audit_key
+        self._identity = identity
         self._chain_key_id = None
         super().__init__(path, integrity_check=integrity_check, clock=clock, readonly=readonly)
         try:
             self._init_chain()
+            self._record_identity()
         except BaseException:
             self.close()
             raise
+
+    def _record_identity(self) -> None:
+        """The first start with an identity key, and every change of it (a rotation),
+        is an ``identity_key`` entry of the chain: which key signed the table's messages
+        from when (the floor's registry must hold it)."""
+        identity = self._identity
+        if identity is None or self.readonly:
+            return
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'identity_key_id'").fetchone()
+        previous = row[0] if row else None
+        if previous == identity.key_id:
+            return
+        with self._tx("identity_key") as db:
+            self._append_event(
+                db,
+                "identity_key",
+                {"key_id": identity.key_id, "previous": previous, "path": identity.path},
+                self._now(),
+            )
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('identity_key_id', ?)",
+                (identity.key_id,),
+            )
+
+    @property
+    def identity(self) -> TableIdentity | None:
+        """The key that signs the table's messages (None: unsigned, library use)."""
+        return self._identity
 
     def recall(self, n: int = 10) -> list[RecalledRound]:
         """The last ``n`` rounds (newest first) with bets, settlement payload and raw frames."""
@@ -223,6 +257,15 @@ class Journal(BetStore, RequestStore, AlertStore):
                 db.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, str(floor_seq))
                 )
+            # A retained anchor this journal had not published yet is older than the
+            # floor's: never published (it would overwrite the floor's evidence).
+            db.execute(
+                "INSERT OR IGNORE INTO outbox_published (id, published_at) "
+                "SELECT e.id, ? FROM outbox_entries e JOIN rounds r ON r.round_id = e.round_id "
+                "WHERE e.topic = ? AND r.table_id = ? AND r.seq <= ? AND NOT EXISTS "
+                "(SELECT 1 FROM outbox_published p WHERE p.id = e.id)",
+                (now, ANCHOR_TOPIC, table_id, floor_seq),
+            )
             fault, _ = self._set_fault(db, "JOURNAL_BEHIND_FLOOR", message, data, now)
             return fault
 

@@ -20,6 +20,7 @@ import aiomqtt
 from paho.mqtt.reasoncodes import ReasonCode
 
 from .. import __version__
+from ..auth.identity import TableIdentity
 from ..journal import Journal, JournalError, OutboxEntry
 from ..jsonio import JSON, dumps
 from ..latency import Latency
@@ -117,8 +118,14 @@ class LinkBase:
         software_version: str = __version__,
         clock: Callable[[], datetime] = utc_now,
         rng: random.Random | None = None,
+        identity: TableIdentity | None = None,
     ) -> None:
+        """``identity``: the table's identity key, which signs every message the link
+        publishes itself (snapshots, answers, the last will: ``auth/evidence.py``);
+        what the journal's outbox holds is signed already. By default the journal's
+        (``Journal.identity``); neither: unsigned (tests)."""
         self.settings = settings
+        self.identity = identity if identity is not None else journal.identity
         self.table_id = table_id
         self.journal = journal
         self.handler = handler
@@ -326,7 +333,7 @@ class LinkBase:
         elif isinstance(payload, str):
             body = payload.encode("utf-8")
         elif isinstance(payload, Mapping):
-            body = dumps(dict(payload)).encode("utf-8")
+            body = self._seal(response_topic, payload)
             acted = payload.get("status") in ("ok", "accepted")
             anonymous = payload.get("request_id") is None
         else:
@@ -500,7 +507,14 @@ class LinkBase:
         body["updated_at"] = now
         if reason:
             body["reason"] = reason
-        return dumps(body).encode("utf-8")
+        return self._seal("state", body)
+
+    def _seal(self, topic: str, body: Mapping[str, JSON]) -> bytes:
+        """``body`` as published on ``topic`` (below the table's root): signed with the
+        table's identity, or compact JSON without one."""
+        if self.identity is not None:
+            return self.identity.seal(topic, body)
+        return dumps(dict(body)).encode("utf-8")
 
     def _idle_timeout(self) -> float:
         now = time.monotonic()
@@ -602,7 +616,7 @@ class LinkBase:
                     suffix,
                     self._state_payload("online")
                     if suffix == "state"
-                    else dumps(body).encode("utf-8"),
+                    else self._seal(suffix, body),
                     1,
                     True,
                     (suffix, version),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+from collections.abc import Mapping
 
 import aiomqtt
 
@@ -22,6 +23,7 @@ async def read_retained(
     table_id: str,
     suffixes: tuple[str, ...],
     *,
+    others: Mapping[str, str] | None = None,
     quiet: float = 0.5,
 ) -> dict[str, bytes]:
     """The table's own retained messages on ``suffixes`` (relative to its root), read
@@ -32,9 +34,13 @@ async def read_retained(
     link's persistent session is not touched. After the SUBACK it waits until every
     suffix has arrived, or until ``quiet`` seconds pass without one (a suffix the broker
     holds nothing for is absent from the result). Raises :class:`BrokerUnreachable`.
+
+    ``others``: more retained messages to read, name -> full topic (the floor's own
+    record of this table, ``<prefix>/floor/records/<table_id>``), returned by name.
     """
     root = check_topic(f"{settings.prefix}/tables/{table_id}")
     wanted = {f"{root}/{check_topic(s)}": s for s in suffixes}
+    wanted.update({check_topic(topic): name for name, topic in (others or {}).items()})
     v5 = settings.protocol == "5"
     client = aiomqtt.Client(
         settings.host,

@@ -6,7 +6,12 @@
 - ``keys id FILE``: the id the audit records for a key (``ed25519:...``);
 - ``keys sign --key FILE --principal NAME --table ID --topic TOPIC REQUEST``: a request
   (JSON, ``-`` for standard input) signed as the table expects, for a technician or a
-  vendor checking their own implementation.
+  vendor checking their own implementation;
+- ``keys identity --key FILE``: the table's own identity key (``docs/security.md``,
+  "What the table says"): created when missing (mode 0600, with ``NAME.pub``), and its
+  public key printed for the floor's registry of tables;
+- ``keys seal --key FILE --topic TOPIC PAYLOAD``: a payload signed as the table
+  publishes it (for a vendor comparing their verification).
 """
 
 from __future__ import annotations
@@ -40,6 +45,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     s.add_argument("request", help="the request as JSON text, @FILE, or - (standard input)")
     s.set_defaults(func=cmd_keys_sign)
+    t = ksub.add_parser(
+        "identity",
+        help="the table's identity key: create it (if missing) and print its public key",
+        description="The table's own Ed25519 identity key, which signs every message the "
+        "table publishes. Created with mode 0600 when FILE does not exist (never "
+        "overwritten), with its public key beside it (NAME.pub); the public key is "
+        "printed for the floor's registry of tables (docs/floor.md).",
+    )
+    t.add_argument(
+        "--key",
+        required=True,
+        help="the identity key file ([journal] identity_key; default identity.key beside "
+        "the journal, e.g. /var/lib/tablectl/identity.key)",
+    )
+    t.set_defaults(func=cmd_keys_identity)
+    e = ksub.add_parser(
+        "seal",
+        help="sign a payload (JSON) as the table publishes it",
+        description="Prints PAYLOAD as the table publishes it on TOPIC: its RFC 8785 "
+        "canonical JSON with the signature of KEY as its last member (docs/security.md).",
+    )
+    e.add_argument("--key", required=True, help="an Ed25519 private key (the table's identity)")
+    e.add_argument("--topic", required=True, help="the topic below the table's root (rounds...)")
+    e.add_argument("payload", help="the payload as JSON text, @FILE, or - (standard input)")
+    e.set_defaults(func=cmd_keys_seal)
 
 
 def cmd_keys_generate(args: argparse.Namespace) -> int:
@@ -98,4 +128,43 @@ def cmd_keys_sign(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(signer.sign(args.topic, args.table, request), ensure_ascii=False))
+    return 0
+
+
+def cmd_keys_identity(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..auth.identity import TableIdentity, public_path
+
+    path = Path(args.key)
+    created = not path.exists()
+    identity = TableIdentity.create(path) if created else TableIdentity.load(path)
+    pub = public_path(path)
+    if not created and not pub.exists():
+        pub.write_bytes(identity.public_pem())
+    print(
+        f"identity key: {path} ("
+        + ("created, " if created else "exists, ")
+        + "mode 0600: the table's alone, never copied)"
+    )
+    print(f"public key:   {pub} (for the floor's registry of tables)")
+    print(f"key id:       {identity.key_id}")
+    sys.stdout.write(identity.public_pem().decode("ascii"))
+    return 0
+
+
+def cmd_keys_seal(args: argparse.Namespace) -> int:
+    from ..auth import load_private_key
+    from ..auth.evidence import seal
+
+    text = args.payload
+    if text == "-":
+        text = sys.stdin.read()
+    elif text.startswith("@"):
+        with open(text[1:], encoding="utf-8") as f:
+            text = f.read()
+    payload = json.loads(text)
+    if not isinstance(payload, dict):
+        raise ValueError("the payload must be a JSON object")
+    sys.stdout.write(seal(load_private_key(args.key), args.topic, payload).decode("utf-8") + "\n")
     return 0

@@ -44,6 +44,9 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from ..auth.evidence import FLOOR_DOMAIN, EvidenceError, open_sealed
 from ..journal import Anchor, AnchorError, AnchorFinding, FaultNotFound, Journal, StorageError
 
 log = logging.getLogger(__name__)
@@ -54,6 +57,43 @@ BEHIND = "JOURNAL_BEHIND_FLOOR"
 UNCHECKED = "JOURNAL_UNCHECKED"
 #: The retained topics read (relative to the table's root).
 RETAINED = ("anchor", "state")
+#: The floor's own record of the table, read with them (``floor_record_topic``).
+FLOOR_RECORD = "floor record"
+
+
+def floor_record_topic(prefix: str, table_id: str) -> str:
+    """Where the floor ingest keeps its signed record of what it holds of a table
+    (``docs/floor.md``): retained, written by the ingest alone (the broker's ACL), read
+    by the table at start-up."""
+    return f"{prefix}/floor/records/{table_id}"
+
+
+def floor_record_anchor(
+    table_id: str, raw: bytes, keys: Sequence[Ed25519PublicKey]
+) -> Anchor | None:
+    """The anchor in the floor's record of this table, once its signature verifies with
+    a key of a principal allowed ``floor_record`` (``keys``); None (logged) when the
+    record cannot be read, is for another table, carries no chain or is not signed by
+    such a key: a record the table cannot verify is never taken as the floor's word."""
+    try:
+        doc, _ = open_sealed(raw, "record", keys, domain=FLOOR_DOMAIN)
+        if doc.get("table_id") != table_id:
+            raise AnchorError(f"it is the record of table {doc.get('table_id')!r}")
+        if doc.get("chain") is None:
+            return None
+        return Anchor.from_payload(doc, source=f"the floor's record ({doc.get('principal')})")
+    except EvidenceError as exc:
+        log.error(
+            "floor check: ignoring the floor's record of this table: %s (%s keys of "
+            "floor_record principals known)",
+            exc,
+            len(keys),
+        )
+    except (AnchorError, ValueError) as exc:
+        log.warning("floor check: ignoring the floor's record of this table: %s", exc)
+    return None
+
+
 #: Chain entries checked against the rows they describe at start-up (the journal's own
 #: consistency: a power cut on lying storage can lose a checkpoint's pages while the
 #: newest entries, which the floor's anchor matches, survive): about 1,400 roulette
@@ -64,10 +104,20 @@ RECENT = 10_000
 Reader = Callable[[], Awaitable[Mapping[str, bytes]]]
 
 
-def anchors_from(table_id: str, retained: Mapping[str, bytes]) -> list[Anchor]:
+def anchors_from(
+    table_id: str,
+    retained: Mapping[str, bytes],
+    record_keys: Sequence[Ed25519PublicKey] = (),
+) -> list[Anchor]:
     """The anchors in the retained messages (one that cannot be read is logged and left
-    out: the broker's copy is evidence, not an order)."""
+    out: the broker's copy is evidence, not an order), the floor's record among them
+    (:func:`floor_record_anchor`)."""
     out = []
+    record = retained.get(FLOOR_RECORD)
+    if record:
+        floor = floor_record_anchor(table_id, record, record_keys)
+        if floor is not None:
+            out.append(floor)
     for suffix in RETAINED:
         raw = retained.get(suffix)
         if not raw:
@@ -141,12 +191,17 @@ class JournalFloorCheck:
         rng: random.Random | None = None,
         recent: int = RECENT,
         simulated: bool = False,
+        record_keys: Sequence[Ed25519PublicKey] = (),
     ) -> None:
         """``simulated``: a table with simulated devices (``[daemon] simulated``, ``tablectl
         run --simulate``) plays while the broker is unreachable, with a warning instead of
         ``JOURNAL_UNCHECKED`` (no real game is at stake; the check is still made, and a
-        journal behind the floor still latched, once the broker answers)."""
+        journal behind the floor still latched, once the broker answers).
+        ``record_keys``: the keys of the principals allowed ``floor_record`` (the floor
+        ingest), which sign the floor's record of the table (``read`` returns it under
+        :data:`FLOOR_RECORD`)."""
         self.journal = journal
+        self.record_keys = tuple(record_keys)
         self.simulated = simulated
         self.recent = recent
         self.table_id = table_id
@@ -196,7 +251,7 @@ class JournalFloorCheck:
                 log.error("floor check: %s: broker unreachable (%s); play waits", UNCHECKED, exc)
                 self.on_change()
             return False
-        anchors = anchors_from(self.table_id, retained)
+        anchors = anchors_from(self.table_id, retained, self.record_keys)
         self.findings = [
             f
             for f in self.journal.check_against_floor(anchors, self.table_id)

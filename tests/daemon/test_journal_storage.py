@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from _mqtt_support import play_round
 
+from firmware_host.auth import TableIdentity
 from firmware_host.journal import (
     AuditKey,
     Journal,
@@ -321,7 +322,8 @@ def test_the_daemon_refuses_a_damaged_journal_in_one_line(tmp_path: Path) -> Non
     state = tmp_path / "state"
     state.mkdir()
     (state / "journal.sqlite3").write_bytes(b"\x00garbage" * 5000)
-    AuditKey.create(state / "audit.key")  # its key is there: the file itself is refused
+    AuditKey.create(state / "audit.key")  # its keys are there: the file itself is refused
+    TableIdentity.create(state / "identity.key")
     cfg = tmp_path / "t.toml"
     cfg.write_text(
         'version = 1\n[table]\nid = "t-damaged"\ngame = "roulette"\npayable_unit = 100\n'

@@ -179,10 +179,13 @@ async def test_state_is_retained_online_then_offline_on_clean_stop(
 
 WILL_CHILD = r"""
 import asyncio, sys
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from firmware_host.auth import TableIdentity
 from firmware_host.journal import Journal
 from firmware_host.mqtt import FloorLink, MqttSettings
 async def main():
-    link = FloorLink(MqttSettings(host="127.0.0.1", port=int(sys.argv[2]), keepalive=5), "t1", Journal(sys.argv[1]))
+    journal = Journal(sys.argv[1], identity=TableIdentity(Ed25519PrivateKey.generate()))
+    link = FloorLink(MqttSettings(host="127.0.0.1", port=int(sys.argv[2]), keepalive=5), "t1", journal)
     link.set_state(game="sicbo", phase="open")
     link.start()
     await link.wait_connected(20)

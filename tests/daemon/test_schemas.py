@@ -8,6 +8,7 @@ built from the rules core's own settlements must validate.
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import re
@@ -16,10 +17,15 @@ from typing import Any
 
 import jsonschema
 import pytest
+import rfc8785
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from resign_docs import TOPICS, example_key, topic_of
 
 from firmware_host import schemas
+from firmware_host.auth.evidence import seal
 from firmware_host.games import get_game
 from firmware_host.games.money import MoneyRules
 from firmware_host.journal import JOURNAL_SPECS
@@ -74,6 +80,28 @@ def test_the_doc_shows_a_valid_example_of_every_payload() -> None:
     assert shown == set(schemas.SCHEMA_NAMES), f"no example of {set(schemas.SCHEMA_NAMES) - shown}"
     rounds = [json.loads(b) for n, b, _ in blocks if n == "round"]
     assert {r["status"] for r in rounds} == {"settled", "void"}
+
+
+def test_the_doc_examples_are_signed_with_the_documented_example_key() -> None:
+    """Each example of a payload the table publishes carries the signature of RFC 8032's
+    first test key over its topic, so that a reader can check any of them by the
+    recipe of docs/security.md (here with ``cryptography`` and RFC 8785 alone). After
+    editing an example: ``python tests/daemon/resign_docs.py``."""
+    public = example_key().public_key()
+    checked = 0
+    for name, body, line in doc_blocks():
+        if name not in TOPICS:
+            continue
+        doc = json.loads(body)
+        signature = base64.b64decode(doc.pop("signature"))
+        signed = b"tablectl-table-v1\n" + topic_of(name, doc).encode() + b"\n" + rfc8785.dumps(doc)
+        try:
+            public.verify(signature, signed)
+        except InvalidSignature:
+            pytest.fail(f"docs/mqtt.md:{line} ({name}): the signature does not verify; "
+                        "run `python tests/daemon/resign_docs.py`")  # fmt: skip
+        checked += 1
+    assert checked >= 20
 
 
 def test_the_doc_lists_every_topic_and_config_key() -> None:
@@ -250,7 +278,8 @@ def test_settlements_of_the_rules_core_validate_as_rounds(
                        "result": "2026-05-09T07:35:40.000Z", "settled": "2026-05-09T07:35:40.002Z"},
         "dealer": None,
     }  # fmt: skip
-    assert schemas.errors("round", json.loads(json.dumps(payload))) == []
+    sealed = seal(Ed25519PrivateKey.generate(), "rounds", payload)  # as the table publishes it
+    assert schemas.errors("round", json.loads(sealed)) == []
 
 
 def test_every_schema_carries_the_payload_schema_version() -> None:
