@@ -62,6 +62,11 @@ class TableIdentity:
         return seal_text(self._key, topic, text)
 
     @staticmethod
+    def generate() -> TableIdentity:
+        """A new identity held in memory only (tests, emulated tables)."""
+        return TableIdentity(Ed25519PrivateKey.generate())
+
+    @staticmethod
     def load(path: str | Path) -> TableIdentity:
         """Read the key file; refuses one that others may read or write."""
         p = Path(path)

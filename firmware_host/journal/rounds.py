@@ -345,7 +345,6 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         outbox: Sequence[OutboxMessage],
         at: datetime | None,
         raw_frames: Sequence[tuple[str, Literal["rx", "tx"], bytes]] = (),
-        withheld: str | None = None,
     ) -> int:
         if not isinstance(payload, Mapping):
             raise TypeError("the round payload must be a JSON object (mapping)")
@@ -401,6 +400,9 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             }
             if status == "void":
                 closing["reason"] = void_reason
+            # A seq the floor holds as another round (a journal behind the floor left
+            # it in flight): finished for the journal only (:meth:`withheld`).
+            withheld = self.withheld(rnd.table_id, rnd.seq)
             if withheld is not None:
                 closing["withheld"] = withheld
             entry = self._append_event(
@@ -490,17 +492,16 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         events: Sequence[tuple[str, JSON]] = (),
         outbox: Sequence[OutboxMessage] = (),
         at: datetime | None = None,
-        withheld: str | None = None,
     ) -> int:
         """Void a round in ONE transaction (same guarantees as :meth:`settle_round`).
 
         ``payload`` is the voided round as published (bets refunded). Its closing chain
         entry is ``round_void`` (with the ``reason``).
 
-        ``withheld`` (why): the round is voided in the journal only, never published
-        nor replayed, and no ``anchor`` is queued: a journal behind the floor voiding a
-        round it left in flight whose ``seq`` the floor already holds as another round
-        (a restored backup: ``table/floorcheck.py``). Returns :data:`WITHHELD` then.
+        A round whose ``seq`` the floor already holds as another round (a journal
+        behind the floor that left it in flight: a restored backup, ``table/floorcheck.py``)
+        is finished for the journal only, *withheld* (:meth:`withheld`): never published
+        nor replayed, no ``anchor`` queued, and :data:`WITHHELD` returned.
         """
         if not reason:
             raise ValueError("a void needs a reason")
@@ -517,7 +518,6 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             events=events,
             outbox=outbox,
             at=at,
-            withheld=withheld,
         )
 
     def seq_floor(self, table_id: str) -> int:
@@ -528,6 +528,19 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             "SELECT value FROM meta WHERE key = ?", (f"seq_floor:{table_id}",)
         ).fetchone()
         return int(row[0]) if row else 0
+
+    def withheld(self, table_id: str, seq: int) -> str | None:
+        """Why round ``seq`` must be withheld (voided for the journal only, never
+        published, replayed or announced), or None: the floor holds that ``seq`` as
+        another round, as it really finished (this journal is behind the floor:
+        restored or replaced, ``table/floorcheck.py`` recorded the floor's last seq)."""
+        floor = self.seq_floor(table_id)
+        if seq > floor:
+            return None
+        return (
+            f"the floor holds round seq {floor}: this journal is behind it (restored or "
+            "replaced), and its copy of this round is not the floor's"
+        )
 
     def _floor_above(self, table_id: object) -> int:
         """:meth:`seq_floor` of ``table_id``, or the highest of any table when unknown."""

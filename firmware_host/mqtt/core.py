@@ -120,10 +120,8 @@ class LinkBase:
         rng: random.Random | None = None,
         identity: TableIdentity | None = None,
     ) -> None:
-        """``identity``: the table's identity key, which signs every message the link
-        publishes itself (snapshots, answers, the last will: ``auth/evidence.py``);
-        what the journal's outbox holds is signed already. By default the journal's
-        (``Journal.identity``); neither: unsigned (tests)."""
+        """``identity`` signs what the link publishes itself (snapshots, answers, the
+        will: ``auth/evidence.py``; the outbox is signed already); default the journal's."""
         self.settings = settings
         self.identity = identity if identity is not None else journal.identity
         self.table_id = table_id
@@ -510,8 +508,7 @@ class LinkBase:
         return self._seal("state", body)
 
     def _seal(self, topic: str, body: Mapping[str, JSON]) -> bytes:
-        """``body`` as published on ``topic`` (below the table's root): signed with the
-        table's identity, or compact JSON without one."""
+        """``body`` as published on ``topic`` (signed; compact JSON without identity)."""
         if self.identity is not None:
             return self.identity.seal(topic, body)
         return dumps(dict(body)).encode("utf-8")

@@ -756,9 +756,7 @@ class RoundEngine:
             raise RoundFault("a void needs a reason", code="VOID_NEEDS_REASON")
         return self._void(rnd, reason, source)
 
-    def _void(
-        self, rnd: RoundRecord, reason: str, source: str, *, withheld: str | None = None
-    ) -> Mapping[str, JSON]:
+    def _void(self, rnd: RoundRecord, reason: str, source: str) -> Mapping[str, JSON]:
         self.ahead.stop()
         with self._writing():
             bets = self.journal.bets(rnd.round_id, include_cancelled=False)
@@ -787,7 +785,6 @@ class RoundEngine:
                     jackpot_state=jp_state,
                     jackpot_name="progressive",
                     events=[("round_void_by", {"round_id": rnd.round_id, "source": source})],
-                    withheld=withheld,
                 )
         except BaseException:
             if jackpot is not None:
@@ -812,25 +809,12 @@ class RoundEngine:
         A result is journaled only in the transaction that settles it, so a round in
         flight never has one: each is voided with its bets refunded and the reason
         recorded (published on ``rounds`` like any void).
-
-        Except a round whose ``seq`` the floor already holds (a journal restored from
-        an older copy: ``table/floorcheck.py`` recorded the floor's last ``seq``): the
-        floor has that round as it really finished, so this journal's copy is voided
-        for the journal only, *withheld*: never published, replayed or announced as
-        the table's latest (a ``seq`` the floor has seen is never reused).
         """
         done = []
-        floor_seq = self.journal.seq_floor(self.cfg.table_id)
         for rnd in self.journal.in_flight_rounds(self.cfg.table_id):
             self._current = rnd
             reason = f"controller restarted in phase {rnd.phase!r} before the result was read"
-            withheld = None
-            if rnd.seq <= floor_seq:
-                withheld = (
-                    f"the floor holds round seq {floor_seq}: this journal is behind it "
-                    "(restored or replaced), its copy of the round is not the floor's"
-                )
-            done.append(self._void(rnd, reason, "restart", withheld=withheld))
+            done.append(self._void(rnd, reason, "restart"))
         self._current = None
         self.journal.later(lambda: self.extensions.resumed(done, self.journal))  # hooks in order
         return done

@@ -27,9 +27,10 @@ built by :func:`firmware_host.schemas.response`. A request goes through, in orde
 
 ``replay_rounds`` asks the table to publish finished rounds again from the journal,
 the same bytes on ``rounds`` (a floor system repairing a gap in ``seq``); it is
-rate-limited (:class:`ReplayLimit`: at most :data:`REPLAY_MAX_ROUNDS` rounds a
-request, a budget of rounds a minute, refused ``REPLAY_RATE_LIMITED`` unjournaled, so
-the same request may be sent again later).
+rate-limited per principal (:class:`ReplayBudgets`: at most :data:`REPLAY_MAX_ROUNDS`
+rounds a request, a budget of rounds a minute for each principal, refused
+``REPLAY_RATE_LIMITED`` unjournaled, so the same request may be sent again later): one
+principal spending its budget never starves another's repairs (the floor ingest's).
 
 Commands that need two different principals (``[auth] two_person``, a jackpot
 payment by default) act on the second confirmation; the first is journaled as an
@@ -43,8 +44,6 @@ import hashlib
 import json
 import logging
 import re
-import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -61,6 +60,7 @@ from ..schemas import response
 from .engine import BetAnswer, BetCaps, RoundEngine, RoundFault, StaleRound
 from .jackpot import JackpotController
 from .procedures import Procedure
+from .replay import REPLAY_MAX_ROUNDS, ReplayBudgets, ReplayLimit
 
 log = logging.getLogger(__name__)
 
@@ -108,13 +108,6 @@ FOLLOWING_COMMANDS = frozenset({"open_betting", "new_shoe"})
 TABLE_COMMANDS = frozenset({"status", "replay_rounds"}) | ROUNDLESS_COMMANDS
 ROUND_COMMANDS = frozenset(COMMANDS) - FOLLOWING_COMMANDS - TABLE_COMMANDS - {"jackpot_paid"}
 
-#: ``replay_rounds``: the most rounds one request queues (the answer says where it
-#: stopped: ask again from ``last_seq + 1``), and the rounds a table queues again in a
-#: minute, across all principals: a repair loop gone wrong, or a hostile principal,
-#: can never bury the live rounds under replays (they share the outbox, in order).
-REPLAY_MAX_ROUNDS = 500
-REPLAY_ROUNDS_PER_MINUTE = 2000
-REPLAY_WINDOW_S = 60.0
 
 #: An identifier from the floor (request, bet, round, hit ids): printable ASCII, no
 #: space, so that it can never smuggle a control character into a log, the console
@@ -123,42 +116,6 @@ _IDENT = re.compile(r"[\x21-\x7e]+")
 MAX_REQUEST_ID = 128
 MAX_BET_ID = 64
 MAX_REASON = 200
-
-
-class ReplayLimit:
-    """A sliding one-minute budget of replayed rounds (``replay_rounds``)."""
-
-    def __init__(
-        self,
-        per_window: int = REPLAY_ROUNDS_PER_MINUTE,
-        window_s: float = REPLAY_WINDOW_S,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.per_window = per_window
-        self.window_s = window_s
-        self.clock = clock
-        self._spent: deque[tuple[float, int]] = deque()
-
-    def _trim(self) -> int:
-        now = self.clock()
-        while self._spent and now - self._spent[0][0] >= self.window_s:
-            self._spent.popleft()
-        return sum(n for _, n in self._spent)
-
-    def available(self) -> int:
-        """Rounds that may be queued now."""
-        return max(0, self.per_window - self._trim())
-
-    def retry_after(self) -> float:
-        """Seconds until some budget is free again."""
-        self._trim()
-        if not self._spent:
-            return 0.0
-        return max(0.0, self._spent[0][0] + self.window_s - self.clock())
-
-    def spend(self, n: int) -> None:
-        if n > 0:
-            self._spent.append((self.clock(), n))
 
 
 class RequestError(CodedError, ValueError):
@@ -331,11 +288,11 @@ class FloorRequests:
         *,
         auth: Authenticator,
         jackpot: JackpotController | None = None,
-        replay_limit: ReplayLimit | None = None,
+        replay_budgets: ReplayBudgets | None = None,
         handlers: Mapping[str, CommandHandler] | None = None,
     ) -> None:
         self.engine = engine
-        self.replay_limit = replay_limit or ReplayLimit()
+        self.replay_budgets = replay_budgets or ReplayBudgets()
         #: Roundless commands answered elsewhere (``ack_alert``, ``verify_software``).
         self.handlers = dict(handlers or {})
         self.journal = engine.journal
@@ -423,13 +380,14 @@ class FloorRequests:
             self.auth.check_fresh(data)
         except AuthError as exc:
             return self._count(bets, self._refusal(bets, rid, who, exc.code, exc.message))
-        if (
-            not bets
-            and data.get("command") == "replay_rounds"
-            and not self.replay_limit.available()
-        ):
+        budget = (
+            self.replay_budgets.of(who.name)
+            if not bets and data.get("command") == "replay_rounds"
+            else None
+        )
+        if budget is not None and not budget.available():
             # Not journaled: the same request, re-signed, may be sent again later.
-            wait = self.replay_limit.retry_after()
+            wait = budget.retry_after()
             return self._count(
                 bets,
                 self._refusal(
@@ -437,8 +395,8 @@ class FloorRequests:
                     rid,
                     who,
                     "REPLAY_RATE_LIMITED",
-                    f"this table replays at most {self.replay_limit.per_window} rounds a "
-                    f"minute; send the request again in {wait:.0f} s",
+                    f"this table replays at most {budget.per_window} rounds a minute for "
+                    f"{who.name}; send the request again in {wait:.0f} s",
                     command="replay_rounds",
                     retry_after_s=round(wait, 3),
                 ),
@@ -670,7 +628,7 @@ class FloorRequests:
         if command == "jackpot_paid":
             return self._jackpot_paid(args, data, who, rid)
         if command == "replay_rounds":
-            return self._replay(args)
+            return self._replay(args, self.replay_budgets.of(who.name))
         if command in ROUNDLESS_COMMANDS:
             handler = self.handlers.get(command)
             if handler is None:
@@ -705,16 +663,17 @@ class FloorRequests:
             f"command {command} is not available", code="UNKNOWN_COMMAND"
         )  # pragma: no cover
 
-    def _replay(self, args: Mapping[str, JSON]) -> JSON:
+    def _replay(self, args: Mapping[str, JSON], budget: ReplayLimit) -> JSON:
         """Queue finished rounds ``from_seq..to_seq`` again (their journaled bytes, on
-        ``rounds``), at most :data:`REPLAY_MAX_ROUNDS` and the minute's budget."""
+        ``rounds``), at most :data:`REPLAY_MAX_ROUNDS` and what is left of the
+        principal's ``budget`` for the minute."""
         first = _seq_arg(args.get("from_seq"), "from_seq")
         last = None if args.get("to_seq") is None else _seq_arg(args.get("to_seq"), "to_seq")
         if last is not None and last < first:
             raise RequestError("MALFORMED_REQUEST", f"to_seq {last} is before from_seq {first}")
-        limit = min(REPLAY_MAX_ROUNDS, self.replay_limit.available())
+        limit = min(REPLAY_MAX_ROUNDS, budget.available())
         queued = self.journal.replay_range(self.table_id, first, last, limit=limit)
-        self.replay_limit.spend(len(queued))
+        budget.spend(len(queued))
         seqs = [seq for seq, _ in queued]
         newest = self.journal.next_seq(self.table_id) - 1
         # More to ask for: the limit cut the range short (the rounds after the last one

@@ -101,7 +101,7 @@ def _blocks() -> dict[str, str]:
 
 def test_the_test_vector_of_docs_security_md() -> None:
     blocks = _blocks()
-    assert set(blocks) == {"public_key", "request", "signed_bytes"}
+    assert {"public_key", "request", "signed_bytes"} <= set(blocks)
     key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(RFC8032_SECRET))
     public = key.public_key()
     raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)

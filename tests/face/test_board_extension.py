@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from firmware_host.auth import TableIdentity
 from firmware_host.config import validate_document
 from firmware_host.face import state as st
 from firmware_host.face.board import (
@@ -25,6 +26,7 @@ from firmware_host.journal import Journal
 from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION, validate
 from firmware_host.table.engine import RoundEngine
 from firmware_host.table.extension import TableExtensions
+from tests.signing import as_published
 
 
 class FakeBoard:
@@ -62,7 +64,7 @@ def table(
     cfg = validate_document(
         {"table": {"id": "t-1", "game": game}, "limits": {"min_stake": 100, "max_stake": 100000}}
     )
-    j = Journal(tmp_path / "j.sqlite3")
+    j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     ext = TableExtensions()
     published: list[dict] = []
     rb = ResultBoard(
@@ -75,13 +77,17 @@ def table(
     return RoundEngine(cfg, j, extensions=ext), rb, published
 
 
-def head(body: dict) -> dict:
-    return {
-        "schema_version": PAYLOAD_SCHEMA_VERSION,
-        "table_id": "t-1",
-        "updated_at": "2026-05-09T07:35:08.642Z",
-        **body,
-    }
+def head(body: dict, topic: str = "board") -> dict:
+    """``body`` as the link publishes it: the common head, signed."""
+    return as_published(
+        topic,
+        {
+            "schema_version": PAYLOAD_SCHEMA_VERSION,
+            "table_id": "t-1",
+            "updated_at": "2026-05-09T07:35:08.642Z",
+            **body,
+        },
+    )
 
 
 def play(e: RoundEngine, outcome: dict) -> dict:
@@ -250,7 +256,7 @@ def test_a_board_must_have_the_layout_of_the_game() -> None:
 
 def test_statistics_follow_the_rounds_and_restart(tmp_path: Path) -> None:
     cfg = validate_document({"table": {"id": "t-1", "game": "roulette"}})
-    j = Journal(tmp_path / "j.sqlite3")
+    j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     ext = TableExtensions()
     out: list[dict] = []
     TableStatistics(ext, game_id="roulette", publish=lambda b: out.append(dict(b)))
@@ -263,11 +269,11 @@ def test_statistics_follow_the_rounds_and_restart(tmp_path: Path) -> None:
     assert body["chances"] == {
         "red": 2, "black": 1, "zero": 1, "odd": 2, "even": 1, "low": 2, "high": 1,
     }  # fmt: skip
-    validate("stats", head(body))
+    validate("stats", head(body, "stats"))
     j.close()
     ext2, out2 = TableExtensions(), []
     TableStatistics(ext2, game_id="roulette", publish=lambda b: out2.append(dict(b)))
-    RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"), extensions=ext2).resume()
+    RoundEngine(cfg, Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate()), extensions=ext2).resume()
     assert out2[-1] == body
     assert TableStatistics.applies("sicbo") and not TableStatistics.applies("baccarat")
 

@@ -3,8 +3,9 @@
 ``python -m tests.golden.demo_rounds`` (inside .venv) records ``tests/golden/<game>.json``;
 ``tests/e2e/test_demo_golden.py`` plays the same seeded runs and compares. A round is
 kept whole except what differs between two runs by design: its id (random suffix), its
-timestamps, the software version, and its audit chain position (``chain``: an HMAC under
-the demo's audit key, a new random key per run).
+timestamps, the software version, its audit chain position (``chain``: an HMAC under
+the demo's audit key, a new random key per run) and its signature (the table's identity
+key, new per run too).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ ROUNDS = 3
 BETS = 5
 SPEED = 8.0
 #: Keys that differ between two runs of the same seed by design (``chain``: keyed with a
-#: per-run random audit key).
-VOLATILE = {"round_id", "timestamps", "at", "software_version", "version", "chain"}
+#: per-run random audit key; ``signature``: a per-run identity key).
+VOLATILE = {"round_id", "timestamps", "at", "software_version", "version", "chain", "signature"}
 
 
 def normalize(payload: Any) -> Any:

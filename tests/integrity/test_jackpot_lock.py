@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from firmware_host.auth import TableIdentity
 from firmware_host.games.errors import CodedError
 from firmware_host.journal import Journal
 from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION, validate
@@ -18,6 +19,7 @@ from firmware_host.table.engine import RoundEngine
 from firmware_host.table.extension import TableExtensions
 from firmware_host.table.jackpot import JackpotController, JackpotDisplay
 from tests.daemon.test_jackpot_controller import CFG, NOTHING, PARAMS, ROYAL, play
+from tests.signing import as_published
 
 STRAIGHT_FLUSH = ["9H", "8H", "7H", "6H", "5H"]
 
@@ -36,7 +38,7 @@ class Sign:
 
 
 async def test_simultaneous_hits_lock_every_display_in_the_regulations_order(tmp_path: Path) -> None:
-    j = Journal(tmp_path / "j.sqlite3")
+    j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     ext = TableExtensions()
     ctl = JackpotController(j, PARAMS)
     sign = Sign()
@@ -56,7 +58,7 @@ async def test_simultaneous_hits_lock_every_display_in_the_regulations_order(tmp
     lock = published[-1]["locked"]
     assert lock["hit_id"] == first["hit_id"] and lock["amount"] == first["prize"]
     assert lock["waiting"] == 2
-    validate("jackpot", published[-1])
+    validate("jackpot", as_published("jackpot", published[-1]))
     assert sign.calls[-1] == ("hit", first["prize"], 0)  # held: no time limit
     # the second hit cannot be paid first
     with pytest.raises(CodedError) as refused:
@@ -78,4 +80,4 @@ async def test_simultaneous_hits_lock_every_display_in_the_regulations_order(tmp
     await asyncio.sleep(0.05)
     assert published[-1]["locked"] is None
     assert sign.calls[-1] == ("amount", ctl.meter.pool, None)
-    validate("jackpot", published[-1])
+    validate("jackpot", as_published("jackpot", published[-1]))

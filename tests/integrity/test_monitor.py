@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from drivers.cammegh.events import GameStateChanged, GameVoided, WheelWarning, WinningNumber
+from firmware_host.auth import TableIdentity
 from firmware_host.integrity.alerts import Alerts
 from firmware_host.integrity.monitor import IntegrityMonitor
 from firmware_host.integrity.settings import IntegritySettings
@@ -20,7 +21,7 @@ from firmware_host.table.extension import TableExtensions
 
 
 def make(tmp_path: Path, game: str = "wheel", **settings: Any) -> tuple[IntegrityMonitor, Journal]:
-    j = Journal(tmp_path / "j.sqlite3")
+    j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     alerts = Alerts(j)
     mon = IntegrityMonitor(
         TableExtensions(), alerts=alerts, journal=j, table_id="T1", result_device=game,

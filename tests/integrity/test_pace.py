@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from firmware_host.auth import TableIdentity
 from firmware_host.integrity.pace import DealerRoster, PaceMonitor, shift_bounds
 from firmware_host.journal import Journal
 from firmware_host.schemas import validate
 from firmware_host.table.extension import TableExtensions
 from firmware_host.table.phase import Phase
+from tests.signing import as_published
 from tests.table.floor_support import make_table
 
 
@@ -38,7 +40,7 @@ def test_shift_bounds_in_local_time() -> None:
 def test_rates_per_table_and_dealer_and_the_shift_report(tmp_path: Path) -> None:
     t0 = datetime(2026, 5, 9, 6, 0).astimezone()  # a shift starts
     clock = Clock(t0)
-    j = Journal(tmp_path / "j.sqlite3", clock=lambda: clock.now.astimezone(UTC))
+    j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate(), clock=lambda: clock.now.astimezone(UTC))
     roster = DealerRoster(j, clock=clock)
     pace = PaceMonitor(TableExtensions(), roster=roster, journal=j, table_id="T1",
                        shift_start_hour=6, shift_hours=8, clock=clock)  # fmt: skip
@@ -80,12 +82,12 @@ def test_every_round_payload_carries_the_dealer_and_it_survives_a_restart(tmp_pa
     t.engine.close_betting()
     payload = t.engine.submit_result({"number": 7})
     assert payload["dealer"] is None
-    validate("round", payload)
+    validate("round", as_published("rounds", payload))
     roster.sign_in("dealer-07", via="console", by="console:tech1")
     t.engine.open_betting()
     payload = t.engine.void_round("test")
     assert payload["dealer"] == "dealer-07"
-    validate("round", payload)
+    validate("round", as_published("rounds", payload))
     assert DealerRoster(t.journal).current() == "dealer-07"  # read back from the log
     roster.sign_out(via="console", by="console:tech1")
     assert DealerRoster(t.journal).current() is None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from drivers.shoe.events import CardDealt, DeckChecked, ShuffleStarted
 from drivers.shoe.model import ShoeModel
+from firmware_host.auth import TableIdentity
 from firmware_host.integrity.alerts import Alerts
 from firmware_host.integrity.monitor import IntegrityMonitor
 from firmware_host.integrity.settings import IntegritySettings
@@ -55,7 +56,7 @@ def test_end_of_shoe_missing_cards_and_length() -> None:
 
 
 def test_the_shoe_events_through_the_extension(tmp_path: Path) -> None:
-    j = Journal(tmp_path / "j.sqlite3")
+    j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     mon = IntegrityMonitor(
         TableExtensions(), alerts=Alerts(j), journal=j, table_id="T1", result_device="shoe",
         settings=IntegritySettings(shoe_coups_min=2), decks=8,

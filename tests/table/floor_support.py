@@ -11,12 +11,13 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from firmware_host.auth import Authenticator, AuthSettings, PrincipalSpec, Signer
+from firmware_host.auth import Authenticator, AuthSettings, PrincipalSpec, Signer, TableIdentity
 from firmware_host.config import validate_document
 from firmware_host.journal import Journal
 from firmware_host.table.engine import BetCaps, RoundEngine
-from firmware_host.table.floor import FloorRequests, ReplayLimit
+from firmware_host.table.floor import FloorRequests
 from firmware_host.table.procedures import Device, ProcedureContext, make_procedure
+from firmware_host.table.replay import ReplayBudgets
 
 ROLES = {
     "dealer": ("dealer",),
@@ -152,15 +153,17 @@ def make_table(
         max_age_s=30,
         principals={n: PrincipalSpec(n, (), r) for n, r in ROLES.items()},
     )
-    j = journal or Journal(tmp_path / "journal.sqlite3", clock=clock)
+    j = journal or Journal(
+        tmp_path / "journal.sqlite3", identity=TableIdentity.generate(), clock=clock
+    )
     engine = RoundEngine(cfg, j, caps=caps, clock=clock)
     procedure = make_procedure(ProcedureContext(engine, devices=devices, clock=clock))
     auth = Authenticator(
         settings, cfg.table_id, keys={n: (k.public_key(),) for n, k in keys.items()}, clock=clock
     )
-    replay = ReplayLimit(clock=lambda: clock.now.timestamp())
+    replay = ReplayBudgets(clock=lambda: clock.now.timestamp())
     return Table(
-        engine, FloorRequests(engine, procedure, auth=auth, replay_limit=replay), clock, keys
+        engine, FloorRequests(engine, procedure, auth=auth, replay_budgets=replay), clock, keys
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from firmware_host.table.floor import REPLAY_MAX_ROUNDS, REPLAY_ROUNDS_PER_MINUTE
+from firmware_host.table.replay import REPLAY_MAX_ROUNDS, REPLAY_ROUNDS_PER_MINUTE
 
 from .floor_support import Table, make_table, red
 
@@ -132,6 +132,30 @@ def test_replay_is_rate_limited_per_request_and_per_minute(tmp_path: Path) -> No
     again = t.retry(r["request_id"])
     assert again["status"] == "ok" and again["data"]["queued"] == 3, again
     assert len(t.journal.outbox_pending(100_000)) == n_before + 3
+
+
+def test_budgets_are_per_principal_the_ingest_is_never_starved(tmp_path: Path) -> None:
+    """Issue 28: a point-of-sale principal (role floor_system, allowed replay_rounds)
+    spends its whole minute's budget; the floor ingest's one-round repair that follows
+    is answered, and the point of sale alone waits."""
+    t = make_table(tmp_path)
+    play(t, 3)
+    published(t)
+    for i in range(REPLAY_ROUNDS_PER_MINUTE // 3 + 2):
+        r = replay(t, "pos", from_seq=1)
+        if r["status"] == "error":
+            break
+        assert r["data"]["queued"] >= 1, (i, r)
+    assert r["code"] == "REPLAY_RATE_LIMITED" and "pos" in r["message"], r
+    repair = replay(t, "ingest", from_seq=2, to_seq=2)
+    assert repair["status"] == "ok", repair
+    assert (repair["data"]["queued"], repair["data"]["first_seq"]) == (1, 2), repair
+    # And the other way round: the ingest spending its own leaves pos2's untouched.
+    for _ in range(REPLAY_ROUNDS_PER_MINUTE // 3 + 2):
+        if replay(t, "ingest", from_seq=1)["status"] == "error":
+            break
+    assert replay(t, "ingest", from_seq=1)["code"] == "REPLAY_RATE_LIMITED"
+    assert replay(t, "pos2", from_seq=3, to_seq=3)["status"] == "ok"
 
 
 def test_one_request_queues_at_most_the_per_request_limit(tmp_path: Path) -> None:
