@@ -15,11 +15,14 @@ the bench measures the work no implementation can avoid:
   FULL``, as the journal) inserting the round's payload as the floor received it,
   committed with its fsync;
 - ``settle``: ``game.settle`` of the same bets and outcome through the rules core;
+- ``sign``: one Ed25519 signature of the round as the floor received it (its canonical
+  text; issue 28: every round is signed by the table's identity key, and the floor
+  verifies it), with ``cryptography`` alone;
 - ``publish``: bare aiomqtt publishing the same payload at QoS 1 to the same broker,
   until it arrives at a subscriber like the floor's (one QoS 1 hop through the broker,
   as the round's last leg).
 
-The limit is the sum of the three medians; the table's p50 and p99 are reported as
+The limit is the sum of the four medians; the table's p50 and p99 are reported as
 ratios to it (goals with 100 bets: p50 at most 2x, p99 at most 3x). The p99 of each
 component is given too (their sum is the limit's own bad case).
 
@@ -103,6 +106,20 @@ class BareSettle:
         parsed = game.parse_outcome(rules, outcome)
         t0 = time.perf_counter()
         game.settle(rules, parsed, bets, cfg.money)
+        return time.perf_counter() - t0
+
+
+class BareSign:
+    """One Ed25519 signature (``cryptography``, a key of its own) of a round's bytes."""
+
+    def __init__(self) -> None:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        self.key = Ed25519PrivateKey.generate()
+
+    def sign(self, payload: bytes) -> float:
+        t0 = time.perf_counter()
+        self.key.sign(b"tablectl-table-v1\nrounds\n" + payload)
         return time.perf_counter() - t0
 
 
@@ -358,12 +375,15 @@ async def _run(
             await pub.start()
             assert t.cfg is not None
             settle = BareSettle(t.cfg)
+            sign = BareSign()
             await t.play(1)  # warm-up (first connection, first round)
             await pub.one("bare", b'{"warm-up":1}')
             for n_bets, rounds in plan:
                 log(f"  {rounds} rounds of {n_bets} bets, each with the limit measured beside it")
                 table: list[float] = []
-                parts: dict[str, list[float]] = {"commit": [], "settle": [], "publish": []}
+                parts: dict[str, list[float]] = {
+                    "commit": [], "settle": [], "sign": [], "publish": []
+                }  # fmt: skip
                 try:
                     for _ in range(rounds):
                         lat, payload = await t.play(n_bets)
@@ -379,6 +399,7 @@ async def _run(
                         try:
                             parts["commit"].append(commit.commit(raw))
                             parts["settle"].append(settle.settle(t.last_bets, payload["outcome"]))
+                            parts["sign"].append(sign.sign(raw))
                             parts["publish"].append(await pub.one("bare", raw))
                         finally:
                             gc.enable()
@@ -501,7 +522,7 @@ def growth_table(figs: list[Figure]) -> str:
     if not rows:
         return ""
     head = f"{'bets':>6} {'table p50':>10} {'table p99':>10} {'commit':>8} {'settle':>8} " \
-           f"{'publish':>8} {'limit':>8} {'p50/lim':>8} {'p99/lim':>8}"  # fmt: skip
+           f"{'sign':>8} {'publish':>8} {'limit':>8} {'p50/lim':>8} {'p99/lim':>8}"  # fmt: skip
     out = [head]
     for f in rows:
         s = f.stats
@@ -509,7 +530,8 @@ def growth_table(figs: list[Figure]) -> str:
         n = int(f.name.rsplit(",", 1)[1].split()[0])
         out.append(
             f"{n:>6} {s['table_ms']['p50']:>10.2f} {s['table_ms']['p99']:>10.2f} "
-            f"{c['commit']['p50']:>8.2f} {c['settle']['p50']:>8.2f} {c['publish']['p50']:>8.2f} "
+            f"{c['commit']['p50']:>8.2f} {c['settle']['p50']:>8.2f} "
+            f"{c.get('sign', {}).get('p50', 0.0):>8.2f} {c['publish']['p50']:>8.2f} "
             f"{s['limit_ms']:>8.2f} {s['ratio_p50']:>8.2f} {s['ratio_p99']:>8.2f}"
         )
     return "\n".join(out)
