@@ -74,7 +74,6 @@ from .table.floor import FloorRequests
 from .table.floorcheck import (
     FLOOR_RECORD,
     RETAINED,
-    UNCHECKED,
     JournalFloorCheck,
     floor_record_topic,
 )
@@ -163,6 +162,9 @@ class TableDaemon:
         self.pace: PaceMonitor | None = None
         #: A dealer's sign-in at the keypad (number and PIN, docs/console.md).
         self.keypad_sign_in: KeypadSignInDesk | None = None
+        self.faults: LatchedFaults | None = None
+        #: Rounds left in flight by a crash, not resolved yet (``_resolve_in_flight``).
+        self._unresolved = False
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping = False
@@ -200,7 +202,7 @@ class TableDaemon:
         )
         checked = await check.check_once()
 
-        faults = LatchedFaults(j, storage=j.storage)
+        faults = self.faults = LatchedFaults(j, storage=j.storage)
         alerts = self.alerts = Alerts(j, publish=self._publish_alerts)
         software = self.software = SoftwareCheck(
             plan.software, j, alerts, faults_changed=self._faults_changed
@@ -219,7 +221,7 @@ class TableDaemon:
             cfg,
             j,
             jackpot=self.jackpot,
-            play_stop=faults.play_stop,
+            play_stop=self._play_stop,
             extensions=self.extensions,
             caps=plan.bet_caps,
             dealer=roster.current,
@@ -313,17 +315,18 @@ class TableDaemon:
             shift_hours=plan.integrity.shift_hours,
         )
         alerts.publish()
+        # The rounds a crash left in flight are resolved once the journal was compared
+        # with the floor (a round whose seq the floor holds is withheld), and always
+        # before a round opens: a technician's clear of JOURNAL_UNCHECKED (play without
+        # the floor) resolves them at the next open (``_play_stop``).
+        self._unresolved = True
+        if checked or plan.simulated:  # a simulated table plays without the floor
+            self._resolve_in_flight()
         if checked:
             link.start()
-            self._resume(engine)
         else:  # the link would overwrite the retained anchor before anyone read it
-            if plan.simulated:  # plays without the floor: nothing real is at stake
-                self._resume(engine)
             self._tasks.append(
-                asyncio.create_task(
-                    self._check_then_link(check, link, None if plan.simulated else engine),
-                    name="floor-check",
-                )
+                asyncio.create_task(self._check_then_link(check, link), name="floor-check")
             )
 
         self.notifier.status("starting devices")
@@ -420,11 +423,12 @@ class TableDaemon:
                 settings=self.plan.statistics,
             )
 
-    @staticmethod
-    def _resume(engine: RoundEngine) -> None:
-        """Resolve the rounds a crash left in flight (once the journal was compared with
-        the floor: a round whose ``seq`` the floor holds is withheld, ``RoundEngine.resume``)."""
-        for payload in engine.resume():
+    def _resolve_in_flight(self) -> None:
+        """Resolve the rounds a crash left in flight, once (``RoundEngine.resume``)."""
+        if not self._unresolved or self.engine is None:
+            return
+        self._unresolved = False
+        for payload in self.engine.resume():
             log.warning(
                 "resumed round %s: %s %s",
                 payload["round_id"],
@@ -432,31 +436,21 @@ class TableDaemon:
                 payload.get("void_reason") or "",
             )
 
-    async def _check_then_link(
-        self, check: JournalFloorCheck, link: FloorLink, engine: RoundEngine | None
-    ) -> None:
-        """The check retried until the broker answers; then the rounds left in flight
-        are resolved (``engine``: not yet, on a table whose check was pending) and the
-        link starts. A technician's clear of ``JOURNAL_UNCHECKED`` meanwhile resolves
-        them at once (play without the floor: nothing to compare them with)."""
-        if engine is not None:
-            waiting = asyncio.create_task(check.until_checked())
-            while not waiting.done():
-                await asyncio.wait({waiting}, timeout=0.5)
-                if not waiting.done() and self._unchecked_cleared():
-                    self._resume(engine)
-                    engine = None
-                    break
-            await waiting
-            if engine is not None:
-                self._resume(engine)
-        else:
-            await check.until_checked()
-        link.start()
+    def _play_stop(self) -> str | None:
+        """The engine's ``play_stop``: the latched faults; when none stops play, the rounds
+        left in flight are resolved first (in the same step as the round that opens)."""
+        assert self.faults is not None
+        stopped = self.faults.play_stop()
+        if stopped is None:
+            self._resolve_in_flight()
+        return stopped
 
-    def _unchecked_cleared(self) -> bool:
-        j = self.journal
-        return j is not None and UNCHECKED not in {f.code for f in j.active_faults()}
+    async def _check_then_link(self, check: JournalFloorCheck, link: FloorLink) -> None:
+        """The check, retried until the broker answers; then (in the same step) the
+        rounds left in flight are resolved, and the link starts."""
+        await check.until_checked()
+        self._resolve_in_flight()
+        link.start()
 
     def _power_up(self, j: Journal) -> None:
         digest = (
