@@ -1245,6 +1245,27 @@ class Store:
                     break
         return out
 
+    async def quarantined_rounds(
+        self, code: str, limit: int = 200
+    ) -> list[tuple[str, str, bytes, float]]:
+        """Open quarantined rounds of ``code``, kept whole, in (table, seq) order:
+        ``(sha256, table, original bytes, received_at)``."""
+        return [
+            (str(sha), str(tid), str(payload).encode("utf-8"), float(at))
+            for sha, tid, payload, at in await self.db.fetch(
+                "SELECT sha256, table_id, payload, received_at FROM floor_quarantine "
+                "WHERE released_at IS NULL AND code = ? AND complete = 1 AND topic = 'rounds' "
+                "ORDER BY table_id, seq LIMIT ?",
+                code,
+                limit,
+            )
+        ]
+
+    async def chain_ok(self, r: Round) -> str | None:
+        """Why ``r``'s chain does not lie between its stored neighbours' (None: it does).
+        Changes nothing."""
+        return (await self._chain_check([r])).get(r.round_id)
+
     async def release(self, sha256: str, by: str, reason: str) -> None:
         """Mark a quarantined message released (stored as a round, or accepted)."""
         await self.db.execute(

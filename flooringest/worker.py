@@ -645,6 +645,7 @@ class IngestWorker:
                 await self._ask_replay(g)
         await store.verify_anchors()
         await self._promote(store)
+        await self._recheck_chains(store)
         last = await store.last_seqs()
         self._settle_claims(last)
         if self.s.signer is not None:
@@ -690,6 +691,27 @@ class IngestWorker:
                 self.stats.promoted += 1
                 log.info(
                     "floor-ingest %s: round of table %s announced since: %s (%s)",
+                    self.s.worker, tid, fate, sha[:12],
+                )  # fmt: skip
+
+    async def _recheck_chains(self, store: Store) -> None:
+        """Quarantined rounds (``CHAIN_NOT_ADVANCING``) whose chain now lies between
+        their stored neighbours': a person released the round before them (a journal
+        restored, reconciled by a technician) and they continue its chain. Checked
+        without a change first: a round still out of order is left as it is."""
+        for sha, tid, raw, at in await store.quarantined_rounds(m.CHAIN_NOT_ADVANCING):
+            item = self.verifier.round(Incoming(tid, raw, at))
+            if not isinstance(item, Round) or await store.chain_ok(item) is not None:
+                continue
+            out = await store.ingest([item], worker=self.s.worker)
+            fate = out.fate.get(sha, "")
+            if fate in ("stored", "duplicate", "conflict"):
+                await store.release(
+                    sha, "floor-ingest", f"its chain follows the rounds stored before it; {fate}"
+                )
+                self.stats.promoted += 1
+                log.info(
+                    "floor-ingest %s: round of table %s now follows its chain: %s (%s)",
                     self.s.worker, tid, fate, sha[:12],
                 )  # fmt: skip
 
