@@ -879,6 +879,18 @@ class Store:
                 if g.from_seq > newest:
                     continue  # beyond anything the table announced: never asked
                 to = newest if g.to_seq is None else min(g.to_seq, newest)
+                held = await self.db.fetch(
+                    "SELECT COUNT(DISTINCT seq) FROM floor_quarantine WHERE table_id = ? "
+                    "AND released_at IS NULL AND complete = 1 AND topic = 'rounds' "
+                    "AND code IN (?, ?) AND seq BETWEEN ? AND ?",
+                    g.table_id,
+                    m.SEQ_NOT_ANNOUNCED,
+                    m.CHAIN_NOT_ADVANCING,
+                    g.from_seq,
+                    to,
+                )
+                if held and int(held[0][0]) == to - g.from_seq + 1:
+                    continue  # the floor holds them, signed, awaiting a decision: not asked
                 n = await self.db.execute(
                     "UPDATE floor_gaps SET requested_at = ?, requests = requests + 1 "
                     "WHERE table_id = ? AND from_seq = ? "

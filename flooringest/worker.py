@@ -795,10 +795,13 @@ class IngestWorker:
                 "quarantined": lag["quarantined"],
             }
             await client.publish(self.s.faults_topic, json.dumps(doc), qos=1, retain=True)
-            if faults and self._faults_sent is not None:
+            kinds = {(f["table_id"], f["code"]) for f in faults}
+            before = {(f["table_id"], f["code"]) for f in self._faults_sent or ()}
+            if kinds != before:  # logged when a fault opens or closes, not at each count
                 log.warning(
                     "floor-ingest %s: floor faults open: %s", self.s.worker,
-                    ", ".join(f"{f['table_id']} {f['code']} x{f['count']}" for f in faults[:10]),
+                    ", ".join(f"{f['table_id']} {f['code']} x{f['count']}" for f in faults[:10])
+                    or "none",
                 )  # fmt: skip
             self._faults_sent = faults
 
