@@ -218,6 +218,67 @@ def _kept(q: Quarantined) -> tuple[str, int]:
     return _text(q.payload[:QUARANTINE_HEAD].decode("utf-8", "replace")), 0
 
 
+#: The batch's insert on PostgreSQL, in one statement: each round checked against the
+#: chain positions of its table's nearest stored rounds before and after it (by seq),
+#: those that pass inserted; answers ``('i', round_id)`` per round inserted and
+#: ``('b', round_id, prev, next)`` per round whose chain goes back.
+_PG_INSERT = """
+WITH u AS (
+    SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[],
+                         ?::bigint[], ?::text[], ?::double precision[])
+        AS u(round_id, table_id, seq, status, payload, sha256, chain_seq, chain_head,
+             received_at)
+), c AS (
+    SELECT u.*,
+        (SELECT r.chain_seq FROM floor_rounds r WHERE r.table_id = u.table_id
+            AND r.seq < u.seq AND r.chain_seq IS NOT NULL ORDER BY r.seq DESC LIMIT 1) AS prev_c,
+        (SELECT r.chain_seq FROM floor_rounds r WHERE r.table_id = u.table_id
+            AND r.seq > u.seq AND r.chain_seq IS NOT NULL ORDER BY r.seq LIMIT 1) AS next_c
+    FROM u
+), v AS (
+    SELECT c.*, (c.chain_seq IS NULL OR ((c.prev_c IS NULL OR c.chain_seq > c.prev_c)
+                 AND (c.next_c IS NULL OR c.chain_seq < c.next_c))) AS ok
+    FROM c
+), ins AS (
+    INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, sha256, chain_seq,
+                              chain_head, received_at, committed_at, worker)
+    SELECT round_id, table_id, seq, status, payload, sha256, chain_seq, chain_head,
+           received_at, ?::double precision, ?::text
+    FROM v WHERE ok
+    ON CONFLICT DO NOTHING RETURNING round_id
+)
+SELECT 'i', round_id, NULL::bigint, NULL::bigint FROM ins
+UNION ALL
+SELECT 'b', round_id, prev_c, next_c FROM v WHERE NOT ok
+"""
+
+
+def _in_batch_order(rounds: list[Round]) -> tuple[list[Round], list[Round]]:
+    """Split rounds sorted by (table, seq): those whose chain follows the batch's round
+    of their table before them, and those whose chain does not (checked alone, later)."""
+    ok: list[Round] = []
+    later: list[Round] = []
+    last: tuple[str, int] | None = None
+    for r in rounds:
+        if r.chain is not None:
+            if last is not None and last[0] == r.table_id and r.chain.seq <= last[1]:
+                later.append(r)
+                continue
+            last = (r.table_id, r.chain.seq)
+        ok.append(r)
+    return ok, later
+
+
+def _backwards(r: Round, prev_c: Any, next_c: Any) -> str:
+    assert r.chain is not None
+    if prev_c is not None and r.chain.seq <= int(prev_c):
+        return (
+            f"chain at {r.chain.seq}, not beyond {int(prev_c)} of the table's round before it: "
+            "the table's journal went back (restored or replaced?)"
+        )
+    return f"chain at {r.chain.seq}, not before {next_c} of the table's round stored after it"
+
+
 # -- the two databases ----------------------------------------------------------------
 class _Db:
     """The few calls the store makes, the same on both databases."""
@@ -465,9 +526,10 @@ class Store:
         transaction: each round once (a duplicate of a stored round, same bytes, is
         counted and dropped; different bytes under its round id or its ``(table,
         seq)`` are kept in ``floor_conflicts``); a round whose chain position is not
-        between those of the table's stored rounds before and after it (by ``seq``) is
-        quarantined ``CHAIN_NOT_ADVANCING``; every quarantined message is kept in
-        ``floor_quarantine``. Raises :class:`StoreError` when nothing was committed."""
+        between those of the table's nearest stored rounds before and after it (by
+        ``seq``) is quarantined ``CHAIN_NOT_ADVANCING``; every quarantined message is
+        kept in ``floor_quarantine``. Raises :class:`StoreError` when nothing was
+        committed."""
         out = Outcome()
         rounds: list[Round] = []
         quarantine: list[Quarantined] = []
@@ -492,28 +554,24 @@ class Store:
                 others.append(r)
         now = time.time()
         fresh = list(first.values())
-        # The chain check against the table's stored neighbours (the duties' anchor step,
-        # flooringest/anchor.py, stays the second line for two workers racing).
-        backwards = await self._chain_check(fresh)
+        #: Rounds whose chain goes back: quarantined, with why.
         held: list[tuple[Round, str]] = []
-        if backwards:
-            held = [(r, backwards[r.round_id]) for r in fresh if r.round_id in backwards]
-            fresh = [r for r in fresh if r.round_id not in backwards]
+        #: PostgreSQL: rounds whose chain does not follow the round of this batch before
+        #: them; checked again, alone, once the others are stored.
+        later: list[Round] = []
         inserted: set[str] = set()
         pg = self.db.dialect == "postgresql"
         if pg and fresh:
+            fresh, later = _in_batch_order(fresh)
             # The batch in ONE statement outside any explicit transaction: atomic, and
             # durable when it returns (synchronous_commit), in one round trip instead of
             # three (BEGIN, INSERT, COMMIT): this machine's syscalls are the ingest's cost.
-            # One statement per batch, always the same text (prepared once): arrays.
+            # One statement per batch, always the same text (prepared once): arrays. The
+            # chain check against the table's nearest stored rounds is in it (the duties'
+            # anchor step, flooringest/anchor.py, stays the second line for two workers
+            # storing neighbours at once).
             rows = await self.db.fetch(
-                "INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, sha256, "
-                "chain_seq, chain_head, received_at, committed_at, worker) "
-                "SELECT u.*, ?::double precision, ?::text FROM unnest(?::text[], ?::text[], "
-                "?::bigint[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::text[], "
-                "?::double precision[]) AS u ON CONFLICT DO NOTHING RETURNING round_id",
-                now,
-                worker,
+                _PG_INSERT,
                 [r.round_id for r in fresh],
                 [r.table_id for r in fresh],
                 [r.seq for r in fresh],
@@ -523,30 +581,60 @@ class Store:
                 [r.chain.seq if r.chain else None for r in fresh],
                 [r.chain.head if r.chain else None for r in fresh],
                 [r.received_at for r in fresh],
+                now,
+                worker,
             )
-            inserted.update(str(row[0]) for row in rows)
+            by_id = {r.round_id: r for r in fresh}
+            bad: set[str] = set()
+            for kind, rid, prev_c, next_c in rows:
+                if kind == "i":
+                    inserted.add(str(rid))
+                else:
+                    r = by_id[str(rid)]
+                    bad.add(r.round_id)
+                    held.append((r, _backwards(r, prev_c, next_c)))
+            if bad:
+                fresh = [r for r in fresh if r.round_id not in bad]
+
+        async def insert(r: Round) -> bool:
+            n = await self.db.execute(
+                "INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, "
+                "sha256, chain_seq, chain_head, received_at, committed_at, worker) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                r.round_id,
+                r.table_id,
+                r.seq,
+                r.status,
+                r.text,
+                r.sha256,
+                r.chain.seq if r.chain else None,
+                r.chain.head if r.chain else None,
+                r.received_at,
+                now,
+                worker,
+            )
+            return n == 1
 
         async def rest() -> None:
+            nonlocal fresh
             if not pg:
-                for r in fresh:
-                    n = await self.db.execute(
-                        "INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, "
-                        "sha256, chain_seq, chain_head, received_at, committed_at, worker) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                        r.round_id,
-                        r.table_id,
-                        r.seq,
-                        r.status,
-                        r.text,
-                        r.sha256,
-                        r.chain.seq if r.chain else None,
-                        r.chain.head if r.chain else None,
-                        r.received_at,
-                        now,
-                        worker,
+                backwards = await self._chain_check(fresh)
+                if backwards:
+                    held.extend(
+                        (r, backwards[r.round_id]) for r in fresh if r.round_id in backwards
                     )
-                    if n == 1:
+                    fresh = [r for r in fresh if r.round_id not in backwards]
+                for r in fresh:
+                    if await insert(r):
                         inserted.add(r.round_id)
+            for r in later:  # PostgreSQL: after the batch's other rounds, alone
+                why = (await self._chain_check([r])).get(r.round_id)
+                if why is not None:
+                    held.append((r, why))
+                    continue
+                fresh.append(r)
+                if await insert(r):
+                    inserted.add(r.round_id)
 
             out.stored = [r for r in fresh if r.round_id in inserted]
             for r in out.stored:
@@ -596,7 +684,9 @@ class Store:
             if out.duplicates:
                 await self._count(f"duplicates:{worker}", out.duplicates)
 
-        leftovers = len(inserted) < len(fresh) or others or quarantine or held or out.duplicates
+        leftovers = (
+            len(inserted) < len(fresh) or others or quarantine or held or later or out.duplicates
+        )
         if not pg or leftovers:
             async with self.db.transaction():
                 await rest()
@@ -998,6 +1088,9 @@ class Store:
                         "replays_asked": int(req),
                     }
                 )
+        # The faults before the counters: a fault shown is counted (the counters are
+        # written in the transaction that quarantines).
+        open_faults = await self.faults()
         counters = dict(await self.db.fetch("SELECT name, value FROM floor_counters"))
         (rounds,) = (await self.db.fetch("SELECT COUNT(*) FROM floor_rounds"))[0]
         (conflicts,) = (await self.db.fetch("SELECT COUNT(*) FROM floor_conflicts"))[0]
@@ -1009,7 +1102,6 @@ class Store:
             )
         )[0]
         lease = await self.db.fetch("SELECT holder, until FROM floor_lease WHERE name = 'duties'")
-        open_faults = await self.faults()
         return {
             "schema_version": 2,
             "at": time.time(),

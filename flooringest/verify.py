@@ -68,6 +68,8 @@ class _Said:
     finished: int = 0
     #: The latest raw message per kind (anchor, state) not verified yet, and when.
     raw: dict[str, tuple[bytes, float]] = field(default_factory=dict)
+    #: What a pending raw message claims, read once (:meth:`Announcements.pending_claim`).
+    claim: tuple[bytes, int] | None = None
     #: Changed since last saved to the database.
     dirty: bool = False
 
@@ -118,12 +120,17 @@ class Announcements:
         if said is None:
             return best
         for kind, (raw, _at) in said.raw.items():
+            if said.claim is not None and said.claim[0] is raw:
+                best = max(best, said.claim[1])
+                continue
             try:
                 doc = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 continue
             if isinstance(doc, dict):
-                best = max(best, _claims(kind, doc)[1])
+                n = _claims(kind, doc)[1]
+                said.claim = (raw, n)  # a state that stays pending is read once
+                best = max(best, n)
         return best
 
     def settle(self, table: str, keys: Any) -> None:

@@ -118,8 +118,9 @@ class IngestSettings:
     #: How often the quarantine's log summary is written (the first message of each
     #: table and code is logged at once).
     log_summary_s: float = 60.0
-    #: How often the duty holder saves what the tables announced.
-    announce_save_s: float = 5.0
+    #: How often the duty holder saves what the tables announced (the answers to its
+    #: replay requests are saved at once).
+    announce_save_s: float = 10.0
     #: A file to append ``round_id <tab> commit time`` to after each commit (the
     #: benchmark's publish -> committed latency; time.time(), after COMMIT returned).
     latency_log: str | None = None
@@ -210,6 +211,10 @@ class IngestWorker:
         #: document last published.
         self._records: dict[str, int] = {}
         self._faults_sent: Any = None
+        #: Per table, the highest seq stored, as of the last duty round; since when the
+        #: table announced a finished round beyond it.
+        self._last_seqs: dict[str, int] = {}
+        self._tails: dict[str, float] = {}
         #: Bounded logging and keeping of quarantined messages.
         self._logged: set[tuple[str, str]] = set()
         self._since: Counter[tuple[str, str]] = Counter()
@@ -637,7 +642,20 @@ class IngestWorker:
             del self.requests[rid]
 
     async def _duty_round(self, store: Store) -> None:
-        finished = {t: s.finished for t, s in self.announcements.tables.items() if s.finished}
+        # Tail gaps: the tables whose finished round announced is beyond the last stored
+        # one (as of the last duty round; a new table is tracked from its first), and
+        # has been for the grace period: a table's anchor comes just before its round,
+        # which may be in a batch being committed.
+        last = self._last_seqs
+        now = time.monotonic()
+        finished: dict[str, int] = {}
+        for t, said in self.announcements.tables.items():
+            if not said.finished or said.finished <= last.get(t, said.finished):
+                self._tails.pop(t, None)
+                continue
+            since = self._tails.setdefault(t, now)
+            if now - since >= self.s.gap_grace_s:
+                finished[t] = said.finished
         gaps, _filled = await store.scan(self.s.gap_grace_s, finished)
         if gaps:
             announced = {t: s.announced for t, s in self.announcements.tables.items()}
@@ -646,7 +664,7 @@ class IngestWorker:
         await store.verify_anchors()
         await self._promote(store)
         await self._recheck_chains(store)
-        last = await store.last_seqs()
+        last = self._last_seqs = await store.last_seqs()
         self._settle_claims(last)
         if self.s.signer is not None:
             await self._publish_records(store, last)
@@ -785,7 +803,7 @@ class IngestWorker:
             {**f, "first_seen": _iso(f["first_seen"]), "last_seen": _iso(f["last_seen"])}
             for f in lag["faults"]
         ]
-        if faults != self._faults_sent:
+        if (faults, lag["quarantined"]) != self._faults_sent:
             doc = {
                 "schema_version": FAULTS_SCHEMA_VERSION,
                 "group": self.s.group,
@@ -796,14 +814,14 @@ class IngestWorker:
             }
             await client.publish(self.s.faults_topic, json.dumps(doc), qos=1, retain=True)
             kinds = {(f["table_id"], f["code"]) for f in faults}
-            before = {(f["table_id"], f["code"]) for f in self._faults_sent or ()}
+            before = {(f["table_id"], f["code"]) for f in (self._faults_sent or ([], {}))[0]}
             if kinds != before:  # logged when a fault opens or closes, not at each count
                 log.warning(
                     "floor-ingest %s: floor faults open: %s", self.s.worker,
                     ", ".join(f"{f['table_id']} {f['code']} x{f['count']}" for f in faults[:10])
                     or "none",
                 )  # fmt: skip
-            self._faults_sent = faults
+            self._faults_sent = (faults, lag["quarantined"])
 
     def _write_stats(self) -> None:
         path = self.s.stats_file

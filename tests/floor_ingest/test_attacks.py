@@ -235,7 +235,7 @@ async def test_a_fake_table_is_never_stored(
         async def raised() -> bool:
             raw = f.seen.get("casino/floor/ingest/floor-ingest/faults")
             return raw is not None and any(
-                x["table_id"] == "FAKE-99" for x in json.loads(raw)["open"]
+                x["table_id"] == "FAKE-99" and x["count"] == 2 for x in json.loads(raw)["open"]
             )
 
         await until(raised, 10, "the fault raised on the faults topic")
