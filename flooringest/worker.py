@@ -747,16 +747,7 @@ class IngestWorker:
         t0 = time.process_time()
         paho = client._client
         for tid, seq, rid, cseq, chead in rows:
-            body = {
-                "schema_version": RECORD_SCHEMA_VERSION,
-                "table_id": tid,
-                "seq": seq,
-                "round_id": rid,
-                "chain": None if cseq is None else {"seq": cseq, "head": chead},
-                "at": at,
-                "principal": signer.principal,
-            }
-            raw = seal(signer.key, "record", body, domain=FLOOR_DOMAIN, float_free=True)
+            raw = record_message(signer.key, signer.principal, tid, seq, rid, cseq, chead, at)
             # Not awaited one by one: paho queues them (QoS 1), in order.
             paho.publish(self.s.record_topic(tid), raw, qos=1, retain=True)
             self._records[tid] = seq
@@ -838,6 +829,30 @@ class IngestWorker:
         with contextlib.suppress(OSError):
             tmp.write_text(json.dumps(doc), encoding="utf-8")
             tmp.replace(path)
+
+
+def record_message(
+    key: Any,
+    principal: str,
+    table: str,
+    seq: int,
+    round_id: str,
+    chain_seq: int | None,
+    chain_head: str | None,
+    at: str,
+) -> bytes:
+    """The floor's record of a table (``firmware_host/schemas/floor_record.json``),
+    sealed with the ingest's key (domain ``tablectl-floor-v1``, topic ``record``)."""
+    body = {
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "table_id": table,
+        "seq": seq,
+        "round_id": round_id,
+        "chain": None if chain_seq is None else {"seq": chain_seq, "head": chain_head},
+        "at": at,
+        "principal": principal,
+    }
+    return seal(key, "record", body, domain=FLOOR_DOMAIN, float_free=True)
 
 
 def _iso(t: float) -> str:
