@@ -26,9 +26,12 @@ from typing import Any
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "floor-ingest",
-        help="the floor's records: every table's rounds into PostgreSQL or SQLite, exactly once",
-        description="The reference floor ingest: every table's rounds into a database, "
-        "exactly once, gaps repaired with the tables' replay_rounds (docs/floor.md).",
+        help="the floor's records: every table's signed rounds into PostgreSQL or SQLite, "
+        "exactly once",
+        description="The reference floor ingest: every table's rounds, verified against the "
+        "floor's registry of tables, into a database, exactly once; what fails quarantined "
+        "and raised as a floor fault; gaps repaired with the tables' replay_rounds; the "
+        "floor's signed record of each table published (docs/floor.md).",
     )
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True

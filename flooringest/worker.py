@@ -370,6 +370,9 @@ class IngestWorker:
                     self._client = client
                     self.stats.connects += 1
                     delay = 0.1
+                    # Records published on a connection that went may not have reached
+                    # the broker: the duty holder publishes them all again.
+                    self._records.clear()
                     await client.subscribe(self.s.subscription, qos=1)
                     # Every worker follows every table's anchor and state (small,
                     # retained: what each table announced) and the answers to the
@@ -823,6 +826,8 @@ class IngestWorker:
             "at": time.time(),
             "process_cpu_s": time.process_time(),
             "lease_holder": self.lease_holder,
+            "rounds_verified": self.verifier.rounds,
+            "announcements_verified": self.announcements.verified,
             **{k: v for k, v in asdict(self.stats).items() if k != "extra"},
         }
         tmp = Path(f"{path}.tmp")
