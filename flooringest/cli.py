@@ -226,7 +226,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         anchor = t["anchor"] or f"none ({t['without_chain']} rounds without chain)"
         print(f"{tid:<24} {t['last_seq']:>9} {t['contiguous_seq']:>10} {gaps:>5}  {anchor}")
     if lag["faults"]:
-        print(f"FAULTS OPEN ({len(lag['faults'])}):")
+        shown = len(lag["faults"])
+        more = f", the first {shown} shown" if shown < lag["faults_open"] else ""
+        print(f"FAULTS OPEN ({lag['faults_open']}{more}):")
         print(f"  {'table':<24} {'code':<22} {'count':>6}  first seen -> last seen")
         for f in lag["faults"]:
             print(

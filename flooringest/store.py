@@ -164,6 +164,8 @@ CREATE TABLE IF NOT EXISTS floor_meta (
 #: first QUARANTINE_HEAD bytes only (``complete`` 0: it can never be released).
 QUARANTINE_MAX = 256 * 1024
 QUARANTINE_HEAD = 512
+#: The most open faults the lag and faults documents list (``faults_open`` counts all).
+FAULTS_SHOWN = 500
 #: Codes of what ``floor_rejects`` held before the quarantine (the lag's ``rejects``).
 REJECT_CODES = (m.NOT_JSON, m.NOT_A_ROUND)
 
@@ -1120,7 +1122,9 @@ class Store:
             },
             "quarantine_open": sum(f["count"] for f in open_faults if f["source"] == "quarantine"),
             "faults_open": len(open_faults),
-            "faults": open_faults,
+            # The first FAULTS_SHOWN (by table and code): a flood of fake tables must not
+            # make the lag and faults topics grow without bound; faults_open counts all.
+            "faults": open_faults[:FAULTS_SHOWN],
             "registry_tables": int(
                 (await self.db.fetch("SELECT COUNT(*) FROM floor_registry"))[0][0]
             ),

@@ -804,6 +804,7 @@ class IngestWorker:
                 "at": iso_utc(utc_now()),
                 "published_by": self.s.worker,
                 "open": faults,
+                "open_total": lag["faults_open"],
                 "quarantined": lag["quarantined"],
             }
             await client.publish(self.s.faults_topic, json.dumps(doc), qos=1, retain=True)
