@@ -11,6 +11,14 @@ will, real recorded round payloads with their chain anchors) in the bench proces
 The CPU each process used is measured (``cpu_ms_per_round``), the emulator's (the
 bench process) apart: it is load generation, not part of a floor.
 
+Signed (issue 28): every emulated table has its own identity key and signs each round
+and the retained anchor it publishes before it; the ingest runs with the registry of
+those tables (``--registry``) and verifies every one, and with its own key
+(``--key``) publishes the floor's signed record of each table. The share of the
+ingest's CPU spent on the signature checks (the rounds', the anchors') and on signing
+the records is measured by the worker itself (``--stats-file``: its CPU time around
+each check, against its process CPU time, over the window) and printed.
+
 Per level of N tables: every table connected, then ``window`` seconds of play at one
 round per second each; the figure is the time from the emulator handing a round to
 its MQTT client to the ingest's COMMIT of the row holding it (the worker's latency
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -32,6 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from firmware_host.auth.keys import generate
 from tablesim.broker import MosquittoProcess
 from tablesim.emulator import Emulator
 
@@ -86,12 +96,46 @@ def _machine_busy_s() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
+def _stats(paths: list[Path]) -> dict[str, float]:
+    """The workers' own counters (``--stats-file``), summed."""
+    total: dict[str, float] = {}
+    for p in paths:
+        with contextlib.suppress(OSError, ValueError):
+            doc = json.loads(p.read_text())
+            for k, v in doc.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    total[k] = total.get(k, 0.0) + float(v)
+    return total
+
+
+def _verification_share(s0: dict[str, float], s1: dict[str, float]) -> dict[str, float]:
+    """The share of the ingest's CPU (between two of its snapshots) spent verifying
+    (the rounds, the anchors and states) and signing the floor's records."""
+    cpu = s1.get("process_cpu_s", 0.0) - s0.get("process_cpu_s", 0.0)
+
+    def part(key: str) -> float:
+        return (s1.get(key, 0.0) - s0.get(key, 0.0)) / cpu if cpu > 0 else 0.0
+
+    rounds, said = part("verify_rounds_cpu_s"), part("verify_announcements_cpu_s")
+    return {
+        "ingest_cpu_s": cpu,
+        "verification": rounds + said,
+        "rounds": rounds,
+        "anchors_and_states": said,
+        "signing_records": part("sign_records_cpu_s"),
+    }
+
+
 async def _level(
     n: int, window: float, d: Path, db: str, pg_pid: int | None, log: Callable[[str], None]
 ) -> dict[str, JSON]:
     broker = _Mosquitto(d / f"mosquitto-{n}", extra_config="set_tcp_nodelay true")
     broker.start()
+    emu = Emulator(broker.host, broker.port, n, rate=1.0, chain=True, client_prefix=f"b{n}")
+    registry = emu.write_registry(d / f"registry-{n}" / "tables.toml")
+    key, _pub = generate("floor-ingest", d / "ingest-key", overwrite=True)
     lat_logs = [d / f"latency-{n}-w{i}.log" for i in range(WORKERS)]
+    stats_files = [d / f"stats-{n}-w{i}.json" for i in range(WORKERS)]
     workers = []
     for i, path in enumerate(lat_logs):
         logf = open(d / f"ingest-{n}-w{i}.log", "ab")  # noqa: SIM115 - the child owns it
@@ -112,6 +156,14 @@ async def _level(
                     f"bench{n}",
                     "--latency-log",
                     str(path),
+                    "--registry",
+                    str(registry),
+                    "--key",
+                    str(key),
+                    "--principal",
+                    "floor-ingest",
+                    "--stats-file",
+                    str(stats_files[i]),
                 ],
                 cwd=REPO,
                 stdout=logf,
@@ -120,7 +172,6 @@ async def _level(
             )
         )
         logf.close()
-    emu = Emulator(broker.host, broker.port, n, rate=1.0, chain=True, client_prefix=f"b{n}")
     task = asyncio.create_task(emu.run(paused=True))
     try:
         await asyncio.sleep(2.0)  # the workers subscribed
@@ -138,7 +189,10 @@ async def _level(
         made0 = emu.total_rounds
         t0 = time.monotonic()
         emu.play()
-        await asyncio.sleep(window)
+        await asyncio.sleep(min(2.0, window / 4))
+        stats0 = _stats(stats_files)  # the workers' own snapshot (every second), in play
+        await asyncio.sleep(window - min(2.0, window / 4))
+        stats1 = _stats(stats_files)
         emu.pause()
         elapsed = time.monotonic() - t0
         made = emu.total_rounds - made0
@@ -165,7 +219,12 @@ async def _level(
         missing = [rid for rid in emu.published if rid not in committed]
         lat = [committed[r] - t for r, t in emu.published.items() if r in committed]
         st = latency_summary(lat)
+        last = _stats(stats_files)
         return {
+            "signed": True,
+            "verification_share": _verification_share(stats0, stats1),
+            "quarantined": int(last.get("quarantined", 0)),
+            "records_published": int(last.get("records_published", 0)),
             "tables": n,
             "window_s": elapsed,
             "rounds_made": made,
@@ -228,6 +287,8 @@ def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     if os.environ.get("BENCH_FLOOR_LADDER"):  # e.g. "250,375,500": a finer ladder
         ladder = [int(x) for x in os.environ["BENCH_FLOOR_LADDER"].split(",")]
     window = 10.0 if quick else 30.0
+    if os.environ.get("BENCH_FLOOR_WINDOW"):  # e.g. "4": a smoke run
+        window = float(os.environ["BENCH_FLOOR_WINDOW"])
     figs: list[Figure] = []
     levels: list[dict[str, JSON]] = []
     with workdir("floorscale") as d:
@@ -240,11 +301,20 @@ def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
                 st = r["latency_ms"]
                 ok = st["p99"] < P99_GOAL_MS and r["missing"] == 0 and r["kept_pace"] >= 0.95
                 r["sustained"] = ok
+                vs = r["verification_share"]
                 log(
                     f"    p50 {st['p50']:.1f} ms, p99 {st['p99']:.1f} ms, missing "
                     f"{r['missing']}, pace {100 * r['kept_pace']:.0f}%: "
                     f"{'sustained' if ok else 'NOT sustained'} (other processes: "
                     f"{r['other_processes_cores']:.2f} CPUs)"
+                )
+                log(
+                    f"    signed tables: verification took {100 * vs['verification']:.1f}% of "
+                    f"the ingest's CPU ({vs['ingest_cpu_s']:.1f} s over the window: rounds "
+                    f"{100 * vs['rounds']:.1f}%, anchors and states "
+                    f"{100 * vs['anchors_and_states']:.1f}%); signing the floor's records "
+                    f"{100 * vs['signing_records']:.1f}%; quarantined {r['quarantined']}, "
+                    f"records published {r['records_published']}"
                 )
                 per_round = ", ".join(f"{k} {v:.2f}" for k, v in r["cpu_ms_per_round"].items())
                 figs.append(
@@ -260,6 +330,9 @@ def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
                             f"{r['rounds_made']} rounds in {r['window_s']:.0f} s "
                             f"({100 * r['kept_pace']:.0f}% of the pace), p50 {st['p50']:.1f} ms, "
                             f"missing {r['missing']}; CPU ms per round: {per_round}; "
+                            f"signed tables, every round and anchor verified: "
+                            f"{100 * vs['verification']:.1f}% of the ingest's CPU "
+                            f"(records signed: {100 * vs['signing_records']:.1f}%); "
                             f"one mosquitto (saved every 1 s), {WORKERS} ingest worker"
                             f"{'s' if WORKERS != 1 else ''}, {label}; "
                             f"load average {r['loadavg']:.1f}, other processes used "

@@ -2,10 +2,13 @@
 
 ``run`` one worker (start several with different ``--worker`` names: they share the
 load through one shared subscription), ``status`` of the records (per table last seq,
-gaps open, anchors; from the database, no broker needed), ``anchors`` of one table
-(its rounds as received, one JSON per line: what ``tablectl audit verify --anchors``
-takes). Registered by ``firmware_host.cli`` like any area's subcommands; the MQTT
-client and the database drivers are imported only when a command runs.
+gaps open, anchors, open faults; from the database, no broker needed), ``anchors`` of
+one table (its rounds as received, one JSON per line: what ``tablectl audit verify
+--anchors`` takes), ``registry import|list`` (the tables the floor knows and their
+keys), ``quarantine list|release`` (what was kept aside, and a person's acceptance of
+a quarantined round after review). Registered by ``firmware_host.cli`` like any
+area's subcommands; the MQTT client and the database drivers are imported only when a
+command runs.
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ from typing import Any
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "floor-ingest",
-        help="the floor's records: every table's rounds into PostgreSQL or SQLite, exactly once",
-        description="The reference floor ingest: every table's rounds into a database, "
-        "exactly once, gaps repaired with the tables' replay_rounds (docs/floor.md).",
+        help="the floor's records: every table's signed rounds into PostgreSQL or SQLite, "
+        "exactly once",
+        description="The reference floor ingest: every table's rounds, verified against the "
+        "floor's registry of tables, into a database, exactly once; what fails quarantined "
+        "and raised as a floor fault; gaps repaired with the tables' replay_rounds; the "
+        "floor's signed record of each table published (docs/floor.md).",
     )
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
@@ -46,14 +52,57 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     run.add_argument("--batch-max", type=int, default=200, help="rounds per transaction at most")
     run.add_argument(
+        "--registry",
+        help="the registry of tables (TOML: [tables.<id>] game, keys, pit), imported "
+        "into the database at start and whenever it changes",
+    )
+    run.add_argument(
         "--latency-log", help="append 'round_id<TAB>commit time' per stored round (benchmarks)"
+    )
+    run.add_argument(
+        "--stats-file", help="rewrite this JSON file every second with the worker's counters"
     )
     run.set_defaults(func=cmd_run)
 
-    st = verbs.add_parser("status", help="how far behind: per table last seq, gaps open")
+    st = verbs.add_parser(
+        "status", help="how far behind: per table last seq, gaps open, open faults (exit 1)"
+    )
     st.add_argument("--db", default="floor.sqlite3", help=db_help)
     st.add_argument("--json", action="store_true", help="the lag document, as on the lag topic")
     st.set_defaults(func=cmd_status)
+
+    reg = verbs.add_parser("registry", help="the tables the floor knows, and their keys")
+    rverbs = reg.add_subparsers(dest="registry_verb", metavar="ACTION")
+    rverbs.required = True
+    ri = rverbs.add_parser("import", help="make the database's registry the file's")
+    ri.add_argument("file", help="the registry (TOML)")
+    ri.add_argument("--db", default="floor.sqlite3", help=db_help)
+    ri.set_defaults(func=cmd_registry_import)
+    rl = rverbs.add_parser("list", help="the tables of the database's registry")
+    rl.add_argument("--db", default="floor.sqlite3", help=db_help)
+    rl.add_argument("--json", action="store_true")
+    rl.set_defaults(func=cmd_registry_list)
+
+    qu = verbs.add_parser("quarantine", help="messages kept aside, and their release")
+    qverbs = qu.add_subparsers(dest="quarantine_verb", metavar="ACTION")
+    qverbs.required = True
+    ql = qverbs.add_parser("list", help="quarantined messages (open ones unless --all)")
+    ql.add_argument("--db", default="floor.sqlite3", help=db_help)
+    ql.add_argument("--all", action="store_true", help="released ones too")
+    ql.add_argument("--table", help="one table's")
+    ql.add_argument("--code", help="one code's (UNKNOWN_TABLE, BAD_SIGNATURE...)")
+    ql.add_argument("--json", action="store_true", help="one JSON per line, payload included")
+    ql.set_defaults(func=cmd_quarantine_list)
+    qr = qverbs.add_parser(
+        "release",
+        help="accept a quarantined round after review: stored as the round if its "
+        "signature verifies with the registry and its seq is free",
+    )
+    qr.add_argument("--db", default="floor.sqlite3", help=db_help)
+    qr.add_argument("--sha256", required=True, help="the quarantined message (its SHA-256)")
+    qr.add_argument("--by", required=True, help="who accepts it (recorded)")
+    qr.add_argument("--reason", required=True, help="why (recorded)")
+    qr.set_defaults(func=cmd_quarantine_release)
 
     an = verbs.add_parser("anchors", help="a table's rounds as received, one JSON per line")
     an.add_argument("--db", default="floor.sqlite3", help=db_help)
@@ -65,7 +114,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "  tablectl floor-ingest run --broker mqtt://floor-broker --db postgresql://ingest@db/floor "
         "--worker w1 --key /etc/tablectl/floor-ingest.key\n"
         "  tablectl floor-ingest status --db postgresql://ingest@db/floor\n"
-        "  tablectl floor-ingest anchors --db floor.sqlite3 --table MO-R-07 -o MO-R-07.jsonl"
+        "  tablectl floor-ingest anchors --db floor.sqlite3 --table MO-R-07 -o MO-R-07.jsonl\n"
+        "  tablectl floor-ingest registry import tables.toml --db postgresql://ingest@db/floor\n"
+        "  tablectl floor-ingest quarantine release --db floor.sqlite3 --sha256 SHA "
+        "--by tech-4 --reason 'journal restored, reconciled (ticket 812)'"
     )
 
 
@@ -90,6 +142,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         from firmware_host.auth import Signer
 
         signer = Signer(args.principal, args.key)
+    if args.registry:
+        from .registry import RegistryError, load_file
+
+        try:
+            load_file(args.registry)  # every problem now, one line each, before connecting
+        except RegistryError as exc:
+            for line in exc.lines:
+                print(f"error: {line}", file=sys.stderr)
+            return 2
     settings = IngestSettings(
         host=host,
         port=port,
@@ -103,12 +164,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         gap_grace_s=args.gap_grace,
         batch_max=args.batch_max,
         latency_log=args.latency_log,
+        registry_file=args.registry,
+        stats_file=args.stats_file,
     )
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stderr)
     if signer is None:
         logging.warning(
             "floor-ingest: no --key: replay requests go unsigned (only a table with "
-            "[auth] signatures = false answers them)"
+            "[auth] signatures = false answers them), and NO floor record is published "
+            "(the tables cannot check their journal against what the floor holds)"
         )
 
     async def main() -> None:
@@ -139,13 +203,16 @@ async def _lag(db: str) -> dict[str, Any]:
 
 def cmd_status(args: argparse.Namespace) -> int:
     lag = asyncio.run(_lag(args.db))
+    bad = bool(lag["gaps_open"] or lag["conflicts"] or lag["anchor_faults"] or lag["faults_open"])
     if args.json:
         print(json.dumps(lag, indent=2))
-        return 0
+        return 1 if bad else 0
+    quarantined = sum(lag["quarantined"].values())
     print(
         f"rounds {lag['rounds']} from {len(lag['tables'])} tables; gaps open {lag['gaps_open']}, "
         f"repaired {lag['gaps_repaired']}; duplicates {lag['duplicates']}; conflicts "
-        f"{lag['conflicts']}; rejected {lag['rejects']}; anchor faults {lag['anchor_faults']}"
+        f"{lag['conflicts']}; quarantined {quarantined} (open {lag['quarantine_open']}); "
+        f"anchor faults {lag['anchor_faults']}; registry {lag['registry_tables']} tables"
     )
     duties = lag.get("duties") or {}
     if duties.get("holder"):
@@ -158,7 +225,21 @@ def cmd_status(args: argparse.Namespace) -> int:
         gaps = " ".join(f"{g['from_seq']}-{g['to_seq'] or 'tail'}" for g in t["gaps"]) or "0"
         anchor = t["anchor"] or f"none ({t['without_chain']} rounds without chain)"
         print(f"{tid:<24} {t['last_seq']:>9} {t['contiguous_seq']:>10} {gaps:>5}  {anchor}")
-    return 1 if lag["gaps_open"] or lag["conflicts"] or lag["anchor_faults"] else 0
+    if lag["faults"]:
+        shown = len(lag["faults"])
+        more = f", the first {shown} shown" if shown < lag["faults_open"] else ""
+        print(f"FAULTS OPEN ({lag['faults_open']}{more}):")
+        print(f"  {'table':<24} {'code':<22} {'count':>6}  first seen -> last seen")
+        for f in lag["faults"]:
+            print(
+                f"  {f['table_id']:<24} {f['code']:<22} {f['count']:>6}  "
+                f"{_when(f['first_seen'])} -> {_when(f['last_seen'])}"
+            )
+    return 1 if bad else 0
+
+
+def _when(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)) + "Z"
 
 
 def cmd_anchors(args: argparse.Namespace) -> int:
@@ -181,4 +262,130 @@ def cmd_anchors(args: argparse.Namespace) -> int:
             f.write(text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def cmd_registry_import(args: argparse.Namespace) -> int:
+    from .registry import RegistryError, load_file
+    from .store import open_store
+
+    try:
+        reg = load_file(args.file)
+    except RegistryError as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+
+    async def run() -> dict[str, int]:
+        store = await open_store(args.db)
+        try:
+            return await store.import_registry(reg)
+        finally:
+            await store.close()
+
+    c = asyncio.run(run())
+    print(
+        f"registry {args.file}: {c['tables']} tables ({c['added']} added, {c['changed']} "
+        f"changed, {c['removed']} removed); the workers read it within seconds"
+    )
+    return 0
+
+
+def cmd_registry_list(args: argparse.Namespace) -> int:
+    from .store import open_store
+
+    async def run() -> list[dict[str, Any]]:
+        store = await open_store(args.db)
+        try:
+            return await store.registry_rows()
+        finally:
+            await store.close()
+
+    rows = asyncio.run(run())
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+        return 0
+    if not rows:
+        print("the registry is empty: every table is unknown (its rounds are quarantined)")
+        return 0
+    print(f"{'table':<24} {'game':<14} {'pit':<10} keys")
+    for r in rows:
+        print(f"{r['table_id']:<24} {r['game']:<14} {r['pit'] or '-':<10} {' '.join(r['key_ids'])}")
+    return 0
+
+
+def cmd_quarantine_list(args: argparse.Namespace) -> int:
+    from .store import open_store
+
+    async def run() -> list[dict[str, Any]]:
+        store = await open_store(args.db)
+        try:
+            return await store.quarantined(
+                open_only=not args.all, table=args.table, code=args.code, limit=100000
+            )
+        finally:
+            await store.close()
+
+    rows = asyncio.run(run())
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+        return 0
+    if not rows:
+        print("nothing quarantined" + ("" if args.all else " and open"))
+        return 0
+    for r in rows:
+        state = (
+            f"released {_when(r['released_at'])} by {r['released_by']}: {r['release_reason']}"
+            if r["released_at"] is not None
+            else "OPEN"
+        )
+        print(
+            f"{r['sha256']}  {_when(r['received_at'])}  {r['table_id']}/{r['topic']}  "
+            f"seq {r['seq'] if r['seq'] is not None else '-'}  {r['code']}  x{r['seen']}  {state}"
+        )
+        print(f"    {r['message']}")
+    return 0
+
+
+def cmd_quarantine_release(args: argparse.Namespace) -> int:
+    from .messages import Incoming, Round
+    from .store import open_store
+    from .verify import Announcements, Verifier
+
+    async def run() -> str | None:
+        store = await open_store(args.db)
+        try:
+            rows = await store.quarantined(open_only=False, sha256=args.sha256, limit=1)
+            if not rows:
+                return f"no quarantined message {args.sha256}"
+            q = rows[0]
+            if q["released_at"] is not None:
+                return f"{args.sha256} was released already ({q['released_by']})"
+            if q["topic"] != "rounds":
+                return f"{args.sha256} is not a round (it came on {q['topic']})"
+            if not q["complete"]:
+                return (
+                    f"{args.sha256}: only the head of the message was kept; it cannot be released"
+                )
+            registry = await store.load_registry()
+            if q["table_id"] not in registry:
+                return f"table {q['table_id']!r} is not in the registry: import it first"
+            said = Announcements()
+            said.raise_to(q["table_id"], 2**62, 0)  # a person accepts the seq
+            r = Verifier(registry, said).round(
+                Incoming(q["table_id"], q["payload"].encode("utf-8"), float(q["received_at"]))
+            )
+            if not isinstance(r, Round):
+                return f"refused: {r.code}: {r.message}"
+            return await store.release_round(r, args.sha256, args.by, args.reason)
+        finally:
+            await store.close()
+
+    why = asyncio.run(run())
+    if why is not None:
+        print(f"error: {why}", file=sys.stderr)
+        return 1
+    print(f"released {args.sha256}: stored as the round, by {args.by} ({args.reason})")
     return 0

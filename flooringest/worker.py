@@ -1,5 +1,16 @@
-"""One ingest worker: a shared subscription to every table's ``rounds``, batches
-committed before they are acknowledged, and (while it holds the lease) the duties.
+"""One ingest worker: a shared subscription to every table's ``rounds``, each round
+verified against the registry of tables, batches committed before they are
+acknowledged, and (while it holds the lease) the duties.
+
+**Verified, or quarantined.** Every message on ``rounds`` is checked before anything
+is stored (:class:`flooringest.verify.Verifier`): a table the registry knows, the
+message signed by one of its keys in its one signed spelling, a round, whose ``seq``
+the table announced. What fails is quarantined with its reason (``floor_quarantine``),
+counted, logged at a bounded rate, raised as a floor fault on the retained topic
+``<prefix>/floor/ingest/<group>/faults``, and acknowledged like a stored round: it
+never blocks the subscription. The worker follows every table's retained ``anchor``
+and ``state`` (not shared, small) for what each table announced, verified lazily
+(:class:`flooringest.verify.Announcements`).
 
 **Commit, then PUBACK.** paho's ``manual_ack`` (set on aiomqtt's paho client before it
 connects, so that not even the session's queued messages are acknowledged early)
@@ -17,6 +28,13 @@ and they are duplicates.
 hands each message to one worker of the group. One table's rounds are spread over the
 workers, so sequence gaps are found in the database (``Store.scan``), after a grace
 period, not in a worker's memory.
+
+**The duties** (one worker at a time, a lease in the database): gaps found and asked
+again with the table's ``replay_rounds`` (never beyond what the table announced, and
+not again once the table answered it has nothing there), the anchor check, the
+promotion of quarantined rounds their table has since announced, the lag and faults
+topics, and the floor's signed record of each table (``<prefix>/floor/records/
+<table>``, retained: what the floor holds, which the table reads and cannot write).
 """
 
 from __future__ import annotations
@@ -25,20 +43,36 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import secrets
 import struct
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import orjson
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from .store import Gap, Incoming, Store, StoreError, open_store
+from firmware_host.auth.evidence import FLOOR_DOMAIN, seal
+from firmware_host.timefmt import iso_utc, utc_now
+
+from . import messages as m
+from .messages import Incoming, Quarantined, Round
+from .registry import Registry, RegistryError, load_file
+from .store import Gap, Store, StoreError, open_store
+from .verify import Announcements, Verifier, replay_answer
 
 log = logging.getLogger("flooringest")
+
+#: ``schema_version`` of the floor's record of a table (``floor_record.json``) and of
+#: the faults document.
+RECORD_SCHEMA_VERSION = 1
+FAULTS_SCHEMA_VERSION = 1
 
 
 @dataclass
@@ -67,11 +101,32 @@ class IngestSettings:
     gap_grace_s: float = 2.0
     replay_retry_s: float = 10.0
     lag_interval_s: float = 2.0
-    #: Signs replay requests (None: unsigned, for tables with ``signatures = false``).
+    #: Signs replay requests and the floor's records (None: requests unsigned, for
+    #: tables with ``signatures = false``; no record published).
     signer: Any = None
+    #: A registry file (``flooringest.registry``) imported into the database at start
+    #: and whenever it changes; None: the database's registry alone.
+    registry_file: str | None = None
+    #: How often every worker reads the database's registry again (a new table known
+    #: without a restart).
+    registry_refresh_s: float = 2.0
+    #: Quarantined messages kept per table and code by this worker (the unverified
+    #: kinds: unknown table, bad signature...); beyond, only counted. A table's own
+    #: signed rounds (SEQ_NOT_ANNOUNCED, CHAIN_NOT_ADVANCING) are always kept.
+    quarantine_keep: int = 1000
+    quarantine_keep_total: int = 20000
+    #: How often the quarantine's log summary is written (the first message of each
+    #: table and code is logged at once).
+    log_summary_s: float = 60.0
+    #: How often the duty holder saves what the tables announced (the answers to its
+    #: replay requests are saved at once).
+    announce_save_s: float = 10.0
     #: A file to append ``round_id <tab> commit time`` to after each commit (the
     #: benchmark's publish -> committed latency; time.time(), after COMMIT returned).
     latency_log: str | None = None
+    #: A JSON file this worker rewrites every second with its counters and the CPU
+    #: time of its signature checks (the benchmark's verification share).
+    stats_file: str | None = None
 
     @property
     def client_id(self) -> str:
@@ -85,6 +140,13 @@ class IngestSettings:
     def lag_topic(self) -> str:
         return f"{self.prefix}/floor/ingest/{self.group}/lag"
 
+    @property
+    def faults_topic(self) -> str:
+        return f"{self.prefix}/floor/ingest/{self.group}/faults"
+
+    def record_topic(self, table: str) -> str:
+        return f"{self.prefix}/floor/records/{table}"
+
 
 @dataclass
 class WorkerStats:
@@ -92,15 +154,28 @@ class WorkerStats:
     stored: int = 0
     duplicates: int = 0
     conflicts: int = 0
-    rejects: int = 0
+    quarantined: int = 0
+    quarantine_not_kept: int = 0
     batches: int = 0
     commit_retries: int = 0
     acks: int = 0
     acks_lost: int = 0
     connects: int = 0
     replays_asked: int = 0
+    answers: int = 0
+    promoted: int = 0
+    records_published: int = 0
     duty_rounds: int = 0
+    #: CPU seconds: the rounds' signature checks (the hot path), the anchors', states'
+    #: and answers' (lazy), and the records' signatures.
+    verify_rounds_cpu_s: float = 0.0
+    verify_announcements_cpu_s: float = 0.0
+    sign_records_cpu_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rejects(self) -> int:  # what floor_rejects counted, before the quarantine
+        return int(self.extra.get("rejects", 0))
 
 
 class IngestWorker:
@@ -123,9 +198,32 @@ class IngestWorker:
         self._stop = asyncio.Event()
         self._on_stored = on_stored
         self.lease_holder = False
-        #: Per table, the last finished round its retained ``state`` names (a tail
-        #: gap when it is not stored: ``Store.scan``).
-        self.announced: dict[str, str] = {}
+        #: The tables the floor knows (refreshed from the database), what each
+        #: announced, and the check of every round.
+        self.registry = Registry()
+        self._failed: list[Quarantined] = []
+        self.announcements = Announcements(on_failure=self._failed.append)
+        self.verifier = Verifier(self.registry, self.announcements)
+        #: Replay requests this worker made: request id -> (table, from, to, sent at).
+        self.requests: dict[str, tuple[str, int, int | None, float]] = {}
+        self._answers: list[tuple[str, int]] = []
+        #: Records published (table -> seq) while holding the duties; the faults
+        #: document last published.
+        self._records: dict[str, int] = {}
+        self._faults_sent: Any = None
+        #: Per table, the highest seq stored, as of the last duty round; since when the
+        #: table announced a finished round beyond it.
+        self._last_seqs: dict[str, int] = {}
+        self._tails: dict[str, float] = {}
+        #: Bounded logging and keeping of quarantined messages.
+        self._logged: set[tuple[str, str]] = set()
+        self._since: Counter[tuple[str, str]] = Counter()
+        self._kept: Counter[tuple[str, str]] = Counter()
+        self._kept_code: Counter[str] = Counter()
+        self._quick: list[int] = []
+        self._quick_client: aiomqtt.Client | None = None
+        #: The registry file as last imported (mtime, size).
+        self._file_sig: tuple[int, int] | None = None
         #: Set once the shared subscription is in place (each connection).
         self.subscribed = asyncio.Event()
 
@@ -152,9 +250,30 @@ class IngestWorker:
         The duties task was seen doing so (its only such wait is aiomqtt's publish of
         the lag or of a replay request, whose PUBACK then came as the stop did), and
         the stop waited for ever (a test's ``stop`` hung, about 1 run in 15).
-        :func:`_end_tasks` cancels again whatever is still running."""
+        :func:`_end_tasks` cancels again whatever is still running.
+
+        A registry file that cannot be used raises :class:`RegistryError` before
+        anything is received."""
         self.store = await self._open_store()
         self.duty_store = await self._open_store()
+        try:
+            if self.s.registry_file:
+                await self._import_file(startup=True)
+            await self._refresh_registry(force=True)
+            for tid, (a, f, _n, _at) in (await self.store.announced_all()).items():
+                if tid in self.registry:
+                    self.announcements.merge(tid, a, f)
+        except BaseException:
+            await self.store.close()
+            await self.duty_store.close()
+            raise
+        if not len(self.registry):
+            log.warning(
+                "floor-ingest %s: the registry knows no table: every round will be "
+                "quarantined UNKNOWN_TABLE (floor-ingest registry import FILE, or run "
+                "--registry FILE)",
+                self.s.worker,
+            )
         tasks = [
             asyncio.create_task(self._mqtt(), name="ingest-mqtt"),
             asyncio.create_task(self._commits(), name="ingest-commits"),
@@ -171,11 +290,54 @@ class IngestWorker:
                         raise error
         finally:
             await _end_tasks([*tasks, stopped])
+            self._write_stats()
             await self.store.close()
             await self.duty_store.close()
 
     def stop(self) -> None:
         self._stop.set()
+
+    # -- the registry ----------------------------------------------------------------------
+    async def _import_file(self, *, startup: bool = False) -> None:
+        """Import the registry file when it changed (at start: always; a file that
+        cannot be used then raises, later it is logged and the database's kept)."""
+        path = self.s.registry_file
+        assert path is not None and self.duty_store is not None
+        try:
+            st = os.stat(path)
+            sig = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            sig = None
+        if not startup and sig == self._file_sig:
+            return
+        self._file_sig = sig
+        try:
+            reg = load_file(path)
+        except RegistryError as exc:
+            if startup:
+                raise
+            for line in exc.lines:
+                log.error("floor-ingest %s: registry not imported: %s", self.s.worker, line)
+            return
+        counts = await self.duty_store.import_registry(reg)
+        if counts["added"] or counts["changed"] or counts["removed"]:
+            log.info(
+                "floor-ingest %s: registry %s imported: %d tables (%d added, %d changed, "
+                "%d removed)", self.s.worker, path, counts["tables"], counts["added"],
+                counts["changed"], counts["removed"],
+            )  # fmt: skip
+
+    async def _refresh_registry(self, *, force: bool = False) -> None:
+        store = self.duty_store
+        assert store is not None
+        digest = await store.registry_digest()
+        if not force and digest == self.registry.digest:
+            return
+        reg = await store.load_registry()
+        self.registry = reg
+        self.verifier.registry = reg
+        self.announcements.forget(reg)
+        log.info("floor-ingest %s: registry of %d tables", self.s.worker, len(reg))
 
     # -- MQTT ---------------------------------------------------------------------------
     def _client_for(self) -> aiomqtt.Client:
@@ -200,6 +362,7 @@ class IngestWorker:
     async def _mqtt(self) -> None:
         delay = 0.1
         root = f"{self.s.prefix}/tables/"
+        n = len(root)
         while True:
             client = self._client_for()
             try:
@@ -207,24 +370,37 @@ class IngestWorker:
                     self._client = client
                     self.stats.connects += 1
                     delay = 0.1
+                    # Records published on a connection that went may not have reached
+                    # the broker: the duty holder publishes them all again.
+                    self._records.clear()
                     await client.subscribe(self.s.subscription, qos=1)
-                    # Every worker follows every table's state (small, retained): the
-                    # duty holder, whichever it is, knows each table's last round.
+                    # Every worker follows every table's anchor and state (small,
+                    # retained: what each table announced) and the answers to the
+                    # ingest's replay requests.
+                    await client.subscribe(f"{root}+/anchor", qos=1)
                     await client.subscribe(f"{root}+/state", qos=1)
+                    await client.subscribe(f"{root}+/commands/response", qos=1)
                     self.subscribed.set()
-                    async for m in client.messages:
-                        topic = m.topic.value
-                        table = topic[len(root) : -len("/rounds")] if topic.startswith(root) else ""
-                        raw = m.payload
+                    async for msg in client.messages:
+                        topic = msg.topic.value
+                        raw = msg.payload
                         payload = raw if isinstance(raw, bytes) else str(raw).encode()
-                        if topic.endswith("/state"):
-                            self._state(topic[len(root) : -len("/state")], payload)
-                            client._client.ack(m.mid, 1)
+                        if not topic.startswith(root):
+                            self._ack_soon(client, msg.mid)
                             continue
-                        self.stats.received += 1
-                        await self._queue.put(
-                            (client, m.mid, Incoming(table, payload, time.time()))
-                        )
+                        table, _, kind = topic[n:].partition("/")
+                        if kind == "rounds":
+                            self.stats.received += 1
+                            await self._queue.put(
+                                (client, msg.mid, Incoming(table, payload, time.time()))
+                            )
+                            continue
+                        if kind in ("anchor", "state"):
+                            if table in self.registry:
+                                self.announcements.offer(table, kind, payload, time.time())
+                        elif kind == "commands/response":
+                            self._answer(table, payload)
+                        self._ack_soon(client, msg.mid)
             except aiomqtt.MqttError as exc:
                 task = asyncio.current_task()
                 if self._stop.is_set() or (task is not None and task.cancelling()):
@@ -240,16 +416,59 @@ class IngestWorker:
             await asyncio.sleep(delay)
             delay = min(2.0, delay * 2)
 
-    def _state(self, table: str, payload: bytes) -> None:
+    def _ack_soon(self, client: aiomqtt.Client, mid: int) -> None:
+        """Acknowledge a message that is not a round (nothing to commit) soon: the
+        PUBACKs of one turn of the event loop in one write."""
+        if self._quick and self._quick_client is not client:
+            self._flush_acks()
+        self._quick.append(mid)
+        if len(self._quick) == 1:
+            self._quick_client = client
+            asyncio.get_running_loop().call_soon(self._flush_acks)
+
+    def _flush_acks(self) -> None:
+        mids, self._quick = self._quick, []
+        client, self._quick_client = self._quick_client, None
+        if mids and client is not None and client is self._client:
+            with contextlib.suppress(Exception):  # the connection went: sent again
+                _puback_all(client, mids)
+
+    def _answer(self, table: str, raw: bytes) -> None:
+        """A ``commands/response``: only an answer to a request this worker made is
+        read (its id is looked for before anything is parsed or verified)."""
+        if not self.requests or self.s.client_id.encode() not in raw:
+            return
         try:
-            doc = json.loads(payload)
-        except ValueError:
+            rid = orjson.loads(raw).get("request_id")
+        except (orjson.JSONDecodeError, AttributeError):
             return
-        if not isinstance(doc, dict):
+        req = self.requests.get(rid) if isinstance(rid, str) else None
+        if req is None or req[0] != table:
             return
-        last = doc.get("last_round_id")
-        if doc.get("phase") == "idle" and isinstance(last, str) and last:
-            self.announced[table] = last
+        keys = self.registry.keys(table)
+        if keys is None:
+            return
+        t0 = time.process_time()
+        doc, bad = replay_answer(raw, table, keys, rid)
+        self.stats.verify_announcements_cpu_s += time.process_time() - t0
+        if bad is not None:
+            self._failed.append(bad)
+            return
+        assert doc is not None
+        del self.requests[rid]
+        self.stats.answers += 1
+        data = doc.get("data")
+        newest = data.get("newest_seq") if isinstance(data, dict) else None
+        if doc.get("status") == "ok" and isinstance(newest, int) and not isinstance(newest, bool):
+            newest = max(0, newest)
+            self.announcements.answered(table, newest)
+            self._answers.append((table, newest))
+            if newest < req[1]:
+                log.warning(
+                    "floor-ingest %s: table %s answers that its newest round is %d: "
+                    "nothing from seq %d to ask for",
+                    self.s.worker, table, newest, req[1],
+                )  # fmt: skip
 
     # -- batches -------------------------------------------------------------------------
     async def _commits(self) -> None:
@@ -275,12 +494,14 @@ class IngestWorker:
 
     async def _commit(self, batch: list[tuple[aiomqtt.Client, int, Incoming]]) -> None:
         assert self.store is not None
+        v0, a0 = self.verifier.cpu_s, self.announcements.cpu_s
+        items = self._keep(self.verifier.batch([msg for _, _, msg in batch]))
+        self.stats.verify_rounds_cpu_s += self.verifier.cpu_s - v0
+        self.stats.verify_announcements_cpu_s += self.announcements.cpu_s - a0
         delay = 0.05
         while True:
             try:
-                out = await self.store.ingest(
-                    [m for _, _, m in batch], topic="rounds", worker=self.s.worker
-                )
+                out = await self.store.ingest(items, worker=self.s.worker)
                 break
             except Exception as exc:  # StoreError, or anything a driver raises: retried
                 self.stats.commit_retries += 1
@@ -295,7 +516,7 @@ class IngestWorker:
         self.stats.stored += len(out.stored)
         self.stats.duplicates += out.duplicates
         self.stats.conflicts += out.conflicts
-        self.stats.rejects += out.rejects
+        self._noted(out.quarantined)
         # Committed: now, and only now, the PUBACKs, in the order the messages came.
         current = [mid for client, mid, _ in batch if client is self._client]
         # That connection is gone: the broker sends those again (duplicates).
@@ -310,25 +531,95 @@ class IngestWorker:
         if self._on_stored is not None:
             self._on_stored(len(out.stored))
 
+    def _keep(self, items: list[Round | Quarantined]) -> list[Round | Quarantined]:
+        """Drop (count only) quarantined messages beyond what is kept per table and
+        code: a flood of forgeries must not fill the database."""
+        out: list[Round | Quarantined] = []
+        for x in items:
+            if isinstance(x, Quarantined) and x.code not in m.VERIFIED_CODES:
+                key = (x.table_id, x.code)
+                if (
+                    self._kept[key] >= self.s.quarantine_keep
+                    or self._kept_code[x.code] >= self.s.quarantine_keep_total
+                ):
+                    self.stats.quarantine_not_kept += 1
+                    if len(self._since) < 10000 or key in self._since:
+                        self._since[key] += 1
+                    continue
+                self._kept[key] += 1
+                self._kept_code[x.code] += 1
+            out.append(x)
+        return out
+
+    def _noted(self, quarantined: list[Quarantined]) -> None:
+        """Count and log quarantined messages: the first of each table and code at
+        once, the others in the periodic summary."""
+        for q in quarantined:
+            self.stats.quarantined += 1
+            if q.code in (m.NOT_JSON, m.NOT_A_ROUND):
+                self.stats.extra["rejects"] = self.stats.extra.get("rejects", 0) + 1
+            key = (q.table_id, q.code)
+            if key not in self._logged and len(self._logged) < 10000:
+                self._logged.add(key)
+                log.warning(
+                    "floor-ingest %s: QUARANTINED %s from table %r (%s, seq %s): %s "
+                    "[further ones of this table and code: in the summary every %g s]",
+                    self.s.worker, q.code, q.table_id, q.topic, q.seq, q.message,
+                    self.s.log_summary_s,
+                )  # fmt: skip
+            elif len(self._since) < 10000 or key in self._since:
+                self._since[key] += 1
+
+    def _summary(self) -> None:
+        if not self._since:
+            return
+        top = self._since.most_common(10)
+        more = len(self._since) - len(top)
+        log.warning(
+            "floor-ingest %s: quarantined in the last %g s: %s%s",
+            self.s.worker,
+            self.s.log_summary_s,
+            ", ".join(f"{t} {c} x{n}" for (t, c), n in top),
+            f" and {more} more table/code pairs" if more > 0 else "",
+        )
+        self._since.clear()
+
     # -- duties ---------------------------------------------------------------------------
     async def _duties(self) -> None:
         store = self.duty_store
         assert store is not None
-        last_lag = 0.0
+        last_lag = last_registry = last_stats = last_save = 0.0
+        last_summary = time.monotonic()
         while True:
             await asyncio.sleep(self.s.duty_interval_s)
             try:
+                now = time.monotonic()
+                if now - last_stats >= 1.0:
+                    last_stats = now
+                    self._write_stats()
+                if now - last_summary >= self.s.log_summary_s:
+                    last_summary = now
+                    self._summary()
+                if now - last_registry >= self.s.registry_refresh_s:
+                    last_registry = now
+                    if self.s.registry_file:
+                        await self._import_file()
+                    await self._refresh_registry()
+                await self._flush_side(store)
+                held = self.lease_holder
                 self.lease_holder = await store.take_lease(self.s.worker, self.s.lease_s)
                 if not self.lease_holder:
                     continue
-                gaps, _filled = await store.scan(self.s.gap_grace_s, dict(self.announced))
-                if gaps:
-                    for g in await store.claim_replays(gaps, self.s.replay_retry_s):
-                        await self._ask_replay(g)
-                await store.verify_anchors()
-                self.stats.duty_rounds += 1
-                if time.monotonic() - last_lag >= self.s.lag_interval_s:
-                    last_lag = time.monotonic()
+                if not held:  # (re)gained: everything published again
+                    self._records.clear()
+                    self._faults_sent = None
+                    last_lag = 0.0
+                await self._duty_round(store)
+                if now - last_save >= self.s.announce_save_s:
+                    last_save = now
+                    await store.save_announced(self.announcements.dirty())
+                if now - last_lag >= self.s.lag_interval_s:
+                    last_lag = now
                     await self._publish_lag()
             except StoreError as exc:
                 log.warning("floor-ingest %s: duties failed: %s", self.s.worker, exc)
@@ -337,12 +628,142 @@ class IngestWorker:
             except Exception:  # a worker must never stop over one failed duty round
                 log.exception("floor-ingest %s: duties failed", self.s.worker)
 
+    async def _flush_side(self, store: Store) -> None:
+        """What every worker saves besides its batches: the anchors, states and
+        answers that failed their check (quarantined), the replay answers."""
+        if self._failed:
+            failed, self._failed[:] = list(self._failed), []
+            kept = [x for x in self._keep(list(failed)) if isinstance(x, Quarantined)]
+            await store.quarantine(kept, self.s.worker)
+            self._noted(kept)
+        while self._answers:
+            table, newest = self._answers[0]
+            await store.save_answer(table, newest)
+            self._answers.pop(0)
+        cutoff = time.time() - 300
+        for rid in [r for r, v in self.requests.items() if v[3] < cutoff]:
+            del self.requests[rid]
+
+    async def _duty_round(self, store: Store) -> None:
+        # Tail gaps: the tables whose finished round announced is beyond the last stored
+        # one (as of the last duty round; a new table is tracked from its first), and
+        # has been for the grace period: a table's anchor comes just before its round,
+        # which may be in a batch being committed.
+        last = self._last_seqs
+        now = time.monotonic()
+        finished: dict[str, int] = {}
+        for t, said in self.announcements.tables.items():
+            if not said.finished or said.finished <= last.get(t, said.finished):
+                self._tails.pop(t, None)
+                continue
+            since = self._tails.setdefault(t, now)
+            if now - since >= self.s.gap_grace_s:
+                finished[t] = said.finished
+        gaps, _filled = await store.scan(self.s.gap_grace_s, finished)
+        if gaps:
+            announced = {t: s.announced for t, s in self.announcements.tables.items()}
+            for g in await store.claim_replays(gaps, self.s.replay_retry_s, announced):
+                await self._ask_replay(g)
+        await store.verify_anchors()
+        await self._promote(store)
+        await self._recheck_chains(store)
+        last = self._last_seqs = await store.last_seqs()
+        self._settle_claims(last)
+        if self.s.signer is not None:
+            await self._publish_records(store, last)
+
+    def _settle_claims(self, last: dict[str, int]) -> None:
+        """Verify the anchors and states (received more than the grace ago) that claim
+        a finished round beyond the table's last stored one: a tail gap, for the next
+        scan. Nothing is verified for a table whose rounds keep arriving."""
+        cutoff = time.time() - self.s.gap_grace_s
+        t0 = time.process_time()
+        for tid, said in self.announcements.tables.items():
+            if not said.raw or min(at for _, at in said.raw.values()) > cutoff:
+                continue
+            if tid not in last:
+                continue  # tracked from its first stored round
+            if self.announcements.pending_claim(tid) > max(last[tid], said.finished):
+                self.announcements.settle(tid, self.registry.keys(tid))
+        self.stats.verify_announcements_cpu_s += time.process_time() - t0
+
+    async def _promote(self, store: Store) -> None:
+        """Quarantined rounds (``SEQ_NOT_ANNOUNCED``) their table has announced since:
+        checked again from their original bytes and stored."""
+        waiting = await store.open_quarantine_tables(m.SEQ_NOT_ANNOUNCED)
+        if not waiting:
+            return
+        said = await store.announced_all()
+        for tid in waiting:
+            if tid in said:
+                self.announcements.merge(tid, said[tid][0], said[tid][1])
+            keys = self.registry.keys(tid)
+            if keys is not None:
+                self.announcements.settle(tid, keys)
+        announced = {t: self.announcements.announced(t) for t in waiting}
+        for sha, tid, raw, at in await store.announced_rounds(announced):
+            item = self.verifier.round(Incoming(tid, raw, at))
+            out = await store.ingest([item], worker=self.s.worker)
+            fate = out.fate.get(sha, "")
+            if fate in ("stored", "duplicate", "conflict"):
+                await store.release(
+                    sha, "floor-ingest", f"announced by the table since; {fate} as a round"
+                )
+                self.stats.promoted += 1
+                log.info(
+                    "floor-ingest %s: round of table %s announced since: %s (%s)",
+                    self.s.worker, tid, fate, sha[:12],
+                )  # fmt: skip
+
+    async def _recheck_chains(self, store: Store) -> None:
+        """Quarantined rounds (``CHAIN_NOT_ADVANCING``) whose chain now lies between
+        their stored neighbours': a person released the round before them (a journal
+        restored, reconciled by a technician) and they continue its chain. Checked
+        without a change first: a round still out of order is left as it is."""
+        for sha, tid, raw, at in await store.quarantined_rounds(m.CHAIN_NOT_ADVANCING):
+            item = self.verifier.round(Incoming(tid, raw, at))
+            if not isinstance(item, Round) or await store.chain_ok(item) is not None:
+                continue
+            out = await store.ingest([item], worker=self.s.worker)
+            fate = out.fate.get(sha, "")
+            if fate in ("stored", "duplicate", "conflict"):
+                await store.release(
+                    sha, "floor-ingest", f"its chain follows the rounds stored before it; {fate}"
+                )
+                self.stats.promoted += 1
+                log.info(
+                    "floor-ingest %s: round of table %s now follows its chain: %s (%s)",
+                    self.s.worker, tid, fate, sha[:12],
+                )  # fmt: skip
+
+    async def _publish_records(self, store: Store, last: dict[str, int]) -> None:
+        """The floor's record of each table whose highest stored round changed: signed
+        with the ingest's key, retained, on ``<prefix>/floor/records/<table>``."""
+        client = self._client
+        if client is None:
+            return
+        rows = await store.records(self._records, last)
+        if not rows:
+            return
+        signer = self.s.signer
+        at = iso_utc(utc_now())
+        t0 = time.process_time()
+        paho = client._client
+        for tid, seq, rid, cseq, chead in rows:
+            raw = record_message(signer.key, signer.principal, tid, seq, rid, cseq, chead, at)
+            # Not awaited one by one: paho queues them (QoS 1), in order.
+            paho.publish(self.s.record_topic(tid), raw, qos=1, retain=True)
+            self._records[tid] = seq
+            self.stats.records_published += 1
+        self.stats.sign_records_cpu_s += time.process_time() - t0
+
     async def _ask_replay(self, gap: Gap) -> None:
         client = self._client
         if client is None:
             return
+        rid = f"{self.s.client_id}-{secrets.token_hex(6)}"
         body: dict[str, Any] = {
-            "request_id": f"{self.s.client_id}-{secrets.token_hex(6)}",
+            "request_id": rid,
             "command": "replay_rounds",
             "args": {"from_seq": gap.from_seq},
         }
@@ -359,6 +780,7 @@ class IngestWorker:
             gap.from_seq,
             "its newest" if gap.to_seq is None else gap.to_seq,
         )
+        self.requests[rid] = (gap.table_id, gap.from_seq, gap.to_seq, time.time())
         await client.publish(topic, json.dumps(body), qos=1)
         self.stats.replays_asked += 1
 
@@ -371,6 +793,78 @@ class IngestWorker:
         lag["group"] = self.s.group
         lag["published_by"] = self.s.worker
         await client.publish(self.s.lag_topic, json.dumps(lag), qos=1, retain=True)
+        faults = [
+            {**f, "first_seen": _iso(f["first_seen"]), "last_seen": _iso(f["last_seen"])}
+            for f in lag["faults"]
+        ]
+        if (faults, lag["quarantined"]) != self._faults_sent:
+            doc = {
+                "schema_version": FAULTS_SCHEMA_VERSION,
+                "group": self.s.group,
+                "at": iso_utc(utc_now()),
+                "published_by": self.s.worker,
+                "open": faults,
+                "open_total": lag["faults_open"],
+                "quarantined": lag["quarantined"],
+            }
+            await client.publish(self.s.faults_topic, json.dumps(doc), qos=1, retain=True)
+            kinds = {(f["table_id"], f["code"]) for f in faults}
+            before = {(f["table_id"], f["code"]) for f in (self._faults_sent or ([], {}))[0]}
+            if kinds != before:  # logged when a fault opens or closes, not at each count
+                log.warning(
+                    "floor-ingest %s: floor faults open: %s", self.s.worker,
+                    ", ".join(f"{f['table_id']} {f['code']} x{f['count']}" for f in faults[:10])
+                    or "none",
+                )  # fmt: skip
+            self._faults_sent = (faults, lag["quarantined"])
+
+    def _write_stats(self) -> None:
+        path = self.s.stats_file
+        if not path:
+            return
+        doc = {
+            "worker": self.s.worker,
+            "at": time.time(),
+            "process_cpu_s": time.process_time(),
+            "lease_holder": self.lease_holder,
+            "rounds_verified": self.verifier.rounds,
+            "announcements_verified": self.announcements.verified,
+            **{k: v for k, v in asdict(self.stats).items() if k != "extra"},
+        }
+        tmp = Path(f"{path}.tmp")
+        with contextlib.suppress(OSError):
+            tmp.write_text(json.dumps(doc), encoding="utf-8")
+            tmp.replace(path)
+
+
+def record_message(
+    key: Any,
+    principal: str,
+    table: str,
+    seq: int,
+    round_id: str,
+    chain_seq: int | None,
+    chain_head: str | None,
+    at: str,
+) -> bytes:
+    """The floor's record of a table (``firmware_host/schemas/floor_record.json``),
+    sealed with the ingest's key (domain ``tablectl-floor-v1``, topic ``record``)."""
+    body = {
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "table_id": table,
+        "seq": seq,
+        "round_id": round_id,
+        "chain": None if chain_seq is None else {"seq": chain_seq, "head": chain_head},
+        "at": at,
+        "principal": principal,
+    }
+    return seal(key, "record", body, domain=FLOOR_DOMAIN, float_free=True)
+
+
+def _iso(t: float) -> str:
+    from datetime import UTC, datetime
+
+    return iso_utc(datetime.fromtimestamp(t, UTC))
 
 
 async def _end_tasks(tasks: list[asyncio.Task[Any]], every_s: float = 0.5) -> None:

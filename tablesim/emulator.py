@@ -14,7 +14,16 @@ Each emulated table is what the floor sees of a real one, and nothing more:
   (QoS 1) and sent again, in order, after a reconnect (so the floor may see it twice,
   never differently);
 - the ``replay_rounds`` command answered from what it published, byte for byte, on
-  ``rounds`` (taken on trust: the emulator checks no signature; the real table does).
+  ``rounds`` (taken on trust: the emulator checks no signature; the real table does),
+  with the real answer's ``newest_seq``;
+- **signed like a table** (issue 28): each table has its own Ed25519 identity key
+  (made at start); every round, the retained ``anchor`` published before each round,
+  the ``state`` (and its last will) and the answers are sealed
+  (:func:`firmware_host.auth.evidence.seal`: the JCS text with the signature as its
+  last member). :meth:`Emulator.write_registry` writes the floor's registry of its
+  tables (their public keys in a directory), for a verifying ingest. Kept cheap: a
+  round is its template's text with a few replacements (already canonical: the
+  template is JCS text) and one signature.
 
 :class:`Emulator` runs N tables at a pace of ``rate`` rounds per second each,
 staggered; it records when each round was first handed to the client (``published``)
@@ -41,8 +50,11 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from firmware_host.jsonio import dumps
+from firmware_host.auth.evidence import canonical_text, seal, seal_text
+from firmware_host.auth.keys import public_pem
+from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
 from firmware_host.timefmt import iso_utc, utc_now
 
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden"
@@ -63,22 +75,33 @@ def recorded_rounds(directory: Path = GOLDEN) -> list[dict[str, Any]]:
 #: Placeholders in a pre-serialised template (strings no recorded round contains).
 _TABLE, _ROUND, _NOW = "@@emu-table@@", "@@emu-round@@", "@@emu-now@@"
 _SEQ = '"@@emu-seq@@"'
+_CHAIN = '"@@emu-chain@@"'
 
 
 def serialise_template(doc: dict[str, Any]) -> str:
     """A recorded round as the text an emulated round is made from: its table id,
-    round id, seq and timestamps placeholders, its recorded anchor removed (it belongs
-    to the demo's journal). Serialised once; a round is then a few ``str.replace``
-    calls, not a ``json.dumps`` of the whole round (the emulator is load generation:
-    its own cost must stay small beside what it loads)."""
+    round id, seq, timestamps and chain placeholders, its recorded anchor removed (it
+    belongs to the demo's journal). Serialised once, in JCS (RFC 8785) form, the form
+    a table signs: the placeholders are values, so the members stay in their canonical
+    order whatever replaces them. A round is then a few ``str.replace`` calls, not a
+    ``json.dumps`` of the whole round (the emulator is load generation: its own cost
+    must stay small beside what it loads)."""
     doc = dict(doc)
     doc.pop("chain", None)
-    doc.update(table_id=_TABLE, round_id=_ROUND, seq=_SEQ[1:-1])
+    doc.update(table_id=_TABLE, round_id=_ROUND, seq=_SEQ[1:-1], chain=_CHAIN[1:-1])
     doc["timestamps"] = {"opened": _NOW, "closed": _NOW, "result": _NOW, doc["status"]: _NOW}
-    text = dumps(doc)
-    if text.count(_SEQ) != 1 or text.count(_ROUND) != 1:
+    text = canonical_text(doc)
+    if text.count(_SEQ) != 1 or text.count(_ROUND) != 1 or text.count(_CHAIN) != 1:
         raise ValueError("a recorded round already holds an emulator placeholder")
     return text
+
+
+def _without_chain(text: str) -> str:
+    """The template without its chain member (a table before issue 15)."""
+    member = f'"chain":{_CHAIN}'
+    if f"{member}," in text:
+        return text.replace(f"{member},", "", 1)
+    return text.replace(f",{member}", "", 1)
 
 
 @dataclass
@@ -90,10 +113,16 @@ class EmulatedTable:
     seq: int = 0
     chain_seq: int = 0
     chain_head: str = "0" * 64
+    #: The table's identity key (None: nothing signed, a table before issue 28).
+    key: Ed25519PrivateKey | None = None
     #: Every round published, by seq (what a replay answers from).
     sent: dict[int, bytes] = field(default_factory=dict)
-    #: Rounds not yet acknowledged by the broker, in order.
-    pending: deque[tuple[str, bytes]] = field(default_factory=deque)
+    #: Rounds not yet acknowledged by the broker, in order, each with the retained
+    #: anchor published before it (None: a replay, sent again as it was).
+    pending: deque[tuple[str, bytes, bytes | None]] = field(default_factory=deque)
+    #: The latest anchor (its payload), what ``state`` repeats, and as published.
+    anchor: dict[str, Any] | None = None
+    anchor_raw: bytes | None = None
     online: bool = False
     #: Made all the rounds it was asked for.
     done: bool = False
@@ -102,29 +131,76 @@ class EmulatedTable:
     acked_seq: int = 0
     #: The table id as it stands inside a JSON string.
     _quoted_id: str = ""
+    #: Each template's status (settled or void).
+    _statuses: dict[int, str] = field(default_factory=dict)
 
     def next_round(self) -> tuple[int, str, bytes]:
+        """The next round, as published (signed when the table has a key); its anchor
+        is :attr:`anchor_raw` (see :meth:`queue_round`)."""
         self.seq += 1
         if not self._quoted_id:
             self._quoted_id = json.dumps(self.table_id, ensure_ascii=False)[1:-1]
         text = self.templates[(self.seq - 1) % len(self.templates)]
         rid = f"{self.table_id}-{self.seq:06d}-{secrets.token_hex(4)}"
+        now = iso_utc(utc_now())
         body = (
             text.replace(_TABLE, self._quoted_id)
             .replace(_ROUND, json.dumps(rid, ensure_ascii=False)[1:-1])
             .replace(_SEQ, str(self.seq))
-            .replace(_NOW, iso_utc(utc_now()))
+            .replace(_NOW, now)
         )
         if self.chain:
             # Several entries per round (bets, open, settle): the chain moves on by more
             # than 1 (bets counted from the text: the template's, the same each time).
             self.chain_seq += 2 + body.count('"bet_id"')
+            self.chain_head = hashlib.sha256(
+                bytes.fromhex(self.chain_head) + body.encode()
+            ).hexdigest()
+            # JCS: "head" before "seq".
+            body = body.replace(_CHAIN, f'{{"head":"{self.chain_head}","seq":{self.chain_seq}}}', 1)
+        else:
+            body = _without_chain(body)
+        k = (self.seq - 1) % len(self.templates)
+        status = self._statuses.get(k)
+        if status is None:  # once per template (a few string lookups cannot tell)
+            status = self._statuses[k] = str(json.loads(text)["status"])
+        self.anchor = {
+            "round_id": rid,
+            "seq": self.seq,
+            "phase": status,
+            "chain": {"seq": self.chain_seq, "head": self.chain_head} if self.chain else None,
+        }
+        self.anchor_raw = None
+        if self.key is not None:
+            raw = seal_text(self.key, "rounds", body)
+            if self.chain:
+                # The retained anchor, as the table publishes it before the round's
+                # messages: JCS text made directly (members in their canonical order).
+                self.anchor_raw = seal_text(
+                    self.key,
+                    "anchor",
+                    f'{{"at":"{now}","chain":{{"head":"{self.chain_head}","seq":'
+                    f'{self.chain_seq}}},"phase":"{status}","round_id":"'
+                    f'{json.dumps(rid, ensure_ascii=False)[1:-1]}","schema_version":'
+                    f'{PAYLOAD_SCHEMA_VERSION},"seq":{self.seq},"table_id":"{self._quoted_id}"}}',
+                )
+        else:
             raw = body.encode()
-            self.chain_head = hashlib.sha256(bytes.fromhex(self.chain_head) + raw).hexdigest()
-            body = f'{body[:-1]},"chain":{{"seq":{self.chain_seq},"head":"{self.chain_head}"}}}}'
-        raw = body.encode()
         self.sent[self.seq] = raw
         return self.seq, rid, raw
+
+    def queue_round(self) -> tuple[int, str, bytes]:
+        """Make the next round and queue it (with its anchor before it) for the link."""
+        seq, rid, raw = self.next_round()
+        self.pending.append((rid, raw, self.anchor_raw))
+        return seq, rid, raw
+
+    def seal(self, topic: str, payload: dict[str, Any]) -> bytes:
+        """A message of this table on ``topic`` (below its root): signed when it has a
+        key, plain JSON otherwise."""
+        if self.key is not None:
+            return seal(self.key, topic, payload)
+        return json.dumps(payload).encode()
 
 
 @dataclass
@@ -152,6 +228,7 @@ class Emulator:
         seed: int = 18,
         state_every: int = 0,
         client_prefix: str = "emu",
+        sign: bool = True,
     ) -> None:
         self.host = host
         self.port = port
@@ -168,9 +245,13 @@ class Emulator:
         for tid in ids:
             mine = templates[:]
             rng.shuffle(mine)
-            self.tables[tid] = EmulatedTable(tid, mine, chain=chain)
+            self.tables[tid] = EmulatedTable(
+                tid, mine, chain=chain, key=Ed25519PrivateKey.generate() if sign else None
+            )
         #: round_id -> time.time() when first handed to the MQTT client.
         self.published: dict[str, float] = {}
+        #: Every replay asked of a table: ``(table, from_seq, to_seq)``.
+        self.replay_requests: list[tuple[str, int, int | None]] = []
         self.stats = EmulatorStats()
         self._playing = asyncio.Event()
         self._stop = asyncio.Event()
@@ -181,6 +262,26 @@ class Emulator:
 
     def root(self, tid: str) -> str:
         return f"{self.prefix}/tables/{tid}"
+
+    def write_registry(self, path: str | Path, *, game: str = "emulated") -> Path:
+        """The floor's registry of these tables (``flooringest.registry``): ``path``
+        (TOML) and each table's public key in ``keys/`` beside it."""
+        p = Path(path)
+        keys = p.parent / "keys"
+        keys.mkdir(parents=True, exist_ok=True)
+        lines = ["# the emulated tables (tablesim.emulator), their identity keys", ""]
+        for tid, t in self.tables.items():
+            if t.key is None:
+                raise ValueError("the emulator signs nothing (sign=False): no registry")
+            (keys / f"{tid}.pub").write_bytes(public_pem(t.key.public_key()))
+            lines += [
+                f"[tables.{json.dumps(tid)}]",
+                f"game = {json.dumps(game)}",
+                f"keys = [{json.dumps(f'keys/{tid}.pub')}]",
+                "",
+            ]
+        p.write_text("\n".join(lines), encoding="utf-8")
+        return p
 
     @property
     def total_rounds(self) -> int:
@@ -265,8 +366,7 @@ class Emulator:
             while heap and heap[0][0] <= now:
                 _at, tid = heapq.heappop(heap)
                 t = self.tables[tid]
-                _seq, rid, raw = t.next_round()
-                t.pending.append((rid, raw))
+                t.queue_round()
                 self.stats.generated += 1
                 self._wake[tid].set()
                 if limit is not None and t.seq >= limit:
@@ -283,14 +383,15 @@ class Emulator:
     async def _link(self, tid: str) -> None:
         t = self.tables[tid]
         root = self.root(tid)
-        will = aiomqtt.Will(
-            f"{root}/state",
-            json.dumps({"schema_version": 2, "table_id": tid, "availability": "offline"}),
-            qos=1,
-            retain=True,
-        )
         delay = 0.05
         while True:
+            # The last will, sealed at connect time (as the daemon's: the state then).
+            will = aiomqtt.Will(
+                f"{root}/state",
+                t.seal("state", self._state_payload(t, "offline")),
+                qos=1,
+                retain=True,
+            )
             try:
                 async with aiomqtt.Client(
                     self.host,
@@ -311,7 +412,11 @@ class Emulator:
                         resend = True
                         while True:
                             if t.pending:
-                                rid, raw = t.pending[0]
+                                rid, raw, anchor = t.pending[0]
+                                if anchor is not None:
+                                    # Before the round, on the same connection (in order),
+                                    # not waited for: the round's PUBACK follows its own.
+                                    c._client.publish(f"{root}/anchor", anchor, qos=1, retain=True)
                                 if rid in self.published:
                                     if resend:
                                         self.stats.resent += 1
@@ -346,19 +451,23 @@ class Emulator:
             await asyncio.sleep(delay * (1 + self._rng.random()))
             delay = min(1.0, delay * 2)
 
+    @staticmethod
+    def _state_payload(t: EmulatedTable, availability: str) -> dict[str, Any]:
+        anchor = t.anchor if t.anchor is not None and t.anchor["seq"] <= t.acked_seq else None
+        return {
+            "schema_version": PAYLOAD_SCHEMA_VERSION,
+            "table_id": t.table_id,
+            "availability": availability,
+            "phase": "idle",
+            "last_round_id": t.last_acked,
+            "anchor": anchor if anchor is None or anchor["chain"] is not None else None,
+            "emulated": True,
+        }
+
     async def _state(self, c: aiomqtt.Client, t: EmulatedTable, availability: str) -> None:
         await c.publish(
             f"{self.root(t.table_id)}/state",
-            json.dumps(
-                {
-                    "schema_version": 2,
-                    "table_id": t.table_id,
-                    "availability": availability,
-                    "phase": "idle",
-                    "last_round_id": t.last_acked,
-                    "emulated": True,
-                }
-            ),
+            t.seal("state", self._state_payload(t, availability)),
             qos=1,
             retain=True,
         )
@@ -374,23 +483,37 @@ class Emulator:
                 continue
             args = req.get("args") or {}
             first = int(args.get("from_seq", 1))
-            last = int(args.get("to_seq") or t.seq)
-            seqs = [s for s in range(first, min(last, t.seq) + 1) if s in t.sent]
+            to = args.get("to_seq")
+            last = int(to or t.seq)
+            seqs = [s for s in range(first, min(last, t.seq) + 1) if s in t.sent][:500]
             for s in seqs:
                 doc = t.sent[s]
-                t.pending.append((json.loads(doc)["round_id"], doc))
+                t.pending.append((json.loads(doc)["round_id"], doc, None))
             self.stats.replays += 1
             self.stats.replayed += len(seqs)
+            self.replay_requests.append((t.table_id, first, None if to is None else int(to)))
             self._wake[t.table_id].set()
             answer = {
-                "schema_version": 2,
+                "schema_version": PAYLOAD_SCHEMA_VERSION,
                 "table_id": t.table_id,
                 "request_id": req.get("request_id"),
                 "command": "replay_rounds",
                 "status": "ok",
-                "data": {"queued": len(seqs), "first_seq": seqs[0] if seqs else None},
+                "data": {
+                    "from_seq": first,
+                    "to_seq": None if to is None else int(to),
+                    "queued": len(seqs),
+                    "first_seq": seqs[0] if seqs else None,
+                    "last_seq": seqs[-1] if seqs else None,
+                    "newest_seq": t.seq,
+                    "more": bool(seqs) and seqs[-1] < min(last, t.seq),
+                },
             }
-            await c.publish(f"{self.root(t.table_id)}/commands/response", json.dumps(answer), qos=1)
+            await c.publish(
+                f"{self.root(t.table_id)}/commands/response",
+                t.seal("commands/response", answer),
+                qos=1,
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -401,10 +524,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rate", type=float, default=1 / 60, help="rounds per second per table")
     p.add_argument("--rounds", type=int, default=None, help="rounds per table, then stop")
     p.add_argument("--no-chain", action="store_true", help="rounds without issue 15's chain")
+    p.add_argument("--unsigned", action="store_true", help="sign nothing (tables before issue 28)")
+    p.add_argument(
+        "--registry", help="write the floor's registry of the tables here (keys/ beside it)"
+    )
     args = p.parse_args(argv)
 
     async def run() -> None:
-        emu = Emulator(args.host, args.port, args.tables, rate=args.rate, chain=not args.no_chain)
+        emu = Emulator(
+            args.host, args.port, args.tables, rate=args.rate, chain=not args.no_chain,
+            sign=not args.unsigned,
+        )  # fmt: skip
+        if args.registry:
+            print(f"registry: {emu.write_registry(args.registry)}", flush=True)
         task = asyncio.create_task(emu.run(rounds_per_table=args.rounds))
         if args.rounds is not None:
             await emu.finished(timeout=24 * 3600)

@@ -2,8 +2,9 @@
 tables -> pit broker -> floor broker over a mosquitto bridge (persistent, QoS 1), with
 a TCP link between the two brokers that can be cut and restored (:class:`LinkCut`).
 
-The bridge (``pit_bridge_config``) carries the tables' ``rounds``, ``state``,
-``events`` and answers out to the floor, and the floor's requests in to the tables;
+The bridge (``pit_bridge_config``) carries the tables' ``rounds``, ``anchor``,
+``state``, ``events`` and answers out to the floor, and the floor's requests and its
+signed records of the tables (``<prefix>/floor/records/<table>``) in to the tables;
 ``cleansession false`` and QoS 1 each way: while the link is down the pit broker queues
 what the floor has not acknowledged, and sends it when the link is back.
 """
@@ -39,12 +40,14 @@ def pit_bridge_config(name: str, floor_host: str, floor_port: int, prefix: str =
             "keepalive_interval 30",
             "bridge_max_packet_size 0",
             f"topic {t}/rounds out 1",
+            f"topic {t}/anchor out 1",
             f"topic {t}/state out 1",
             f"topic {t}/events out 1",
             f"topic {t}/commands/response out 1",
             f"topic {t}/bets/response out 1",
             f"topic {t}/commands/request in 1",
             f"topic {t}/bets/request in 1",
+            f"topic {prefix}/floor/records/# in 1",
             "",
         ]
     )

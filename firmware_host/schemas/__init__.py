@@ -33,6 +33,7 @@ SCHEMA_NAMES = (
     "board",
     "stats",
     "alerts",
+    "floor_record",
 )
 
 #: Topic (relative to ``<prefix>/tables/<table_id>/``) -> schema name.

@@ -42,7 +42,11 @@ SUFFIXES = (
     "commands/request",
     "commands/response",
 )
-ALL = [f"{root}/{s}" for root, s in itertools.product((R, B), SUFFIXES)]
+#: What the floor ingest publishes: its signed record of each table, its lag and faults.
+REC_R, REC_B = "casino/floor/records/MO-R-07", "casino/floor/records/MO-B-01"
+FLOOR = [REC_R, REC_B, "casino/floor/ingest/floor-ingest/lag",
+         "casino/floor/ingest/floor-ingest/faults"]  # fmt: skip
+ALL = [f"{root}/{s}" for root, s in itertools.product((R, B), SUFFIXES)] + FLOOR
 OUT = ("state", "rounds", "events", "jackpot", "anchor", "board", "stats", "alerts",
        "devices/wheel", "bets/response", "commands/response")  # fmt: skip
 ADMIN = "acl-test-admin@test"
@@ -54,6 +58,7 @@ USERS = {
     "dealer-MO-R-07@dealer": "pw-dealer",
     "pit-2@pit": "pw-pit",
     "floor@floor": "pw-floor",
+    "floor-ingest@ingest": "pw-ingest",
     "monitor@monitor": "pw-monitor",
     ADMIN: "pw-admin",
 }
@@ -71,19 +76,24 @@ MAY_WRITE: dict[str, set[str]] = {
     "dealer-MO-R-07@dealer": {f"{R}/commands/request"},
     "pit-2@pit": both("commands/request"),
     "floor@floor": both("bets/request", "commands/request"),
+    "floor-ingest@ingest": both("commands/request") | set(FLOOR),
     "monitor@monitor": set(),
 }
 #: What each account may receive (everything else must not reach it).
 MAY_READ: dict[str, set[str]] = {
-    "MO-R-07": {f"{R}/{s}" for s in ("bets/request", "commands/request", "state", "anchor")},
-    "MO-B-01": {f"{B}/{s}" for s in ("bets/request", "commands/request", "state", "anchor")},
+    "MO-R-07": {f"{R}/{s}" for s in ("bets/request", "commands/request", "state", "anchor")}
+    | {REC_R},
+    "MO-B-01": {f"{B}/{s}" for s in ("bets/request", "commands/request", "state", "anchor")}
+    | {REC_B},
     "pos-17@terminal": both("bets/response", "state"),
     "dealer-MO-R-07@dealer": {f"{R}/commands/response", f"{R}/state", f"{R}/events"},
     "pit-2@pit": both("commands/response", "state", "events", "rounds", "jackpot"),
     "floor@floor": set(ALL),
+    "floor-ingest@ingest": both("rounds", "anchor", "state", "commands/response"),
     "monitor@monitor": both(
         "state", "devices/wheel", "jackpot", "rounds", "events", "board", "stats", "alerts"
-    ),
+    )
+    | set(FLOOR[2:]),
 }
 
 
@@ -124,7 +134,7 @@ def test_what_each_account_may_read(broker: MosquittoProcess, user: str) -> None
     admin = Probe(broker, ADMIN, USERS[ADMIN])
     try:
         assert reader.connected and admin.connected
-        reader.subscribe("casino/tables/#")
+        reader.subscribe("casino/tables/#", "casino/floor/#")
         time.sleep(0.1)
         for t in ALL:
             assert not admin.publish(t, t.encode()).is_failure
@@ -168,5 +178,56 @@ def test_patterns_are_tied_to_the_user_name(tmp_path: Path) -> None:
     by their table id and the example keeps no per-table ``topic`` line for tables."""
     text = ACL_EXAMPLE.read_text()
     patterns = [ln for ln in text.splitlines() if ln.startswith("pattern ")]
-    assert patterns and all("casino/tables/%u/" in ln for ln in patterns)
+    assert patterns and all(
+        "casino/tables/%u/" in ln or ln == "pattern read casino/floor/records/%u" for ln in patterns
+    )
     assert not any(ln.startswith("user MO-") for ln in text.splitlines())
+
+
+def test_a_table_reads_the_floors_record_of_it_and_cannot_write_it(
+    broker: MosquittoProcess,
+) -> None:
+    """Issue 28: the floor's record of a table is an anchor the table cannot overwrite:
+    only the ingest's account writes it (retained), the table reads its own and no
+    other table's, and cannot write any record, its own included (MQTT 5 PUBACK 0x87)."""
+    ingest = Probe(broker, "floor-ingest@ingest", USERS["floor-ingest@ingest"])
+    table = Probe(broker, "MO-R-07", USERS["MO-R-07"])
+    other = Probe(broker, "MO-B-01", USERS["MO-B-01"])
+    try:
+        for topic in (REC_R, REC_B, "casino/floor/ingest/floor-ingest/faults"):
+            rc = table.publish(topic, b"forged", retain=True)
+            assert rc.is_failure and rc.value == 0x87, (topic, rc)
+        assert not ingest.publish(REC_R, b"the floor's record", retain=True).is_failure
+        # Retained: read at start-up, by the table it names only.
+        late = Probe(broker, "MO-R-07", USERS["MO-R-07"])
+        try:
+            late.subscribe(REC_R)
+            late.wait_received(1)
+            assert late.received == [(REC_R, b"the floor's record")]
+        finally:
+            late.close()
+        other.subscribe("casino/floor/#")
+        time.sleep(0.3)
+        assert other.received == []
+    finally:
+        ingest.close()
+        table.close()
+        other.close()
+
+
+def test_the_ingest_takes_rounds_through_its_shared_subscription(broker: MosquittoProcess) -> None:
+    ingest = Probe(broker, "floor-ingest@ingest", USERS["floor-ingest@ingest"])
+    table = Probe(broker, "MO-R-07", USERS["MO-R-07"])
+    try:
+        ingest.subscribe("$share/floor-ingest/casino/tables/+/rounds", "casino/tables/+/anchor")
+        time.sleep(0.1)
+        assert not table.publish(f"{R}/anchor", b"a").is_failure
+        assert not table.publish(f"{R}/rounds", b"r").is_failure
+        ingest.wait_received(2)
+        assert ingest.received == [(f"{R}/anchor", b"a"), (f"{R}/rounds", b"r")]
+        # It cannot publish what a table says.
+        rc = ingest.publish(f"{R}/rounds", b"forged")
+        assert rc.is_failure and rc.value == 0x87
+    finally:
+        ingest.close()
+        table.close()

@@ -49,6 +49,8 @@ class WorkerProcess:
         ]  # fmt: skip
         if opts.get("key"):
             self.argv += ["--key", str(opts["key"]), "--principal", opts.get("principal", "ingest")]
+        if opts.get("registry"):
+            self.argv += ["--registry", str(opts["registry"])]
         self.name = worker
         self.proc: subprocess.Popen[bytes] | None = None
         self.kills = 0
@@ -85,6 +87,22 @@ class WorkerProcess:
         with contextlib.suppress(OSError):
             return "\n".join(p.read_text(errors="replace").splitlines()[-n:])
         return ""
+
+
+def registry_of(emu: Emulator, directory: Path) -> str:
+    """The floor's registry of the emulator's tables (their identity keys), as a file."""
+    return str(emu.write_registry(directory / "registry" / "tables.toml"))
+
+
+async def more_rounds(emu: Emulator, upto: int) -> None:
+    """Make each table's rounds up to ``upto`` (through the running emulator's links)
+    and wait until the broker acknowledged them."""
+    for t in emu.tables.values():
+        while t.seq < upto:
+            t.queue_round()
+            emu._wake[t.table_id].set()
+    while emu.unacknowledged():
+        await asyncio.sleep(0.05)
 
 
 async def holdings(db: str, emu: Emulator) -> dict[str, Any]:
@@ -124,6 +142,8 @@ async def holdings(db: str, emu: Emulator) -> dict[str, Any]:
             "duplicates": lag["duplicates"],
             "conflicts": lag["conflicts"],
             "anchor_faults": lag["anchor_faults"],
+            "quarantine_open": lag["quarantine_open"],
+            "faults_open": lag["faults_open"],
             "lag": lag,
         }
     finally:

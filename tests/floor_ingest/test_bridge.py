@@ -14,7 +14,7 @@ from flooringest.worker import IngestSettings
 from tablesim.emulator import Emulator
 from tablesim.floornet import PitAndFloor
 
-from .support import WorkerTask, until_stored
+from .support import WorkerTask, more_rounds, registry_of, until_stored
 
 pytestmark = pytest.mark.mosquitto
 
@@ -31,13 +31,14 @@ def net(tmp_path: Path, mosquitto_broker: Any) -> Any:
 
 async def test_a_bridge_cut_during_play_loses_nothing(net: PitAndFloor, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'floor.sqlite3'}"
+    emu = Emulator(net.pit.host, net.pit.port, 10, rate=10)
     worker = WorkerTask(
         IngestSettings(host=net.floor.host, port=net.floor.port, db=db, duty_interval_s=0.2,
-                       gap_grace_s=0.5, replay_retry_s=2.0)
+                       gap_grace_s=0.5, replay_retry_s=2.0,
+                       registry_file=registry_of(emu, tmp_path))
     )  # fmt: skip
     await worker.subscribed()
     await asyncio.sleep(1.5)  # the bridge connected and subscribed on the floor
-    emu = Emulator(net.pit.host, net.pit.port, 10, rate=10)
     play = asyncio.create_task(emu.run(rounds_per_table=40))
     try:
         await asyncio.sleep(1.0)
@@ -50,6 +51,7 @@ async def test_a_bridge_cut_during_play_loses_nothing(net: PitAndFloor, tmp_path
         assert cut_at < 400
         assert h["rows"] == 400 and h["missing"] == 0 and h["differ"] == 0, h
         assert h["gaps_open"] == 0 and h["conflicts"] == 0
+        assert h["faults_open"] == 0, h["lag"]["faults"]
         assert net.cable.cuts == 1
     finally:
         emu.stop()
@@ -61,17 +63,19 @@ async def test_a_replay_request_crosses_the_bridge(net: PitAndFloor, tmp_path: P
     import aiomqtt
 
     db = f"sqlite:///{tmp_path / 'floor.sqlite3'}"
+    emu = Emulator(net.pit.host, net.pit.port, 2, rate=20)
+    reg = registry_of(emu, tmp_path)
 
     def ingest() -> WorkerTask:
         return WorkerTask(
             IngestSettings(host=net.floor.host, port=net.floor.port, db=db,
-                           duty_interval_s=0.2, gap_grace_s=0.3, replay_retry_s=2.0)
+                           duty_interval_s=0.2, gap_grace_s=0.3, replay_retry_s=2.0,
+                           registry_file=reg)
         )  # fmt: skip
 
     worker = ingest()
     await worker.subscribed()
     await asyncio.sleep(1.5)
-    emu = Emulator(net.pit.host, net.pit.port, 2, rate=20)
     play = asyncio.create_task(emu.run(rounds_per_table=3))
     try:
         assert await emu.finished(30)
@@ -83,10 +87,10 @@ async def test_a_replay_request_crosses_the_bridge(net: PitAndFloor, tmp_path: P
             protocol=aiomqtt.ProtocolVersion.V5, clean_start=True,
         ):  # fmt: skip
             pass
-        await _more(emu, 5)
+        await more_rounds(emu, 5)
         worker = ingest()
         await worker.subscribed()
-        await _more(emu, 6)  # round 6 shows the gap; the replay goes floor -> pit -> table
+        await more_rounds(emu, 6)  # round 6 shows the gap; the replay goes floor -> pit -> table
         h = await until_stored(db, emu, 30)
         assert h["rows"] == 12 and h["missing"] == 0 and h["gaps_open"] == 0, h
         assert emu.stats.replays == 2 and emu.stats.replayed == 4
@@ -94,13 +98,3 @@ async def test_a_replay_request_crosses_the_bridge(net: PitAndFloor, tmp_path: P
     finally:
         emu.stop()
         await play
-
-
-async def _more(emu: Emulator, upto: int) -> None:
-    for t in emu.tables.values():
-        while t.seq < upto:
-            _s, rid, raw = t.next_round()
-            t.pending.append((rid, raw))
-            emu._wake[t.table_id].set()
-    while emu.unacknowledged():
-        await asyncio.sleep(0.05)

@@ -20,7 +20,7 @@ from tablesim.floornet import PitAndFloor
 from tablesim.postgres import PostgresProcess
 
 from .conftest import new_database
-from .support import WorkerProcess, holdings, lag_summary, until_stored
+from .support import WorkerProcess, holdings, lag_summary, registry_of, until_stored
 
 TABLES = int(os.environ.get("TABLECTL_FLOOR_TABLES", "200"))
 ROUNDS = int(os.environ.get("TABLECTL_FLOOR_ROUNDS", "20"))
@@ -47,10 +47,13 @@ async def test_floor_ingest_through_every_fault(
     net = PitAndFloor(tmp_path, save_every_change=False)
     net.start()
     broker = f"mqtt://{net.floor.host}:{net.floor.port}"
-    workers = [WorkerProcess(tmp_path, broker, db, f"w{i}", gap_grace=2.0) for i in (1, 2, 3)]
+    emu = Emulator(net.pit.host, net.pit.port, TABLES, rate=RATE, client_prefix="emu")
+    reg = registry_of(emu, tmp_path)
+    workers = [
+        WorkerProcess(tmp_path, broker, db, f"w{i}", gap_grace=2.0, registry=reg) for i in (1, 2, 3)
+    ]
     for w in workers:
         w.start()
-    emu = Emulator(net.pit.host, net.pit.port, TABLES, rate=RATE, client_prefix="emu")
     events: list[str] = []
     t0 = time.monotonic()
 
@@ -106,6 +109,7 @@ async def test_floor_ingest_through_every_fault(
         assert h["rows"] == published == TABLES * ROUNDS, lines
         assert h["missing"] == 0 and h["extra"] == 0 and h["differ"] == 0, lines
         assert h["gaps_open"] == 0 and h["conflicts"] == 0 and h["anchor_faults"] == 0, lines
+        assert h["faults_open"] == 0, h["lag"]["faults"]
         for tid, t in h["lag"]["tables"].items():
             assert t["contiguous_seq"] == t["last_seq"] == ROUNDS, (tid, t)
     finally:

@@ -15,7 +15,7 @@ from flooringest.store import open_store
 from flooringest.worker import IngestSettings
 from tablesim.emulator import Emulator
 
-from .support import WorkerTask, holdings, until_stored
+from .support import WorkerTask, holdings, more_rounds, registry_of, until_stored
 
 
 def settings(broker: Any, db: str, worker: str, **kw: Any) -> IngestSettings:
@@ -28,19 +28,20 @@ def settings(broker: Any, db: str, worker: str, **kw: Any) -> IngestSettings:
         gap_grace_s=0.5,
         replay_retry_s=2.0,
         lag_interval_s=0.5,
+        registry_refresh_s=0.5,
         **kw,
     )
 
 
 async def played_into(
-    broker: Any, db: str, tables: int, rounds: int, timeout: float
+    broker: Any, db: str, tables: int, rounds: int, timeout: float, directory: Path
 ) -> tuple[Emulator, WorkerTask, dict[str, Any]]:
     """One worker ("w1") storing what an emulator of ``tables`` tables plays, ``rounds``
     rounds each, until every round is stored (or ``timeout``); the emulator, the worker
     (stopped) and the holdings (``until_stored``)."""
-    worker = WorkerTask(settings(broker, db, "w1"))
-    await worker.subscribed()
     emu = Emulator(broker.host, broker.port, tables, rate=20)
+    worker = WorkerTask(settings(broker, db, "w1", registry_file=registry_of(emu, directory)))
+    await worker.subscribed()
     play = asyncio.create_task(emu.run(rounds_per_table=rounds))
     try:
         assert await emu.finished(30)
@@ -52,18 +53,23 @@ async def played_into(
     return emu, worker, h
 
 
-async def test_two_workers_store_every_round_once(mosquitto_broker: Any, db_url: str) -> None:
-    workers = [WorkerTask(settings(mosquitto_broker, db_url, w)) for w in ("w1", "w2")]
+async def test_two_workers_store_every_round_once(
+    mosquitto_broker: Any, db_url: str, tmp_path: Path
+) -> None:
+    emu = Emulator(mosquitto_broker.host, mosquitto_broker.port, 8, rate=20)
+    reg = registry_of(emu, tmp_path)
+    workers = [
+        WorkerTask(settings(mosquitto_broker, db_url, w, registry_file=reg)) for w in ("w1", "w2")
+    ]
     for w in workers:
         await w.subscribed()
-    emu = Emulator(mosquitto_broker.host, mosquitto_broker.port, 8, rate=20)
     play = asyncio.create_task(emu.run(rounds_per_table=15))
     try:
         assert await emu.finished(60)
         h = await until_stored(db_url, emu, 30)
         assert h["rows"] == 8 * 15 and h["missing"] == 0 and h["differ"] == 0, h
         assert h["extra"] == 0 and h["gaps_open"] == 0 and h["conflicts"] == 0
-        assert h["anchor_faults"] == 0
+        assert h["anchor_faults"] == 0 and h["faults_open"] == 0, h
         # Both workers took a share (the broker split the load).
         assert all(w.worker.stats.stored > 0 for w in workers), [w.worker.stats for w in workers]
         # The lag, retained.
@@ -89,9 +95,10 @@ async def test_a_gap_is_repaired_with_the_tables_replay(
 ) -> None:
     db = f"sqlite:///{tmp_path / 'floor.sqlite3'}"
     emu = Emulator(mosquitto_broker.host, mosquitto_broker.port, 3, rate=20)
+    reg = registry_of(emu, tmp_path)
     # Rounds 1-5 of every table reach the floor, then 6-8 are lost (published while
     # no consumer session existed: a broker that lost them), then 9-12 arrive.
-    worker = WorkerTask(settings(mosquitto_broker, db, "w1"))
+    worker = WorkerTask(settings(mosquitto_broker, db, "w1", registry_file=reg))
     await worker.subscribed()
     play = asyncio.create_task(emu.run(rounds_per_table=5))
     try:
@@ -110,38 +117,31 @@ async def test_a_gap_is_repaired_with_the_tables_replay(
             pass
         for t in emu.tables.values():
             t.done = False
-        more = asyncio.create_task(_play_more(emu, 8))
-        await more
-        worker = WorkerTask(settings(mosquitto_broker, db, "w1"))
+        await more_rounds(emu, 8)
+        worker = WorkerTask(settings(mosquitto_broker, db, "w1", registry_file=reg))
         await worker.subscribed()
-        await _play_more(emu, 12)
+        await more_rounds(emu, 12)
         h = await until_stored(db, emu, 30)
         assert h["missing"] == 0 and h["gaps_open"] == 0 and h["differ"] == 0, h
         assert h["rows"] == 36
         assert emu.stats.replays >= 3 and emu.stats.replayed >= 9
         assert h["lag"]["gaps_repaired"] >= 3
+        # Asked exactly what was missing, never beyond: 6..8 of each table.
+        assert {(f, to) for _t, f, to in emu.replay_requests} == {(6, 8)}, emu.replay_requests
+        assert h["faults_open"] == 0, h["lag"]["faults"]
     finally:
         emu.stop()
         await play
         await worker.stop()
 
 
-async def _play_more(emu: Emulator, upto: int) -> None:
-    """Make each table's rounds up to ``upto`` (through the running emulator's links)."""
-    for t in emu.tables.values():
-        while t.seq < upto:
-            _s, rid, raw = t.next_round()
-            t.pending.append((rid, raw))
-            emu._wake[t.table_id].set()
-    while emu.unacknowledged():
-        await asyncio.sleep(0.05)
-
-
 async def test_status_and_anchors_commands(mosquitto_broker: Any, tmp_path: Path) -> None:
     from flooringest.cli import cmd_anchors
 
     db = str(tmp_path / "floor.sqlite3")
-    emu, _, _ = await played_into(mosquitto_broker, db, tables=2, rounds=4, timeout=20)
+    emu, _, _ = await played_into(
+        mosquitto_broker, db, tables=2, rounds=4, timeout=20, directory=tmp_path
+    )
     out = tmp_path / "anchors.jsonl"
     import argparse
 
@@ -186,7 +186,9 @@ async def test_the_batched_pubacks_are_taken_by_the_broker(
     would still be in the worker's persistent session, and the same worker started
     again under its name would get them again: it gets nothing."""
     db = f"sqlite:///{tmp_path / 'floor.sqlite3'}"
-    _, worker, h = await played_into(mosquitto_broker, db, tables=20, rounds=10, timeout=30)
+    _, worker, h = await played_into(
+        mosquitto_broker, db, tables=20, rounds=10, timeout=30, directory=tmp_path
+    )
     assert h["rows"] == 200 and h["missing"] == 0, h
     st = worker.worker.stats
     assert st.received == 200 and st.acks == 200 and st.acks_lost == 0, st
@@ -197,7 +199,7 @@ async def test_the_batched_pubacks_are_taken_by_the_broker(
     # 3-5 runs in 40 under load, none in 40 with this pause). Unacknowledged, all 200
     # would still be in the session after it.
     await asyncio.sleep(1.0)
-    again = WorkerTask(settings(mosquitto_broker, db, "w1"))
+    again = WorkerTask(settings(mosquitto_broker, db, "w1", registry_file=None))
     try:
         await again.subscribed()
         await asyncio.sleep(1.0)  # a session's queued messages come at once

@@ -1,118 +1,198 @@
-"""Issue 18 item 2: the floor's records, on SQLite and on PostgreSQL alike: each round
-once by round id and by (table, seq), duplicates dropped, conflicts kept aside,
-gaps found and closed, anchors checked in seq order (``flooringest/store.py``)."""
+"""Issue 18 item 2 and issue 28: the floor's records, on SQLite and on PostgreSQL
+alike: each verified round once by round id and by (table, seq), duplicates dropped,
+conflicts kept aside, what fails its check quarantined, the chain checked against the
+table's stored neighbours, gaps found and closed (and asked no further than the table
+announced), anchors checked in seq order, the registry, the release of a quarantined
+round (``flooringest/store.py``)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
+import time
 from typing import Any
 
+import pytest
+
 from flooringest import anchor
-from flooringest.store import Incoming, open_store
+from flooringest import messages as m
+from flooringest.messages import Incoming, Quarantined, Round
+from flooringest.store import Gap, Store, open_store
+
+from .signing import Tables, head, round_doc, verified
 
 
-def head(n: int) -> str:
-    return hashlib.sha256(str(n).encode()).hexdigest()
+@pytest.fixture
+def tables() -> Tables:
+    return Tables("T1", "T2")
 
 
-def payload(
-    table: str, seq: int, *, chain: Any = True, rid: str | None = None, **extra: Any
-) -> bytes:
-    doc: dict[str, Any] = {
-        "schema_version": 2,
-        "table_id": table,
-        "round_id": rid or f"{table}-{seq:06d}-abcd1234",
-        "seq": seq,
-        "status": "settled",
-        "bets": [],
-        **extra,
-    }
-    if chain is True:
-        doc["chain"] = {"seq": 10 * seq, "head": head(seq)}
-    elif chain is not None:
-        doc["chain"] = chain
-    return json.dumps(doc, separators=(",", ":")).encode()
+def msg(tables: Tables, table: str, seq: int, **kw: Any) -> Incoming:
+    return Incoming(table, tables.round(table, seq, **kw), 1000.0 + seq)
 
 
-def msg(table: str, seq: int, **kw: Any) -> Incoming:
-    return Incoming(table, payload(table, seq, **kw), 1000.0 + seq)
+async def put(store: Store, tables: Tables, msgs: list[Incoming], worker: str = "w1") -> Any:
+    return await store.ingest(verified(tables, msgs), worker)
 
 
-async def test_each_round_is_stored_once_and_kept_byte_for_byte(db_url: str) -> None:
+async def test_each_round_is_stored_once_and_kept_byte_for_byte(
+    db_url: str, tables: Tables
+) -> None:
     store = await open_store(db_url)
     try:
-        out = await store.ingest([msg("T1", 1), msg("T1", 2), msg("T2", 1)], "rounds", "w1")
+        t = tables
+        out = await put(store, t, [msg(t, "T1", 1), msg(t, "T1", 2), msg(t, "T2", 1)])
         assert len(out.stored) == 3 and out.duplicates == 0
         # Redelivered (alone, and twice within one batch): dropped, counted.
-        out = await store.ingest([msg("T1", 2), msg("T1", 2), msg("T1", 3)], "rounds", "w2")
+        out = await put(store, t, [msg(t, "T1", 2), msg(t, "T1", 2), msg(t, "T1", 3)], "w2")
         assert [r.seq for r in out.stored] == [3] and out.duplicates == 2
         rows = await store.rounds_of("T1")
-        assert rows == [(s, payload("T1", s).decode()) for s in (1, 2, 3)]
+        assert rows == [(s, t.round("T1", s).decode()) for s in (1, 2, 3)]
         lag = await store.lag()
         assert lag["rounds"] == 4 and lag["duplicates"] == 2 and lag["conflicts"] == 0
+        assert lag["faults"] == [] and lag["quarantine_open"] == 0
     finally:
         await store.close()
 
 
-async def test_two_different_rounds_under_one_key_are_conflicts_kept_aside(db_url: str) -> None:
+async def test_two_different_signed_rounds_under_one_key_are_conflicts_kept_aside(
+    db_url: str, tables: Tables
+) -> None:
     store = await open_store(db_url)
     try:
-        await store.ingest([msg("T1", 1)], "rounds", "w1")
-        # Same round id, other bytes; another round id at the same (table, seq).
-        other_bytes = msg("T1", 1, void_reason="rewritten")
-        other_id = msg("T1", 1, rid="T1-000001-ffffffff")
-        out = await store.ingest([other_bytes, other_id], "rounds", "w1")
+        t = tables
+        await put(store, t, [msg(t, "T1", 1)])
+        # The table signed both (the table promises it never does): an incident.
+        other_bytes = msg(t, "T1", 1, void_reason="rewritten")
+        other_id = msg(t, "T1", 1, rid="T1-000001-ffffffff")
+        out = await put(store, t, [other_bytes, other_id])
         assert out.stored == [] and out.conflicts == 2
-        assert await store.rounds_of("T1") == [(1, payload("T1", 1).decode())]
-        assert (await store.lag())["conflicts"] == 2
+        assert await store.rounds_of("T1") == [(1, t.round("T1", 1).decode())]
+        lag = await store.lag()
+        assert lag["conflicts"] == 2
+        assert [(f["table_id"], f["code"], f["count"]) for f in lag["faults"]] == [
+            ("T1", "CONFLICT", 2)
+        ]
         # Within one batch too: the first stored, the other kept aside.
-        a, b = msg("T1", 7), msg("T1", 7, void_reason="other")
-        out = await store.ingest([a, b], "rounds", "w1")
+        out = await put(store, t, [msg(t, "T1", 7), msg(t, "T1", 7, void_reason="other")])
         assert len(out.stored) == 1 and out.conflicts == 1
         assert (await store.lag())["conflicts"] == 3
         # The same conflict again is not a new row.
-        await store.ingest([other_bytes], "rounds", "w1")
+        await put(store, t, [other_bytes])
         assert (await store.lag())["conflicts"] == 3
     finally:
         await store.close()
 
 
-async def test_what_is_not_a_round_is_rejected_and_kept(db_url: str) -> None:
+async def test_what_fails_its_check_is_quarantined_with_its_code(
+    db_url: str, tables: Tables
+) -> None:
     store = await open_store(db_url)
     try:
-        bad = [
-            Incoming("T1", b"\xff\xfe", 1.0),
-            Incoming("T1", b"[1]", 1.0),
-            Incoming("T1", payload("T9", 1), 1.0),  # another table's round on T1's topic
-            Incoming("T1", json.dumps({"round_id": "x", "table_id": "T1", "seq": 0}).encode(), 1.0),
-        ]
-        out = await store.ingest([*bad, msg("T1", 1)], "rounds", "w1")
-        assert out.rejects == 4 and len(out.stored) == 1
-        assert (await store.lag())["rejects"] == 4
+        t = tables
+        real = t.round("T1", 2)
+        forged = real.replace(b'"payout":2000', b'"payout":200000')
+        bad = {
+            m.NOT_JSON: Incoming("T1", b"\xff\xfe", 1.0),
+            m.NOT_A_ROUND: Incoming("T1", t.sealed("T1", "rounds", {"seq": 1}), 1.0),
+            m.UNSIGNED: Incoming("T1", json.dumps(round_doc("T1", 3)).encode(), 1.0),
+            m.BAD_SIGNATURE: Incoming("T1", forged, 1.0),
+            m.NOT_CANONICAL: Incoming("T1", json.dumps(json.loads(real)).encode(), 1.0),
+            m.UNKNOWN_TABLE: Incoming("FAKE-99", t.round("T1", 4), 1.0),
+        }
+        items = verified(t, [*bad.values(), msg(t, "T1", 1)])
+        assert [x.code for x in items[:-1]] == list(bad), items
+        out = await store.ingest(items, "w1")
+        assert len(out.stored) == 1 and out.rejects == 2
+        assert {q.code for q in out.quarantined} == set(bad)
+        # The same message again: one row, seen twice.
+        await store.ingest(verified(t, [bad[m.BAD_SIGNATURE]]), "w2")
+        rows = {r["code"]: r for r in await store.quarantined()}
+        assert set(rows) == set(bad)
+        assert rows[m.BAD_SIGNATURE]["seen"] == 2 and rows[m.BAD_SIGNATURE]["seq"] == 2
+        assert rows[m.BAD_SIGNATURE]["payload"].encode() == forged
+        assert rows[m.BAD_SIGNATURE]["complete"] and not rows[m.NOT_JSON]["complete"]
+        lag = await store.lag()
+        assert lag["rejects"] == 2 and lag["quarantine_open"] == 6
+        assert lag["quarantined"][m.BAD_SIGNATURE] == 2
+        faults = {(f["table_id"], f["code"]): f["count"] for f in lag["faults"]}
+        assert faults[("FAKE-99", m.UNKNOWN_TABLE)] == 1 and faults[("T1", m.BAD_SIGNATURE)] == 1
+        assert lag["rounds"] == 1 and "FAKE-99" not in lag["tables"]
     finally:
         await store.close()
 
 
-async def test_gaps_are_found_after_the_grace_and_closed_when_filled(db_url: str) -> None:
+async def test_a_message_with_a_nul_byte_is_kept_without_it(db_url: str, tables: Tables) -> None:
+    """PostgreSQL's text refuses U+0000: a message holding one must not stop the batch."""
     store = await open_store(db_url)
     try:
-        await store.ingest([msg("T1", s) for s in (5, 6, 9, 12)], "rounds", "w1")
+        items = verified(tables, [Incoming("T1", b'{"a":"\x00"}', 1.0), msg(tables, "T1", 1)])
+        out = await store.ingest(items, "w1")
+        assert len(out.stored) == 1 and len(out.quarantined) == 1
+        (row,) = await store.quarantined()
+        assert "\x00" not in row["payload"] and not row["complete"]
+    finally:
+        await store.close()
+
+
+async def test_a_chain_that_does_not_advance_is_quarantined_at_ingest(
+    db_url: str, tables: Tables
+) -> None:
+    store = await open_store(db_url)
+    try:
+        t = tables
+        await put(store, t, [msg(t, "T1", s) for s in (1, 2, 3)])  # chain 10, 20, 30
+        back = msg(t, "T1", 4, chain={"seq": 25, "head": head(4)})  # behind round 3's
+        out = await put(store, t, [back])
+        assert out.stored == [] and [q.code for q in out.quarantined] == [m.CHAIN_NOT_ADVANCING]
+        assert "not beyond 30" in out.quarantined[0].message
+        # Before a stored round: its chain must be below that round's.
+        await put(store, t, [msg(t, "T1", 9)])  # chain 90
+        out = await put(store, t, [msg(t, "T1", 8, chain={"seq": 95, "head": head(8)})])
+        assert [q.code for q in out.quarantined] == [m.CHAIN_NOT_ADVANCING]
+        # Within one batch: checked against the rounds of the batch before it.
+        out = await put(
+            store,
+            t,
+            [msg(t, "T2", 1), msg(t, "T2", 2, chain={"seq": 5, "head": head(2)})],
+        )
+        assert [r.seq for r in out.stored] == [1] and out.fate and len(out.quarantined) == 1
+        # A redelivery of a stored round is a duplicate, whatever its neighbours now.
+        out = await put(store, t, [msg(t, "T1", 3)])
+        assert out.duplicates == 1 and out.quarantined == []
+        # A round that advances is stored.
+        out = await put(store, t, [msg(t, "T1", 5)])
+        assert [r.seq for r in out.stored] == [5]
+        lag = await store.lag()
+        assert {(f["table_id"], f["code"], f["count"]) for f in lag["faults"]} == {
+            ("T1", m.CHAIN_NOT_ADVANCING, 2),
+            ("T2", m.CHAIN_NOT_ADVANCING, 1),
+        }
+    finally:
+        await store.close()
+
+
+async def test_gaps_are_found_after_the_grace_and_closed_when_filled(
+    db_url: str, tables: Tables
+) -> None:
+    store = await open_store(db_url)
+    try:
+        t = tables
+        await put(store, t, [msg(t, "T1", s) for s in (5, 6, 9, 12)])
         gaps, filled = await store.scan(grace_s=3600)
         assert gaps == [] and filled == 0  # within the grace: maybe in another worker's batch
         lag = await store.lag()
-        t = lag["tables"]["T1"]
-        assert (t["first_seq"], t["contiguous_seq"], t["last_seq"]) == (5, 6, 12)
-        assert [(g["from_seq"], g["to_seq"]) for g in t["gaps"]] == [(7, 8), (10, 11)]
+        tl = lag["tables"]["T1"]
+        assert (tl["first_seq"], tl["contiguous_seq"], tl["last_seq"]) == (5, 6, 12)
+        assert [(g["from_seq"], g["to_seq"]) for g in tl["gaps"]] == [(7, 8), (10, 11)]
         gaps, _ = await store.scan(grace_s=0)
         assert [(g.from_seq, g.to_seq) for g in gaps] == [(7, 8), (10, 11)]
-        due = await store.claim_replays(gaps, retry_s=3600)
+        due = await store.claim_replays(gaps, retry_s=3600, announced={"T1": 12})
         assert due == gaps
-        assert await store.claim_replays(gaps, retry_s=3600) == []  # asked already
-        await store.ingest([msg("T1", s) for s in (7, 8, 10)], "rounds", "w2")
+        assert await store.claim_replays(gaps, retry_s=3600, announced={"T1": 12}) == []
+        await put(store, t, [msg(t, "T1", s) for s in (7, 8, 10)], "w2")
         gaps, filled = await store.scan(grace_s=0)
         assert [(g.from_seq, g.to_seq) for g in gaps] == [(11, 11)] and filled >= 1
-        await store.ingest([msg("T1", 11)], "rounds", "w2")
+        await put(store, t, [msg(t, "T1", 11)], "w2")
         gaps, _ = await store.scan(grace_s=0)
         lag = await store.lag()
         assert gaps == [] and lag["gaps_open"] == 0
@@ -121,19 +201,66 @@ async def test_gaps_are_found_after_the_grace_and_closed_when_filled(db_url: str
         await store.close()
 
 
-async def test_anchors_are_checked_in_seq_order(db_url: str) -> None:
+async def test_a_replay_is_never_asked_beyond_what_the_table_announced(
+    db_url: str, tables: Tables
+) -> None:
     store = await open_store(db_url)
     try:
-        ok = [msg("T1", s) for s in (1, 2, 3)]
-        back = msg("T1", 4, chain={"seq": 15, "head": head(4)})  # before round 3's 30
-        bad = msg("T1", 5, chain={"seq": 50, "head": "XYZ"})
-        dropped = msg("T1", 6, chain=None)
-        old = [msg("T2", s, chain=None) for s in (1, 2)]  # a table before issue 15
+        gaps = [Gap("T1", 620, 999999998, time.time() - 10), Gap("T2", 5, 9, time.time() - 10)]
+        for g in gaps:
+            await store.db.execute(
+                "INSERT INTO floor_gaps (table_id, from_seq, to_seq, found_at) VALUES (?, ?, ?, ?)",
+                g.table_id, g.from_seq, g.to_seq, g.found_at,
+            )  # fmt: skip
+        # Nothing announced: nothing asked. T2 announced 7: asked up to 7 only.
+        due = await store.claim_replays(gaps, 0, announced={"T2": 7})
+        assert [(g.table_id, g.from_seq, g.to_seq) for g in due] == [("T2", 5, 7)]
+        # T1 announced 700 (its anchor): asked up to 700, not to 999999998.
+        due = await store.claim_replays(gaps, 0, announced={"T1": 700, "T2": 7})
+        assert ("T1", 620, 700) in [(g.table_id, g.from_seq, g.to_seq) for g in due]
+        # The table answers its newest round is 1: that gap is not asked again.
+        await store.save_answer("T1", 1)
+        due = await store.claim_replays(gaps, 0, announced={"T1": 700, "T2": 7})
+        assert [g.table_id for g in due] == ["T2"]
+        said = await store.announced_all()
+        assert said["T1"][0] == 1  # what the table said (the worker keeps its own 700)
+        assert said["T1"][2] == 1
+    finally:
+        await store.close()
+
+
+async def force(store: Store, tables: Tables, msgs: list[Incoming]) -> None:
+    """Rounds stored past the check at ingest, as two workers storing neighbours at
+    the same instant would (neither sees the other's)."""
+    for r in verified(tables, msgs):
+        assert isinstance(r, Round)
+        await store.db.execute(
+            "INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, sha256, "
+            "chain_seq, chain_head, received_at, committed_at, worker) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            r.round_id, r.table_id, r.seq, r.status, r.text, r.sha256,
+            r.chain.seq if r.chain else None, r.chain.head if r.chain else None,
+            r.received_at, r.received_at, "w9",
+        )  # fmt: skip
+
+
+async def test_anchors_are_checked_in_seq_order(db_url: str, tables: Tables) -> None:
+    """The duties' anchor check, the second line behind the check at ingest (two
+    workers storing neighbours at once see neither)."""
+    store = await open_store(db_url)
+    try:
+        t = tables
+        ok = [msg(t, "T1", s) for s in (1, 2, 3)]
+        back = msg(t, "T1", 4, chain={"seq": 15, "head": head(4)})  # before round 3's 30
+        bad = msg(t, "T1", 5, chain={"seq": 50, "head": "XYZ"})
+        dropped = msg(t, "T1", 6, chain=None)
+        old = [msg(t, "T2", s, chain=None) for s in (1, 2)]  # a table before issue 15
         # Arrival out of order: round 3 last; nothing is checked beyond a gap.
-        await store.ingest([*ok[:2], back, bad, dropped, *old], "rounds", "w1")
+        await put(store, t, [*ok[:2], bad, dropped, *old])
+        await force(store, t, [back])
         await store.scan(grace_s=0)
         assert await store.verify_anchors() == 4  # T1 1-2, T2 1-2
-        await store.ingest([ok[2]], "rounds", "w2")
+        await force(store, t, [ok[2]])
         await store.scan(grace_s=0)
         assert await store.verify_anchors() == 4  # T1 3-6
         faults = await store.anchor_faults()
@@ -147,7 +274,7 @@ async def test_anchors_are_checked_in_seq_order(db_url: str) -> None:
         # round after it.
         assert lag["tables"]["T1"]["anchor"] == f"15:{head(4)}"
         assert lag["tables"]["T2"]["anchor"] is None and lag["tables"]["T2"]["without_chain"] == 2
-        assert lag["anchor_faults"] == 3
+        assert lag["anchor_faults"] == 3 and lag["faults_open"] == 3
     finally:
         await store.close()
 
@@ -184,19 +311,110 @@ def test_anchor_check_by_itself() -> None:
     assert p1.text() == f"7:{head(1)}"
 
 
-async def test_a_lost_tail_is_a_gap_once_the_table_announces_its_last_round(db_url: str) -> None:
-    # No later round will ever show rounds 4-5 missing: the table's retained state
-    # (last_round_id while idle) does.
+async def test_a_lost_tail_is_a_gap_once_the_table_announces_its_last_round(
+    db_url: str, tables: Tables
+) -> None:
+    # No later round will ever show rounds 4-5 missing: what the table announced
+    # finished (its anchor, its state) does.
     store = await open_store(db_url)
     try:
-        await store.ingest([msg("T1", s) for s in (1, 2, 3)], "rounds", "w1")
-        gaps, _ = await store.scan(grace_s=0, announced={"T1": "T1-000003-abcd1234"})
+        await put(store, tables, [msg(tables, "T1", s) for s in (1, 2, 3)])
+        gaps, _ = await store.scan(grace_s=0, finished={"T1": 3})
         assert gaps == []
-        gaps, _ = await store.scan(grace_s=0, announced={"T1": "T1-000005-abcd1234"})
-        assert [(g.table_id, g.from_seq, g.to_seq) for g in gaps] == [("T1", 4, None)]
-        assert (await store.lag())["tables"]["T1"]["gaps"][0]["to_seq"] is None
-        await store.ingest([msg("T1", s) for s in (4, 5)], "rounds", "w1")
-        gaps, filled = await store.scan(grace_s=0, announced={"T1": "T1-000005-abcd1234"})
+        gaps, _ = await store.scan(grace_s=0, finished={"T1": 5})
+        assert [(g.table_id, g.from_seq, g.to_seq) for g in gaps] == [("T1", 4, 5)]
+        assert (await store.lag())["tables"]["T1"]["gaps"][0]["to_seq"] == 5
+        await put(store, tables, [msg(tables, "T1", s) for s in (4, 5)])
+        gaps, filled = await store.scan(grace_s=0, finished={"T1": 5})
         assert gaps == [] and filled == 1 and (await store.lag())["gaps_open"] == 0
+        # The table answered its newest round is 3: the tail it announced is closed.
+        gaps, _ = await store.scan(grace_s=0, finished={"T1": 7})
+        assert [(g.from_seq, g.to_seq) for g in gaps] == [(6, 7)]
+        gaps, _ = await store.scan(grace_s=0, finished={"T1": 5})
+        assert gaps == []
     finally:
         await store.close()
+
+
+async def test_the_registry_is_imported_and_read_back(db_url: str, tmp_path: Any) -> None:
+    from flooringest.registry import load_file
+
+    t = Tables("MO-R-07", "MO-B-01")
+    store = await open_store(db_url)
+    try:
+        assert len(await store.load_registry()) == 0
+        reg = load_file(t.write(tmp_path / "a"))
+        assert await store.import_registry(reg) == {
+            "tables": 2, "added": 2, "changed": 0, "removed": 0
+        }  # fmt: skip
+        # The same again: nothing changes (the digest).
+        assert (await store.import_registry(reg))["added"] == 0
+        back = await store.load_registry()
+        assert back.digest == reg.digest and set(back.tables) == {"MO-R-07", "MO-B-01"}
+        # A table removed (revoked), a key rotated (two keys).
+        t2 = Tables("MO-R-07")
+        t2.keys["MO-R-07"] = t.keys["MO-R-07"]
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        from flooringest.registry import Registry
+
+        new = Ed25519PrivateKey.generate()
+        rotated = Registry([t2.entry("MO-R-07", new)])
+        assert await store.import_registry(rotated) == {
+            "tables": 1, "added": 0, "changed": 1, "removed": 1
+        }  # fmt: skip
+        back = await store.load_registry()
+        assert len(back.keys("MO-R-07") or ()) == 2 and back.keys("MO-B-01") is None
+        rows = await store.registry_rows()
+        assert [r["table_id"] for r in rows] == ["MO-R-07"] and len(rows[0]["key_ids"]) == 2
+    finally:
+        await store.close()
+
+
+async def test_a_person_releases_a_quarantined_round_into_a_free_slot(
+    db_url: str, tables: Tables
+) -> None:
+    store = await open_store(db_url)
+    try:
+        t = tables
+        await put(store, t, [msg(t, "T1", s) for s in (1, 2)])
+        back = msg(t, "T1", 3, chain={"seq": 5, "head": head(3)})  # journal restored
+        (q,) = (await put(store, t, [back])).quarantined
+        assert q.code == m.CHAIN_NOT_ADVANCING
+        (r,) = [x for x in verified(t, [back]) if isinstance(x, Round)]
+        assert await store.release_round(r, q.sha256, "tech-4", "reconciled") is None
+        assert [s for s, _ in await store.rounds_of("T1")] == [1, 2, 3]
+        (row,) = await store.quarantined(open_only=False)
+        assert row["released_by"] == "tech-4" and row["release_reason"] == "reconciled"
+        assert (await store.lag())["faults"] == []
+        # Once only; and never into a taken slot.
+        assert "released already" in str(await store.release_round(r, q.sha256, "x", "y"))
+        other = msg(t, "T1", 2, rid="T1-000002-eeeeeeee", chain={"seq": 21, "head": head(2)})
+        (q2,) = (await put(store, t, [other])).quarantined
+        (r2,) = [x for x in verified(t, [other]) if isinstance(x, Round)]
+        assert "not free" in str(await store.release_round(r2, q2.sha256, "x", "y"))
+    finally:
+        await store.close()
+
+
+async def test_records_follow_the_highest_stored_round(db_url: str, tables: Tables) -> None:
+    store = await open_store(db_url)
+    try:
+        t = tables
+        await put(store, t, [msg(t, "T1", s) for s in (1, 2, 4)] + [msg(t, "T2", 1, chain=None)])
+        await store.scan(grace_s=0)
+        rows = await store.records({})
+        assert sorted(rows) == [
+            ("T1", 4, "T1-000004-abcd1234", 40, head(4)),
+            ("T2", 1, "T2-000001-abcd1234", None, None),
+        ]
+        assert await store.records({"T1": 4, "T2": 1}) == []
+    finally:
+        await store.close()
+
+
+def test_a_quarantined_message_names_its_sha256() -> None:
+    q = Quarantined("rounds", "T1", b"x", m.NOT_JSON, "no", 1.0)
+    import hashlib
+
+    assert q.sha256 == hashlib.sha256(b"x").hexdigest()
