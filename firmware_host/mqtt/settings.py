@@ -101,7 +101,14 @@ MQTT_SPECS: dict[str, FieldSpec] = {
         "bool", False, doc="skip broker certificate verification (tests only)"
     ),
     "keepalive": FieldSpec("int", 30, doc="keepalive interval, seconds", range=(5, 3600)),
-    "protocol": FieldSpec("str", "3.1.1", doc="MQTT protocol version", choices=("3.1.1", "5")),
+    "protocol": FieldSpec(
+        "str",
+        "5",
+        doc="MQTT protocol version: on 5 the broker's PUBACK says when it refuses a "
+        "publication; on 3.1.1 it cannot, and a broker may acknowledge a publication it "
+        "drops without the table knowing (check-config warns)",
+        choices=("3.1.1", "5"),
+    ),
     "session_expiry": FieldSpec(
         "int",
         7 * 24 * 3600,
@@ -151,7 +158,7 @@ class MqttSettings:
     tls_key: str = ""
     tls_insecure: bool = False
     keepalive: int = 30
-    protocol: str = "3.1.1"
+    protocol: str = "5"
     session_expiry: int = 7 * 24 * 3600
     reconnect_min_ms: int = 250
     reconnect_max_ms: int = 30_000

@@ -79,7 +79,9 @@ async def table(tmp_path: Path, amqtt_broker):  # type: ignore[no-untyped-def]
         config(term.path, tmp_path / "keys"),
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
+        mqtt=MqttSettings(
+            host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol
+        ),
     )
     await d.start()
     try:
