@@ -166,6 +166,9 @@ class LinkBase:
         #: The outbox entry sent alone while careful, until it is proven taken, refused,
         #: or caught by the connection's end.
         self._probe: int | None = None
+        #: While careful: whether the window of snapshots and answers that goes before
+        #: each lone entry went.
+        self._others_went = False
         #: Back-pressure (a PUBACK saying the broker's quota is exceeded): nothing new is
         #: sent before this monotonic time; such answers in a row.
         self._paused: tuple[float, int] = (0.0, 0)
@@ -472,6 +475,7 @@ class LinkBase:
         self._in_flight.clear()
         self._unconfirmed.clear()
         probe, self._probe = self._probe, None
+        self._others_went = False
         if not caught:
             return
         self._careful = True
@@ -623,23 +627,25 @@ class LinkBase:
         self._storage_ok("mark")
 
     def _next_batch(self, room: int | None = None, *, window_empty: bool = True) -> list[_Item]:
-        """What to publish next, at most ``room`` items (default ``max_inflight``), none
-        of them already in flight. On a new connection the ``state`` snapshot goes first
+        """What to publish next, at most ``room`` items (default: the window), none of
+        them already in flight. On a new connection the ``state`` snapshot goes first
         (availability before anything else); after that the journal's outbox (settled
         rounds, lifecycle events) goes before snapshots, which only need their latest
         value, and responses come last: neither a burst of snapshot updates nor a
         stream of requests may hold back the table's own output (answers to requests that
-        acted go before refusals). A topic the broker
-        refused waits for its backoff; a refused outbox entry holds back every entry
-        after it (the floor gets them in order or not at all).
+        acted go before refusals). A topic the broker refused waits for its backoff; a
+        refused outbox entry holds back every entry after it (the floor gets them in
+        order or not at all).
 
         The outbox is read from the journal after the last entry handed to the client
         on this connection (each entry is read once, by its primary key).
 
-        After a connection ended with outbox entries in flight (``_careful``), the next
-        outbox entry goes alone: only once the window is empty (``window_empty``), and
-        nothing else is sent until it is proven taken (see :meth:`_count_drops`). While
-        the broker pushes back (a quota exceeded), nothing is sent."""
+        Careful (after a connection ended with outbox entries in flight, or a refused
+        entry: see :meth:`_count_drops`): the next outbox entry goes alone, once the
+        window is empty (``window_empty``), and nothing else goes until it is proven
+        taken; before each such entry, one window of snapshots and answers goes first,
+        so that an entry a broker refuses by closing the connection cannot keep them from
+        the floor. While the broker pushes back (a quota exceeded), nothing is sent."""
         now = time.monotonic()
         if room is None:
             room = self.window
@@ -670,7 +676,24 @@ class LinkBase:
             ]
 
         announced = "state" in self._snap_sent or "state" not in self._snapshots
+
+        def others(batch: list[_Item]) -> list[_Item]:
+            """``batch`` filled with the snapshots due, then the responses."""
+            if announced and len(batch) < room and due:
+                batch.extend(snapshots(room - len(batch)))
+            for queue in (self._responses, self._refusals):
+                for key, (topic, raw, qos) in queue.items():
+                    if len(batch) >= room:
+                        break
+                    if key not in self._resp_in_flight and not self._held(topic, now):
+                        batch.append(_Item("response", topic, raw, qos, False, key))
+            return batch
+
         batch: list[_Item] = [] if announced else snapshots(room)
+        if self._careful and not self._others_went:
+            self._others_went = True  # once before each lone entry
+            if others(batch):
+                return batch
         if len(batch) < room and self._storage_ready("read", now):
             skip = self._acked_unmarked.keys() | self._unconfirmed.keys() | self._marks.keys()
             skip |= self._in_flight.keys()
@@ -690,22 +713,16 @@ class LinkBase:
                     continue
                 if self._held(e.topic, now) or len(batch) >= room:
                     break
-                batch.append(self._outbox_item(e))
                 if self._careful:
-                    # Alone: after what is in flight (and the state before it) is answered.
-                    if len(batch) > 1 or not window_empty:
-                        return batch[:-1]
+                    # Alone, once what is in flight (the state before it) is answered;
+                    # nothing more meanwhile, so that the window drains.
+                    if batch or not window_empty:
+                        return batch
                     self._probe = e.id
-                    return batch
-        if announced and len(batch) < room and due:
-            batch.extend(snapshots(room - len(batch)))
-        for queue in (self._responses, self._refusals):
-            for key, (topic, raw, qos) in queue.items():
-                if len(batch) >= room:
-                    break
-                if key not in self._resp_in_flight and not self._held(topic, now):
-                    batch.append(_Item("response", topic, raw, qos, False, key))
-        return batch
+                    self._others_went = False
+                    return [self._outbox_item(e)]
+                batch.append(self._outbox_item(e))
+        return others(batch)
 
     @staticmethod
     def _outbox_item(e: OutboxEntry) -> _Item:
