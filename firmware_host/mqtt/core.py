@@ -394,7 +394,7 @@ class LinkBase:
             pending: int | None = self.journal.outbox_pending_count()
         except JournalError:
             pending = None
-        return {
+        status: dict[str, JSON] = {
             "broker": f"{self.settings.host}:{self.settings.port}",
             "client_id": self.client_id,
             "root": self.root,
@@ -422,6 +422,12 @@ class LinkBase:
             "puback_latency": s.puback.summary(),
             "last_error": s.last_error,
         }
+        if self.refusals != "visible":
+            status["warning"] = (
+                f"MQTT {self.settings.protocol}: a publication the broker refuses cannot be "
+                'detected (no reason code in its PUBACK); use [mqtt] protocol = "5"'
+            )
+        return status
 
     # -- faults: what the broker refuses ------------------------------------------------
     def _raise_fault(self, code: str, topic: str, message: str) -> None:
