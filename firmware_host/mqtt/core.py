@@ -878,8 +878,10 @@ class LinkBase:
 
     def _confirm_unconfirmed(self) -> None:
         """MQTT 3.1.1: entries acknowledged :data:`CONFIRM_AFTER_S` ago on a connection
-        still open were taken (mosquitto closes the connection at once after
-        acknowledging a publication it refused)."""
+        still open count as taken. A broker that refuses by closing the connection
+        closes it at once after the PUBACK (mosquitto with ``max_queued_messages 0``);
+        one that keeps it (mosquitto with a limit) drops a refused publication unseen:
+        on 3.1.1 this is all a client can know (``refusals``: ``undetectable``)."""
         if not self._unconfirmed:
             return
         limit = time.monotonic() - CONFIRM_AFTER_S

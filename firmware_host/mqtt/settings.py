@@ -123,7 +123,8 @@ MQTT_SPECS: dict[str, FieldSpec] = {
         "int",
         16,
         doc="QoS 1 publications awaiting PUBACK at once (each written as soon as it is queued; "
-        "a round and its anchor go out together)",
+        "a round and its anchor go out together; never more than the broker's MQTT 5 "
+        "Receive Maximum)",
         range=(1, 1000),
     ),
     "connect_timeout_ms": FieldSpec(
