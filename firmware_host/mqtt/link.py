@@ -458,7 +458,7 @@ class FloorLink(LinkBase):
         window, self.window = self.window, window
         if self.window < self.settings.max_inflight and self.window != window:
             log.info(
-                "mqtt: the broker takes at most %d publications in flight (its Receive "
+                "mqtt: the broker takes at most %d publication(s) in flight (its Receive "
                 "Maximum); max_inflight = %d is bounded by it",
                 self.window,
                 self.settings.max_inflight,
