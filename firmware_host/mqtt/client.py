@@ -140,6 +140,8 @@ class _AckClient(aiomqtt.Client):
                 return
             if not client.want_write():
                 return  # all written; paho dropped its write interest
+            if sock.fileno() < 0:
+                return  # closed by that write (the broker closed the connection): no writer
         super()._on_socket_register_write(client, userdata, sock)
 
     def send(
