@@ -6,7 +6,7 @@ as the tests set them (none), as mosquitto sets them by default, as the shipped
 Whatever the limits, the table publishes every round and answers every request, and
 flags nothing the broker permits. Its window never holds more publications than the
 broker's Receive Maximum. A PUBACK saying the broker's quota is exceeded (0x97, which
-mosquitto 2.0 does not send for QoS 1: it is made here) is back-pressure: the
+mosquitto 2.0.11 was not seen to send for QoS 1: it is made here) is back-pressure: the
 publication goes again, nothing is flagged.
 
 What the table cannot help: with small limits mosquitto drops QoS 1 messages for a
