@@ -233,6 +233,8 @@ async def _publisher_main(host: str, port: int, directory: str) -> None:
     from firmware_host.journal import Journal, OutboxMessage
     from firmware_host.mqtt import FloorLink, MqttSettings
 
+    from .procs import broker_protocol
+
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**26)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -251,7 +253,9 @@ async def _publisher_main(host: str, port: int, directory: str) -> None:
     # to the client in that same after-commit step.
     committed: list[float] = []
     journal.add_outbox_listener(lambda: committed.append(time.perf_counter()))
-    settings = MqttSettings(host=host, port=port, client_id="bench-limit-link")
+    settings = MqttSettings(
+        host=host, port=port, protocol=broker_protocol(host, port), client_id="bench-limit-link"
+    )
     link = FloorLink(settings, "bench-limit-link", journal)
     journal.defer = link.after_publication  # as the daemon
     journal.checkpoint_in_background()
@@ -260,6 +264,7 @@ async def _publisher_main(host: str, port: int, directory: str) -> None:
     async with aiomqtt.Client(
         host, port, identifier="bench-limit-bare",
         socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+        protocol=aiomqtt.ProtocolVersion.V5 if settings.protocol == "5" else None,  # as the link
     ) as client:  # fmt: skip
         client.pending_calls_threshold = 10_000
         await link.wait_connected(10)

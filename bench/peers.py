@@ -388,6 +388,8 @@ async def _mqtt_overhead(
     from firmware_host.jsonio import dumps
     from firmware_host.mqtt import FloorLink, MqttSettings
 
+    from .procs import broker_protocol
+
     payloads = _payloads(k)
     size = sum(len(dumps(p)) for p in payloads) // k
     link_t: list[float] = []
@@ -395,7 +397,10 @@ async def _mqtt_overhead(
     with workdir("mqtt") as d:
         journal = Journal(d / "journal.sqlite3")
         # One in flight on both sides (bench.limit compares the link's default window).
-        settings = MqttSettings(host=host, port=port, client_id="bench-link", max_inflight=1)
+        settings = MqttSettings(
+            host=host, port=port, protocol=broker_protocol(host, port), client_id="bench-link",
+            max_inflight=1,
+        )  # fmt: skip
         link = FloorLink(settings, "bench-01", journal)
         link.start()
         try:
@@ -406,6 +411,7 @@ async def _mqtt_overhead(
                 port,
                 identifier="bench-bare",
                 socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+                protocol=aiomqtt.ProtocolVersion.V5 if settings.protocol == "5" else None,
             ) as client:
                 topic = "casino/tables/bench-02/rounds"
                 bodies = [dumps(p).encode("utf-8") for p in payloads]

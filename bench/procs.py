@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import socket
@@ -28,10 +29,37 @@ JSON = Any
 _LIVE: set[DaemonProcess] = set()
 
 
+@functools.cache
+def broker_protocol(host: str, port: int) -> str:
+    """The MQTT version a table uses on the broker at ``host:port``: 5, the table's
+    default, unless the broker refuses an MQTT 5 connection (CONNACK 0x84: the amqtt
+    fallback, which speaks 3.1.1 only)."""
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    client = mqtt.Client(
+        CallbackAPIVersion.VERSION2, client_id=f"bench-probe-{os.getpid()}", protocol=mqtt.MQTTv5
+    )
+    answers: list[Any] = []
+    client.on_connect = lambda c, u, flags, rc, props: answers.append(rc)
+    try:
+        client.connect(host, port, keepalive=10)
+        deadline = time.monotonic() + 5
+        while not answers and time.monotonic() < deadline:
+            client.loop(0.1)
+    except OSError:
+        return "5"
+    finally:
+        with contextlib.suppress(Exception):
+            client.disconnect()
+    return "3.1.1" if answers and getattr(answers[0], "value", None) == 0x84 else "5"
+
+
 def mqtt_section(host: str, port: int, client_id: str) -> dict[str, JSON]:
     return {
         "host": host,
         "port": port,
+        "protocol": broker_protocol(host, port),
         "client_id": client_id,
         "reconnect_min_ms": 100,
         "reconnect_max_ms": 2000,

@@ -117,6 +117,7 @@ def read_plan(
     auth_problems, warnings = _auth_problems(auth, cfg.result_source, console)
     software = _resolve_software(cfg.section("software") or SoftwareSettings(), cfg.source)
     integrity = IntegritySettings.from_section(cfg.section("integrity"))
+    warnings.extend(mqtt.warnings())
     if not software.configured:
         warnings.append(
             "[software] not configured: the installed software is not verified against a "

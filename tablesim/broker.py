@@ -2,7 +2,9 @@
 
 - :class:`EmbeddedBroker` runs an amqtt broker inside the caller's event loop, on
   loopback. ``tablectl demo`` uses it on machines without mosquitto. amqtt keeps
-  sessions and retained messages in memory only.
+  sessions and retained messages in memory only, and speaks MQTT 3.1.1 only
+  (:data:`AMQTT_PROTOCOL`): a table on it runs ``protocol = "3.1.1"``, where a
+  publication the broker refuses cannot be detected (docs/mqtt.md).
 - :class:`MosquittoProcess` starts ``mosquitto`` (``/usr/sbin/mosquitto`` or on
   ``PATH``) on a free loopback port with a generated configuration and on-disk
   persistence saved after every change, and can ``kill()`` it with SIGKILL and
@@ -37,6 +39,9 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
+#: The MQTT version amqtt speaks (it refuses an MQTT 5 CONNECT): what a table or client
+#: on the embedded broker must use. mosquitto speaks both; the table's default is 5.
+AMQTT_PROTOCOL = "3.1.1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +55,11 @@ class BrokerEndpoint:
     @property
     def url(self) -> str:
         return f"mqtt://{self.host}:{self.port}"
+
+    @property
+    def protocol(self) -> str:
+        """The MQTT version a table uses on it (``[mqtt] protocol``)."""
+        return AMQTT_PROTOCOL if self.kind == "amqtt" else "5"
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -96,6 +106,7 @@ class EmbeddedBroker:
     """
 
     kind = "amqtt"
+    protocol = AMQTT_PROTOCOL
 
     def __init__(self, host: str = LOOPBACK, port: int = 0) -> None:
         self.host = host
@@ -150,6 +161,8 @@ class BrokerProcess:
     """A broker in a child process on a fixed loopback port; killable and restartable."""
 
     kind = "?"
+    #: The MQTT version a table uses on it (``[mqtt] protocol``).
+    protocol = "5"
 
     def __init__(self, workdir: str | Path | None = None, port: int | None = None) -> None:
         self._own_dir = workdir is None
@@ -260,7 +273,15 @@ class MosquittoProcess(BrokerProcess):
     """mosquitto with persistence saved after every change (``autosave_on_changes``),
     or, with ``save_every_change=False``, once a second as
     ``config/broker/mosquitto-floor.conf`` recommends (what a crash loses of the last
-    second, the floor repairs with ``replay_rounds``: docs/mqtt.md)."""
+    second, the floor repairs with ``replay_rounds``: docs/mqtt.md).
+
+    ``max_queued_messages`` and ``max_inflight_messages`` are 0 (no limit) unless given
+    (None: mosquitto's own defaults, 1000 and 20). They change how it refuses: with
+    ``max_queued_messages 0`` mosquitto (2.0.16 to 2.0.20 at least, and Debian 12's
+    2.0.11 with its CVE-2023-28366 fix) closes the connection after the PUBACK of a
+    publication its ACL denies; with a limit it keeps the connection, as earlier
+    versions always do (docs/mqtt.md, "Refusals are seen"). ``max_inflight_messages`` is
+    the Receive Maximum it announces to MQTT 5 clients."""
 
     kind = "mosquitto"
 
@@ -274,6 +295,8 @@ class MosquittoProcess(BrokerProcess):
         save_every_change: bool = True,
         allow_anonymous: bool = True,
         extra_config: str = "",
+        max_queued_messages: int | None = 0,
+        max_inflight_messages: int | None = 0,
     ) -> None:
         found = binary or find_mosquitto()
         if found is None:
@@ -282,6 +305,8 @@ class MosquittoProcess(BrokerProcess):
         self.persistence = persistence
         self.save_every_change = save_every_change
         self.allow_anonymous = allow_anonymous
+        self.max_queued_messages = max_queued_messages
+        self.max_inflight_messages = max_inflight_messages
         #: Lines appended after the listener (TLS files, password_file...).
         self.extra_config = extra_config
         super().__init__(workdir, port)
@@ -290,8 +315,14 @@ class MosquittoProcess(BrokerProcess):
         lines = [
             f"listener {self.port} {self.host}",
             f"allow_anonymous {'true' if self.allow_anonymous else 'false'}",
-            "max_queued_messages 0",
-            "max_inflight_messages 0",
+            *(
+                f"{key} {value}"
+                for key, value in (
+                    ("max_queued_messages", self.max_queued_messages),
+                    ("max_inflight_messages", self.max_inflight_messages),
+                )
+                if value is not None
+            ),
             "log_type error",
             "log_type warning",
             "log_type notice",
@@ -326,6 +357,7 @@ class AmqttProcess(BrokerProcess):
     """amqtt in a child process (in-memory state: a kill loses sessions and retained)."""
 
     kind = "amqtt"
+    protocol = AMQTT_PROTOCOL
 
     def command(self) -> list[str]:
         return [

@@ -1,6 +1,9 @@
 """``tablectl demo``: a whole table on embedded defaults.
 
-One process runs: an embedded amqtt broker on loopback (unless ``--broker``), the
+One process runs: an embedded amqtt broker on loopback (unless ``--broker``; amqtt
+speaks MQTT 3.1.1 only, so the table runs ``protocol = "3.1.1"`` on it, where a
+publication the broker refused could not be detected: it says so; with ``--broker`` it
+runs MQTT 5, the table's default), the
 game's simulated result device on a pseudo-terminal (served by
 :func:`drivers.simulators.serve_simulator`; the daemon's driver opens it exactly as
 it would open ``/dev/ttyUSB0``), the table daemon on a temporary journal and a table
@@ -39,7 +42,7 @@ from firmware_host.games import GAME_IDS
 from firmware_host.jsonio import JSON
 from firmware_host.mqtt import MqttSettings
 
-from .broker import EmbeddedBroker
+from .broker import AMQTT_PROTOCOL, EmbeddedBroker
 from .dealer import Dealer
 from .floor_client import FloorClient, FloorMessage
 from .players import SimulatedPlayers
@@ -148,6 +151,12 @@ class DemoTable:
         #: table requires signed requests, as on a casino floor.
         self.principals: Principals = make_principals(self.tmp / "keys")
 
+    @property
+    def protocol(self) -> str:
+        """The table's MQTT version: 3.1.1 on the embedded amqtt (it speaks no other),
+        else 5."""
+        return AMQTT_PROTOCOL if self.broker is None else "5"
+
     async def __aenter__(self) -> DemoTable:
         await self.start()
         return self
@@ -165,10 +174,12 @@ class DemoTable:
             self.host, self.port = ep.host, ep.port
         plain = validate_document(table_document(self.game, {}), f"demo:{self.game}")
         self.devices, self.sims, self.served = await start_devices(plain, self.seed, self.speed)
-        # Short reconnect delays: the broker of a demo is at hand.
+        # Short reconnect delays: the broker of a demo is at hand. The protocol is said
+        # in so many words: MQTT 5 (the default) on a given broker, 3.1.1 on amqtt.
         mqtt = {
             "host": self.host,
             "port": self.port,
+            "protocol": self.protocol,
             "reconnect_min_ms": 100,
             "reconnect_max_ms": 2000,
         }
@@ -276,6 +287,32 @@ async def probe_broker(host: str, port: int, timeout: float = 5.0) -> str | None
     return None
 
 
+async def refuses_mqtt5(url: MqttSettings, timeout: float = 5.0) -> bool:
+    """Whether the broker refuses an MQTT 5 connection (CONNACK *Unsupported protocol
+    version*, 0x84: a 3.1.1-only broker, amqtt among them). Any other outcome (connected,
+    not authorised, no answer) is left to the table's own link and its log."""
+    import aiomqtt
+
+    client = aiomqtt.Client(
+        url.host,
+        url.port,
+        username=url.username or None,
+        password=url.read_password(),
+        identifier=f"tablectl-demo-probe-{os.getpid()}",
+        protocol=aiomqtt.ProtocolVersion.V5,
+        tls_context=url.tls_context(),
+        timeout=timeout,
+    )
+    try:
+        async with client:
+            return False
+    except aiomqtt.MqttCodeError as exc:
+        code: object = getattr(exc.rc, "value", exc.rc)
+        return code == 0x84
+    except (aiomqtt.MqttError, OSError):
+        return False
+
+
 async def run_demo(
     *,
     game: str,
@@ -304,6 +341,15 @@ async def run_demo(
             print(
                 f"error: cannot reach the MQTT broker {url.host}:{url.port} (--broker {broker}): "
                 f"{why}",
+                file=sys.stderr,
+            )
+            return 1
+        if await refuses_mqtt5(url):
+            print(
+                f"error: the MQTT broker {url.host}:{url.port} (--broker {broker}) does not "
+                "speak MQTT 5, the table's protocol (a 3.1.1 broker cannot say that it refuses "
+                "a publication); run the demo without --broker for its embedded MQTT 3.1.1 "
+                "broker",
                 file=sys.stderr,
             )
             return 1
@@ -359,7 +405,16 @@ async def run_demo(
         if not quiet:
             out(f"tablectl demo: {cfg.game.title} ({cfg.game.regulation}), table {cfg.table_id}")
             out(f"  seed {seed} (replay these rounds: {replay})")
-            out(f"  broker: {'embedded amqtt' if t.embedded else 'external'} on {t.host}:{t.port}")
+            out(
+                f"  broker: {'embedded amqtt' if t.embedded else 'external'} on {t.host}:{t.port}"
+                f", MQTT {t.protocol}"
+            )
+            if t.protocol != "5":
+                out(
+                    "  amqtt speaks MQTT 3.1.1 only: a publication the broker refused could not "
+                    "be detected here (no reason code in a 3.1.1 PUBACK); a casino table runs "
+                    "MQTT 5 (--broker mqtt://HOST:PORT, e.g. a mosquitto)"
+                )
             for name, dev in t.devices.items():
                 out(f"  device {name}: {dev['driver']} simulator on {dev['port']}")
             out(f"  configuration: {t.config_path}; journal: {t.tmp / 'journal.sqlite3'}")

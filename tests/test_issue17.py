@@ -126,7 +126,7 @@ async def test_point3_a_manual_table_plays_a_round_from_the_console(
     cfg = validate_document(doc, str(source), require_version=True)
     d = TableDaemon(
         cfg, state_dir=tmp_path, runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
+        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol),
     )  # fmt: skip
     with caplog.at_level(logging.INFO):
         await d.start()
@@ -327,7 +327,7 @@ async def test_point8_void_and_reload_have_their_line(
     )
     d = TableDaemon(
         load_config(path), config_path=path, state_dir=tmp_path, runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
+        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol),
     )  # fmt: skip
     with caplog.at_level(logging.INFO):
         await d.start()
@@ -362,7 +362,7 @@ async def test_point9_status_once_from_the_console_socket(
     )
     d = TableDaemon(
         cfg, state_dir=tmp_path, runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
+        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol),
     )  # fmt: skip
     await d.start()
     try:

@@ -20,18 +20,27 @@
   ``round_id``. Up to ``max_inflight`` entries are in flight at once; the publisher
   is woken by the journal whenever a commit adds outbox entries, and the round engine
   never waits for it.
-- Refusals are seen (issue 14 item 5). MQTT 5: a PUBACK with a reason code of 0x80
-  or above (mosquitto's ACL answers 0x87) leaves the entry unpublished; MQTT 3.1.1
-  has no refusal in PUBACK, and mosquitto 2.0 acknowledges a refused publication
-  and closes the connection, so there an entry counts as taken only once the
-  connection has outlived its PUBACK (:data:`CONFIRM_AFTER_S`, or a later PUBACK),
-  and one caught by :data:`DROPS_TO_FAULT` closed connections in a row is refused.
-  A refused SUBSCRIBE (SUBACK 0x80, or an MQTT 5 reason code) is retried. Each
-  refusal raises a :class:`LinkFault` (``PUBLISH_REFUSED``, ``SUBSCRIBE_REFUSED``):
-  one log line when raised and one when cleared, listed in the retained ``state``
-  (``link_faults``) and the console's ``status``; the topic is retried with
-  backoff, and a refused outbox entry holds back the entries after it (the floor
-  gets them in order or not yet), while everything else keeps flowing.
+- Refusals are seen (issue 14 item 5; issue 28). MQTT 5, the default: a PUBACK with
+  a reason code of 0x80 or above (mosquitto's ACL answers 0x87) leaves the entry
+  unpublished. A broker may also close the connection after refusing (mosquitto
+  2.0.16+, and Debian 12's 2.0.11, with ``max_queued_messages 0``): such an end blames
+  none of the entries sent around the refused one; the next outbox entry goes alone
+  (after one window of snapshots and answers), nothing else in flight until it is
+  proven taken, and :data:`DROPS_TO_FAULT` ends in a row while such a lone entry awaits
+  its proof refuse it. MQTT 3.1.1 has no refusal in PUBACK: an entry counts as taken
+  only once the connection has outlived its PUBACK (:data:`CONFIRM_AFTER_S`, or a later
+  PUBACK), which catches a broker that closes the connection; one that keeps it drops
+  a refused publication unseen, so on 3.1.1 the retained ``state`` says ``"refusals":
+  "undetectable"`` (``"visible"`` on MQTT 5), as do the console's ``status``, the log
+  and ``tablectl check-config``. A PUBACK 0x97 (quota exceeded) or 0x91 is
+  back-pressure, not a refusal: no fault, a pause, the entry again. The window never
+  exceeds the broker's Receive Maximum (its MQTT 5 CONNACK). A refused SUBSCRIBE
+  (SUBACK 0x80, or an MQTT 5 reason code) is retried. Each refusal raises a
+  :class:`LinkFault` (``PUBLISH_REFUSED``, ``SUBSCRIBE_REFUSED``): one log line when
+  raised and one when cleared, listed in the retained ``state`` (``link_faults``) and
+  the console's ``status``; the topic is retried with backoff, and a refused outbox
+  entry holds back the entries after it (the floor gets them in order or not yet),
+  while everything else keeps flowing.
 - Requests on ``bets/request`` and ``commands/request`` (retained and empty messages
   are not requests and are ignored) wait in one bounded queue per topic and are
   handed to the daemon's handler ``(topic, payload) -> response`` one at a time,
@@ -59,6 +68,7 @@ from .core import LinkFault, LinkStats
 from .link import FloorLink
 from .retained import BrokerUnreachable, read_retained
 from .settings import (
+    BACKPRESSURE_CODES,
     CONFIRM_AFTER_S,
     DROPS_TO_FAULT,
     IDLE_POLL_S,
@@ -76,6 +86,7 @@ from .settings import (
 )
 
 __all__ = [
+    "BACKPRESSURE_CODES",
     "CONFIRM_AFTER_S",
     "DROPS_TO_FAULT",
     "IDLE_POLL_S",

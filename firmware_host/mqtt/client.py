@@ -82,10 +82,28 @@ class _AckClient(aiomqtt.Client):
     ) -> None:
         super().__init__(*args, **kwargs)
         self.refused: dict[int, ReasonCode] = {}
+        #: MQTT 5: the broker's Receive Maximum from its CONNACK (QoS 1 publications it
+        #: takes unanswered at once; mosquitto: its ``max_inflight_messages``), or None
+        #: (MQTT 3.1.1, or a broker that sets no limit).
+        self.receive_maximum: int | None = None
         self._deliver = deliver
         #: The event loop's thread (the client is made there): writes from it go out at
         #: once; paho's connect runs in an executor thread and keeps aiomqtt's writer.
         self._loop_thread = threading.get_ident()
+
+    def _on_connect(
+        self,
+        client: Any,
+        userdata: Any,
+        flags: Any,
+        reason_code: Any,
+        properties: Any = None,
+    ) -> None:
+        """Keep the broker's Receive Maximum (MQTT 5 CONNACK): the link never has more
+        publications in flight than it (paho does not bound them by it)."""
+        limit = getattr(properties, "ReceiveMaximum", None)
+        self.receive_maximum = limit if isinstance(limit, int) and limit > 0 else None
+        super()._on_connect(client, userdata, flags, reason_code, properties)
 
     def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
         """Incoming messages go straight to ``deliver(topic, payload, retain)`` (the
@@ -122,6 +140,8 @@ class _AckClient(aiomqtt.Client):
                 return
             if not client.want_write():
                 return  # all written; paho dropped its write interest
+            if sock.fileno() < 0:
+                return  # closed by that write (the broker closed the connection): no writer
         super()._on_socket_register_write(client, userdata, sock)
 
     def send(

@@ -30,6 +30,7 @@ from ..topics import TopicError, check_topic
 from .client import OnAck, Sent, _AckClient, _refusal
 from .settings import (
     AFTER_PUBLICATION_MAX_S,
+    BACKPRESSURE_CODES,
     CONFIRM_AFTER_S,
     DROPS_TO_FAULT,
     IDLE_POLL_S,
@@ -88,6 +89,8 @@ class LinkStats:
     published: int = 0
     outbox_published: int = 0
     refused: int = 0
+    #: PUBACKs saying the broker's quota is exceeded (back-pressure, not a refusal).
+    throttled: int = 0
     requests: int = 0
     requests_refused_unread: int = 0
     handler_errors: int = 0
@@ -133,7 +136,10 @@ class LinkBase:
         self.stats = LinkStats()
         self._clock = clock
         self._rng = rng or random.Random()
-        self._state: dict[str, JSON] = {}
+        #: Whether the broker can say it refuses a publication (``visible``, MQTT 5) or
+        #: not (``undetectable``, 3.1.1): part of every ``state`` payload from the start.
+        self.refusals = settings.refusals
+        self._state: dict[str, JSON] = {"refusals": self.refusals}
         # suffix -> (version, payload); snapshots published are remembered by version.
         self._snapshots: dict[str, tuple[int, Mapping[str, JSON]]] = {}
         self._snap_sent: dict[str, int] = {}
@@ -156,8 +162,24 @@ class LinkBase:
         #: While the journal cannot be read ("read") or its marks written ("mark"):
         #: (retry at, failures in a row). A failing mark does not stop publishing.
         self._storage_holds: dict[str, tuple[float, int]] = {}
-        #: Outbox entry id -> connections that ended while it was in flight, in a row.
+        #: Outbox entry id -> connections that ended, in a row, while it was the only
+        #: publication in flight or awaiting its proof (see _count_drops).
         self._drops: dict[int, int] = {}
+        #: After a connection ended with outbox entries in flight: the next outbox entry
+        #: goes alone, with nothing else in flight, until one is proven taken.
+        self._careful = False
+        #: The outbox entry sent alone while careful, until it is proven taken, refused,
+        #: or caught by the connection's end.
+        self._probe: int | None = None
+        #: While careful: whether the window of snapshots and answers that goes before
+        #: each lone entry went.
+        self._others_went = False
+        #: Back-pressure (a PUBACK saying the broker's quota is exceeded): nothing new is
+        #: sent before this monotonic time; such answers in a row.
+        self._paused: tuple[float, int] = (0.0, 0)
+        #: The window on the current connection: ``max_inflight``, or the broker's
+        #: Receive Maximum (MQTT 5 CONNACK) when it is lower.
+        self.window = settings.max_inflight
         self._in_flight: dict[int, str] = {}
         #: Outbox entries the broker took whose "published" mark is not yet written:
         #: written together, once per turn of the publisher, after what it sent.
@@ -273,7 +295,8 @@ class LinkBase:
         """Update the retained ``state`` snapshot (game, phase, round_id, faults...).
 
         ``schema_version``, ``table_id``, ``availability``, ``software_version``,
-        ``link_faults``, ``since`` and ``updated_at`` are filled in by the link.
+        ``refusals``, ``link_faults``, ``since`` and ``updated_at`` are filled in by the
+        link.
         """
         self._state.update(fields)
         self._put_snapshot("state", self._state)
@@ -376,10 +399,12 @@ class LinkBase:
             pending: int | None = self.journal.outbox_pending_count()
         except JournalError:
             pending = None
-        return {
+        status: dict[str, JSON] = {
             "broker": f"{self.settings.host}:{self.settings.port}",
             "client_id": self.client_id,
             "root": self.root,
+            "protocol": self.settings.protocol,
+            "refusals": self.refusals,
             "connected": self.connected,
             "connected_since": s.connected_since,
             "connects": s.connects,
@@ -389,6 +414,8 @@ class LinkBase:
             "outbox_published": s.outbox_published,
             "outbox_pending": pending,
             "refused": s.refused,
+            "throttled": s.throttled,
+            "window": self.window,
             "faults": [f.to_json() for f in self.faults.values()],
             "acked_not_marked": len(self._acked_unmarked),
             "responses_queued": len(self._responses) + len(self._refusals),
@@ -400,6 +427,12 @@ class LinkBase:
             "puback_latency": s.puback.summary(),
             "last_error": s.last_error,
         }
+        if self.refusals != "visible":
+            status["warning"] = (
+                f"MQTT {self.settings.protocol}: a publication the broker refuses cannot be "
+                'detected (no reason code in its PUBACK); use [mqtt] protocol = "5"'
+            )
+        return status
 
     # -- faults: what the broker refuses ------------------------------------------------
     def _raise_fault(self, code: str, topic: str, message: str) -> None:
@@ -432,29 +465,46 @@ class LinkBase:
         return step * (0.5 + 0.5 * self._rng.random())
 
     def _count_drops(self) -> None:
-        """A connection ended with outbox entries in flight or acknowledged but not
-        confirmed. An MQTT 3.1.1 broker cannot say no to a publication (MQTT-3.3.5-2):
-        it acknowledges it or closes the connection, and mosquitto 2.0 does both (a
-        PUBACK, then the connection closed). Such entries were not marked published:
-        they go out again on the next connection. The same entry caught by
-        :data:`DROPS_TO_FAULT` ends in a row raises ``PUBLISH_REFUSED`` on its topic
-        and waits for its backoff, so that everything else still flows meanwhile."""
+        """A connection ended with outbox entries in flight, or acknowledged and not yet
+        confirmed (MQTT 3.1.1): they were not marked published, and go out again on the
+        next connection.
+
+        A broker may refuse a publication by closing the connection: an MQTT 3.1.1 broker
+        has no other way to say no (MQTT-3.3.5-2), some close it without a PUBACK, and
+        mosquitto 2.0 closes it after the PUBACK of a denied publication in some versions
+        and configurations only (``max_queued_messages 0``: docs/mqtt.md). Such an end
+        catches the refused entry and whatever was sent around it, which the broker took
+        or never read: none of them is blamed (a permitted topic must never be flagged).
+        The next outbox entry goes alone instead (``_careful``): nothing else in flight
+        until it is proven taken (MQTT 5: its PUBACK; 3.1.1: the connection outliving its
+        PUBACK). A connection that ends while that lone entry awaits its proof counts
+        against it; :data:`DROPS_TO_FAULT` such ends in a row raise ``PUBLISH_REFUSED``
+        on its topic, which then waits for its backoff, so that everything else still
+        flows meanwhile."""
         caught = dict(self._in_flight)
         caught.update({i: topic for i, (_, topic) in self._unconfirmed.items()})
         self._in_flight.clear()
         self._unconfirmed.clear()
-        for entry_id, topic in sorted(caught.items()):  # in the outbox's order
-            n = self._drops.get(entry_id, 0) + 1
-            self._drops[entry_id] = n
-            if n >= DROPS_TO_FAULT:
-                self._hold(topic)
-                self._raise_fault(
-                    "PUBLISH_REFUSED",
-                    topic,
-                    f"the broker closed the connection {n} times in a row just after outbox "
-                    f"entry {entry_id} was sent (how an MQTT 3.1.1 broker refuses a "
-                    "publication); the entry stays queued and holds back the outbox after it",
-                )
+        probe, self._probe = self._probe, None
+        self._others_went = False
+        if not caught:
+            return
+        self._careful = True
+        if probe is None or probe not in caught:
+            return
+        topic = caught[probe]
+        n = self._drops.get(probe, 0) + 1
+        self._drops[probe] = n
+        if n >= DROPS_TO_FAULT:
+            self._hold(topic)
+            self._raise_fault(
+                "PUBLISH_REFUSED",
+                topic,
+                f"the broker closed the connection {n} times in a row while outbox entry "
+                f"{probe} was the only publication in flight or just acknowledged (how a "
+                "broker may refuse a publication without saying so); the entry stays queued "
+                "and holds back the outbox after it",
+            )
 
     def _on_connected(self) -> None:
         self.stats.connects += 1
@@ -472,6 +522,16 @@ class LinkBase:
 
     def _on_error(self, exc: BaseException) -> None:
         msg = f"{type(exc).__name__}: {exc}"
+        code: object = getattr(getattr(exc, "rc", None), "value", getattr(exc, "rc", None))
+        if (
+            isinstance(exc, aiomqtt.MqttCodeError)
+            and code == 0x84
+            and self.settings.protocol == "5"
+        ):
+            msg += (
+                ' (the broker does not speak MQTT 5: upgrade it, or set [mqtt] protocol = "3.1.1",'
+                " where a publication it refuses cannot be detected)"
+            )
         if not self._connected.is_set():
             self.stats.connect_failures += 1
         if msg != self.stats.last_error:
@@ -517,6 +577,8 @@ class LinkBase:
         now = time.monotonic()
         until = [t for t, _ in self._holds.values()]
         until.extend(t for t, _ in self._storage_holds.values())
+        if self._paused[0] > now:
+            until.append(self._paused[0])
         if self._unconfirmed:
             until.append(min(t for t, _ in self._unconfirmed.values()) + CONFIRM_AFTER_S)
         soonest = min(until, default=now + IDLE_POLL_S)
@@ -581,22 +643,31 @@ class LinkBase:
         self._acked_unmarked.clear()
         self._storage_ok("mark")
 
-    def _next_batch(self, room: int | None = None) -> list[_Item]:
-        """What to publish next, at most ``room`` items (default ``max_inflight``), none
-        of them already in flight. On a new connection the ``state`` snapshot goes first
+    def _next_batch(self, room: int | None = None, *, window_empty: bool = True) -> list[_Item]:
+        """What to publish next, at most ``room`` items (default: the window), none of
+        them already in flight. On a new connection the ``state`` snapshot goes first
         (availability before anything else); after that the journal's outbox (settled
         rounds, lifecycle events) goes before snapshots, which only need their latest
         value, and responses come last: neither a burst of snapshot updates nor a
         stream of requests may hold back the table's own output (answers to requests that
-        acted go before refusals). A topic the broker
-        refused waits for its backoff; a refused outbox entry holds back every entry
-        after it (the floor gets them in order or not at all).
+        acted go before refusals). A topic the broker refused waits for its backoff; a
+        refused outbox entry holds back every entry after it (the floor gets them in
+        order or not at all).
 
         The outbox is read from the journal after the last entry handed to the client
-        on this connection (each entry is read once, by its primary key)."""
+        on this connection (each entry is read once, by its primary key).
+
+        Careful (after a connection ended with outbox entries in flight, or a refused
+        entry: see :meth:`_count_drops`): the next outbox entry goes alone, once the
+        window is empty (``window_empty``), and nothing else goes until it is proven
+        taken; before each such entry, one window of snapshots and answers goes first,
+        so that an entry a broker refuses by closing the connection cannot keep them from
+        the floor. While the broker pushes back (a quota exceeded), nothing is sent."""
         now = time.monotonic()
         if room is None:
-            room = self.settings.max_inflight
+            room = self.window
+        if now < self._paused[0] or (self._careful and self._probe is not None):
+            return []
         # Snapshots due (serialised only if they go in the batch: the outbox often fills it).
         due = [
             (suffix, version, body)
@@ -622,17 +693,33 @@ class LinkBase:
             ]
 
         announced = "state" in self._snap_sent or "state" not in self._snapshots
+
+        def others(batch: list[_Item]) -> list[_Item]:
+            """``batch`` filled with the snapshots due, then the responses."""
+            if announced and len(batch) < room and due:
+                batch.extend(snapshots(room - len(batch)))
+            for queue in (self._responses, self._refusals):
+                for key, (topic, raw, qos) in queue.items():
+                    if len(batch) >= room:
+                        break
+                    if key not in self._resp_in_flight and not self._held(topic, now):
+                        batch.append(_Item("response", topic, raw, qos, False, key))
+            return batch
+
         batch: list[_Item] = [] if announced else snapshots(room)
+        if self._careful and not self._others_went:
+            self._others_went = True  # once before each lone entry
+            if others(batch):
+                return batch
         if len(batch) < room and self._storage_ready("read", now):
             skip = self._acked_unmarked.keys() | self._unconfirmed.keys() | self._marks.keys()
             skip |= self._in_flight.keys()
             # Only those after the cursor can come back in the read (after a refusal
             # moved it back): each entry read is one payload copied out of SQLite.
             ahead = sum(1 for i in skip if i > self._outbox_after)
+            wanted = 1 if self._careful else room - len(batch)
             try:
-                entries = self.journal.outbox_pending(
-                    room - len(batch) + ahead, after_id=self._outbox_after
-                )
+                entries = self.journal.outbox_pending(wanted + ahead, after_id=self._outbox_after)
             except JournalError as exc:
                 self._storage_failed("read", exc)
                 entries = []
@@ -643,16 +730,16 @@ class LinkBase:
                     continue
                 if self._held(e.topic, now) or len(batch) >= room:
                     break
+                if self._careful:
+                    # Alone, once what is in flight (the state before it) is answered;
+                    # nothing more meanwhile, so that the window drains.
+                    if batch or not window_empty:
+                        return batch
+                    self._probe = e.id
+                    self._others_went = False
+                    return [self._outbox_item(e)]
                 batch.append(self._outbox_item(e))
-        if announced and len(batch) < room and due:
-            batch.extend(snapshots(room - len(batch)))
-        for queue in (self._responses, self._refusals):
-            for key, (topic, raw, qos) in queue.items():
-                if len(batch) >= room:
-                    break
-                if key not in self._resp_in_flight and not self._held(topic, now):
-                    batch.append(_Item("response", topic, raw, qos, False, key))
-        return batch
+        return others(batch)
 
     @staticmethod
     def _outbox_item(e: OutboxEntry) -> _Item:
@@ -711,7 +798,10 @@ class LinkBase:
         accepted, or refused."""
         self.stats.puback.add(time.perf_counter() - sent_at)
         if refused is not None:
-            self._refused(item, refused)
+            if refused.value in BACKPRESSURE_CODES:
+                self._pushed_back(item, refused)
+            else:
+                self._refused(item, refused)
             return
         self._accepted(item)
 
@@ -726,6 +816,11 @@ class LinkBase:
         self._hold(item.topic)
         if item.kind == "outbox":  # read again from it (it holds back the entries after it)
             self._outbox_after = min(self._outbox_after, item.ref - 1)
+            # Tried again alone when its hold ends, so that the entries after it are not
+            # taken ahead of it at every retry (only those already sent with it).
+            self._careful = True
+            if item.ref == self._probe:
+                self._probe = None
         what = {"outbox": "outbox entry", "snapshot": "snapshot", "response": "response"}
         self._raise_fault(
             "PUBLISH_REFUSED",
@@ -735,6 +830,27 @@ class LinkBase:
             + (" and holds back the outbox after it" if item.kind == "outbox" else ""),
         )
 
+    def _pushed_back(self, item: _Item, reason: ReasonCode) -> None:
+        """The broker did not take ``item`` for want of room (PUBACK 0x97 *Quota
+        exceeded*...): not a refusal of its topic, no fault. It stays queued (an outbox
+        entry is read again, in order), and nothing new is sent for a backoff that grows
+        while the broker keeps pushing back (logged once, until it takes one again)."""
+        self.stats.throttled += 1
+        if item.kind == "outbox":
+            self._outbox_after = min(self._outbox_after, item.ref - 1)
+            self._careful = True  # goes again alone, as a refused entry
+            if item.ref == self._probe:
+                self._probe = None
+        _, n = self._paused
+        if n == 0:
+            log.warning(
+                "mqtt: the broker did not take a publication on %s: %s; not a refusal: "
+                "publishing pauses and it goes again",
+                item.topic,
+                _refusal(reason),
+            )
+        self._paused = (time.monotonic() + self._backoff(n), n + 1)
+
     def _hold(self, topic: str) -> None:
         """Nothing more on ``topic`` before its backoff ends (refusals in a row grow it)."""
         _, n = self._holds.get(topic, (0.0, 0))
@@ -742,6 +858,9 @@ class LinkBase:
 
     def _accepted(self, item: _Item) -> None:
         self.stats.published += 1
+        if self._paused[1]:
+            log.info("mqtt: the broker takes publications again")
+            self._paused = (0.0, 0)
         if self._unconfirmed:
             # An acknowledgement after them: the connection outlived theirs.
             self._confirm(list(self._unconfirmed))
@@ -770,8 +889,10 @@ class LinkBase:
 
     def _confirm_unconfirmed(self) -> None:
         """MQTT 3.1.1: entries acknowledged :data:`CONFIRM_AFTER_S` ago on a connection
-        still open were taken (mosquitto closes the connection at once after
-        acknowledging a publication it refused)."""
+        still open count as taken. A broker that refuses by closing the connection
+        closes it at once after the PUBACK (mosquitto with ``max_queued_messages 0``);
+        one that keeps it (mosquitto with a limit) drops a refused publication unseen:
+        on 3.1.1 this is all a client can know (``refusals``: ``undetectable``)."""
         if not self._unconfirmed:
             return
         limit = time.monotonic() - CONFIRM_AFTER_S
@@ -788,6 +909,9 @@ class LinkBase:
             if entry is not None:
                 topics[i] = entry[1]
             self._drops.pop(i, None)
+            if i == self._probe:  # proven taken: the connection delivers, back to the window
+                self._probe = None
+                self._careful = False
         for topic in set(topics.values()):
             self._taken(topic)
         self._marks.update(dict.fromkeys(ids))

@@ -190,6 +190,12 @@ class FloorLink(LinkBase):
         ever more slowly, never in a storm."""
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
+        if self.refusals != "visible":
+            log.warning(
+                "mqtt: MQTT %s: a publication the broker refuses cannot be detected (its "
+                'PUBACK has no reason code); use protocol = "5" (docs/mqtt.md)',
+                self.settings.protocol,
+            )
         self.journal.add_outbox_listener(self._outbox_grew)
         worker = asyncio.create_task(self._serve_requests(), name="floor-link-requests")
         stable_after = min(STABLE_CONNECTION_S, self.settings.reconnect_max_ms / 1000)
@@ -446,13 +452,24 @@ class FloorLink(LinkBase):
         online = self._state_payload("online")
         await self._publish(client, _Item("snapshot", "state", online, 1, True, ("state", version)))
         inflight = _Window(self, client, self.settings.publish_timeout_ms / 1000)
+        # Never more in flight than the broker takes (MQTT 5 Receive Maximum: a broker may
+        # refuse a publication beyond it, 0x97, or close the connection, 0x93).
+        window = min(self.settings.max_inflight, client.receive_maximum or 1 << 16)
+        window, self.window = self.window, window
+        if self.window < self.settings.max_inflight and self.window != window:
+            log.info(
+                "mqtt: the broker takes at most %d publication(s) in flight (its Receive "
+                "Maximum); max_inflight = %d is bounded by it",
+                self.window,
+                self.settings.max_inflight,
+            )
 
         def fill() -> int:
             """Hand the next batch to the client (written to the socket at once, before
             anything else runs), each PUBACK answered through the window; the room
             there was."""
-            room = self.settings.max_inflight - len(inflight)
-            for item in self._next_batch(room) if room > 0 else ():
+            room = self.window - len(inflight)
+            for item in self._next_batch(room, window_empty=not inflight) if room > 0 else ():
                 inflight.send(item)
             return room
 

@@ -32,14 +32,19 @@ MAX_INCOMING_QUEUED = 10_000
 #: A connection that held this long (or ``reconnect_max_ms``, if shorter) restarts the
 #: reconnect backoff from ``reconnect_min_ms``; a shorter one keeps it growing.
 STABLE_CONNECTION_S = 10.0
-#: Connections ended in a row with the same outbox entry in flight that raise
-#: ``PUBLISH_REFUSED`` (an MQTT 3.1.1 broker closing the connection to refuse it).
+#: Connections ended in a row, each while the same outbox entry was the only publication
+#: in flight (or acknowledged and not yet confirmed), that raise ``PUBLISH_REFUSED`` on
+#: its topic (a broker closing the connection to refuse it: see ``LinkBase._count_drops``).
 DROPS_TO_FAULT = 3
 #: Most incoming packets read per wake-up of the socket (then other tasks run).
 READ_BURST = 256
 #: MQTT 3.1.1: an acknowledged outbox entry counts as taken once the connection has
 #: stayed open this long after its PUBACK (or another PUBACK came after it), seconds.
 CONFIRM_AFTER_S = 0.5
+#: PUBACK reason codes (MQTT 5) that are back-pressure, not a refusal of the topic: the
+#: publication is not taken, everything waits a backoff and goes again (0x97 Quota
+#: exceeded; 0x91 Packet Identifier in use, a message id the broker still holds).
+BACKPRESSURE_CODES = frozenset({0x97, 0x91})
 #: The publisher's safety-net poll when nothing wakes it, seconds.
 IDLE_POLL_S = 5.0
 #: Work queued with ``after_publication`` waits at most this long for the outbox's
@@ -96,7 +101,14 @@ MQTT_SPECS: dict[str, FieldSpec] = {
         "bool", False, doc="skip broker certificate verification (tests only)"
     ),
     "keepalive": FieldSpec("int", 30, doc="keepalive interval, seconds", range=(5, 3600)),
-    "protocol": FieldSpec("str", "3.1.1", doc="MQTT protocol version", choices=("3.1.1", "5")),
+    "protocol": FieldSpec(
+        "str",
+        "5",
+        doc="MQTT protocol version: on 5 the broker's PUBACK says when it refuses a "
+        "publication; on 3.1.1 it cannot, and a broker may acknowledge a publication it "
+        "drops without the table knowing (check-config warns)",
+        choices=("3.1.1", "5"),
+    ),
     "session_expiry": FieldSpec(
         "int",
         7 * 24 * 3600,
@@ -111,7 +123,8 @@ MQTT_SPECS: dict[str, FieldSpec] = {
         "int",
         16,
         doc="QoS 1 publications awaiting PUBACK at once (each written as soon as it is queued; "
-        "a round and its anchor go out together)",
+        "a round and its anchor go out together; never more than the broker's MQTT 5 "
+        "Receive Maximum)",
         range=(1, 1000),
     ),
     "connect_timeout_ms": FieldSpec(
@@ -146,7 +159,7 @@ class MqttSettings:
     tls_key: str = ""
     tls_insecure: bool = False
     keepalive: int = 30
-    protocol: str = "3.1.1"
+    protocol: str = "5"
     session_expiry: int = 7 * 24 * 3600
     reconnect_min_ms: int = 250
     reconnect_max_ms: int = 30_000
@@ -188,6 +201,27 @@ class MqttSettings:
             kw["password"] = password
         kw.update(overrides)
         return MqttSettings(**kw)
+
+    @property
+    def refusals(self) -> str:
+        """``visible``: the broker can say that it refuses a publication (MQTT 5, a PUBACK
+        reason code); ``undetectable``: it cannot (MQTT 3.1.1, whose PUBACK has no reason
+        code), and a broker that acknowledges a publication and drops it, keeping the
+        connection, loses it without the table knowing. In the retained ``state`` and the
+        console's ``status``."""
+        return "visible" if self.protocol == "5" else "undetectable"
+
+    def warnings(self) -> list[str]:
+        """What ``tablectl check-config`` warns about in ``[mqtt]`` (the table runs)."""
+        if self.protocol == "5":
+            return []
+        return [
+            'mqtt.protocol = "3.1.1": the table cannot detect a publication the broker '
+            "refuses (a 3.1.1 PUBACK has no reason code, and a broker such as mosquitto 2.0 "
+            "may acknowledge a publication its ACL denies and drop it, keeping the "
+            'connection): a settled round can be lost unseen. Use protocol = "5" '
+            '(docs/mqtt.md, "Refusals are seen")'
+        ]
 
     def read_password(self) -> str | None:
         if self.password is not None:

@@ -77,7 +77,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=0,
         help="exit 0 after N settled rounds (default: run until Ctrl-C)",
     )
-    p.add_argument("--broker", help="use this broker (mqtt://host:port) instead of an embedded one")
+    p.add_argument(
+        "--broker",
+        help="use this MQTT 5 broker (mqtt://host:port) instead of the embedded one (amqtt, "
+        "MQTT 3.1.1 only: there a refused publication could not be detected)",
+    )
     p.add_argument("--speed", type=float, default=1.0, help="speed factor (2 = twice as fast)")
     p.add_argument(
         "--seed",

@@ -31,6 +31,32 @@ from tablesim.broker import MosquittoProcess, find_mosquitto
 
 REPO = Path(__file__).resolve().parents[2]
 ACL_EXAMPLE = REPO / "config" / "broker" / "acl.example"
+FLOOR_CONF = REPO / "config" / "broker" / "mosquitto-floor.conf"
+
+
+def shipped_limits() -> dict[str, int | None]:
+    """``max_queued_messages`` and ``max_inflight_messages`` as the shipped floor
+    broker configuration sets them (None: not set, mosquitto's default)."""
+    found: dict[str, int | None] = {"max_queued_messages": None, "max_inflight_messages": None}
+    for line in FLOOR_CONF.read_text().splitlines():
+        key, _, value = line.partition("#")[0].strip().partition(" ")
+        if key in found:
+            found[key] = int(value)
+    return found
+
+
+#: The queue limits the link is tried under (``MosquittoProcess`` keywords): how mosquitto
+#: answers a refused publication, and the Receive Maximum it announces, depend on them.
+BROKER_LIMITS: dict[str, dict[str, int | None]] = {
+    # No limits (the tests' default): mosquitto closes the connection after a refusal.
+    "unlimited": {"max_queued_messages": 0, "max_inflight_messages": 0},
+    # mosquitto's defaults (1000 queued, 20 in flight): it keeps the connection.
+    "defaults": {"max_queued_messages": None, "max_inflight_messages": None},
+    # config/broker/mosquitto-floor.conf.
+    "shipped": shipped_limits(),
+    # Small: 2 queued, 2 in flight (a Receive Maximum of 2, below the link's window).
+    "small": {"max_queued_messages": 2, "max_inflight_messages": 2},
+}
 DYNSEC_PLUGIN_PATHS = (
     "/usr/lib/x86_64-linux-gnu/mosquitto_dynamic_security.so",
     "/usr/lib/aarch64-linux-gnu/mosquitto_dynamic_security.so",
@@ -57,8 +83,11 @@ def write_passwd(directory: Path, users: Mapping[str, str]) -> Path:
     return path
 
 
-def acl_broker(directory: Path, acl_text: str, users: Mapping[str, str]) -> MosquittoProcess:
-    """mosquitto on loopback with ``users`` and the ACL ``acl_text`` (started)."""
+def acl_broker(
+    directory: Path, acl_text: str, users: Mapping[str, str], **limits: int | None
+) -> MosquittoProcess:
+    """mosquitto on loopback with ``users`` and the ACL ``acl_text`` (started);
+    ``limits``: its ``max_queued_messages`` / ``max_inflight_messages`` (0 unless given)."""
     directory.mkdir(parents=True, exist_ok=True)
     passwd = write_passwd(directory, users)
     acl = directory / "acl"
@@ -68,6 +97,7 @@ def acl_broker(directory: Path, acl_text: str, users: Mapping[str, str]) -> Mosq
         persistence=False,
         allow_anonymous=False,
         extra_config=f"password_file {passwd}\nacl_file {acl}\nset_tcp_nodelay true",
+        **limits,
     )
     b.start()
     return b

@@ -20,7 +20,9 @@ from firmware_host.timefmt import iso_utc, utc_now
 
 
 def settings_for(b: Any, **kw: Any) -> MqttSettings:
-    """Link settings for broker ``b`` (its host and port), reconnecting fast."""
+    """Link settings for broker ``b`` (its host, port and the MQTT version it speaks:
+    amqtt 3.1.1 only), reconnecting fast."""
+    kw.setdefault("protocol", b.protocol)
     return MqttSettings(host=b.host, port=b.port, reconnect_min_ms=20, reconnect_max_ms=300, **kw)
 
 

@@ -79,7 +79,9 @@ async def table(tmp_path: Path, amqtt_broker):  # type: ignore[no-untyped-def]
         config(term.path, tmp_path / "keys"),
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
+        mqtt=MqttSettings(
+            host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol
+        ),
     )
     await d.start()
     try:
@@ -107,6 +109,9 @@ async def test_login_recall_void_and_audit(table) -> None:  # type: ignore[no-un
     assert "fan" in recall and b"KEY 2".hex() in recall and "settled" in recall
     status = await term.cmd("status")
     assert "phase: idle" in status
+    # amqtt speaks MQTT 3.1.1 only: the console says refusals cannot be detected (issue 28)
+    assert "protocol: 3.1.1" in status and "refusals: undetectable" in status
+    assert "a publication the broker refuses cannot be detected" in status
     # the journal's chain head and the audit key it is keyed with (issue 15)
     seq, head = d.journal.chain_head()
     assert head in status and str(seq) in status and d.journal.audit_key_id in status

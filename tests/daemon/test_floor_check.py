@@ -264,7 +264,7 @@ def daemon(tmp_path: Path, broker: Any, journal_dir: Path) -> TableDaemon:
         cfg,
         state_dir=journal_dir,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=broker.host, port=broker.port, reconnect_min_ms=20,
+        mqtt=MqttSettings(host=broker.host, port=broker.port, protocol=broker.protocol, reconnect_min_ms=20,
                           reconnect_max_ms=200),
     )  # fmt: skip
 
@@ -339,7 +339,9 @@ async def test_the_daemon_waits_for_an_unreachable_broker_then_checks(tmp_path: 
     cfg = fantan(tmp_path)
     d = TableDaemon(
         cfg, state_dir=tmp_path, runtime_dir=tmp_path,
-        mqtt=MqttSettings(port=port, reconnect_min_ms=20, reconnect_max_ms=100),
+        mqtt=MqttSettings(
+            port=port, protocol=EmbeddedBroker.protocol, reconnect_min_ms=20, reconnect_max_ms=100
+        ),
     )  # fmt: skip
     await d.start()
     broker = EmbeddedBroker(port=port)

@@ -26,7 +26,7 @@ def make(tmp_path: Path, broker) -> TableDaemon:  # type: ignore[no-untyped-def]
         cfg,
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=broker.host, port=broker.port),
+        mqtt=MqttSettings(host=broker.host, port=broker.port, protocol=broker.protocol),
     )
 
 

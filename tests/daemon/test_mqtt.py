@@ -185,7 +185,7 @@ from firmware_host.journal import Journal
 from firmware_host.mqtt import FloorLink, MqttSettings
 async def main():
     journal = Journal(sys.argv[1], identity=TableIdentity(Ed25519PrivateKey.generate()))
-    link = FloorLink(MqttSettings(host="127.0.0.1", port=int(sys.argv[2]), keepalive=5), "t1", journal)
+    link = FloorLink(MqttSettings(host="127.0.0.1", port=int(sys.argv[2]), protocol=sys.argv[3], keepalive=5), "t1", journal)
     link.set_state(game="sicbo", phase="open")
     link.start()
     await link.wait_connected(20)
@@ -201,7 +201,8 @@ async def test_last_will_marks_the_table_offline_when_its_process_is_killed(
 ) -> None:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     child = subprocess.Popen(
-        [sys.executable, "-c", WILL_CHILD, str(tmp_path / "child.sqlite3"), str(broker_process.port)],
+        [sys.executable, "-c", WILL_CHILD, str(tmp_path / "child.sqlite3"), str(broker_process.port),
+         broker_process.protocol],
         stdout=subprocess.PIPE, env=env, text=True,
     )  # fmt: skip
     try:
@@ -274,7 +275,13 @@ async def test_rounds_settled_while_the_broker_is_down_arrive_in_order_after(
     # gate, on a loaded machine the link's reconnect (every <= 300 ms) won that race.
     gate = Gate((broker_process.host, broker_process.port))
     link = FloorLink(
-        MqttSettings(host=gate.host, port=gate.port, reconnect_min_ms=20, reconnect_max_ms=300),
+        MqttSettings(
+            host=gate.host,
+            port=gate.port,
+            protocol=broker_process.protocol,
+            reconnect_min_ms=20,
+            reconnect_max_ms=300,
+        ),
         "t1",
         journal,
     )

@@ -33,7 +33,7 @@ async def run_stream(
 ) -> tuple[list[str], Collector, FloorLink, int]:
     col = await Collector(broker.host, broker.port, f"{ROOT}/rounds", "floor-faults").start()
     link = FloorLink(
-        MqttSettings(host=broker.host, port=broker.port, reconnect_min_ms=20, reconnect_max_ms=250),
+        MqttSettings(host=broker.host, port=broker.port, protocol=broker.protocol, reconnect_min_ms=20, reconnect_max_ms=250),
         "t1", journal, rng=rng,
     )  # fmt: skip
     link.start()

@@ -8,12 +8,17 @@ the ACL is fixed (mosquitto reloads it on SIGHUP), and the table must say so: a
 (``link_faults``) and in the console's status, one log line when it is raised and one
 when it clears, retries with backoff, no reconnect storm.
 
-What mosquitto 2.0 does, found here: on MQTT 5 it answers the refused QoS 1 PUBLISH
-with PUBACK reason code 0x87 (Not authorized) and then closes the connection; on MQTT
-3.1.1 (whose PUBACK has no reason code) it answers a plain PUBACK and closes the
-connection. On 3.1.1 the table therefore counts a publication as taken only once the
-connection has outlived its PUBACK, and raises the fault after the same entry was
-caught by ``DROPS_TO_FAULT`` closed connections in a row.
+What mosquitto 2.0 does, found here (2.0.11 of Debian 12, with its CVE-2023-28366 fix):
+on MQTT 5 it answers a refused QoS 1 PUBLISH with PUBACK reason code 0x87 (Not
+authorized); on MQTT 3.1.1 (whose PUBACK has no reason code) with a plain PUBACK.
+Whether it then closes the connection depends on ``max_queued_messages``: with 0 (no
+limit, the tests' broker) it does (its refusal path returns QUOTA_EXCEEDED, logged as
+"Bad socket read/write ... Unknown error"), with a limit (its default 1000, the shipped
+100000) it keeps it. On 3.1.1 the table counts a publication as taken only once the
+connection has outlived its PUBACK, and a connection's end blames only an outbox entry
+that was alone in flight; ``DROPS_TO_FAULT`` such ends in a row raise the fault. A 3.1.1
+broker that keeps the connection drops the publication unseen: the table says
+``"refusals": "undetectable"`` and check-config warns.
 
 A refused subscription needs a broker that refuses SUBSCRIBE: mosquitto's
 ``acl_file`` grants every subscription and filters at delivery (so a table whose ACL
@@ -32,11 +37,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _acl_support import Probe, acl_broker, dynsec_broker, need_mosquitto_tools, reload_broker
+from _acl_support import (
+    BROKER_LIMITS,
+    Probe,
+    acl_broker,
+    dynsec_broker,
+    need_mosquitto_tools,
+    reload_broker,
+)
 from _mqtt_support import play_round
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from firmware_host.auth import TableIdentity
+from firmware_host.config import validate_document
 from firmware_host.journal import Journal, OutboxMessage
 from firmware_host.mqtt import DROPS_TO_FAULT, FloorLink, MqttSettings
 from firmware_host.schemas import validate
@@ -207,3 +220,166 @@ async def test_a_refused_subscription_raises_a_fault_and_is_retried(
         journal.close()
         floor.close()
         broker.close()
+
+
+# -- a refused round (issue 28): seen, held, answered around, delivered in order ---------
+#: Every topic the table publishes, but `rounds`.
+TABLE_TOPICS = ("state", "events", "anchor", "jackpot", "board", "stats", "alerts",
+                "devices/+", "bets/response", "commands/response")  # fmt: skip
+NO_ROUNDS_ACL = (
+    "".join(f"pattern write casino/tables/%u/{t}\n" for t in TABLE_TOPICS)
+    + "pattern read casino/tables/%u/bets/request\n"
+    + "pattern read casino/tables/%u/commands/request\n"
+    + f"user {ADMIN}\ntopic readwrite #\n"
+)
+ROUNDS_ACL = NO_ROUNDS_ACL + "pattern write casino/tables/%u/rounds\n"
+
+
+def answer(topic: str, payload: bytes) -> dict[str, Any]:
+    """The link's request handler: every request answered ``ok``."""
+    return {"request_id": json.loads(payload)["request_id"], "status": "ok"}
+
+
+def answered(floor: Probe) -> set[str]:
+    return {
+        json.loads(p)["request_id"] for t, p in floor.received if t == f"{ROOT}/commands/response"
+    }
+
+
+def first_deliveries(floor: Probe, suffix: str) -> list[str]:
+    """The ``round_id`` (or the payload) of each message on ``suffix``, first deliveries
+    only, in arrival order (a duplicate re-delivery is the floor's to drop)."""
+    seen: dict[str, None] = {}
+    for t, p in floor.received:
+        if t == f"{ROOT}/{suffix}":
+            body = json.loads(p)
+            seen.setdefault(str(body.get("round_id", body)), None)
+    return list(seen)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "limits"),
+    [("5", name) for name in BROKER_LIMITS] + [("3.1.1", "unlimited")],
+)
+async def test_a_refused_round_is_seen_held_and_delivered_in_order_and_nothing_else_stops(
+    tmp_path: Path, protocol: str, limits: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The broker's ACL denies `rounds`. The round is not marked published, the fault is
+    raised on `rounds` and on nothing the broker permits (the anchor sent with the round
+    and the entries after it used to be flagged when mosquitto closed the connection
+    after refusing: three ends in a row catching them), a request is answered meanwhile
+    (its answer used to go behind the refused round on every connection, which the
+    broker closed), and once the ACL is fixed the rounds arrive, in order.
+
+    MQTT 5 under each broker configuration (mosquitto closes the connection after a
+    refusal with ``unlimited`` only); MQTT 3.1.1 where mosquitto closes the connection
+    (the only way a 3.1.1 broker can be seen to refuse)."""
+    caplog.set_level(logging.INFO, logger="firmware_host.mqtt")
+    broker = acl_broker(
+        tmp_path / "b", NO_ROUNDS_ACL, {"t1": TABLE_PW, ADMIN: "admin-pw"}, **BROKER_LIMITS[limits]
+    )
+    floor = Probe(broker, ADMIN, "admin-pw")
+    floor.subscribe(f"{ROOT}/#")
+    journal = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
+    ids = [play_round(journal), play_round(journal)]  # anchors, round, anchors, round
+    journal.enqueue(OutboxMessage("events", {"event": "betting_open"}))
+    entries = [e.id for e in journal.outbox_pending(100)]
+    (first_round,) = [e.id for e in journal.outbox_pending(100) if e.topic == "rounds"][:1]
+    link = FloorLink(settings(broker, protocol), "t1", journal, handler=answer)
+    link.start()
+    try:
+        await until(lambda: ("PUBLISH_REFUSED", "rounds") in link.faults, 20, "the fault")
+        assert not floor.publish(f"{ROOT}/commands/request", b'{"request_id": "r1"}').is_failure
+        await until(lambda: "r1" in answered(floor), 20, "the answer while the round is refused")
+        await asyncio.sleep(1.0)  # retried meanwhile
+
+        assert set(link.faults) == {("PUBLISH_REFUSED", "rounds")}, link.faults
+        pending = {e.id for e in journal.outbox_pending(100)}
+        assert first_round in pending  # not marked
+        assert not first_deliveries(floor, "rounds")
+        status = link.get_status()
+        assert (status["protocol"], status["refusals"]) == (protocol, link.refusals)
+        assert [f["topic"] for f in status["faults"]] == ["rounds"]  # type: ignore[index,union-attr]
+        states = [json.loads(p) for t, p in floor.received if t == f"{ROOT}/state"]
+        assert [f["topic"] for f in states[-1]["link_faults"]] == ["rounds"]
+        assert states[-1]["refusals"] == ("visible" if protocol == "5" else "undetectable")
+        validate("state", states[-1])
+
+        (broker.workdir.parent / "acl").write_text(ROUNDS_ACL)
+        reload_broker(broker)
+        await until(lambda: journal.outbox_pending_count() == 0, 30, "the outbox drained")
+        await until(lambda: not link.faults, 10, "the fault cleared")
+        floor.wait_received(len(floor.received) + 1, 1)
+        assert first_deliveries(floor, "rounds") == ids  # every round, in order
+        assert len(first_deliveries(floor, "events")) == 1
+        assert link.stats.outbox_published >= len(entries)
+    finally:
+        await link.stop()
+        journal.close()
+        floor.close()
+        broker.close()
+    flagged = {r.getMessage().split(":")[1].split(" on ")[-1] for r in caplog.records
+               if "PUBLISH_REFUSED on" in r.getMessage() and "cleared" not in r.getMessage()}  # fmt: skip
+    assert flagged == {"rounds"}, flagged
+    assert len(lines(caplog, "PUBLISH_REFUSED on rounds:")) == 1
+
+
+async def test_on_mqtt_3_1_1_a_broker_keeping_the_connection_loses_a_refused_round_unseen(
+    tmp_path: Path,
+) -> None:
+    """The limit the 3.1.1 warning states: mosquitto as shipped (``max_queued_messages``
+    set) answers a denied publication with a plain PUBACK and keeps the connection, so
+    the round is taken for delivered and marked, no fault is raised, and the floor never
+    gets it. The table says so in its ``state`` and status: refusals are undetectable."""
+    broker = acl_broker(
+        tmp_path / "b", NO_ROUNDS_ACL, {"t1": TABLE_PW, ADMIN: "admin-pw"},
+        **BROKER_LIMITS["shipped"],
+    )  # fmt: skip
+    floor = Probe(broker, ADMIN, "admin-pw")
+    floor.subscribe(f"{ROOT}/#")
+    journal = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
+    play_round(journal)
+    link = FloorLink(settings(broker, "3.1.1"), "t1", journal)
+    link.start()
+    try:
+        await until(lambda: journal.outbox_pending_count() == 0, 15, "the outbox 'published'")
+        await asyncio.sleep(0.5)
+        assert not link.faults and link.stats.connects == 1
+        assert not first_deliveries(floor, "rounds")  # lost, and the table cannot tell
+        assert link.get_status()["refusals"] == "undetectable"
+        states = [json.loads(p) for t, p in floor.received if t == f"{ROOT}/state"]
+        assert states[-1]["refusals"] == "undetectable"
+        validate("state", states[-1])
+    finally:
+        await link.stop()
+        journal.close()
+        floor.close()
+        broker.close()
+
+
+def test_check_config_warns_about_mqtt_3_1_1_and_not_about_5(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A warning, not an error: the table runs (exit 0), and the warning names the
+    protocol and why."""
+    from firmware_host.cli import main
+
+    base = (
+        'version = 1\n[table]\nid = "t1"\ngame = "roulette"\n[auth]\nsignatures = false\n'
+        '[devices.wheel]\ndriver = "cammegh-ss2"\nport = "/dev/table-wheel"\n'
+    )
+    for protocol in ("3.1.1", "5", None):
+        path = tmp_path / f"t-{protocol}.toml"
+        mqtt = f'[mqtt]\nprotocol = "{protocol}"\n' if protocol else ""
+        path.write_text(base + mqtt)
+        assert main(["check-config", str(path)]) == 0
+        out = capsys.readouterr().out
+        warned = [ln for ln in out.splitlines() if "warning: mqtt.protocol" in ln]
+        if protocol == "3.1.1":
+            assert len(warned) == 1 and "cannot detect a publication the broker refuses" in out
+        else:
+            assert not warned, out
+    assert MqttSettings().protocol == "5" and MqttSettings().refusals == "visible"
+    assert MqttSettings(protocol="3.1.1").refusals == "undetectable"
+    cfg = validate_document({"table": {"id": "t1", "game": "roulette"}, "mqtt": {}})
+    assert cfg.section("mqtt").protocol == "5"

@@ -48,7 +48,9 @@ async def test_fantan_by_the_keypad(tmp_path: Path, amqtt_broker: Any) -> None:
         state_dir=tmp_path,
         runtime_dir=tmp_path,
         pin_factory=factory,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
+        mqtt=MqttSettings(
+            host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol
+        ),
     )
     await d.start()
     try:
@@ -94,7 +96,9 @@ async def test_sicbo_tilted_dice_void_the_throw_bets_stay(
         cfg,
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
+        mqtt=MqttSettings(
+            host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol
+        ),
     )
     await d.start()
     try:

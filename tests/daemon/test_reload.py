@@ -34,7 +34,9 @@ async def test_reload_applies_safe_keys_and_names_the_rest(tmp_path: Path, amqtt
         config_path=path,
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
+        mqtt=MqttSettings(
+            host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol
+        ),
     )
     await d.start()
     try:

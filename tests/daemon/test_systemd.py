@@ -32,6 +32,7 @@ result_source = "manual"
 [mqtt]
 host = "127.0.0.1"
 port = {port}
+protocol = "{protocol}"
 reconnect_min_ms = 50
 """
 
@@ -80,7 +81,7 @@ class NotifyListener:
 def test_started_as_systemd_would(tmp_path: Path, broker) -> None:
     cfg = tmp_path / "table.toml"
     auth = to_toml({"auth": make_principals(tmp_path / "keys").auth_section()})
-    cfg.write_text(CONFIG.format(port=broker.port) + auth)
+    cfg.write_text(CONFIG.format(port=broker.port, protocol=broker.protocol) + auth)
     listener = NotifyListener(tmp_path / "notify.sock")
     env = dict(os.environ, NOTIFY_SOCKET=str(tmp_path / "notify.sock"), WATCHDOG_USEC="400000")
     t0 = time.monotonic()
@@ -138,7 +139,9 @@ async def test_a_blocked_event_loop_stops_the_watchdog(tmp_path: Path, amqtt_bro
         state_dir=tmp_path,
         runtime_dir=tmp_path,
         notifier=notifier,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port),
+        mqtt=MqttSettings(
+            host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol
+        ),
     )
     await d.start()
     try:

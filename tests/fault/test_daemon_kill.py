@@ -123,6 +123,7 @@ jackpot_flush_fixed = 100000
 [mqtt]
 host = "{host}"
 port = {port}
+protocol = "{protocol}"
 reconnect_min_ms = 20
 reconnect_max_ms = 300
 
@@ -343,7 +344,7 @@ async def test_daemon_sigkill_loses_nothing_settles_nothing_twice_and_the_jackpo
     cfg_path.write_text(
         CONFIG.format(
             table=TABLE, stake=STAKE, seed=SEED_POOL, royal=ROYAL_FIXED, sf=SF_FIXED,
-            host=broker.host, port=broker.port,
+            host=broker.host, port=broker.port, protocol=broker.protocol,
         ) + auth
     )  # fmt: skip
     journal_path = short_dir / "journal.sqlite3"
@@ -626,7 +627,7 @@ async def test_a_place_holding_a_carried_jackpot_bet_cannot_add_one_and_its_next
     cfg_path.write_text(
         CONFIG.format(
             table=TABLE, stake=STAKE, seed=SEED_POOL, royal=ROYAL_FIXED, sf=SF_FIXED,
-            host="127.0.0.1", port=1,
+            host="127.0.0.1", port=1, protocol="5",
         ) + auth
     )  # fmt: skip
     d = TableDaemon(

@@ -75,6 +75,7 @@ max_stake = 1000000
 [mqtt]
 host = "{host}"
 port = {port}
+protocol = "{protocol}"
 """
 
 
@@ -170,7 +171,13 @@ async def test_a_full_disk_stops_bets_calmly_and_play_resumes_with_nothing_lost(
     # but the test must never depend on what fits next to the journal.
     auth, principals = signed_setup(tmp_path / "keys")
     cfg.write_text(
-        CONFIG.format(table=TABLE, host=fault_broker.host, port=fault_broker.port) + auth
+        CONFIG.format(
+            table=TABLE,
+            host=fault_broker.host,
+            port=fault_broker.port,
+            protocol=fault_broker.protocol,
+        )
+        + auth
     )
     short = Path(tempfile.mkdtemp(prefix="df-", dir="/tmp"))
     notify = NotifySocket(short / "notify.sock")

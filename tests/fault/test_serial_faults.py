@@ -125,7 +125,9 @@ async def test_serial_unplug_replug_and_garbage_settle_no_wrong_result(
     auth, principals = signed_setup(short_dir / "keys")
     path.write_text(CONFIG.format(port=server.path) + auth)
     cfg = load_config(path)
-    settings = MqttSettings(host=broker.host, port=broker.port, reconnect_min_ms=50)
+    settings = MqttSettings(
+        host=broker.host, port=broker.port, protocol=broker.protocol, reconnect_min_ms=50
+    )
     d = TableDaemon(
         cfg, config_path=path, state_dir=short_dir, runtime_dir=short_dir, mqtt=settings
     )

@@ -38,7 +38,7 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
         cfg,
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, reconnect_min_ms=50),
+        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol, reconnect_min_ms=50),
     )
     await d.start()
     await d.link.wait_subscribed(30)  # type: ignore[union-attr]
@@ -162,7 +162,7 @@ async def test_verify_software_over_mqtt_and_console(tmp_path: Path, amqtt_broke
         cfg,
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, reconnect_min_ms=50),
+        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol, reconnect_min_ms=50),
     )
     await d.start()
     await d.link.wait_subscribed(30)  # type: ignore[union-attr]
@@ -214,7 +214,7 @@ async def test_detectors_on_a_running_roulette_table(tmp_path: Path, amqtt_broke
         cfg,
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, reconnect_min_ms=50),
+        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol, reconnect_min_ms=50),
     )
     await d.start()
     await d.link.wait_subscribed(30)  # type: ignore[union-attr]

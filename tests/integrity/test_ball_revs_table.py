@@ -46,7 +46,7 @@ async def test_a_gpio_wheel_table_raises_and_acknowledges_the_ball_revolutions_a
         }
     )  # fmt: skip
     d = TableDaemon(cfg, state_dir=tmp_path, runtime_dir=tmp_path, pin_factory=factory,
-                    mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port))  # fmt: skip
+                    mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol))  # fmt: skip
     assert not d.plan.problems
 
     async def until(pred: Any, what: str) -> None:

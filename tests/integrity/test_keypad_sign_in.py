@@ -118,7 +118,7 @@ async def test_a_fantan_table_signs_a_dealer_in_from_its_keypad(
         }
     )
     d = TableDaemon(cfg, state_dir=tmp_path, runtime_dir=tmp_path, pin_factory=factory,
-                    mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port))  # fmt: skip
+                    mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol))  # fmt: skip
 
     async def press(key: str) -> None:
         pin = factory.pin(pins[key])
