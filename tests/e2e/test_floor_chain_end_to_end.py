@@ -109,6 +109,11 @@ async def test_daemon_to_ingest_to_anchors_to_audit_verify(
     try:
         assert t.daemon is not None and t.floor is not None
         table = t.cfg.table_id
+        # The floor knows the table by its identity key (issue 28: every round signed).
+        registry = tmp_path / "tables.toml"
+        registry.write_text(
+            f'[tables."{table}"]\ngame = "{GAME}"\nkeys = ["{t.tmp / "identity.pub"}"]\n'
+        )
 
         def settings() -> IngestSettings:
             return IngestSettings(
@@ -124,6 +129,7 @@ async def test_daemon_to_ingest_to_anchors_to_audit_verify(
                 lag_interval_s=0.5,
                 # The floor system's principal signs the replays (role floor_system).
                 signer=t.principals.signer("floor"),
+                registry_file=str(registry),
             )
 
         ingest = Ingest(settings())
