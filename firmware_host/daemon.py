@@ -62,7 +62,8 @@ from .integrity.clock import ClockWatch
 from .integrity.monitor import IntegrityMonitor, max_payout_of
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
-from .journal import Journal, JournalError, StorageError
+from .journal import Journal, JournalError, StorageError, TableOwner
+from .journal.rounds import rules_digest
 from .jsonio import JSON
 from .logsetup import RoundLog
 from .mqtt import FloorLink, MqttSettings, read_retained
@@ -180,7 +181,11 @@ class TableDaemon:
     async def start(self) -> None:
         plan, cfg = self.plan, self.cfg
         self.notifier.status("opening journal")
-        j = self.journal = plan.journal.open()
+        j = self.journal = plan.journal.open(
+            owner=TableOwner(
+                cfg.table_id, cfg.game_id, rules_digest(cfg.game.rules_json(cfg.rules))
+            )
+        )
         # Pruning and the extensions' hooks run after what a commit queued: on the next
         # loop turn until the floor link exists, then once the broker acknowledged it.
         j.defer = asyncio.get_running_loop().call_soon

@@ -57,13 +57,14 @@ from .errors import (
 )
 from .frames import RawFrame
 from .jackpot import DEFAULT_JACKPOT, JackpotHit, JackpotHitRecord
+from .lock import StateLock, StateLocked
 from .outbox import OutboxEntry, OutboxMessage
 from .requests import RequestIdTaken, RequestRecord
 from .rounds import ROUNDS_TOPIC, RoundRecord, RoundStatus, new_round_id
 from .schema import DB_MIGRATIONS, DB_SCHEMA_VERSION
 from .settings import JOURNAL_SPECS, JournalSettings
 from .storage import STORAGE_CODES, StorageFault, StorageGuard
-from .store import Journal, RecalledRound
+from .store import Journal, JournalOfAnotherTable, RecalledRound, TableOwner
 from .verify import audit_journal
 from .verify_model import AuditReport, Problem
 
@@ -103,6 +104,7 @@ __all__ = [
     "JournalError",
     "JournalFull",
     "JournalIOError",
+    "JournalOfAnotherTable",
     "JournalSettings",
     "OutboxEntry",
     "OutboxMessage",
@@ -118,9 +120,12 @@ __all__ = [
     "RoundNotFound",
     "RoundRecord",
     "RoundStatus",
+    "StateLock",
+    "StateLocked",
     "StorageError",
     "StorageFault",
     "StorageGuard",
+    "TableOwner",
     "audit_journal",
     "event_hash",
     "new_round_id",

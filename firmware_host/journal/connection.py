@@ -45,6 +45,7 @@ from ..jsonio import JSON
 from ..latency import Latency
 from ..timefmt import iso_utc, utc_now
 from .errors import JournalCorrupt, JournalError
+from .lock import StateLock
 from .schema import DB_MIGRATIONS, DB_SCHEMA_VERSION
 from .storage import StorageGuard, connect, one_line
 
@@ -148,8 +149,18 @@ class Connection:
     def close(self) -> None:
         self._closed = True
         self._db.close()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     _closed = False
+    #: The state directory's lock, held while the journal is open to be written
+    #: (``lock.py``; given by ``JournalSettings.open``).
+    _lock: StateLock | None = None
+
+    def hold(self, lock: StateLock) -> None:
+        """Keep ``lock`` (the state directory's) until the journal is closed."""
+        self._lock = lock
 
     def later(self, callback: Callable[[], None]) -> None:
         """Run ``callback()`` through :attr:`defer` (at once when none is set)."""

@@ -13,7 +13,8 @@ from ..auth.identity import TableIdentity, public_path
 from ..config import FieldSpec, register_section, validate_fields
 from ..timefmt import utc_now
 from .auditkey import AuditKey
-from .store import Journal
+from .lock import StateLock
+from .store import Journal, TableOwner
 
 log = logging.getLogger(__name__)
 
@@ -127,10 +128,33 @@ class JournalSettings:
             return identity
         return TableIdentity.load(path)
 
-    def open(self, *, clock: Callable[[], datetime] = utc_now) -> Journal:
-        """Open the journal, keyed with the table's audit key (:meth:`load_key`) and
-        signing with its identity (:meth:`load_identity`); both are checked before the
-        journal is touched."""
+    def open(
+        self, *, clock: Callable[[], datetime] = utc_now, owner: TableOwner | None = None
+    ) -> Journal:
+        """Open the journal to write it, as the daemon does: first the state directory's
+        lock (``lock.py``: one daemon per journal, ``STATE_DIR_LOCKED`` naming the
+        holder), then the table's audit key (:meth:`load_key`) and identity
+        (:meth:`load_identity`), then the file; ``owner``: the table that opens it
+        (``Journal.claim``: a journal of another table or game is refused,
+        ``JOURNAL_OTHER_TABLE``). The journal holds the lock until it is closed."""
+        lock = StateLock.acquire(
+            Path(self.path).parent, table_id=owner.table_id if owner else None
+        )
+        try:
+            journal = self._open(clock)
+        except BaseException:
+            lock.release()
+            raise
+        journal.hold(lock)
+        if owner is not None:
+            try:
+                journal.claim(owner)
+            except BaseException:
+                journal.close()
+                raise
+        return journal
+
+    def _open(self, clock: Callable[[], datetime]) -> Journal:
         key = self.load_key()
         identity = self.load_identity()
         return Journal(

@@ -34,6 +34,23 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class TableOwner:
+    """The table a journal serves: recorded when the daemon first opens it, checked at
+    every open after (``Journal.claim``)."""
+
+    table_id: str
+    game: str
+    #: SHA-256 of the rules options as every round records them (``rules_digest``).
+    rules_sha256: str
+
+
+class JournalOfAnotherTable(JournalError):
+    """A journal opened with the configuration of another table or game."""
+
+    code = "JOURNAL_OTHER_TABLE"
+
+
+@dataclass(frozen=True, slots=True)
 class RecalledRound:
     """One round as the console's ``recall`` shows it."""
 
@@ -121,6 +138,64 @@ class Journal(BetStore, RequestStore, AlertStore):
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('identity_key_id', ?)",
                 (identity.key_id,),
+            )
+
+    def claim(self, owner: TableOwner) -> None:
+        """The journal serves ``owner``'s table and game, or is refused
+        (:class:`JournalOfAnotherTable`, one line naming both). A journal of no table yet
+        (new, or written before issue 29: its rounds say which table and game it
+        served) records its owner in the chain (``journal_table``); a change of the
+        rules options of the same game is recorded (``rules_changed``)."""
+        meta = dict(
+            self._db.execute(
+                "SELECT key, value FROM meta WHERE key IN "
+                "('owner_table_id', 'owner_game', 'owner_rules_sha256')"
+            ).fetchall()
+        )
+        known = (meta.get("owner_table_id"), meta.get("owner_game"))
+        if known == (None, None):
+            row = self._db.execute(
+                "SELECT table_id, game FROM rounds ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+            known = (row[0], row[1]) if row else (None, None)
+        if known != (None, None) and known != (owner.table_id, owner.game):
+            raise JournalOfAnotherTable(
+                f"{self.path} is the journal of table {known[0]} ({known[1]}); this "
+                f"configuration is for table {owner.table_id} ({owner.game}): a journal "
+                "serves one table and one game (changing a table's game: docs/install.md)"
+            )
+        if self.readonly:
+            return
+        first = "owner_table_id" not in meta
+        changed = not first and meta.get("owner_rules_sha256") != owner.rules_sha256
+        if not first and not changed:
+            return
+        with self._tx("journal_table") as db:
+            if first:
+                self._append_event(
+                    db,
+                    "journal_table",
+                    {
+                        "table_id": owner.table_id,
+                        "game": owner.game,
+                        "rules_sha256": owner.rules_sha256,
+                    },
+                    self._now(),
+                )
+            else:
+                self._append_event(
+                    db,
+                    "rules_changed",
+                    {"from": meta.get("owner_rules_sha256"), "to": owner.rules_sha256},
+                    self._now(),
+                )
+            db.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [
+                    ("owner_table_id", owner.table_id),
+                    ("owner_game", owner.game),
+                    ("owner_rules_sha256", owner.rules_sha256),
+                ],
             )
 
     @property
