@@ -156,10 +156,15 @@ class Limits:
             raise StakeOutOfLimits(f"stake {stake} for {bet_type} is below the table minimum {lo}")
         if hi is not None and stake > hi:
             raise StakeOutOfLimits(f"stake {stake} for {bet_type} is above the table maximum {hi}")
+        self.check_payable(bet_type, stake)
+
+    def check_payable(self, what: str, stake: int) -> None:
+        """``stake`` (of a bet, or an amount a player's decision stakes: blackjack's
+        insurance) is a whole number of the payable unit, or :class:`StakeNotPayable`."""
         unit = self.payable_unit
         if stake % unit:
             raise StakeNotPayable(
-                f"stake {stake} for {bet_type} is not a whole number of the table's payable "
+                f"stake {stake} for {what} is not a whole number of the table's payable "
                 f"unit {unit} (the smallest amount it pays): its prize could not be paid "
                 "exactly"
             )

@@ -385,6 +385,31 @@ def test_art_12_1_insurance_from_half_to_the_whole_stake(amount: int, ok: bool) 
         assert code_of(exc) == "INSURANCE_AMOUNT"
 
 
+def test_insurance_is_a_whole_number_of_the_payable_unit_at_every_door(tmp_path: Any) -> None:
+    """docs/rules/money.md: a stake that is not a whole number of the table's payable unit
+    is refused at every door; insurance is staked by a decision, so its amount too. With
+    payable_unit 100 (MOP 1.00), insurance of 1001 on a main bet of 2000 (within half to
+    the whole stake, 56/2004 art. 12 1)) would pay 2002 (twice its value, art. 12 2)):
+    refused; 1000 pays 2000 (an independent count: 1000 x 2)."""
+    unit = MoneyRules(payable_unit=100)
+    bets = [main(2000)]
+    # tablectl settle's door: the rules core's settlement with the table's money rules.
+    d = play(["9S", "AH", "TD", (1, "insurance", 1001), (1, "stand"), "TC"])
+    with pytest.raises(BetError) as exc:
+        nets(d, bets, money=unit)
+    assert code_of(exc) == "BET_STAKE_PAYABLE_UNIT"
+    d = play(["9S", "AH", "TD", (1, "insurance", 1000), (1, "stand"), "TC"])
+    assert nets(d, bets, money=unit)["m.insurance"] == 1000 * 2
+    # The live door: the decision over the shoe procedure (MQTT or console).
+    from firmware_host.games.base import Limits
+
+    limits = Limits(min_stake=100, payable_unit=100)
+    with pytest.raises(BetError) as exc:
+        limits.check_payable("insurance", 1001)
+    assert code_of(exc) == "BET_STAKE_PAYABLE_UNIT"
+    limits.check_payable("insurance", 1000)
+
+
 def test_art_12_1_house_range_of_insurance_is_configured() -> None:
     # 56/2004 art. 12 1) with art. 21: the house may accept, e.g., only the half.
     half = BlackjackRules(insurance_max=Fraction(1, 2))

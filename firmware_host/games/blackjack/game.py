@@ -21,7 +21,14 @@ from ..base import (
     Settlement,
     Totals,
 )
-from ..errors import BetError, BetNotOffered, ConfigError, InvalidSelection, RulesError
+from ..errors import (
+    BetError,
+    BetNotOffered,
+    ConfigError,
+    InvalidSelection,
+    RulesError,
+    StakeNotPayable,
+)
 from ..money import MoneyRules, Verdict, settle_amounts
 from .deal import BlackjackDeal, Insurance, replay
 from .rules import BlackjackRules
@@ -182,6 +189,12 @@ class Blackjack(Game[BlackjackRules, BlackjackDeal]):
                 if target.bet_id in insured:
                     raise BetError(
                         f"bet {target.bet_id} is insured twice", code="INSURANCE_ALREADY"
+                    )
+                if ins.amount % money.payable_unit:  # docs/rules/money.md: every door
+                    raise StakeNotPayable(
+                        f"insurance of {ins.amount} on bet {target.bet_id} is not a whole "
+                        f"number of the table's payable unit {money.payable_unit}: its prize "
+                        "(2 to 1, 56/2004 art. 12 2)) could not be paid exactly"
                     )
                 lo = rules.insurance_min * target.stake
                 hi = rules.insurance_max * target.stake

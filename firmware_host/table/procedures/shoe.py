@@ -135,6 +135,9 @@ class ShoeProcedure(Procedure):
             raise RulesError(f"no decision in phase {e.phase.value}", code="WRONG_PHASE")
         before = self._ensure_deal()
         assert before is not None  # betting is closed: a round is in flight
+        amount = args.get("amount")  # a decision that stakes an amount (insurance)
+        if isinstance(amount, int) and not isinstance(amount, bool):
+            e.cfg.limits.check_payable(str(args.get("action")), amount)
         new = self.game.decide(e.rules, before, args)
         seat: Any = args.get("seat")
         action: Any = args.get("action")
