@@ -64,7 +64,8 @@
 """
 
 from ..topics import TopicError, check_topic
-from .core import LinkFault, LinkStats
+from .faults import LinkFault
+from .items import LinkStats
 from .link import FloorLink
 from .retained import BrokerUnreachable, read_retained
 from .settings import (

@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import random
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
 
 import aiomqtt
 from paho.mqtt.reasoncodes import ReasonCode
@@ -23,11 +20,13 @@ from .. import __version__
 from ..auth.identity import TableIdentity
 from ..journal import Journal, JournalError, OutboxEntry
 from ..jsonio import JSON, dumps
-from ..latency import Latency
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc, utc_now
 from ..topics import TopicError, check_topic
 from .client import OnAck, Sent, _AckClient, _refusal
+from .faults import LinkFaults
+from .items import Item, LinkStats
+from .marks import OutboxMarks
 from .settings import (
     AFTER_PUBLICATION_MAX_S,
     BACKPRESSURE_CODES,
@@ -46,59 +45,6 @@ log = logging.getLogger("firmware_host.mqtt")
 
 # ---------------------------------------------------------------------------
 # the link
-
-
-@dataclass(frozen=True, slots=True)
-class _Item:
-    kind: Literal["snapshot", "response", "outbox"]
-    topic: str  # relative to the root
-    payload: bytes
-    qos: int
-    retain: bool
-    ref: Any  # snapshot: (suffix, version); response: key; outbox: entry id
-
-
-@dataclass(frozen=True, slots=True)
-class LinkFault:
-    """Something the broker refuses: a publication (``PUBLISH_REFUSED``) or a
-    subscription (``SUBSCRIBE_REFUSED``) on one topic (relative to the table's root).
-    Raised and cleared by the link; shown in ``state`` (``link_faults``), the console
-    (``status``) and the log (one line when raised, one when cleared)."""
-
-    code: str
-    topic: str
-    message: str
-    since: str
-    attempts: int = 1
-
-    def to_json(self) -> dict[str, JSON]:
-        return {
-            "code": self.code,
-            "topic": self.topic,
-            "message": self.message,
-            "since": self.since,
-            "attempts": self.attempts,
-        }
-
-
-@dataclass
-class LinkStats:
-    connects: int = 0
-    connect_failures: int = 0
-    disconnects: int = 0
-    published: int = 0
-    outbox_published: int = 0
-    refused: int = 0
-    #: PUBACKs saying the broker's quota is exceeded (back-pressure, not a refusal).
-    throttled: int = 0
-    requests: int = 0
-    requests_refused_unread: int = 0
-    handler_errors: int = 0
-    responses_dropped: int = 0
-    marks_deferred: int = 0
-    last_error: str = ""
-    connected_since: str | None = None
-    puback: Latency = field(default_factory=Latency)
 
 
 class LinkBase:
@@ -152,16 +98,15 @@ class LinkBase:
         #: Requests received and not yet handled, one queue per request topic.
         self._requests: dict[str, deque[bytes]] = {t: deque() for t in REQUEST_TOPICS}
         self._request_ready = asyncio.Event()
-        #: What the broker refuses now, by (code, topic).
-        self.faults: dict[tuple[str, str], LinkFault] = {}
+        #: What the broker refuses now, by (code, topic) (``faults.py``).
+        self.faults = LinkFaults(
+            lambda: iso_utc(self._clock()), lambda: self._put_snapshot("state", self._state)
+        )
         #: Topic -> (monotonic time before which it is not retried, refusals in a row).
         self._holds: dict[str, tuple[float, int]] = {}
-        #: Outbox entries the broker acknowledged whose "published" mark the journal
-        #: could not write (full disk, I/O error): not sent again, marked when it writes.
-        self._acked_unmarked: dict[int, None] = {}
-        #: While the journal cannot be read ("read") or its marks written ("mark"):
-        #: (retry at, failures in a row). A failing mark does not stop publishing.
-        self._storage_holds: dict[str, tuple[float, int]] = {}
+        #: The "published" marks of what the broker took, and the journal's storage
+        #: faults waited out (``marks.py``).
+        self.marks = OutboxMarks(journal, self._backoff)
         #: Outbox entry id -> connections that ended, in a row, while it was the only
         #: publication in flight or awaiting its proof (see _count_drops).
         self._drops: dict[int, int] = {}
@@ -181,9 +126,6 @@ class LinkBase:
         #: Receive Maximum (MQTT 5 CONNACK) when it is lower.
         self.window = settings.max_inflight
         self._in_flight: dict[int, str] = {}
-        #: Outbox entries the broker took whose "published" mark is not yet written:
-        #: written together, once per turn of the publisher, after what it sent.
-        self._marks: dict[int, None] = {}
         #: The highest outbox id handed to the client on this connection: the next read
         #: starts after it (each entry is read once; a refusal moves it back).
         self._outbox_after = 0
@@ -417,7 +359,7 @@ class LinkBase:
             "throttled": s.throttled,
             "window": self.window,
             "faults": [f.to_json() for f in self.faults.values()],
-            "acked_not_marked": len(self._acked_unmarked),
+            "acked_not_marked": len(self.marks.unmarked),
             "responses_queued": len(self._responses) + len(self._refusals),
             "responses_dropped": s.responses_dropped,
             "requests": s.requests,
@@ -433,29 +375,6 @@ class LinkBase:
                 'detected (no reason code in its PUBACK); use [mqtt] protocol = "5"'
             )
         return status
-
-    # -- faults: what the broker refuses ------------------------------------------------
-    def _raise_fault(self, code: str, topic: str, message: str) -> None:
-        key = (code, topic)
-        cur = self.faults.get(key)
-        if cur is not None:
-            self.faults[key] = dataclasses.replace(cur, attempts=cur.attempts + 1)
-            return
-        self.faults[key] = LinkFault(code, topic, message, iso_utc(self._clock()))
-        log.error("mqtt: %s on %s: %s; retried with backoff", code, topic, message)
-        self._put_snapshot("state", self._state)  # the floor sees it (if state gets through)
-
-    def _clear_fault(self, code: str, topic: str) -> None:
-        cur = self.faults.pop((code, topic), None)
-        if cur is None:
-            return
-        log.warning(
-            "mqtt: %s on %s cleared after %d attempt(s): the broker accepts it again",
-            code,
-            topic,
-            cur.attempts,
-        )
-        self._put_snapshot("state", self._state)
 
     # -- lifecycle ---------------------------------------------------------------------
     def _backoff(self, attempt: int) -> float:
@@ -497,7 +416,7 @@ class LinkBase:
         self._drops[probe] = n
         if n >= DROPS_TO_FAULT:
             self._hold(topic)
-            self._raise_fault(
+            self.faults.raise_(
                 "PUBLISH_REFUSED",
                 topic,
                 f"the broker closed the connection {n} times in a row while outbox entry "
@@ -576,7 +495,7 @@ class LinkBase:
     def _idle_timeout(self) -> float:
         now = time.monotonic()
         until = [t for t, _ in self._holds.values()]
-        until.extend(t for t, _ in self._storage_holds.values())
+        until.extend(self.marks.retry_times())
         if self._paused[0] > now:
             until.append(self._paused[0])
         if self._unconfirmed:
@@ -588,9 +507,8 @@ class LinkBase:
         if (
             self._responses
             or self._refusals
-            or self._acked_unmarked
+            or self.marks.waiting
             or self._unconfirmed
-            or self._marks
         ):
             return True
         try:
@@ -608,42 +526,10 @@ class LinkBase:
     def storage_changed(self) -> None:
         """The journal's storage fault was raised or cleared (its guard's listener):
         retry the outbox and the marks now."""
-        for which, (_, n) in list(self._storage_holds.items()):
-            self._storage_holds[which] = (0.0, n)
+        self.marks.storage_changed()
         self.notify()
 
-    def _storage_failed(self, which: str, exc: JournalError) -> None:
-        """The journal could not be read (``read``: the outbox waits) or a mark could
-        not be written (``mark``: publishing goes on, the marks are retried): retried
-        with backoff, keeping the connection and its backoff (a journal failure is not
-        a broker failure). Logged once, when the first hold begins."""
-        if not self._storage_holds:
-            log.warning("mqtt: the journal fails (%s); connection kept, retried with backoff", exc)
-        _, n = self._storage_holds.get(which, (0.0, 0))
-        self._storage_holds[which] = (time.monotonic() + self._backoff(n), n + 1)
-
-    def _storage_ok(self, which: str) -> None:
-        hold = self._storage_holds.pop(which, None)
-        if hold is not None and not self._storage_holds:
-            log.info("mqtt: the journal answers again after %d failure(s)", hold[1])
-
-    def _storage_ready(self, which: str, now: float) -> bool:
-        hold = self._storage_holds.get(which)
-        return hold is None or hold[0] <= now
-
-    def _retry_marks(self) -> None:
-        """Write the "published" marks the journal could not write before."""
-        if not self._acked_unmarked or not self._storage_ready("mark", time.monotonic()):
-            return
-        try:
-            self.journal.outbox_mark_published(list(self._acked_unmarked))
-        except JournalError as exc:
-            self._storage_failed("mark", exc)
-            return
-        self._acked_unmarked.clear()
-        self._storage_ok("mark")
-
-    def _next_batch(self, room: int | None = None, *, window_empty: bool = True) -> list[_Item]:
+    def _next_batch(self, room: int | None = None, *, window_empty: bool = True) -> list[Item]:
         """What to publish next, at most ``room`` items (default: the window), none of
         them already in flight. On a new connection the ``state`` snapshot goes first
         (availability before anything else); after that the journal's outbox (settled
@@ -677,9 +563,9 @@ class LinkBase:
             and not self._held(suffix, now)
         ]
 
-        def snapshots(n: int) -> list[_Item]:
+        def snapshots(n: int) -> list[Item]:
             return [
-                _Item(
+                Item(
                     "snapshot",
                     suffix,
                     self._state_payload("online")
@@ -694,7 +580,7 @@ class LinkBase:
 
         announced = "state" in self._snap_sent or "state" not in self._snapshots
 
-        def others(batch: list[_Item]) -> list[_Item]:
+        def others(batch: list[Item]) -> list[Item]:
             """``batch`` filled with the snapshots due, then the responses."""
             if announced and len(batch) < room and due:
                 batch.extend(snapshots(room - len(batch)))
@@ -703,16 +589,16 @@ class LinkBase:
                     if len(batch) >= room:
                         break
                     if key not in self._resp_in_flight and not self._held(topic, now):
-                        batch.append(_Item("response", topic, raw, qos, False, key))
+                        batch.append(Item("response", topic, raw, qos, False, key))
             return batch
 
-        batch: list[_Item] = [] if announced else snapshots(room)
+        batch: list[Item] = [] if announced else snapshots(room)
         if self._careful and not self._others_went:
             self._others_went = True  # once before each lone entry
             if others(batch):
                 return batch
-        if len(batch) < room and self._storage_ready("read", now):
-            skip = self._acked_unmarked.keys() | self._unconfirmed.keys() | self._marks.keys()
+        if len(batch) < room and self.marks.ready("read", now):
+            skip = self.marks.skip() | self._unconfirmed.keys()
             skip |= self._in_flight.keys()
             # Only those after the cursor can come back in the read (after a refusal
             # moved it back): each entry read is one payload copied out of SQLite.
@@ -721,10 +607,10 @@ class LinkBase:
             try:
                 entries = self.journal.outbox_pending(wanted + ahead, after_id=self._outbox_after)
             except JournalError as exc:
-                self._storage_failed("read", exc)
+                self.marks.failed("read", exc)
                 entries = []
             else:
-                self._storage_ok("read")
+                self.marks.ok("read")
             for e in entries:
                 if e.id in skip:
                     continue
@@ -742,10 +628,10 @@ class LinkBase:
         return others(batch)
 
     @staticmethod
-    def _outbox_item(e: OutboxEntry) -> _Item:
-        return _Item("outbox", e.topic, e.payload, e.qos, e.retain, e.id)
+    def _outbox_item(e: OutboxEntry) -> Item:
+        return Item("outbox", e.topic, e.payload, e.qos, e.retain, e.id)
 
-    def _send(self, client: _AckClient, item: _Item, on_ack: OnAck | None = None) -> Sent | None:
+    def _send(self, client: _AckClient, item: Item, on_ack: OnAck | None = None) -> Sent | None:
         """Hand ``item`` to the client, written to the socket now; None when it cannot be
         published at all (e.g. too large: dropped, never blocking the queue; ``on_ack``
         is then not called). Raises :class:`aiomqtt.MqttError` when the connection is
@@ -772,7 +658,7 @@ class LinkBase:
             self._resp_in_flight.add(item.ref)
         return sent
 
-    async def _complete(self, client: _AckClient, item: _Item, sent: Sent | None) -> None:
+    async def _complete(self, client: _AckClient, item: Item, sent: Sent | None) -> None:
         """Wait for ``sent``'s PUBACK and act on it (accepted, or refused)."""
         t0 = time.perf_counter()
         refused: ReasonCode | None = None
@@ -783,7 +669,7 @@ class LinkBase:
             self._released(item)
         self._answered(item, refused, t0)
 
-    def _released(self, item: _Item) -> None:
+    def _released(self, item: Item) -> None:
         """``item`` is no longer in flight (answered, timed out or abandoned)."""
         if item.kind == "outbox":
             self._in_flight.pop(item.ref, None)
@@ -793,7 +679,7 @@ class LinkBase:
         elif item.kind == "response":
             self._resp_in_flight.discard(item.ref)
 
-    def _answered(self, item: _Item, refused: ReasonCode | None, sent_at: float) -> None:
+    def _answered(self, item: Item, refused: ReasonCode | None, sent_at: float) -> None:
         """The broker's answer to ``item`` (sent at ``perf_counter()`` ``sent_at``):
         accepted, or refused."""
         self.stats.puback.add(time.perf_counter() - sent_at)
@@ -805,11 +691,11 @@ class LinkBase:
             return
         self._accepted(item)
 
-    async def _publish(self, client: _AckClient, item: _Item) -> None:
+    async def _publish(self, client: _AckClient, item: Item) -> None:
         """Send ``item`` and wait for its PUBACK."""
         await self._complete(client, item, self._send(client, item))
 
-    def _refused(self, item: _Item, reason: ReasonCode) -> None:
+    def _refused(self, item: Item, reason: ReasonCode) -> None:
         """The broker refused ``item`` (PUBACK reason code >= 0x80): nothing is marked,
         the topic waits for its backoff, the fault is raised (logged once)."""
         self.stats.refused += 1
@@ -822,7 +708,7 @@ class LinkBase:
             if item.ref == self._probe:
                 self._probe = None
         what = {"outbox": "outbox entry", "snapshot": "snapshot", "response": "response"}
-        self._raise_fault(
+        self.faults.raise_(
             "PUBLISH_REFUSED",
             item.topic,
             f"the broker refused the publication: {_refusal(reason)}; the {what[item.kind]} "
@@ -830,7 +716,7 @@ class LinkBase:
             + (" and holds back the outbox after it" if item.kind == "outbox" else ""),
         )
 
-    def _pushed_back(self, item: _Item, reason: ReasonCode) -> None:
+    def _pushed_back(self, item: Item, reason: ReasonCode) -> None:
         """The broker did not take ``item`` for want of room (PUBACK 0x97 *Quota
         exceeded*...): not a refusal of its topic, no fault. It stays queued (an outbox
         entry is read again, in order), and nothing new is sent for a backoff that grows
@@ -856,7 +742,7 @@ class LinkBase:
         _, n = self._holds.get(topic, (0.0, 0))
         self._holds[topic] = (time.monotonic() + self._backoff(n), n + 1)
 
-    def _accepted(self, item: _Item) -> None:
+    def _accepted(self, item: Item) -> None:
         self.stats.published += 1
         if self._paused[1]:
             log.info("mqtt: the broker takes publications again")
@@ -885,7 +771,7 @@ class LinkBase:
         if topic in self._holds:
             del self._holds[topic]
         if self.faults:
-            self._clear_fault("PUBLISH_REFUSED", topic)
+            self.faults.clear("PUBLISH_REFUSED", topic)
 
     def _confirm_unconfirmed(self) -> None:
         """MQTT 3.1.1: entries acknowledged :data:`CONFIRM_AFTER_S` ago on a connection
@@ -914,30 +800,4 @@ class LinkBase:
                 self._careful = False
         for topic in set(topics.values()):
             self._taken(topic)
-        self._marks.update(dict.fromkeys(ids))
-
-    def _flush_marks(self) -> None:
-        """Write the "published" marks of the entries the broker took since the last
-        turn, in one transaction (or, if the journal cannot write now, remember them and
-        mark them when it can). Until written, they are not read or sent again; after a
-        crash they are published again (the same bytes under the same id)."""
-        if not self._marks:
-            return
-        ids, self._marks = list(self._marks), {}
-        if self._acked_unmarked or not self._storage_ready("mark", time.monotonic()):
-            for i in ids:
-                self._defer_mark(i)
-            return
-        try:
-            self.journal.outbox_mark_published(ids)
-        except JournalError as exc:
-            for i in ids:
-                self._defer_mark(i)
-            self._storage_failed("mark", exc)
-
-    def _defer_mark(self, entry_id: int) -> None:
-        """Acknowledged by the broker, not marked in the journal: remembered, so it is
-        not published again while the process lives, and marked when the journal
-        writes again."""
-        self.stats.marks_deferred += 1
-        self._acked_unmarked[entry_id] = None
+        self.marks.add(ids)

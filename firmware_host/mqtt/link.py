@@ -24,7 +24,8 @@ from .. import boundedjson
 from ..jsonio import JSON
 from ..schemas import response
 from .client import _AckClient, _refusal
-from .core import LinkBase, _Item
+from .core import LinkBase
+from .items import Item
 from .settings import (
     MARKS_BATCH,
     MAX_INCOMING_QUEUED,
@@ -44,7 +45,7 @@ class _Pending:
 
     __slots__ = ("item", "mid", "sent_at", "timer")
 
-    def __init__(self, item: _Item) -> None:
+    def __init__(self, item: Item) -> None:
         self.item = item
         self.sent_at = time.perf_counter()
         self.mid: int | None = None
@@ -69,7 +70,7 @@ class _Window:
     def __len__(self) -> int:
         return len(self.pending)
 
-    def send(self, item: _Item) -> None:
+    def send(self, item: Item) -> None:
         """Hand ``item`` to the client; raises :class:`aiomqtt.MqttError` if the
         connection is gone (nothing is then in flight for it)."""
         p = _Pending(item)
@@ -308,10 +309,10 @@ class FloorLink(LinkBase):
         for t, code in zip(topics, codes, strict=False):
             why = _refusal(code)
             if why is None:
-                self._clear_fault("SUBSCRIBE_REFUSED", t)
+                self.faults.clear("SUBSCRIBE_REFUSED", t)
             else:
                 refused.append(t)
-                self._raise_fault(
+                self.faults.raise_(
                     "SUBSCRIBE_REFUSED",
                     t,
                     f"the broker refused the subscription: {why}; requests on {t} cannot reach "
@@ -450,7 +451,7 @@ class FloorLink(LinkBase):
         await subscribed.wait()
         version = self._snapshots.get("state", (0, {}))[0]
         online = self._state_payload("online")
-        await self._publish(client, _Item("snapshot", "state", online, 1, True, ("state", version)))
+        await self._publish(client, Item("snapshot", "state", online, 1, True, ("state", version)))
         inflight = _Window(self, client, self.settings.publish_timeout_ms / 1000)
         # Never more in flight than the broker takes (MQTT 5 Receive Maximum: a broker may
         # refuse a publication beyond it, 0x97, or close the connection, 0x93).
@@ -485,18 +486,18 @@ class FloorLink(LinkBase):
                         break
                 self._wake.clear()
                 self._confirm_unconfirmed()
-                self._retry_marks()
+                self.marks.retry()
                 room = fill()
                 if self._after and room > 0 and not self._in_flight:
                     # The outbox was read this turn (outbox entries go first in a batch)
                     # and none is in flight: what it held when that work was queued is
                     # acknowledged, or held back by a refusal. The work runs now.
                     self._run_after()
-                if not inflight or len(self._marks) >= MARKS_BATCH * self.settings.max_inflight:
+                if not inflight or len(self.marks.pending) >= MARKS_BATCH * self.settings.max_inflight:
                     # Together: when the window drains, or MARKS_BATCH windows' worth
                     # wait (until then they are not read or sent again; a crash only
                     # means they are published again, the same bytes under the same id).
-                    self._flush_marks()
+                    self.marks.flush()
                 if not inflight:
                     if self._stop.is_set():
                         break
@@ -513,7 +514,7 @@ class FloorLink(LinkBase):
                     timer.cancel()
             # Finish the publications in flight (each times out on its own by then).
             await inflight.drained(self.settings.publish_timeout_ms / 1000)
-            self._flush_marks()
+            self.marks.flush()
         finally:
             self._fill = None
             if self._after:  # no publisher left to wait for
@@ -521,5 +522,5 @@ class FloorLink(LinkBase):
             inflight.abandon()
         # Goodbye: retained offline, then DISCONNECT (on leaving ``async with``) cancels the will.
         offline = self._state_payload("offline", reason="shutdown")
-        await self._publish(client, _Item("snapshot", "state", offline, 1, True, None))
+        await self._publish(client, Item("snapshot", "state", offline, 1, True, None))
         log.info("mqtt: table marked offline (clean shutdown)")
