@@ -352,3 +352,37 @@ async def test_two_successive_restores_are_refused_end_to_end(
         await site.stop()
         if site.ingest is not None:
             await site.ingest.stop()
+
+
+async def test_replay_budgets_are_per_principal_over_mosquitto(
+    tmp_path: Path, mosquitto_broker: Any, pg_db: str
+) -> None:
+    """The issue's starvation: a point-of-sale principal (role floor_system) spends the
+    table's replay budget in a few requests; the floor ingest's one-round repair that
+    follows is answered all the same (each principal has its own minute's budget)."""
+    site = Site(tmp_path, mosquitto_broker, pg_db)
+    await site.start()
+    try:
+        async with site.floor() as floor:
+            for n in (1, 2, 3):
+                await site.play(floor, n)
+            pos, ingest = site.principals.signer("floor"), site.principals.signer("ingest")
+            refused = None
+            for _ in range(10):  # 500 rounds a request at most, 2,000 a minute each
+                r = await floor.command("replay_rounds", from_seq=1, signer=pos)
+                if r["status"] == "error":
+                    refused = r
+                    break
+                assert r["data"]["queued"] >= 1, r
+            # Three rounds a request: the budget lasts 667 requests; ask many at once.
+            while refused is None:
+                answers = await asyncio.gather(
+                    *(floor.command("replay_rounds", from_seq=1, signer=pos) for _ in range(50))
+                )
+                refused = next((a for a in answers if a["status"] == "error"), None)
+            assert refused["code"] == "REPLAY_RATE_LIMITED", refused
+            repair = await floor.command("replay_rounds", from_seq=2, to_seq=2, signer=ingest)
+            assert repair["status"] == "ok", repair
+            assert (repair["data"]["queued"], repair["data"]["first_seq"]) == (1, 2), repair
+    finally:
+        await site.stop()
