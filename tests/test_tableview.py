@@ -200,6 +200,32 @@ def test_the_keys_given_to_tablectl_view(tmp_path: Path) -> None:
         registry_keys(str(tmp_path / "bad.toml"))
 
 
+def test_with_a_table_file_the_view_verifies_with_the_tables_own_key(tmp_path: Path) -> None:
+    """``tablectl view --config FILE``: the table's id, and the public key beside its
+    identity key ([journal]); without that file, the page says it does not verify."""
+    TableIdentity.create(tmp_path / "identity.key")
+    cfg = tmp_path / "table.toml"
+    cfg.write_text(
+        'version = 1\n[table]\nid = "MO-R-07"\ngame = "roulette"\n'
+        f'[journal]\npath = "{tmp_path / "journal.sqlite3"}"\n'
+    )
+    for verified in (True, False):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "firmware_host", "view", "--config", str(cfg),
+             "--broker", "mqtt://127.0.0.1:9", "--listen", "127.0.0.1:0"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+        finally:
+            proc.terminate()
+            proc.wait(10)
+        assert "following MO-R-07" in line
+        assert ("signatures verified with the keys of 1 table" in line) == verified, line
+        (tmp_path / "identity.pub").unlink(missing_ok=True)
+
+
 @pytest.mark.parametrize(
     ("args", "why"),
     [
