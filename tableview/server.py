@@ -229,9 +229,12 @@ class ViewServer:
             self.connected, self.last_error = up, error
             self._link_changed()
 
-    def _link(self) -> dict[str, Any]:
+    def _link(self, *, topics: bool = False) -> dict[str, Any]:
+        """The link, what the view follows and trusts, its caps and what it ignored
+        (``topics``: the topic filters too, for ``/api/tables`` and a page's first
+        snapshot)."""
         keys = self.pit.keys
-        return {
+        link = {
             "connected": self.connected,
             "error": self.last_error,
             "broker": f"{self.mqtt.host}:{self.mqtt.port}",
@@ -241,8 +244,10 @@ class ViewServer:
             "caps": self.pit.caps.to_json(),
             "ignored": dict(self.pit.ignored),
             "tables": len(self.pit.tables),
-            "topics": self.topics(),
         }
+        if topics:
+            link["topics"] = self.topics()
+        return link
 
     # -- pages ----------------------------------------------------------------------------
     def _changed(self, table_id: str) -> None:
@@ -256,7 +261,7 @@ class ViewServer:
             page.wake.set()
 
     def _everything(self) -> bytes:
-        return self.pit.text() + b',"link":' + orjson.dumps(self._link()) + b"}"
+        return self.pit.text() + b',"link":' + orjson.dumps(self._link(topics=True)) + b"}"
 
     async def _index(self, request: web.Request) -> web.StreamResponse:
         return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})

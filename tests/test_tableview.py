@@ -19,7 +19,7 @@ from firmware_host.auth.identity import TableIdentity
 from firmware_host.mqtt import MqttSettings
 from tableview.caps import Caps
 from tableview.model import Pit, Selection
-from tableview.server import ViewServer
+from tableview.server import ViewServer, _Page
 from tests.test_tablesim_boundary import RUNTIME
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,10 +158,25 @@ async def test_the_view_serves_the_page_and_streams_changes(mosquitto_broker: An
                 data = json.loads(event.split(b"data: ", 1)[1])
                 assert data["table_id"] == "T9"
                 assert data["board"] == {"table_id": "T9", "message": "void"}
+                # another table's payload on T9's topic: not taken, and the page is told
+                async with aiomqtt.Client(ep.host, ep.port) as pub:
+                    await pub.publish("casino/tables/T9/board", msg({"message": "x"}, "T8"), qos=1)
+                event = await asyncio.wait_for(stream.content.readuntil(b"\n\n"), 10)
+                assert event.startswith(b"event: link")
+                link = json.loads(event.split(b"data: ", 1)[1])
+                assert link["ignored"]["table_mismatch"] == 1 and "topics" not in link
             async with http.get(view.url + "api/tables") as r:
                 api = await r.json()
         assert [t["table_id"] for t in api["tables"]] == ["T9"]  # T8 is not followed
+        assert api["tables"][0]["board"]["message"] == "void"
         assert api["link"]["following"] == "T9" and api["link"]["verifying"] is False
+        assert "casino/tables/T9/board" in api["link"]["topics"]
+        # a page that reads slowly is owed each changed table once, as it is now
+        page = _Page()
+        view._pages.add(page)
+        for _ in range(100):
+            view._changed("T9")
+        assert list(page.tables) == ["T9"]
 
 
 def test_the_view_counts_what_its_mqtt_client_drops() -> None:
