@@ -376,6 +376,10 @@ class ConsoleSession:
             left = self.lockout.locked()
             if left:
                 return [self._locked_message(left)]
+            if args.isdigit() and args not in self.settings.operators:
+                # a PIN typed for the name: never asked for a PIN, repeated or logged
+                return ["error: no operator's name is a number (if that was the PIN: it is "
+                        "not shown nor logged); syntax: login NAME"]  # fmt: skip
             self._pending_login = args
             return []
         if n == "logout":

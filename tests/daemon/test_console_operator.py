@@ -319,6 +319,10 @@ async def test_a_pin_typed_while_locked_is_never_shown_back() -> None:
     out = await s.handle(PIN_A)
     assert out == ["error: unknown command (not repeated: it has digits); type 'help'"]
     assert (await s.handle("stauts")) == ["error: unknown command 'stauts'; type 'help'"]
+    # the PIN typed for the operator's name: not asked for a PIN, not repeated, not logged
+    out = await s.handle(f"login {PIN_A}")
+    assert PIN_A not in out[0] and "no operator's name is a number" in out[0]
+    assert s.prompt() == "table> " and not any(PIN_A in str(d) for _, d in b.events_seen)
     # a line typed under the locked prompt stays hidden when the lockout ends meanwhile
     for _ in range(3):
         await login(s, "alice", "0000")
