@@ -50,8 +50,10 @@ BET_FIELDS = ("bet_id", "seat", "bet_type", "selection", "stake", "result", "pay
 TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 #: A device name, as the topic ``devices/<name>`` carries it.
 DEVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-#: Deepest nesting of arrays and objects kept (a payload of the contract nests about 5).
+#: Deepest nesting of arrays and objects kept (a payload of the contract nests about 5),
+#: and most arrays and objects in one message (a round of 1,000 bets opens about 3,000).
 MAX_DEPTH = 32
+MAX_CONTAINERS = 20_000
 #: Why a message was ignored, as :attr:`Pit.ignored` counts them (``dropped``: the MQTT
 #: client's queue was full, the view fell behind a flood: ``tableview.server``).
 REASONS = (
@@ -147,8 +149,6 @@ class TableModel:
     events: deque[bytes] = field(default_factory=deque)
     #: Bytes kept (the parts' texts).
     size: int = 0
-    #: Counts the changes (a page's stream sends a table again when it moved).
-    version: int = 0
 
     def text(self) -> bytes:
         """The table as the page reads it (``/api/tables``, the ``table`` event)."""
@@ -215,7 +215,7 @@ class Pit:
                 payload,
                 max_bytes=self.caps.message_bytes,
                 max_depth=MAX_DEPTH,
-                max_containers=self.caps.message_bytes,
+                max_containers=MAX_CONTAINERS,
             )
         except RequestShapeError:
             self._ignore("malformed")
@@ -273,10 +273,7 @@ class Pit:
                 self.tables[table_id] = t
         else:
             changed = self._keep(t, rest, device, data)
-        if not changed:
-            return None
-        t.version += 1
-        return table_id
+        return table_id if changed else None
 
     def _keep(self, t: TableModel, rest: str, device: str | None, data: dict[str, Any]) -> bool:
         """Keep one checked payload; False (counted when over budget) when nothing

@@ -196,7 +196,12 @@ class ViewServer:
                         payload = (
                             bytes(raw) if isinstance(raw, (bytes, bytearray)) else str(raw).encode()
                         )
-                        changed = self.pit.apply(m.topic.value, payload)
+                        try:
+                            changed = self.pit.apply(m.topic.value, payload)
+                        except Exception:  # what a stranger publishes never stops the view
+                            log.debug("message on %s not read", m.topic.value, exc_info=True)
+                            self.pit.ignored["malformed"] += 1
+                            continue
                         if changed is not None:
                             self._changed(changed)
             except aiomqtt.MqttError as exc:

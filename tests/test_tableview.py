@@ -42,6 +42,7 @@ def test_the_pit_keeps_snapshots_rounds_once_and_ignores_requests() -> None:
     assert pit.apply("other/tables/T1/board", msg({})) is None
     assert pit.apply("casino/tables/T1/state", b"not json") is None
     assert pit.apply("casino/tables/T1/state", b"[" * 5000 + b"]" * 5000) is None  # too deep
+    assert pit.apply("casino/tables/T1/state", b"[" + b"[]," * 25_000 + b"[]]") is None  # too many
     t = pit.to_json()["tables"][0]
     assert t["board"] == {"table_id": "T1", "message": "result"}  # its signature dropped
     assert t["devices"]["board"]["state"] == "offline"
@@ -49,7 +50,7 @@ def test_the_pit_keeps_snapshots_rounds_once_and_ignores_requests() -> None:
     # a retained message cleared carries no table id: the table keeps what it showed
     assert pit.apply("casino/tables/T1/board", b"") is None
     assert pit.to_json()["tables"][0]["board"]["message"] == "result"
-    assert pit.ignored["malformed"] == 3
+    assert pit.ignored["malformed"] == 4
     assert json.loads(pit.text() + b"}") == pit.to_json()
 
 
