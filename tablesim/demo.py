@@ -216,12 +216,17 @@ class DemoTable:
 
     async def _start_view(self) -> None:
         """The web view of the table on its embedded default port (any free port if that
-        one is taken), following the table over MQTT like any floor display."""
+        one is taken), following the table over MQTT like any floor display, and
+        verifying its signatures with the table's public key."""
+        from firmware_host.auth.keys import load_public_key
         from tableview.server import ViewServer
 
         settings = MqttSettings(host=self.host, port=self.port, prefix=PREFIX)
+        # the view verifies what the table signed, with the public key its first start
+        # wrote beside its journal for the floor's registry
+        keys = {self.cfg.table_id: (load_public_key(self.tmp / "identity.pub"),)}
         for port in dict.fromkeys((self.view_port, 0)):
-            view = ViewServer(settings, tables=[self.cfg.table_id], port=port)
+            view = ViewServer(settings, tables=[self.cfg.table_id], port=port, keys=keys)
             try:
                 await view.start()
             except OSError:
@@ -378,6 +383,7 @@ async def run_demo(
     rc = 0
     began = time.monotonic()
     replay = f"tablectl demo --game {game} --seed {seed}"
+
     async def until_stopped(work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` until it ends or a signal stops the demo; then cancel it. The
         demo's own task is never cancelled, so a cancellation swallowed deep in the
@@ -450,6 +456,10 @@ async def run_demo(
     summary = getattr(t, "printer", None)
     if summary is not None:
         lines = summary.summary.lines(t.cfg)
-        out(("" if quiet or interrupted else "\n") + lines[0] + f" in {time.monotonic() - began:.0f} s.")
+        out(
+            ("" if quiet or interrupted else "\n")
+            + lines[0]
+            + f" in {time.monotonic() - began:.0f} s."
+        )
     out(f"seed {seed}: {replay}")
     return rc

@@ -7,10 +7,18 @@ and events it hears, and serves a page (plain HTML, CSS and JavaScript shipped i
 package: no build step, nothing fetched from elsewhere) that draws them as the table's
 board looks, updated live by server-sent events.
 
+What it keeps is bounded and taken from each table only (issue 29): the tables it is
+told to follow (ids, prefixes), a documented cap of tables, of rounds and events per
+table and of bytes per message and per table, a payload's ``table_id`` agreeing with its
+topic, and, given the tables' public keys, only what each table signed
+(``docs/view.md``, "Bounded, and each table's own word").
+
 It is a separate process (or, in the demo, a subscriber inside the demo's process):
 the table daemon never imports it and never waits for it.
 
+- :mod:`tableview.caps`: what the view keeps at most;
 - :mod:`tableview.model`: the pit as the page sees it, from the MQTT messages;
+- :mod:`tableview.trust`: the tables' public keys (``--key``, ``--registry``);
 - :mod:`tableview.server`: the MQTT subscriber and the aiohttp web server;
 - :mod:`tableview.cli`: the ``view`` subcommand.
 """

@@ -1,13 +1,22 @@
 """The view's MQTT subscriber and web server (aiohttp).
 
-:class:`ViewServer` subscribes to ``<prefix>/tables/<id>/#`` for each followed table
-(``+`` for every table of the pit), read-only at QoS 1 with a clean session, and
+:class:`ViewServer` subscribes, read-only at QoS 1 with a clean session, to the topics
+the page draws (``state``, ``board``, ``stats``, ``jackpot``, ``alerts``, ``rounds``,
+``events``, ``devices/+``) of each followed table (``+`` when it follows prefixes or
+every table: it then drops the others itself, :class:`tableview.model.Selection`), and
 serves:
 
 - ``/``: the page (``static/index.html``), ``/static/...`` its CSS and JavaScript;
-- ``/api/tables``: every table as JSON (``tableview.model``);
-- ``/events``: server-sent events: a ``snapshot`` of the pit on connection, then one
-  ``table`` event with the table's whole state each time one of its topics changes.
+- ``/api/tables``: every table as JSON (``tableview.model``), and the ``link``: the
+  broker, what the view follows, whether it verifies signatures, its caps and the
+  messages it ignored;
+- ``/events``: server-sent events: a ``snapshot`` of the pit on connection, then a
+  ``table`` event with the table's whole state when its topics changed, and a ``link``
+  event when the link or the ignored counts changed.
+
+A page that reads slowly never makes the view hold more: each page has the set of
+tables changed since it last read, not a queue of messages (a table that changed
+twice is sent once, as it is now).
 
 It reconnects to the broker with a capped backoff; the page shows whether the view
 is connected.
@@ -17,31 +26,71 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import secrets
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import orjson
 from aiohttp import web
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from firmware_host.mqtt import MqttSettings
 
-from .model import Pit
+from .caps import Caps
+from .model import TOPICS, Pit, Selection
 
 log = logging.getLogger(__name__)
 
 STATIC = Path(str(resources.files(__package__).joinpath("static")))
-#: Queued updates per page before the oldest are dropped (a page that stopped reading).
-CLIENT_QUEUE = 200
+#: Messages received and not yet read that the MQTT client holds at most: beyond, a
+#: message is dropped and counted (``dropped``), so that a flood faster than the view
+#: cannot make it hold more. The view reads a message in microseconds; the queue grows
+#: only during a burst (the client hands over one message per turn of the event loop).
+INCOMING_QUEUE = 5000
+#: How often the ignored counts reach the pages (when they changed), and the log.
+REPORT_SECONDS = 2.0
+LOG_SECONDS = 60.0
+
+
+class _Dropped(logging.Filter):
+    """Counts the messages the MQTT client drops when its queue is full (``dropped``)
+    instead of logging each of them."""
+
+    def __init__(self, pit: Pit) -> None:
+        super().__init__()
+        self.pit = pit
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith("Message queue is full"):
+            self.pit.ignored["dropped"] += 1
+            return False
+        return True
+
+
+class _Page:
+    """One page's stream: what changed since it last read."""
+
+    __slots__ = ("closed", "link", "tables", "wake")
+
+    def __init__(self) -> None:
+        self.tables: dict[str, None] = {}
+        self.link = False
+        self.closed = False
+        self.wake = asyncio.Event()
 
 
 class ViewServer:
-    """``await start()``, then :attr:`url`; ``await stop()``."""
+    """``await start()``, then :attr:`url`; ``await stop()``.
+
+    ``tables``: ids and prefixes to follow (:class:`Selection`; none: every table);
+    ``keys``: each table's public keys, to verify what it signed (None: not verified);
+    ``caps``: what the view keeps at most."""
 
     def __init__(
         self,
@@ -50,19 +99,26 @@ class ViewServer:
         tables: Sequence[str] = (),
         host: str = "127.0.0.1",
         port: int = 8080,
+        caps: Caps | None = None,
+        keys: Mapping[str, Sequence[Ed25519PublicKey]] | None = None,
     ) -> None:
         self.mqtt = mqtt
         self.prefix = mqtt.prefix
+        self.selection = Selection(tables)
         self.tables = tuple(tables)
         self.host = host
         self.port = port
-        self.pit = Pit(self.prefix)
+        self.pit = Pit(self.prefix, selection=self.selection, caps=caps or Caps(), keys=keys)
         self.connected = False
         self.last_error = ""
-        self._clients: set[asyncio.Queue[str]] = set()
+        self._pages: set[_Page] = set()
         self._runner: web.AppRunner | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         self._subscribed = asyncio.Event()
+        # the MQTT client's own logger (not registered: one per view), counting drops
+        self._mqtt_log = logging.Logger("tableview.mqtt")
+        self._mqtt_log.parent = log
+        self._mqtt_log.addFilter(_Dropped(self.pit))
 
     @property
     def url(self) -> str:
@@ -82,18 +138,22 @@ class ViewServer:
         await site.start()
         if self.port == 0:
             self.port = int(self._runner.addresses[0][1])
-        self._task = asyncio.create_task(self._follow(), name="tableview-mqtt")
+        self._tasks = [
+            asyncio.create_task(self._follow(), name="tableview-mqtt"),
+            asyncio.create_task(self._report(), name="tableview-report"),
+        ]
 
     async def wait_subscribed(self, timeout: float = 10) -> None:
         await asyncio.wait_for(self._subscribed.wait(), timeout)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
             with contextlib.suppress(BaseException):
-                await self._task
-        for q in list(self._clients):
-            q.put_nowait("")  # end every stream
+                await task
+        for page in list(self._pages):
+            page.closed = True  # end every stream
+            page.wake.set()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -106,7 +166,9 @@ class ViewServer:
 
     # -- MQTT -----------------------------------------------------------------------------
     def topics(self) -> list[str]:
-        return [f"{self.prefix}/tables/{t}/#" for t in (self.tables or ("+",))]
+        return [
+            f"{self.prefix}/tables/{t}/{kind}" for t in self.selection.filters() for kind in TOPICS
+        ]
 
     async def _follow(self) -> None:
         s = self.mqtt
@@ -122,9 +184,10 @@ class ViewServer:
                     tls_context=s.tls_context(),
                     keepalive=s.keepalive,
                     clean_session=True,
+                    max_queued_incoming_messages=INCOMING_QUEUE,
+                    logger=self._mqtt_log,
                 ) as client:
-                    for topic in self.topics():
-                        await client.subscribe(topic, qos=1)
+                    await client.subscribe([(topic, 1) for topic in self.topics()])
                     self._set_connected(True, "")
                     self._subscribed.set()
                     delay = 0.2
@@ -133,41 +196,83 @@ class ViewServer:
                         payload = (
                             bytes(raw) if isinstance(raw, (bytes, bytearray)) else str(raw).encode()
                         )
-                        changed = self.pit.apply(m.topic.value, payload)
+                        try:
+                            changed = self.pit.apply(m.topic.value, payload)
+                        except Exception:  # what a stranger publishes never stops the view
+                            log.debug("message on %s not read", m.topic.value, exc_info=True)
+                            self.pit.ignored["malformed"] += 1
+                            continue
                         if changed is not None:
-                            self._broadcast("table", self.pit.tables[changed].to_json())
+                            self._changed(changed)
             except aiomqtt.MqttError as exc:
                 self._set_connected(False, str(exc))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
+    async def _report(self) -> None:
+        """The ignored counts to the pages (when they changed) and, at most once a
+        minute, to the log."""
+        shown = logged = dict(self.pit.ignored)
+        last_log = time.monotonic()
+        while True:
+            await asyncio.sleep(REPORT_SECONDS)
+            now = dict(self.pit.ignored)
+            if now != shown:
+                shown = now
+                self._link_changed()
+            if now != logged and time.monotonic() - last_log >= LOG_SECONDS:
+                new = {k: now[k] - logged[k] for k in now if now[k] != logged[k]}
+                log.warning(
+                    "tablectl view: messages ignored in the last %d s: %s",
+                    round(time.monotonic() - last_log),
+                    ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in new.items()),
+                )
+                logged, last_log = now, time.monotonic()
+
     def _set_connected(self, up: bool, error: str) -> None:
         if (up, error) != (self.connected, self.last_error):
             self.connected, self.last_error = up, error
-            self._broadcast("link", self._link())
+            self._link_changed()
 
-    def _link(self) -> dict[str, Any]:
-        return {
+    def _link(self, *, topics: bool = False) -> dict[str, Any]:
+        """The link, what the view follows and trusts, its caps and what it ignored
+        (``topics``: the topic filters too, for ``/api/tables`` and a page's first
+        snapshot)."""
+        keys = self.pit.keys
+        link = {
             "connected": self.connected,
             "error": self.last_error,
             "broker": f"{self.mqtt.host}:{self.mqtt.port}",
-            "topics": self.topics(),
+            "following": self.selection.describe(),
+            "verifying": keys is not None,
+            "keys_for": sorted(keys) if keys is not None else [],
+            "caps": self.pit.caps.to_json(),
+            "ignored": dict(self.pit.ignored),
+            "tables": len(self.pit.tables),
         }
+        if topics:
+            link["topics"] = self.topics()
+        return link
 
-    # -- web ------------------------------------------------------------------------------
-    def _broadcast(self, event: str, data: Any) -> None:
-        text = f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
-        for q in list(self._clients):
-            if q.full():
-                with contextlib.suppress(asyncio.QueueEmpty):
-                    q.get_nowait()
-            q.put_nowait(text)
+    # -- pages ----------------------------------------------------------------------------
+    def _changed(self, table_id: str) -> None:
+        for page in self._pages:
+            page.tables[table_id] = None
+            page.wake.set()
+
+    def _link_changed(self) -> None:
+        for page in self._pages:
+            page.link = True
+            page.wake.set()
+
+    def _everything(self) -> bytes:
+        return self.pit.text() + b',"link":' + orjson.dumps(self._link(topics=True)) + b"}"
 
     async def _index(self, request: web.Request) -> web.StreamResponse:
         return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
 
     async def _api(self, request: web.Request) -> web.Response:
-        return web.json_response({**self.pit.to_json(), "link": self._link()})
+        return web.Response(body=self._everything(), content_type="application/json")
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
         resp = web.StreamResponse(
@@ -178,23 +283,32 @@ class ViewServer:
             }
         )
         await resp.prepare(request)
-        q: asyncio.Queue[str] = asyncio.Queue(CLIENT_QUEUE)
-        self._clients.add(q)
+        page = _Page()
+        self._pages.add(page)
         try:
-            first = {**self.pit.to_json(), "link": self._link()}
-            await resp.write(f"event: snapshot\ndata: {json.dumps(first)}\n\n".encode())
+            await resp.write(b"event: snapshot\ndata: " + self._everything() + b"\n\n")
             while True:
-                try:
-                    text = await asyncio.wait_for(q.get(), 15)
-                except TimeoutError:
-                    text = ": keepalive\n\n"
-                if not text:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(page.wake.wait(), 15)
+                if page.closed:
                     break
-                await resp.write(text.encode())
+                if not page.wake.is_set():
+                    await resp.write(b": keepalive\n\n")
+                    continue
+                page.wake.clear()
+                changed, page.tables = page.tables, {}
+                for tid in changed:
+                    t = self.pit.tables.get(tid)
+                    if t is not None:
+                        await resp.write(b"event: table\ndata: " + t.text() + b"\n\n")
+                if page.link:
+                    page.link = False
+                    link = orjson.dumps(self._link())
+                    await resp.write(b"event: link\ndata: " + link + b"\n\n")
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
-            self._clients.discard(q)
+            self._pages.discard(page)
         return resp
 
 

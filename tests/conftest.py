@@ -13,6 +13,8 @@ MQTT brokers:
   under ``TABLECTL_REQUIRE_MOSQUITTO=1``.
 - ``broker_process``: parametrized over ``mosquitto`` and ``amqtt`` (child
   processes), for tests that must pass on both.
+- ``mosquitto_in_memory``: mosquitto without persistence, for tests that publish
+  thousands of retained messages (saving after each change would dominate them).
 
 Every broker object has ``.host``, ``.port``, ``.kind`` and ``.endpoint`` (``.url``).
 Tests using mosquitto are marked ``mosquitto`` automatically.
@@ -38,7 +40,7 @@ settings.register_profile("table", deadline=None)
 settings.load_profile("table")
 
 REQUIRE_MOSQUITTO = os.environ.get("TABLECTL_REQUIRE_MOSQUITTO") == "1"
-_MOSQUITTO_FIXTURES = {"mosquitto_broker"}
+_MOSQUITTO_FIXTURES = {"mosquitto_broker", "mosquitto_in_memory"}
 
 
 def _need_mosquitto() -> None:
@@ -66,6 +68,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def mosquitto_broker(tmp_path: Path) -> Iterator[MosquittoProcess]:
     _need_mosquitto()
     proc = MosquittoProcess(tmp_path / "mosquitto")
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.close()
+
+
+@pytest.fixture
+def mosquitto_in_memory(tmp_path: Path) -> Iterator[MosquittoProcess]:
+    _need_mosquitto()
+    proc = MosquittoProcess(tmp_path / "mosquitto", persistence=False)
     proc.start()
     try:
         yield proc

@@ -4,6 +4,7 @@ and the privileged actions."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -136,10 +137,32 @@ COMMANDS: tuple[Command, ...] = (
 _BY_NAME = {c.name: c for c in COMMANDS}
 
 
+def _left(seconds: float) -> str:
+    """What is left of a lockout, for a person: ``47 s``, ``4 min 47 s``."""
+    s = math.ceil(seconds)
+    return f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
+
+
+def _shown(word: str) -> str:
+    """A typed word as an error may repeat it: never one with a digit in it (a PIN
+    typed at the wrong moment is never shown back)."""
+    return "(not repeated: it has digits)" if any(c.isdigit() for c in word) else repr(word)
+
+
 class ConsoleSession:
-    """One terminal session. Feed it lines; it returns the lines to print."""
+    """One terminal session. Feed it lines; it returns the lines to print.
+
+    While the console is locked (too many wrong PINs) a session without an operator
+    logged in shows :attr:`LOCKED_PROMPT`, and what is typed after it is *hidden*
+    (:attr:`input_hidden`): the serial line does not echo it, ``tablectl console`` turns
+    its terminal's echo off, and a line that is not a command is answered with the time
+    left of the lockout, never repeated (a PIN typed at the wrong moment never appears
+    on the screen or in a log). Commands still run (``status``: ``tablectl status``)."""
 
     PROMPT = "table> "
+    PIN_PROMPT = "PIN: "
+    #: The prompt while the console is locked: it ends like :attr:`PROMPT`.
+    LOCKED_PROMPT = "locked table> "
 
     def __init__(
         self,
@@ -159,6 +182,8 @@ class ConsoleSession:
         self.dual = dual if dual is not None else DualControl()
         self.user: str | None = None
         self._pending_login: str | None = None
+        #: Whether what is typed after the last prompt is hidden (a PIN, or a lockout).
+        self._hidden = False
         self._last_activity = clock()
         self.closed = False
         self.render = Renderer(backend.money())
@@ -177,10 +202,28 @@ class ConsoleSession:
             )
         ]
 
+    @property
+    def input_hidden(self) -> bool:
+        """Whether the line typed after the last :meth:`prompt` must not be echoed: the
+        PIN, or anything while the console is locked (decided when the prompt is shown,
+        so that a lockout ending while a line is typed never echoes half of it)."""
+        return self._hidden
+
+    def _locked(self) -> float:
+        """Seconds left of a lockout that hides this session's input (0: none); a
+        logged-in operator is not typing a PIN."""
+        return 0.0 if self.user else self.lockout.locked()
+
     def prompt(self) -> str:
+        """The prompt to show next (it also decides :attr:`input_hidden`)."""
         if self._pending_login is not None:
-            return "PIN: "
-        return f"{printable(self.user, ascii_only=True)}@table# " if self.user else self.PROMPT
+            self._hidden = True
+            return self.PIN_PROMPT
+        if self.user:
+            self._hidden = False
+            return f"{printable(self.user, ascii_only=True)}@table# "
+        self._hidden = self._locked() > 0
+        return self.LOCKED_PROMPT if self._hidden else self.PROMPT
 
     async def handle(self, line: str) -> list[str]:
         """The lines to print for one typed line; none holds a control character."""
@@ -195,8 +238,17 @@ class ConsoleSession:
         line = line.strip()[:MAX_LINE]
         if self._pending_login is not None:
             return self._finish_login(line)
+        hidden, self._hidden = self._hidden or self._locked() > 0, False
         if not line:
             return []
+        if hidden and _BY_NAME.get(line.partition(" ")[0].lower()) is None:
+            # typed while locked, and not a command: perhaps a PIN; never shown back
+            left = self._locked()
+            if left:
+                return [self._locked_message(left)]
+            return [
+                "error: not a command (what was typed while the console was locked is not shown)"
+            ]
         if not line.isascii() or not line.isprintable():
             return ["error: only printable ASCII is accepted"]
         for req in self.dual.expire():
@@ -208,7 +260,7 @@ class ConsoleSession:
         name = name.lower()
         cmd = _BY_NAME.get(name)
         if cmd is None:
-            return [f"error: unknown command {name!r}; type 'help'"]
+            return [f"error: unknown command {_shown(name)}; type 'help'"]
         if cmd.privileged and not self.user:
             return [f"error: {name} needs an operator login ('login NAME')"]
         try:
@@ -226,7 +278,7 @@ class ConsoleSession:
         assert name is not None
         left = self.lockout.locked()
         if left:
-            return [f"error: console locked for {int(left) + 1} s after too many wrong PINs"]
+            return [self._locked_message(left)]
         stored = self.settings.operators.get(name)
         # An unknown name costs the same PBKDF2 as a known one (no timing oracle).
         ok = check_pin(pin, stored if stored is not None else decoy_hash(self.settings.operators))
@@ -246,8 +298,18 @@ class ConsoleSession:
                     "until_epoch": round(self.lockout.until_wall, 3),
                 },
             )
-            return [f"error: wrong PIN; console locked for {self.lockout.seconds} s"]
+            return [
+                f"error: wrong PIN; console locked for {_left(self.lockout.seconds)}; "
+                "nothing typed is shown until then"
+            ]
         return ["error: wrong operator or PIN"]
+
+    @staticmethod
+    def _locked_message(left: float) -> str:
+        return (
+            f"error: console locked after too many wrong PINs: {_left(left)} left; "
+            "nothing typed is shown until then"
+        )
 
     def _dual(self, cmd: Command, args: str, run: Callable[[str], JSON]) -> list[str]:
         """A dual-control command: asked by this operator, run when another approves."""
@@ -291,7 +353,7 @@ class ConsoleSession:
             if args:
                 c = _BY_NAME.get(args.lower())
                 if c is None:
-                    return [f"error: unknown command {args!r}"]
+                    return [f"error: unknown command {_shown(args)}"]
                 needs = " (needs login)" if c.privileged else ""
                 if c.dual:
                     needs = " (needs login and a second operator's approval)"
@@ -313,7 +375,11 @@ class ConsoleSession:
                 return ["error: syntax: login NAME"]
             left = self.lockout.locked()
             if left:
-                return [f"error: console locked for {int(left) + 1} s after too many wrong PINs"]
+                return [self._locked_message(left)]
+            if args.isdigit() and args not in self.settings.operators:
+                # a PIN typed for the name: never asked for a PIN, repeated or logged
+                return ["error: no operator's name is a number (if that was the PIN: it is "
+                        "not shown nor logged); syntax: login NAME"]  # fmt: skip
             self._pending_login = args
             return []
         if n == "logout":

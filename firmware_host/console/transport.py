@@ -22,7 +22,9 @@ async def serve_stream(
 
     ``read`` returns the next bytes (``b""`` at end of stream); ``write`` sends.
     ``echo``: a serial terminal does not echo locally, so we echo typed characters
-    (never the PIN) and handle backspace.
+    and handle backspace; never a hidden line (the PIN, anything typed while the
+    console is locked: :attr:`ConsoleSession.input_hidden`), nor a line that starts
+    with a digit (no command does: it may be a PIN typed at the wrong moment).
     """
     out = bytearray()
 
@@ -62,16 +64,22 @@ async def serve_stream(
                 send(session.prompt())
             elif byte in (0x08, 0x7F):
                 if buf:
+                    hidden = _hidden(session, buf)
                     buf.pop()
-                    if echo and not session.awaiting_pin:
+                    if echo and not hidden:
                         send("\b \b")
             elif 0x20 <= byte < 0x7F and len(buf) < MAX_LINE:
                 buf.append(byte)
-                if echo and not session.awaiting_pin:
+                if echo and not _hidden(session, buf):
                     send(chr(byte))
             # other control bytes (and ANSI escapes from fancy terminals) are ignored
         await flush()
     await flush()
+
+
+def _hidden(session: ConsoleSession, line: bytearray) -> bool:
+    """Whether the line being typed is kept off the screen."""
+    return session.input_hidden or line.lstrip()[:1].isdigit()
 
 
 async def serve_socket(

@@ -305,11 +305,14 @@ class NoEcho:
 
 #: What the console prints when it waits for a PIN (``ConsoleSession.prompt``).
 PIN_PROMPT = "PIN: "
+#: Its prompt while it is locked after too many wrong PINs: nothing typed is shown.
+LOCKED_PROMPT = "locked table> "
 
 
 async def _console_client(path: str) -> int:
     """A plain line client: stdin lines to the socket, socket bytes to stdout; the
-    terminal does not echo the line typed after the console's ``PIN:`` prompt."""
+    terminal does not echo the line typed after the console's ``PIN:`` prompt, nor after
+    its ``locked table>`` prompt (a PIN typed while the console is locked)."""
     reader, writer = await asyncio.open_unix_connection(path)
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
@@ -325,7 +328,7 @@ async def _console_client(path: str) -> int:
             text = data.decode("ascii", "replace").replace("\r\n", "\n")
             sys.stdout.write(text)
             sys.stdout.flush()
-            if text.endswith(PIN_PROMPT) and echo is not None:
+            if text.endswith((PIN_PROMPT, LOCKED_PROMPT)) and echo is not None:
                 asking_pin = True
                 echo.off()
         done.set()
@@ -377,7 +380,7 @@ async def console_query(path: str, command: str, timeout: float = 10.0) -> str:
     async with asyncio.timeout(timeout):
         reader, writer = await asyncio.open_unix_connection(path)
         try:
-            await reader.readuntil(b"table> ")
+            await reader.readuntil(b"table> ")  # also the locked console's prompt
             writer.write(command.encode("ascii") + b"\r\n")
             await writer.drain()
             data = await reader.readuntil(b"table> ")
@@ -386,7 +389,8 @@ async def console_query(path: str, command: str, timeout: float = 10.0) -> str:
                 await writer.drain()
         finally:
             writer.close()
-    return data[: -len(b"table> ")].decode("ascii", "replace").strip()
+    # the answer's lines end in CRLF; the prompt after them has none
+    return data.rpartition(b"\r\n")[0].decode("ascii", "replace").strip()
 
 
 def status_text(st: Any) -> str:

@@ -156,6 +156,40 @@ async def test_lockout_after_five_wrong_pins(table) -> None:  # type: ignore[no-
     assert kinds.count("console_login_failed") == 5 and "console_lockout" in kinds
 
 
+async def test_nothing_typed_is_shown_while_locked(table, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 29 item 8, end to end: after the lockout, the PIN typed again on the serial
+    line is neither echoed nor shown as an unknown command, nor on the socket console;
+    the answer says how long is left; ``tablectl status`` still answers."""
+    from firmware_host.subcommands.ops import console_query
+
+    d, term = table
+    await term.read_until(b"table> ")
+    for _ in range(5):
+        await term.cmd("login tech1", prompt=b"PIN: ")
+        out = await term.cmd("0000")
+    assert "console locked for 1 min 0 s" in out and out.endswith("locked table> ")
+    out = await term.cmd(PIN)  # typed at the wrong moment
+    assert PIN not in out and "unknown command" not in out
+    assert "console locked after too many wrong PINs: " in out and " s left" in out
+    assert out.endswith("locked table> ")
+    status = await term.cmd("status")  # not echoed, answered
+    assert "phase: idle" in status and "status" not in status
+    # the socket console: locked too (the lockout is the console's, every channel)
+    reader, writer = await asyncio.open_unix_connection(str(tmp_path / "console.sock"))
+    banner = await asyncio.wait_for(reader.readuntil(b"locked table> "), 10)
+    assert b"con-1" in banner
+    writer.write(PIN.encode() + b"\r\n")
+    await writer.drain()
+    reply = (await asyncio.wait_for(reader.readuntil(b"table> "), 10)).decode()
+    assert PIN not in reply and "unknown command" not in reply and " s left" in reply
+    writer.write(b"quit\r\n")
+    writer.close()
+    st = await console_query(str(tmp_path / "console.sock"), "status json")
+    assert '"table_id":"con-1"' in st.replace(" ", "")
+    events = d.journal.events(50)
+    assert not any(PIN in str(ev.data) for ev in events)
+
+
 async def test_unix_socket_console(table, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     d, _ = table
     reader, writer = await asyncio.open_unix_connection(str(tmp_path / "console.sock"))

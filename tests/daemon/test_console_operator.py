@@ -289,6 +289,88 @@ async def test_wrong_pins_before_a_restart_still_count(tmp_path: Path) -> None:
         assert (await login(s, "bob", PIN_B)) != ["logged in as bob"]  # locked, not asked
 
 
+async def test_a_pin_typed_while_locked_is_never_shown_back() -> None:
+    """Issue 29 item 8: while the console is locked, what is typed is not shown back as
+    an unknown command; the answer says how long is left; commands still run."""
+    mono = [100.0]
+    lock = Lockout(3, 300, clock=lambda: mono[0])
+    b = FakeBackend()
+    s = session(b, lock, clock=lambda: mono[0])
+    assert s.prompt() == "table> " and not s.input_hidden
+    for _ in range(3):
+        await s.handle("login alice")
+        assert s.prompt() == "PIN: " and s.input_hidden
+        out = await s.handle("0000")
+    assert "console locked for 5 min 0 s" in out[0] and "nothing typed is shown" in out[0]
+    assert s.prompt() == "locked table> " and s.input_hidden
+    mono[0] += 13
+    out = await s.handle(PIN_A)  # the technician types the PIN again, at the wrong moment
+    assert out == [
+        "error: console locked after too many wrong PINs: 4 min 47 s left; "
+        "nothing typed is shown until then"
+    ]
+    assert s.prompt() == "locked table> "
+    assert "phase: idle" in "\n".join(await s.handle("status"))  # commands still run
+    assert "4 min 47 s left" in (await s.handle("login alice"))[0]
+    assert not any(PIN_A in str(data) for _, data in b.events_seen)  # nor in the log
+    mono[0] += 300  # the lockout is over: the next prompt shows it
+    assert s.prompt() == "table> " and not s.input_hidden
+    # a PIN typed at a plain prompt is not repeated either (a word with digits)
+    out = await s.handle(PIN_A)
+    assert out == ["error: unknown command (not repeated: it has digits); type 'help'"]
+    assert (await s.handle("stauts")) == ["error: unknown command 'stauts'; type 'help'"]
+    # the PIN typed for the operator's name: not asked for a PIN, not repeated, not logged
+    out = await s.handle(f"login {PIN_A}")
+    assert PIN_A not in out[0] and "no operator's name is a number" in out[0]
+    assert s.prompt() == "table> " and not any(PIN_A in str(d) for _, d in b.events_seen)
+    # a line typed under the locked prompt stays hidden when the lockout ends meanwhile
+    for _ in range(3):
+        await login(s, "alice", "0000")
+    assert s.prompt() == "locked table> "
+    mono[0] += 301
+    out = await s.handle(PIN_A)
+    assert PIN_A not in out[0] and "not shown" in out[0]
+    assert (await login(s, "alice", PIN_A)) == ["logged in as alice"]
+
+
+async def test_the_serial_line_echoes_nothing_while_locked() -> None:
+    """The serial transport (it echoes what is typed): no PIN, nothing typed while the
+    console is locked, no line starting with a digit; commands still answer."""
+    from firmware_host.console import serve_stream
+
+    typed = [
+        b"login alice\r", b"0000\r", b"login alice\r", b"0001\r", b"login alice\r",
+        b"0002\r", b"1357\r", b"rp\x7found\r", b"quit\r",
+    ]  # fmt: skip
+    feed = iter(typed)
+    out = bytearray()
+
+    async def read() -> bytes:
+        return next(feed, b"")
+
+    async def write(data: bytes) -> None:
+        out.extend(data)
+
+    s = session(FakeBackend(), Lockout(3, 300))
+    await serve_stream(s, read, write, echo=True)
+    text = out.decode()
+    for secret in ("0000", "0001", "0002", "1357"):
+        assert secret not in text, text
+    assert "unknown command" not in text
+    assert "console locked for 5 min 0 s" in text
+    assert "locked table> " in text and "left; nothing typed is shown" in text
+    assert "round" not in text.split("locked table> ")[-2]  # a command typed: not echoed
+    assert "phase: open" in text  # ... and answered
+
+    # not locked: a line that starts with a digit is not echoed either
+    feed = iter([b"24\x7f68\r", b"quit\r"])
+    out.clear()
+    await serve_stream(session(FakeBackend(), Lockout(3, 300)), read, write, echo=True)
+    text = out.decode()
+    assert "24" not in text and "68" not in text and "\b" not in text
+    assert "unknown command (not repeated" in text
+
+
 def test_counts_below_an_outcome_are_not_amounts() -> None:
     from firmware_host.console import Renderer
 
@@ -300,9 +382,12 @@ def test_counts_below_an_outcome_are_not_amounts() -> None:
     assert "total: 21" in text and "total: 13" in text and "stakes: MOP 25.00" in text
 
 
-def test_tablectl_console_never_echoes_the_pin(tmp_path: Path) -> None:
-    """``tablectl console`` on a terminal: what is typed after ``PIN:`` is not shown."""
+@pytest.mark.parametrize("locked", [False, True], ids=["pin-prompt", "locked"])
+def test_tablectl_console_never_echoes_the_pin(tmp_path: Path, locked: bool) -> None:
+    """``tablectl console`` on a terminal: what is typed after ``PIN:`` is not shown, nor
+    what is typed while the console is locked (its ``locked table>`` prompt)."""
     path = str(tmp_path / "c.sock")
+    ask = b"locked table> " if locked else b"PIN: "
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(path)
     srv.listen(1)
@@ -314,7 +399,7 @@ def test_tablectl_console_never_echoes_the_pin(tmp_path: Path) -> None:
         buf = b""
         while b"\r\n" not in buf:
             buf += conn.recv(100)
-        conn.sendall(b"PIN: ")
+        conn.sendall(ask)
         buf = b""
         while b"\r\n" not in buf:
             buf += conn.recv(100)
@@ -344,7 +429,7 @@ def test_tablectl_console_never_echoes_the_pin(tmp_path: Path) -> None:
     try:
         read_until(b"table> ")
         os.write(master, b"login alice\n")
-        assert b"PIN: " in read_until(b"PIN: ")
+        assert ask in read_until(ask)
         time.sleep(0.3)  # the client turns the echo off when the prompt arrives
         os.write(master, b"97531\n")
         after = read_until(b"wrong operator")

@@ -99,6 +99,8 @@ async def test_the_page_shows_each_new_result_and_the_roads_within_a_second(game
         async with Browser(CHROMIUM, width=800, height=900) as b:
             await b.open(t.view.url)
             await b.wait_for("document.querySelector('section[data-table]') !== null", 10)
+            # the demo's view verifies the table's signatures, and the page says so
+            await b.wait_for("document.getElementById('trust').dataset.verifying === 'yes'", 10)
             w = Watcher(b)
             w.task = asyncio.create_task(w.run())
             try:
@@ -118,6 +120,10 @@ async def test_the_page_shows_each_new_result_and_the_roads_within_a_second(game
                 check_round(game, r, hit[1], i)
             # the last rounds, with their bets, are listed
             assert (await b.eval(PROBE))["rounds"] == min(rounds, 12)
+            # every message the table published verified: nothing was left out
+            assert await b.eval("document.getElementById('ignored').dataset.ignored") == "0"
+            trust = await b.eval("document.getElementById('trust').textContent")
+            assert trust == "signatures verified"
             images = DOCS_IMAGES if os.environ.get("TABLECTL_UPDATE_DOCS_IMAGES") else tmp_path
             images.mkdir(parents=True, exist_ok=True)
             await b.screenshot(images / f"view-{game}.png")
