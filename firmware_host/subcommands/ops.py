@@ -11,6 +11,7 @@ import getpass
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -334,20 +335,40 @@ async def _console_client(path: str) -> int:
         done.set()
 
     out_task = asyncio.create_task(pump_out())
+    lines: asyncio.Queue[str] = asyncio.Queue()
+
+    def read_stdin() -> None:  # a daemon thread: never holds the exit up (``quit``)
+        while True:
+            line = sys.stdin.readline()
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+            if not line:
+                return
+
+    threading.Thread(target=read_stdin, name="console-stdin", daemon=True).start()
+    ended = asyncio.create_task(done.wait())
     try:
         while not done.is_set():
-            line = await loop.run_in_executor(None, sys.stdin.readline)
+            typed = asyncio.create_task(lines.get())
+            await asyncio.wait({typed, ended}, return_when=asyncio.FIRST_COMPLETED)
+            if not typed.done():  # the console closed the session (quit): no Enter wanted
+                typed.cancel()
+                break
+            line = typed.result()
             if not line:
                 break
             if asking_pin and echo is not None:
                 asking_pin = False
                 echo.on()
                 sys.stdout.write("\n")  # the Enter typed was not echoed either
-            writer.write(line.rstrip("\r\n").encode("ascii", "replace") + b"\r\n")
-            await writer.drain()
+            try:
+                writer.write(line.rstrip("\r\n").encode("ascii", "replace") + b"\r\n")
+                await writer.drain()
+            except ConnectionError:  # the console closed the session meanwhile
+                break
         with contextlib.suppress(Exception):
             await asyncio.wait_for(out_task, 1.0)
     finally:
+        ended.cancel()
         if echo is not None:
             echo.on()
         writer.close()

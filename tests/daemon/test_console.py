@@ -222,3 +222,43 @@ async def test_the_daemon_settles_ahead_while_the_result_is_awaited(  # type: ig
     # 58/2004 art. 7 1) (1): Fan pays 3 to 1 less 5%: a prize of 1500, 75 kept.
     [b] = payload["bets"]
     assert (b["result"], b["payout"], b["commission"], b["net"]) == ("win", 1500, 75, 1425)
+
+
+async def test_quit_ends_the_client_at_once_without_another_enter(tmp_path: Path) -> None:
+    """Issue 30: ``quit`` printed "bye" and the client waited for another Enter, then
+    said "cannot reach the console ... Connection lost" and exited 2. Now the session's
+    end ends the client, exit 0, with its standard input still open."""
+    import asyncio
+    import subprocess
+    import sys
+
+    sock = tmp_path / "c.sock"
+
+    async def session(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"table> ")
+        await writer.drain()
+        while (line := await reader.readline()) and line.strip() != b"quit":
+            writer.write(b"unknown command\r\ntable> ")
+            await writer.drain()
+        writer.write(b"bye\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_unix_server(session, path=str(sock))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "firmware_host", "console", "--socket", str(sock),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(b"quit\n")  # and nothing more: the terminal stays open
+        await proc.stdin.drain()
+        rc = await asyncio.wait_for(proc.wait(), 10)
+        out = (await proc.stdout.read()).decode()  # type: ignore[union-attr]
+        err = (await proc.stderr.read()).decode()  # type: ignore[union-attr]
+        assert rc == 0, err
+        assert "bye" in out and err == "", (out, err)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        server.close()
