@@ -118,6 +118,7 @@ def read_plan(
     software = _resolve_software(cfg.section("software") or SoftwareSettings(), cfg.source)
     integrity = IntegritySettings.from_section(cfg.section("integrity"))
     warnings.extend(mqtt.warnings())
+    warnings.extend(console.warnings())
     if not software.configured:
         warnings.append(
             "[software] not configured: the installed software is not verified against a "

@@ -93,6 +93,13 @@ CONSOLE_SPECS: dict[str, FieldSpec] = {
 DEALER_NUMBER_DIGITS = (1, 8)
 
 
+#: The example tables' operator (``config/*.toml``, ``[console.operators.demo-tech]``):
+#: PIN ``2468``, published in the README. ``check-config`` and the daemon's start-up warn
+#: about a table whose operator still has it.
+DEMO_PIN = "2468"
+DEMO_PIN_HASH = "pbkdf2_sha256$200000$pY8fUwSG2Rp/2vjnDtUtEQ==$UwMeIiwP5yenrwVptA8cQqJHaSbxV1mHeH48yicCoSw="
+
+
 @dataclass(frozen=True)
 class ConsoleSettings:
     serial_port: str = ""
@@ -104,6 +111,16 @@ class ConsoleSettings:
     operators: Mapping[str, str] = field(default_factory=dict)  # name -> pin hash
     #: Keypad sign-in: dealer number -> (dealer's name, PIN hash).
     dealers: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+    def warnings(self) -> list[str]:
+        """An operator left with the documented demo PIN (the example tables')."""
+        return [
+            f"[console.operators.{name}] has the documented demo PIN {DEMO_PIN} (the example "
+            "tables' operator): give it a PIN of its own (tablectl console --hash-pin) "
+            "before the table goes live"
+            for name, stored in self.operators.items()
+            if stored == DEMO_PIN_HASH
+        ]
 
 
 def _validate(data: Any, path: str, errors: list[str]) -> ConsoleSettings:

@@ -440,3 +440,21 @@ def test_tablectl_console_never_echoes_the_pin(tmp_path: Path, locked: bool) -> 
         proc.wait(10)
         os.close(master)
         srv.close()
+
+
+def test_the_example_tables_operator_has_the_documented_demo_pin() -> None:
+    """Issue 30: the README says ``login`` then ``clear-fault``; the example tables now
+    have an operator, whose demo PIN (2468, README) logs in, and check-config says so."""
+    from firmware_host.assembly import assembly_warnings
+    from firmware_host.config import load_config
+    from firmware_host.console.settings import check_pin
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    assert "`login demo-tech`" in readme and "PIN `2468`" in readme
+    for path in sorted((root / "config").glob("*.toml")):
+        cfg = load_config(path)
+        console = cfg.section("console")
+        assert check_pin("2468", console.operators["demo-tech"]), path
+        assert not check_pin("2469", console.operators["demo-tech"])
+        assert any("demo PIN 2468" in w for w in assembly_warnings(cfg)), path
