@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from firmware_host.auth import Signer
-from firmware_host.config import validate_document
+from firmware_host.config import ConfigInvalid, validate_document
 from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
 from firmware_host.schemas import validate
@@ -252,3 +252,51 @@ async def test_an_unauthenticated_refusal_under_a_pending_id_is_not_taken_for_th
     validate("bet_response", refusal)
     real = ok(await floor.place(body["bet"], request_id="pos-7"))
     assert real["principal"] == "floor" and [b.bet_id for b in d.engine.bets()] == ["b7"]
+
+
+@pytest.mark.mosquitto
+async def test_an_accepted_risk_is_logged_at_start_and_in_the_retained_state(
+    tmp_path: Path, mosquitto_broker: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 29: a freshness window of 300 s runs only when accepted in so many words,
+    # and then every floor system sees it on the retained state.
+    principals = make_principals(tmp_path / "keys", ROLES)
+    doc = {
+        "table": {"id": "atk-2", "game": "roulette", "result_source": "manual"},
+        "auth": principals.auth_section(max_age_s=300),
+    }
+    with pytest.raises(ConfigInvalid, match="FRESHNESS_WINDOW_LONG"):
+        TableDaemon(validate_document(doc), state_dir=tmp_path, runtime_dir=tmp_path)
+    doc["auth"]["accept_risks"] = ["FRESHNESS_WINDOW_LONG"]
+    mqtt = MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port, reconnect_min_ms=50)
+    d = TableDaemon(validate_document(doc), state_dir=tmp_path, runtime_dir=tmp_path, mqtt=mqtt)
+    caplog.set_level("WARNING")
+    await d.start()
+    floor = FloorClient(mosquitto_broker.host, mosquitto_broker.port, "atk-2", signers=principals)
+    await floor.start()
+    try:
+        await floor.until(lambda: isinstance(floor.state, dict)
+                          and "accepted_risks" in floor.state, 10, "the state")  # fmt: skip
+        assert floor.state["accepted_risks"] == ["FRESHNESS_WINDOW_LONG"]
+        validate("state", floor.state)
+        logged = [r.getMessage() for r in caplog.records if "accepted risk" in r.getMessage()]
+        assert len(logged) == 1 and "auth.max_age_s: FRESHNESS_WINDOW_LONG" in logged[0]
+        # refusals before authorisation: counted, and kept when the daemon stops
+        for i in range(3):
+            junk = json.dumps({"request_id": f"j-{i}", "command": "status"}).encode()
+            assert (await answer_to_unauthenticated(floor, "commands", junk))["code"] == "UNSIGNED"
+        assert d.floor is not None and d.floor.refusals.total == 3
+    finally:
+        await floor.stop()
+        await d.stop()
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{tmp_path / 'journal.sqlite3'}?mode=ro", uri=True)
+    try:
+        rows = [json.loads(r[0]) for r in con.execute(
+            "SELECT data FROM events WHERE kind = 'requests_refused'")]  # fmt: skip
+    finally:
+        con.close()
+    assert [(r["total"], r["counts"]) for r in rows] == [
+        (3, [{"principal": "unsigned", "verified": False, "code": "UNSIGNED", "count": 3}])
+    ]
