@@ -277,3 +277,37 @@ def test_ten_thousand_refused_requests_grow_the_journal_by_a_bounded_amount(
     snap = t.floor.refusals.snapshot()
     assert snap["total"] == n and len(snap["by"]) <= 4 + MAX_CLAIMED_NAMES
     assert t.engine.current is not None and t.engine.current.round_id == rnd  # nothing acted
+
+
+def test_a_window_that_cannot_be_journaled_is_kept_for_the_next_try() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from firmware_host.journal import JournalFull
+    from firmware_host.table.refusals import RefusalLedger
+
+    class Journal:
+        def __init__(self) -> None:
+            self.full = True
+            self.entries: list[Any] = []
+
+        def append_event(self, kind: str, data: Any) -> None:
+            if self.full:
+                raise JournalFull("disk full")
+            self.entries.append((kind, data))
+
+    now = [datetime(2026, 5, 9, 7, 0, tzinfo=UTC)]
+    j = Journal()
+    ledger = RefusalLedger(j, known=["pos"], clock=lambda: now[0])
+    ledger.count("pos", False, "BAD_SIGNATURE")
+    now[0] += timedelta(seconds=WINDOW_S)
+    ledger.tick()  # the disk is full: nothing journaled, nothing lost
+    ledger.count(None, False, "UNSIGNED")
+    assert j.entries == [] and ledger.total == 2
+    j.full = False
+    ledger.tick()
+    [(kind, data)] = j.entries
+    assert kind == "requests_refused" and data["total"] == 2
+    assert [(c["principal"], c["code"]) for c in data["counts"]] == [
+        ("pos", "BAD_SIGNATURE"), ("unsigned", "UNSIGNED")
+    ]
+    assert ledger.flush() is True and len(j.entries) == 1  # an empty window: nothing
