@@ -6,8 +6,11 @@ progressive jackpot (only on a table whose game offers one). Reading is tracked
 (:meth:`~firmware_host.config.TableConfig.section`): whatever the file sets and the
 plan never read is a problem, named by its section and option; so is a table that
 needs GPIO pins on a machine without them (unless the configuration says the table
-is simulated). The daemon refuses to start with a problem; ``tablectl check-config``
-and the console's ``check-config`` report them (:func:`assembly_problems`).
+is simulated), and a policy that defeats the controls it configures
+(``firmware_host/risks.py``: a key shared by two principals, a two-person rule one
+person satisfies, a key file of the table open to others...). The daemon refuses to
+start with a problem; ``tablectl check-config`` and the console's ``check-config``
+report them (:func:`assembly_problems`): one code path, the same lines.
 """
 
 from __future__ import annotations
@@ -18,8 +21,7 @@ from typing import Any
 
 from drivers.registry import DEVICE_KINDS, DeviceConfig
 
-from .auth import AuthSettings, KeyFileError, load_public_key
-from .auth.policy import PrincipalSpec
+from .auth import AuthSettings
 from .config import (
     FieldSpec,
     TableConfig,
@@ -36,6 +38,7 @@ from .integrity.settings import IntegritySettings, ball_revs_problems
 from .integrity.software import SoftwareSettings
 from .journal import JournalSettings
 from .mqtt import MqttSettings
+from .risks import assess
 from .table.engine import BetCaps
 from .table.floor import bet_caps
 from .table.jackpot import JackpotSettings
@@ -88,6 +91,11 @@ class TablePlan:
     software: SoftwareSettings = field(default_factory=SoftwareSettings)
     #: ``[integrity]``: the detectors' settings (``docs/integrity.md``).
     integrity: IntegritySettings = field(default_factory=IntegritySettings)
+    #: The policy risks this table runs with, accepted by ``[auth] accept_risks``
+    #: (``firmware_host/risks.py``): logged at start, in the retained ``state``.
+    accepted_risks: tuple[str, ...] = ()
+    #: Each accepted risk's line, as ``check-config`` warns about it.
+    accepted_risk_lines: tuple[str, ...] = ()
 
 
 def read_plan(
@@ -115,6 +123,9 @@ def read_plan(
     auth = _resolve_keys(cfg.section("auth") or AuthSettings(), cfg.source)
     caps = bet_caps(cfg.section("bets"), cfg.limits.max_stake or MAX_STAKE)
     auth_problems, warnings = _auth_problems(auth, cfg.result_source, console)
+    verdict = assess(auth, jackpot=params is not None, journal=journal)
+    auth_problems.extend(verdict.problems)
+    warnings.extend(verdict.warnings)
     software = _resolve_software(cfg.section("software") or SoftwareSettings(), cfg.source)
     integrity = IntegritySettings.from_section(cfg.section("integrity"))
     warnings.extend(mqtt.warnings())
@@ -152,6 +163,8 @@ def read_plan(
         warnings=tuple(warnings),
         software=software,
         integrity=integrity,
+        accepted_risks=verdict.accepted,
+        accepted_risk_lines=verdict.accepted_lines,
     )
 
 
@@ -167,7 +180,7 @@ def _resolve_keys(auth: AuthSettings, source: str) -> AuthSettings:
     """Key file paths relative to the table file's directory (an absolute path stays)."""
     base = Path(source).parent if Path(source).suffix == ".toml" else Path.cwd()
     principals = {
-        name: PrincipalSpec(name, tuple(str(base / k) for k in spec.keys), spec.roles)
+        name: replace(spec, keys=tuple(str(base / k) for k in spec.keys))
         for name, spec in auth.principals.items()
     }
     return replace(auth, principals=principals)
@@ -176,19 +189,12 @@ def _resolve_keys(auth: AuthSettings, source: str) -> AuthSettings:
 def _auth_problems(
     auth: AuthSettings, result_source: str, console: ConsoleSettings
 ) -> tuple[list[str], list[str]]:
-    """Key files that cannot be read; a manual table without authenticated, permitted
-    people to enter results (signed requests or a console operator's PIN: problems);
-    signatures off, nobody to take bets (warnings)."""
+    """A manual table without authenticated, permitted people to enter results (signed
+    requests or a console operator's PIN: problems); signatures off, nobody to take
+    bets (warnings). Key files and the policy's risks: :func:`~.risks.assess`."""
     problems: list[str] = []
     warnings: list[str] = []
-    if auth.signatures:
-        for name, spec in auth.principals.items():
-            for key in spec.keys:
-                try:
-                    load_public_key(key)
-                except KeyFileError as exc:
-                    problems.append(f"auth.principals.{name}.keys: {exc}")
-    else:
+    if not auth.signatures:
         warnings.append(
             "auth.signatures = false: floor requests are NOT authenticated; anyone who can "
             "publish on the table's request topics can open, close, void and settle rounds "

@@ -11,11 +11,17 @@ million lists. So a request is measured before it is parsed:
    on the brackets outside string literals (C-speed ``bytes.count``, ``replace``,
    ``split`` and ``translate`` remove the strings and keep the brackets; a Python
    loop only over what is left, at most ``2 * max_containers`` brackets);
-3. only then ``json.loads``, which can no longer recurse deeper than ``max_depth``.
+3. only then ``json.loads``, which can no longer recurse deeper than ``max_depth``,
+   and which refuses an object naming one member twice, at any depth
+   (``DUPLICATE_MEMBER``): RFC 8259 leaves such a text's meaning to the parser (one
+   keeps the first, another the last), so the table reads it no way at all. The check
+   is the parser's ``object_pairs_hook`` (a ``dict`` built from the pairs, compared
+   in length: at C speed, once per object, at most ``max_containers`` of them).
 
 Each refusal is a :class:`RequestShapeError` with a stable code
 (``REQUEST_TOO_LARGE``, ``REQUEST_TOO_DEEP``, ``REQUEST_TOO_COMPLEX``,
-``MALFORMED_JSON``) and a one-line message; nothing here raises anything else. The
+``MALFORMED_JSON``, ``DUPLICATE_MEMBER``) and a one-line message that echoes nothing
+of the request; nothing here raises anything else. The
 limits are far above what any request of the contract needs (``docs/mqtt.md``: a
 bet nests 3 levels, the deepest command outcome 5).
 """
@@ -113,6 +119,18 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _one_reading(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose members all have different names (``object_pairs_hook``)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise RequestShapeError(
+            "DUPLICATE_MEMBER",
+            "an object of the request names one member twice: its meaning would depend on "
+            "the parser (docs/security.md, 'One reading of a request'); send each member once",
+        )
+    return obj
+
+
 def loads(
     raw: bytes,
     *,
@@ -132,7 +150,14 @@ def loads(
         except UnicodeDecodeError:
             raise RequestShapeError("MALFORMED_JSON", "the request is not UTF-8 text") from None
         try:
-            value: JSON = json.loads(text, parse_int=parse_int, parse_constant=_no_constant)
+            value: JSON = json.loads(
+                text,
+                parse_int=parse_int,
+                parse_constant=_no_constant,
+                object_pairs_hook=_one_reading,
+            )
+        except RequestShapeError:  # a member named twice (a ValueError: caught first)
+            raise
         except json.JSONDecodeError as exc:
             raise RequestShapeError(
                 "MALFORMED_JSON",

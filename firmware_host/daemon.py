@@ -213,7 +213,7 @@ class TableDaemon:
             plan.software, j, alerts, faults_changed=self._faults_changed
         )
         software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
-        roster = self.dealers = DealerRoster(j)
+        roster = self.dealers = DealerRoster(j, auth=plan.auth)
         self.keypad_sign_in = KeypadSignInDesk(
             roster,
             self.console_settings.dealers,
@@ -248,6 +248,8 @@ class TableDaemon:
         )
         if not auth.signatures:
             log.warning("[auth] signatures = false: floor requests are NOT authenticated")
+        for line in plan.accepted_risk_lines:  # also in the retained state
+            log.warning("running with an accepted risk: %s", line)
         floor = self.floor = FloorRequests(
             engine,
             procedure,
@@ -276,7 +278,10 @@ class TableDaemon:
             result_source=plan.result_source,
             last_round=engine.last_round_id,
             anchor=j.round_anchor,
+            accepted_risks=plan.accepted_risks,
+            refused=floor.refusals.snapshot,
         )
+        floor.refusals.listeners.append(self.state.refresh)
         # A storage fault raised or cleared: the retained state says so at once, and the
         # link retries what it could not mark published.
         j.storage.add_listener(self.state.refresh)
@@ -517,6 +522,8 @@ class TableDaemon:
         if self.link is not None:
             await self.link.stop()
         if self.journal is not None:
+            if self.floor is not None:
+                self.floor.refusals.flush()  # the last window's counts, as evidence
             with contextlib.suppress(StorageError):  # a full disk: the guard logged it
                 self.journal.append_event("power_down", {"reason": reason})
             self.journal.close()

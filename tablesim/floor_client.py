@@ -12,7 +12,11 @@ phase, round in flight) and the ids of the rounds received on ``rounds``;
 It is also the reference *signing client* (``docs/security.md``): with ``signers``,
 every request is signed by the principal whose role allows it, and every command
 names its round as the floor last saw it (``round_id``; ``after_round_id`` for
-``open_betting``), as the table requires.
+``open_betting``), as the table requires. The answer to a signed request is the
+response naming its request id AND the principal that signed it: a refusal that
+names no principal (a request the table could not authenticate, which anyone can make
+the table send under any request id) is kept in :attr:`FloorClient.unverified` and
+never taken for it.
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ from .principals import Principals
 
 #: Commands that name no round in progress (``open_betting`` names the one it follows).
 _NO_ROUND = frozenset(
-    {"open_betting", "status", "jackpot_paid", "replay_rounds", "ack_alert", "verify_software"}
-)
+    {"open_betting", "status", "jackpot_paid", "replay_rounds", "ack_alert", "verify_software",
+     "dealer_sign_in", "dealer_sign_out"}
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,11 @@ class FloorClient:
     _client: aiomqtt.Client | None = None
     _task: asyncio.Task[None] | None = None
     _pending: dict[str, asyncio.Future[JSON]] = field(default_factory=dict)
+    #: The principal whose answer each pending request waits for (None: any answer).
+    _expect: dict[str, str | None] = field(default_factory=dict)
+    #: Answers under a pending request id that named another principal or none: not
+    #: the table's answer to our request (a forger's request under our id, refused).
+    unverified: list[JSON] = field(default_factory=list)
     _ids: Any = field(default_factory=lambda: itertools.count(1))
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _rounds: asyncio.Queue[JSON] = field(default_factory=asyncio.Queue)
@@ -134,9 +144,17 @@ class FloorClient:
         if msg.topic in ("bets/response", "commands/response"):
             with contextlib.suppress(ValueError):
                 data = msg.json()
-                fut = self._pending.pop(str(data.get("request_id")), None)
-                if fut is not None and not fut.done():
-                    fut.set_result(data)
+                rid = str(data.get("request_id"))
+                expected = self._expect.get(rid)
+                if rid in self._pending and expected is not None and (
+                    not isinstance(data, dict) or data.get("principal") != expected
+                ):
+                    self.unverified.append(data)
+                else:
+                    fut = self._pending.pop(rid, None)
+                    self._expect.pop(rid, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(data)
         elif msg.topic == "rounds":
             with contextlib.suppress(ValueError):
                 payload = msg.json()
@@ -255,8 +273,11 @@ class FloorClient:
             await asyncio.sleep(0.05)
         rid = request_id or self.new_request_id()
         fut: asyncio.Future[JSON] = asyncio.get_running_loop().create_future()
+        signed = self.sign(kind, {"request_id": rid, **body}, signer)
         self._pending[rid] = fut
-        payload = json.dumps(self.sign(kind, {"request_id": rid, **body}, signer))
+        principal = signed.get("principal") if "signature" in signed else None
+        self._expect[rid] = principal if isinstance(principal, str) else None
+        payload = json.dumps(signed)
         await self._client.publish(f"{self.root}/{kind}/request", payload, qos=1)
         answer = await asyncio.wait_for(fut, timeout)
         if (
@@ -276,6 +297,7 @@ class FloorClient:
             await asyncio.sleep(0.05)
         fut: asyncio.Future[JSON] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = fut
+        self._expect[request_id] = None  # whatever answers it (a test of the table)
         await self._client.publish(f"{self.root}/{kind}/request", payload, qos=1)
         return await asyncio.wait_for(fut, timeout)
 

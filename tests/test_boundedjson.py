@@ -75,7 +75,9 @@ def test_arbitrary_bytes_are_refused_with_a_code_or_parsed_never_anything_else(r
     try:
         bj.loads(raw, parse_int=parse_json_int)
     except bj.RequestShapeError as exc:
-        assert exc.code in ("MALFORMED_JSON", "REQUEST_TOO_DEEP", "REQUEST_TOO_COMPLEX")
+        assert exc.code in (
+            "MALFORMED_JSON", "REQUEST_TOO_DEEP", "REQUEST_TOO_COMPLEX", "DUPLICATE_MEMBER"
+        )
         assert "\n" not in exc.message
     assert bj.peek_request_id(raw) is None or isinstance(bj.peek_request_id(raw), str)
 
@@ -117,3 +119,29 @@ def test_the_request_id_is_echoed_only_from_a_request_that_parses() -> None:
     assert bj.peek_request_id(b'{"request_id": "x", "action": place}') is None
     assert bj.peek_request_id(b"[" * 20000) is None
     assert bj.peek_request_id(b'{"request_id": "' + b"r" * 200 + b'"}') is None
+
+
+# -- issue 29: one reading of a request ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"request_id": "r1", "bet": {"stake": 10000, "stake": 90000}}',  # the issue's
+        b'{"request_id": "r1", "request_id": "r2"}',
+        b'{"a": [1, {"b": {"c": 1, "c": 1}}]}',  # any depth, even the same value
+        b'{"stake": 1, "st\\u0061ke": 2}',  # the same name once its escapes are read
+        b'[{"x": 1}, {"y": 1, "y": 2}]',
+    ],
+)
+def test_a_member_named_twice_is_refused_at_any_depth(raw: bytes) -> None:
+    with pytest.raises(bj.RequestShapeError) as exc:
+        bj.loads(raw, parse_int=parse_json_int)
+    assert exc.value.code == "DUPLICATE_MEMBER"
+    assert b"90000" not in exc.value.message.encode() and "stake" not in exc.value.message
+    assert bj.peek_request_id(raw) is None  # no request id read from it either
+
+
+def test_the_same_name_in_two_objects_is_not_a_duplicate() -> None:
+    raw = b'{"bet": {"stake": 1}, "other": {"stake": 2}, "list": [{"k": 1}, {"k": 2}]}'
+    assert bj.loads(raw) == json.loads(raw)

@@ -5,13 +5,18 @@ dealer's terminal, a pit supervisor, the floor system that places the players' b
 A *role* is a set of *permissions*; a permission is a request the table answers:
 each command of ``commands/request`` by name, and ``place`` and ``cancel`` of
 ``bets/request``. A principal holds one or more roles. The built-in roles follow the
-separation of duties a gaming lab expects (GLI-24's owner/guest host model):
+separation of duties a gaming lab expects (GLI-24's owner/guest host model): who runs
+the game or takes bets never also supervises it.
 
 - ``dealer``: runs the game (opens and closes betting, re-shakes a voided throw,
-  enters results on a manual table, players' decisions, a deal's setup);
-- ``pit_supervisor``: what a dealer does, and voids a round and confirms a jackpot
-  payment (which needs a second, different principal: :data:`TWO_PERSON`),
-  acknowledges an integrity alert and asks for a software check (``docs/integrity.md``);
+  enters results on a manual table, players' decisions, a deal's setup) and signs
+  itself in as the dealer on duty (only as the dealer it is bound to:
+  ``[auth.principals.<name>] dealer``, by default its own name);
+- ``pit_supervisor``: supervises: voids a round, confirms a jackpot payment (which
+  needs a second, different principal: :data:`TWO_PERSON`), acknowledges an integrity
+  alert, asks for a software check (``docs/integrity.md``) and signs a dealer in or
+  out (``dealer_sign_in_others``); it does not deal (issue 29: a supervisor who also
+  enters results can void the rounds it dislikes and settle the ones it likes);
 - ``floor_system``: places and cancels bets (a cancel only of its own bets), asks
   for rounds again (``replay_rounds``);
 - ``floor_ingest``: the floor's records (``tablectl floor-ingest``): asks for rounds
@@ -22,7 +27,10 @@ separation of duties a gaming lab expects (GLI-24's owner/guest host model):
 
 ``[auth.roles]`` may redefine these or add roles. Running without signatures needs
 ``signatures = false`` said in so many words; ``tablectl check-config`` warns about it
-and the retained ``state`` shows it (``"auth": "unsigned"``).
+and the retained ``state`` shows it (``"auth": "unsigned"``). What a configuration may
+not do without saying so (a key shared by two principals, a two-person rule one
+person can satisfy...) is checked by ``firmware_host/risks.py``; ``accept_risks``
+names each one a table runs with anyway, in so many words.
 """
 
 from __future__ import annotations
@@ -55,9 +63,23 @@ COMMAND_PERMISSIONS = (
 #: The actions of ``bets/request``.
 BET_PERMISSIONS = ("place", "cancel")
 #: What is not a request: ``floor_record``, signing the floor's record of the table
-#: that the table checks its journal against at start-up (``docs/floor.md``).
-RECORD_PERMISSIONS = ("floor_record",)
+#: that the table checks its journal against at start-up (``docs/floor.md``);
+#: ``dealer_sign_in_others``, signing in a dealer other than the one the principal is
+#: bound to (a supervisor's: ``dealer_sign_in`` naming another ``dealer``).
+RECORD_PERMISSIONS = ("floor_record", "dealer_sign_in_others")
 PERMISSIONS = frozenset(COMMAND_PERMISSIONS + BET_PERMISSIONS + RECORD_PERMISSIONS)
+
+#: Running the game or taking bets (a dealer's, a floor system's).
+PLAY_PERMISSIONS = frozenset(
+    {"place", "cancel", "open_betting", "close_betting", "void_throw", "result", "decide",
+     "deal_setup", "new_shoe"}
+)  # fmt: skip
+#: Supervising it: undoing a round, paying a jackpot, clearing an alert, naming the
+#: dealer on duty. A role (or a principal) holding both is warned about
+#: (``ROLE_MIXES_DUTIES``, ``firmware_host/risks.py``).
+SUPERVISION_PERMISSIONS = frozenset(
+    {"void_round", "jackpot_paid", "ack_alert", "dealer_sign_in_others"}
+)
 
 _DEALER = frozenset(
     {
@@ -73,9 +95,14 @@ _DEALER = frozenset(
         "dealer_sign_out",
     }
 )
+#: Supervises the game, never runs it (separation of duties, issue 29).
+_SUPERVISOR = frozenset(
+    {"void_round", "jackpot_paid", "ack_alert", "verify_software", "dealer_sign_in",
+     "dealer_sign_out", "dealer_sign_in_others", "status"}
+)  # fmt: skip
 BUILTIN_ROLES: dict[str, frozenset[str]] = {
     "dealer": _DEALER,
-    "pit_supervisor": _DEALER | {"void_round", "jackpot_paid", "ack_alert", "verify_software"},
+    "pit_supervisor": _SUPERVISOR,
     "floor_system": frozenset({"place", "cancel", "status", "replay_rounds"}),
     "floor_ingest": frozenset({"replay_rounds", "status", "floor_record"}),
     "jackpot_attendant": frozenset({"jackpot_paid", "status"}),
@@ -88,6 +115,15 @@ TWO_PERSON = ("jackpot_paid",)
 #: A principal's name: printable, no spaces, a topic- and log-safe identifier.
 PRINCIPAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,63}$")
 
+#: The longest freshness window ``check-config`` lets through without
+#: ``accept_risks = ["FRESHNESS_WINDOW_LONG"]``: a captured request can be replayed for
+#: this long (its request id answers it once; another table refuses it).
+MAX_AGE_LIMIT_S = 120
+
+#: The policy checks a table may run with anyway, each named in ``[auth]
+#: accept_risks`` (``firmware_host/risks.py``, ``docs/security.md``).
+ACCEPTABLE_RISKS = ("SHARED_KEY", "TWO_PERSON_TOO_FEW", "TWO_PERSON_OFF", "FRESHNESS_WINDOW_LONG")
+
 
 @dataclass(frozen=True)
 class PrincipalSpec:
@@ -96,6 +132,12 @@ class PrincipalSpec:
     name: str
     keys: tuple[str, ...]
     roles: tuple[str, ...]
+    #: The dealer this principal signs in as (``dealer_sign_in``); None: its own name.
+    dealer: str | None = None
+
+    @property
+    def bound_dealer(self) -> str:
+        return self.dealer or self.name
 
 
 @dataclass(frozen=True)
@@ -111,6 +153,8 @@ class AuthSettings:
     roles: Mapping[str, frozenset[str]] = field(default_factory=lambda: dict(BUILTIN_ROLES))
     #: Commands that need two different principals.
     two_person: frozenset[str] = frozenset(TWO_PERSON)
+    #: The policy checks this table runs with anyway (:data:`ACCEPTABLE_RISKS`).
+    accept_risks: frozenset[str] = frozenset()
 
     def permissions(self, principal: str) -> frozenset[str]:
         """What ``principal`` may do (nothing if unknown)."""
@@ -125,6 +169,23 @@ class AuthSettings:
     def holders(self, permission: str) -> list[str]:
         """Principals allowed ``permission``."""
         return [p for p in self.principals if permission in self.permissions(p)]
+
+    def sign_in_as(self, principal: str, requested: str | None) -> tuple[str, str]:
+        """Who ``principal`` signs in with ``dealer_sign_in`` (``requested``: the
+        command's ``dealer``, or None), and by what authority: ``bound`` (the dealer it
+        is bound to, ``[auth.principals.<name>] dealer``, by default its own name) or
+        ``supervisor`` (another dealer, which needs ``dealer_sign_in_others``).
+        Raises ``ValueError`` naming who it may sign in otherwise."""
+        spec = self.principals.get(principal)
+        bound = spec.bound_dealer if spec is not None else principal
+        if requested is None or requested == bound:
+            return bound, "bound"
+        if "dealer_sign_in_others" in self.permissions(principal):
+            return requested, "supervisor"
+        raise ValueError(
+            f"{principal} may sign in only as dealer {bound} (its [auth.principals] dealer); "
+            "a supervisor (dealer_sign_in_others) signs in another dealer"
+        )
 
 
 AUTH_SPECS: dict[str, FieldSpec] = {
@@ -152,6 +213,13 @@ AUTH_SPECS: dict[str, FieldSpec] = {
     "roles": FieldSpec(
         "table", {}, doc="[auth.roles] <role> = [permissions]: redefine or add roles"
     ),
+    "accept_risks": FieldSpec(
+        "str_list",
+        [],
+        doc="policy checks this table runs with anyway, each by its code ("
+        + ", ".join(ACCEPTABLE_RISKS)
+        + "): still warned about, logged at start and listed in the retained state",
+    ),
 }
 
 PRINCIPAL_SPECS: dict[str, FieldSpec] = {
@@ -161,6 +229,12 @@ PRINCIPAL_SPECS: dict[str, FieldSpec] = {
         doc="Ed25519 public key files (PEM) of the principal; two during a key rotation",
     ),
     "roles": FieldSpec("str_list", [], doc="the principal's roles", required=True),
+    "dealer": FieldSpec(
+        "str",
+        "",
+        doc="the dealer this principal signs in as with dealer_sign_in (default: its own "
+        "name); only a supervisor (dealer_sign_in_others) signs in another dealer",
+    ),
 }
 
 
@@ -198,14 +272,26 @@ def _validate(data: Any, path: str, errors: list[str]) -> AuthSettings:
             )
         if vals.get("signatures", True) and not sub.get("keys"):
             errors.append(f"{p}.keys: a principal needs at least one public key file")
+        dealer = sub.get("dealer") or None
+        if dealer is not None and not PRINCIPAL_NAME.match(dealer):
+            errors.append(
+                f"{p}.dealer: a dealer's name is 1-64 letters, digits, '_', '.', '@', ':', '-'"
+            )
         principals[str(name)] = PrincipalSpec(
-            str(name), tuple(sub.get("keys") or ()), tuple(sub.get("roles") or ())
+            str(name), tuple(sub.get("keys") or ()), tuple(sub.get("roles") or ()), dealer
         )
     unknown_cmds = sorted(set(vals.get("two_person") or ()) - set(COMMAND_PERMISSIONS))
     if unknown_cmds:
         errors.append(
             f"{path}.two_person: unknown command(s) {', '.join(unknown_cmds)}; known: "
             f"{', '.join(COMMAND_PERMISSIONS)}"
+        )
+    unknown_risks = sorted(set(vals.get("accept_risks") or ()) - set(ACCEPTABLE_RISKS))
+    if unknown_risks:
+        errors.append(
+            f"{path}.accept_risks: no such risk to accept: {', '.join(unknown_risks)}; "
+            f"known: {', '.join(ACCEPTABLE_RISKS)} (a key file open to others is never "
+            "accepted)"
         )
     if len(errors) > n:
         return AuthSettings()
@@ -215,6 +301,7 @@ def _validate(data: Any, path: str, errors: list[str]) -> AuthSettings:
         principals=principals,
         roles=roles,
         two_person=frozenset(vals["two_person"]),
+        accept_risks=frozenset(vals["accept_risks"]),
     )
 
 

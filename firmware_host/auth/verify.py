@@ -71,14 +71,15 @@ class Principal:
 
 
 def parse_timestamp(value: object) -> datetime:
+    # The messages echo nothing of the request (nothing in it is trusted yet).
     if not isinstance(value, str) or len(value) > 40:
         raise AuthError("UNSIGNED", "timestamp must be an ISO 8601 UTC time string")
     try:
         at = datetime.fromisoformat(value)
     except ValueError:
-        raise AuthError("UNSIGNED", f"timestamp {value!r} is not an ISO 8601 time") from None
+        raise AuthError("UNSIGNED", "timestamp is not an ISO 8601 time") from None
     if at.tzinfo is None or at.utcoffset() != timedelta(0):
-        raise AuthError("UNSIGNED", f"timestamp {value!r} must be UTC (end with 'Z')")
+        raise AuthError("UNSIGNED", "timestamp must be UTC (end with 'Z')")
     return at
 
 
@@ -127,12 +128,13 @@ class Authenticator:
         Signatures on: refuses (:class:`AuthError`) a request for another table, with a
         member of :data:`AUTH_FIELDS` missing, from an unknown principal, or whose
         signature no key of its principal verifies. Signatures off: the principal the
-        request names (or :data:`ANONYMOUS`), unverified.
+        request names (or :data:`ANONYMOUS`), unverified. A refusal's message echoes
+        nothing of the request (the answer says only what the table knows).
         """
         table = request.get("table_id")
         if table is not None and table != self.table_id:
             raise AuthError(
-                "WRONG_TABLE", f"the request is for table {table!r}; this is {self.table_id!r}"
+                "WRONG_TABLE", f"the request is for another table; this is {self.table_id!r}"
             )
         name = request.get("principal")
         if name is not None and (not isinstance(name, str) or not PRINCIPAL_NAME.match(name)):
@@ -151,7 +153,9 @@ class Authenticator:
         assert isinstance(name, str)
         keys = self.keys.get(name)
         if not keys:
-            raise AuthError("UNKNOWN_PRINCIPAL", f"principal {name!r} is not known to this table")
+            raise AuthError(
+                "UNKNOWN_PRINCIPAL", "the principal the request names is not known to this table"
+            )
         parse_timestamp(request["timestamp"])
         sig_text = request["signature"]
         try:
@@ -174,8 +178,8 @@ class Authenticator:
             return Principal(name, True, key_id(key))
         raise AuthError(
             "BAD_SIGNATURE",
-            f"the signature does not verify with the key(s) of {name!r} "
-            "(forged, altered, or signed over another form: docs/security.md)",
+            "the signature does not verify with the key(s) of the principal the request "
+            "names (forged, altered, or signed over another form: docs/security.md)",
         )
 
     def check_fresh(self, request: Mapping[str, Any]) -> None:

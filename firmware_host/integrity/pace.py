@@ -2,10 +2,14 @@
 per dealer, idle time and voids, reported per shift.
 
 - :class:`DealerRoster`: who deals at the table. A dealer signs in from the console
-  (``dealer NAME``, an operator logged in) or with the signed command ``dealer_sign_in``
-  (the dealer's own principal, ``dealer`` role), and out (``dealer-out`` /
-  ``dealer_sign_out``); each change an event of the audit log; the dealer on duty
-  survives a restart (read back from the log) and is in every round payload
+  (``dealer NAME``, an operator logged in), at the keypad, or with the signed command
+  ``dealer_sign_in``: a principal signs in only as the dealer it is bound to
+  (``[auth.principals.<name>] dealer``, by default its own name), a supervisor
+  (``dealer_sign_in_others``, the ``pit_supervisor`` role) another dealer; anything
+  else is refused ``DEALER_NOT_BOUND`` (issue 29: the dealer in every round payload is
+  the one who signed). Out with ``dealer-out`` / ``dealer_sign_out``; each change an
+  event of the audit log naming who signed in whom and by what authority; the dealer
+  on duty survives a restart (read back from the log) and is in every round payload
   (``dealer``, null when nobody signed in).
 - :class:`PaceMonitor`: an extension that counts the shift's settled and voided rounds,
   per dealer too, and the table's idle time (no round in progress); at the end of each
@@ -21,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..auth import Principal
+from ..auth import AuthSettings, Principal
 from ..journal import OutboxMessage, RoundRecord
 from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
@@ -37,9 +41,18 @@ DEALER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,63}$")
 class DealerRoster:
     """The dealer on duty (one at a time), kept in the audit log."""
 
-    def __init__(self, journal: Any, *, clock: Callable[[], datetime] = utc_now) -> None:
+    def __init__(
+        self,
+        journal: Any,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        auth: AuthSettings | None = None,
+    ) -> None:
+        """``auth``: who is bound to which dealer (None: nobody may sign in another
+        dealer by command, a principal only its own name)."""
         self.journal = journal
         self.clock = clock
+        self.auth = auth
         self.on_duty: str | None = None
         self.since: str | None = None
         self._listeners: list[Callable[[str | None, str | None], None]] = []
@@ -56,13 +69,19 @@ class DealerRoster:
     def current(self) -> str | None:
         return self.on_duty
 
-    def sign_in(self, dealer: str, *, via: str, by: str) -> dict[str, JSON]:
+    def sign_in(
+        self, dealer: str, *, via: str, by: str, authority: str | None = None
+    ) -> dict[str, JSON]:
+        """``authority``: how a signed command was allowed to (``bound``: the dealer its
+        principal is bound to; ``supervisor``: another, by a supervisor; ``unverified``:
+        a table without signatures), recorded in the audit log with who did it."""
         if not DEALER_NAME.match(dealer):
             raise RequestError("MALFORMED_REQUEST", f"{dealer!r} is not a dealer's name")
         old = self.on_duty
-        ev = self.journal.append_event(
-            "dealer_signed_in", {"dealer": dealer, "via": via, "by": by, "replaces": old}
-        )
+        data: dict[str, JSON] = {"dealer": dealer, "via": via, "by": by, "replaces": old}
+        if authority is not None:
+            data["authority"] = authority
+        ev = self.journal.append_event("dealer_signed_in", data)
         self.on_duty, self.since = dealer, str(ev.at)
         for cb in list(self._listeners):
             cb(old, dealer)
@@ -79,12 +98,20 @@ class DealerRoster:
         return {"dealer": None, "signed_out": old}
 
     def command_in(self, args: Mapping[str, JSON], who: Principal) -> JSON:
-        """``dealer_sign_in``: the dealer named is the principal's own name unless
-        ``args.dealer`` names another (a pit supervisor signing a dealer in)."""
-        dealer = args.get("dealer", who.name)
-        if not isinstance(dealer, str):
+        """``dealer_sign_in``: the dealer the principal is bound to, or the one
+        ``args.dealer`` names if it is that one, or if the principal may sign in others
+        (a pit supervisor); else ``DEALER_NOT_BOUND``."""
+        requested = args.get("dealer")
+        if requested is not None and not isinstance(requested, str):
             raise RequestError("MALFORMED_REQUEST", "dealer_sign_in's 'dealer' must be a name")
-        return self.sign_in(dealer, via="mqtt", by=f"mqtt:{who.audit}")
+        if self.auth is not None and not self.auth.signatures:  # a bench: nobody is known
+            dealer, authority = requested or who.name, "unverified"
+        else:
+            try:
+                dealer, authority = (self.auth or AuthSettings()).sign_in_as(who.name, requested)
+            except ValueError as exc:
+                raise RequestError("DEALER_NOT_BOUND", str(exc)) from None
+        return self.sign_in(dealer, via="mqtt", by=f"mqtt:{who.audit}", authority=authority)
 
     def command_out(self, args: Mapping[str, JSON], who: Principal) -> JSON:
         return self.sign_out(via="mqtt", by=f"mqtt:{who.audit}")

@@ -298,7 +298,7 @@ class LinkBase:
         elif isinstance(payload, Mapping):
             body = self._seal(response_topic, payload)
             acted = payload.get("status") in ("ok", "accepted")
-            anonymous = payload.get("request_id") is None
+            anonymous = payload.get("request_id") is None or "principal" not in payload
         else:
             raise TypeError(
                 f"a response must be a mapping, bytes or str, got {type(payload).__name__}"

@@ -6,20 +6,28 @@ out of here, nothing blocks the table. No MQTT here: the floor link hands us pay
 bytes (:meth:`FloorRequests.handle`) and publishes what we return; every answer is
 built by :func:`firmware_host.schemas.response`. A request goes through, in order:
 
-1. **Reading**: a size limit, UTF-8, JSON (no NaN), an object. Refused answers carry
-   ``request_id: null`` on a signed table: nothing in the request is trusted yet.
+1. **Reading**: a size limit, UTF-8, JSON (no NaN, no member named twice in an
+   object: ``DUPLICATE_MEMBER``), an object.
 2. **Who sent it** (:class:`~firmware_host.auth.Authenticator`): for this table,
-   from a known principal, signed by its key (``docs/security.md``).
+   from a known principal, signed by its key (``docs/security.md``). A refusal of
+   steps 1-2 echoes the request's ``request_id`` when it could be read in the
+   identifier form (else null) and nothing else of it, names no principal (nothing
+   in the request is trusted: a requester matches answers by principal and request
+   id), and is never journaled.
 3. **Seen before?** The answer to every request is journaled by ``(principal,
    request_id)``: a request id answered before gets that answer again and acts
    nothing (``REQUEST_ID_CONFLICT`` if its content differs). ``status`` alone, which
    changes nothing, is answered afresh.
-4. **Fresh?** Signed within ``[auth] max_age_s`` of the table's clock.
-5. **Allowed, for the round it names, in its phase**: the principal's roles
-   (``NOT_PERMITTED``); a command names its ``round_id`` (opening betting names the
-   round it follows, ``after_round_id``) and is refused ``STALE_ROUND`` otherwise; a
-   bet names its round too, and only its principal may cancel it; identifiers are
-   printable ASCII; the round's and the seat's caps (``[bets]``).
+4. **Fresh and permitted?** Signed within ``[auth] max_age_s`` of the table's clock;
+   the principal's roles permit what it asks (``NOT_PERMITTED``). Refused requests of
+   steps 1, 2 and 4 are counted (:class:`~.refusals.RefusalLedger`: one chain entry a
+   minute with the counts, never a row each), so no sender, of the lowest role or of
+   none, can grow the journal.
+5. **For the round it names, in its phase**: a command names its ``round_id``
+   (opening betting names the round it follows, ``after_round_id``) and is refused
+   ``STALE_ROUND`` otherwise; a bet names its round too, and only its principal may
+   cancel it; identifiers are printable ASCII; the round's and the seat's caps
+   (``[bets]``).
 6. **Acting and answering in ONE journal transaction**: the change and its answer
    commit together, so a crash leaves both or neither, and a retry never acts twice.
    When the journal cannot write (``DISK_FULL``, ``JOURNAL_IO``) nothing acted and the
@@ -50,7 +58,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import boundedjson
-from ..auth import AUTH_FIELDS, Authenticator, AuthError, Principal
+from ..auth import AUTH_FIELDS, BET_PERMISSIONS, Authenticator, AuthError, Principal
+from ..auth.policy import PRINCIPAL_NAME
 from ..config import FieldSpec, register_section, validate_fields
 from ..games.errors import CodedError
 from ..games.money import MAX_STAKE, parse_json_int
@@ -60,6 +69,7 @@ from ..schemas import response
 from .engine import BetAnswer, BetCaps, RoundEngine, RoundFault, StaleRound
 from .jackpot import JackpotController
 from .procedures import Procedure
+from .refusals import RefusalLedger
 from .replay import REPLAY_MAX_ROUNDS, ReplayBudgets, ReplayLimit
 
 log = logging.getLogger(__name__)
@@ -140,14 +150,20 @@ def _decode(payload: bytes, what: str) -> dict[str, JSON]:
     return data
 
 
-def identifier(value: object, what: str, max_len: int) -> str:
-    """``value`` if it is an identifier of 1..``max_len`` printable ASCII characters."""
-    if not isinstance(value, str) or not 0 < len(value) <= max_len or not _IDENT.fullmatch(value):
+def _is_identifier(value: object, max_len: int) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= max_len and bool(_IDENT.fullmatch(value))
+
+
+def identifier(value: object, what: str, max_len: int, *, show: bool = True) -> str:
+    """``value`` if it is an identifier of 1..``max_len`` printable ASCII characters
+    (``show``: the refusal quotes what it got)."""
+    if not _is_identifier(value, max_len):
+        got = f", got {_show(value)}" if show else ""
         raise RequestError(
             "BAD_IDENTIFIER",
-            f"{what} must be 1-{max_len} printable ASCII characters without spaces, "
-            f"got {_show(value)}",
+            f"{what} must be 1-{max_len} printable ASCII characters without spaces{got}",
         )
+    assert isinstance(value, str)
     return value
 
 
@@ -171,9 +187,18 @@ def internal_error(exc: BaseException) -> dict[str, str]:
     return {"code": "INTERNAL_ERROR", "message": f"internal error: {type(exc).__name__}"}
 
 
-def _peek_request_id(payload: bytes) -> str | None:
-    rid = boundedjson.peek_request_id(payload, parse_int=parse_json_int)
-    return rid if rid is not None and len(rid) <= MAX_REQUEST_ID else None
+def _readable_id(data: Mapping[str, JSON] | None) -> str | None:
+    """The ``request_id`` of a request that could be read, if it has the identifier
+    form: echoed in a refusal of its authentication (to nothing on the table is it
+    matched: such a refusal is never journaled and names no principal)."""
+    rid = data.get("request_id") if data is not None else None
+    return rid if _is_identifier(rid, MAX_REQUEST_ID) else None
+
+
+def _claimed(data: Mapping[str, JSON] | None) -> str | None:
+    """The principal a request names, if it names one in the form of a name."""
+    name = data.get("principal") if data is not None else None
+    return name if isinstance(name, str) and PRINCIPAL_NAME.match(name) else None
 
 
 def content_digest(request: Mapping[str, JSON]) -> str:
@@ -300,6 +325,11 @@ class FloorRequests:
         self.jackpot = jackpot
         self.auth = auth
         self.table_id = engine.cfg.table_id
+        #: Requests refused before authorisation: counted, never journaled one by one.
+        self.refusals = RefusalLedger(
+            self.journal, known=auth.settings.principals, clock=auth.clock
+        )
+        engine.extensions.add(self.refusals)  # its window flushes on the table's tick
         self.counters = {
             "bets_accepted": 0,
             "bets_rejected": 0,
@@ -344,16 +374,19 @@ class FloorRequests:
         bets = topic == "bets/request"
         what = "bet request" if bets else "command request"
         refused = "rejected" if bets else "error"
+        data: dict[str, JSON] | None = None
         try:
             data = _decode(payload, what)
             who = self.auth.verify(topic, data)
-            rid = identifier(data.get("request_id"), "request_id", MAX_REQUEST_ID)
+            rid = identifier(data.get("request_id"), "request_id", MAX_REQUEST_ID, show=False)
         except (RequestError, AuthError) as exc:
             self.counters["refused_unauthenticated"] += 1
-            # Nothing in the request is trusted yet: never answer under its request_id on
-            # a signed table (a forger could make a requester believe its request failed).
-            echo = None if self.auth.signatures else _peek_request_id(payload)
-            return self._count(bets, response(self.table_id, echo, refused, **exc.to_json()))
+            self.refusals.count(_claimed(data), False, exc.code)
+            # Nothing in the request is trusted yet: its request id (if readable) and no
+            # principal, unjournaled: matched to nothing on the table, and a requester
+            # knows it from its own answer, which names the principal it signed as.
+            answer = response(self.table_id, _readable_id(data), refused, **exc.to_json())
+            return self._count(bets, answer)
         if not bets and data.get("command") == "status":
             return self._count(bets, self._status(data, who, rid))
         digest = content_digest(data)
@@ -378,8 +411,11 @@ class FloorRequests:
             )
         try:
             self.auth.check_fresh(data)
+            self._authorise(bets, data, who)
         except AuthError as exc:
-            return self._count(bets, self._refusal(bets, rid, who, exc.code, exc.message))
+            self.refusals.count(who.name, who.verified, exc.code)
+            extra = self._named(bets, data) if exc.code == "NOT_PERMITTED" else {}
+            return self._count(bets, self._refusal(bets, rid, who, exc.code, exc.message, **extra))
         budget = (
             self.replay_budgets.of(who.name)
             if not bets and data.get("command") == "replay_rounds"
@@ -436,6 +472,33 @@ class FloorRequests:
             )
         return self._count(bets, acted.answer)
 
+    def _authorise(self, bets: bool, data: Mapping[str, JSON], who: Principal) -> None:
+        """``NOT_PERMITTED`` before anything is journaled: what the request asks for,
+        or, for what names no known action or command, anything on its topic but
+        ``status`` (an observer's request never reaches the journal)."""
+        if not self.auth.signatures:
+            return
+        asked = data.get("action" if bets else "command")
+        known = BET_PERMISSIONS if bets else tuple(COMMANDS)
+        if isinstance(asked, str) and asked in known:
+            self.auth.allowed(who, asked)
+            return
+        topic = set(known) - {"status"}
+        if not self.auth.settings.permissions(who.name) & topic:
+            raise AuthError(
+                "NOT_PERMITTED",
+                f"{who.name} may send nothing on {'bets' if bets else 'commands'}/request "
+                "but status",
+            )
+
+    @staticmethod
+    def _named(bets: bool, data: Mapping[str, JSON]) -> dict[str, JSON]:
+        """The action or command a refusal names, when it is a known one."""
+        key = "action" if bets else "command"
+        named = data.get(key)
+        known = BET_PERMISSIONS if bets else tuple(COMMANDS)
+        return {key: named} if isinstance(named, str) and named in known else {}
+
     def _count(self, bets: bool, answer: dict[str, JSON]) -> dict[str, JSON]:
         good = answer.get("status") in ("accepted", "ok")
         key = ("bets_" if bets else "commands_") + (
@@ -464,11 +527,7 @@ class FloorRequests:
         transaction that would have acted and journaled the answer rolled back, so
         nothing acted and nothing is journaled (a retry acts once when the journal
         writes again). The storage guard logged the fault once; no traceback per request."""
-        key = "action" if bets else "command"
-        named = data.get(key)
-        known = ("place", "cancel") if bets else tuple(COMMANDS)
-        extra: dict[str, JSON] = {key: named} if isinstance(named, str) and named in known else {}
-        return self._refusal(bets, rid, who, exc.code, exc.message, **extra)
+        return self._refusal(bets, rid, who, exc.code, exc.message, **self._named(bets, data))
 
     # -- bets ---------------------------------------------------------------------------
     def _bet(self, data: dict[str, JSON], who: Principal, rid: str) -> _Acted:
@@ -520,6 +579,8 @@ class FloorRequests:
             self._command_envelope(data, "status")
             self.auth.allowed(who, "status")
         except (RequestError, AuthError) as exc:
+            if isinstance(exc, AuthError):
+                self.refusals.count(who.name, who.verified, exc.code)
             return self._refusal(False, rid, who, exc.code, exc.message)
         status = self.engine.get_status()
         status["last_round_id"] = self.engine.last_round_id()

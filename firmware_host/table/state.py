@@ -69,7 +69,9 @@ class TableState(TableExtension):
     """The retained ``state`` topic follows the table: the game, the phase, the round in
     flight, the last round (what opening betting follows), the latched faults with their
     messages, whether requests must be signed (``auth``), where results come from
-    (``result_source``) and the journal's latest round anchor (``state.json``)."""
+    (``result_source``), the policy risks the table runs with (``accepted_risks``,
+    ``[auth] accept_risks``), the requests refused before authorisation
+    (``refused_requests``) and the journal's latest round anchor (``state.json``)."""
 
     name = "state"
 
@@ -84,8 +86,14 @@ class TableState(TableExtension):
         result_source: str = "device",
         last_round: Callable[[], str | None] = lambda: None,
         anchor: Callable[[], JSON] | None = None,
+        accepted_risks: tuple[str, ...] = (),
+        refused: Callable[[], JSON] | None = None,
     ) -> None:
-        """``anchor``: the journal's latest round anchor (``Journal.round_anchor``)."""
+        """``anchor``: the journal's latest round anchor (``Journal.round_anchor``);
+        ``refused``: the counts of requests refused before authorisation
+        (``RefusalLedger.snapshot``)."""
+        self.accepted_risks = accepted_risks
+        self.refused = refused
         self.publish = publish
         self.game_id = game_id
         self.faults = faults
@@ -114,7 +122,10 @@ class TableState(TableExtension):
             "fault_details": details,
             "auth": self.auth,
             "result_source": self.result_source,
+            "accepted_risks": list(self.accepted_risks),
         }
+        if self.refused is not None:
+            fields["refused_requests"] = self.refused()
         if self.anchor is not None:
             with contextlib.suppress(StorageError):  # unreadable for now: the last known
                 self._anchor = self.anchor()

@@ -119,3 +119,37 @@ def test_the_test_vector_of_docs_security_md() -> None:
     auth = Authenticator(settings, "MO-R-07", keys={"pit-boss-2": (public,)})
     who = auth.verify("commands/request", request)
     assert (who.name, who.verified) == ("pit-boss-2", True)
+
+
+def test_the_duplicated_member_vector_of_docs_security_md(tmp_path: Path) -> None:
+    """Issue 29: the request with a member named twice is signed over its last-wins
+    reading (the attack is real: a last-wins parser verifies it) and a first-wins parser
+    reads another stake; the table refuses it, as the document prints."""
+    from firmware_host.table.floor import FloorRequests
+    from tests.table.floor_support import make_table
+
+    blocks = _blocks()
+    raw = blocks["duplicate_request"].encode()
+    last_wins = json.loads(raw)
+    first_wins = json.loads(raw, object_pairs_hook=lambda pairs: dict(reversed(pairs)))
+    assert (last_wins["bet"]["stake"], first_wins["bet"]["stake"]) == (90000, 10000)
+    key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(RFC8032_SECRET))
+    key.public_key().verify(
+        base64.b64decode(last_wins["signature"]), signing_input("bets/request", last_wins)
+    )
+    doc = {
+        "table": {"id": "MO-R-07", "game": "roulette", "result_source": "manual"},
+        "limits": {"min_stake": 100, "max_stake": 1_000_000},
+    }
+    t = make_table(tmp_path, doc=doc, keys={"pos": key})
+    settings = AuthSettings(
+        principals={"floor-pos": PrincipalSpec("floor-pos", (), ("floor_system",))}
+    )
+    auth = Authenticator(settings, "MO-R-07", keys={"floor-pos": (key.public_key(),)},
+                         clock=t.clock)  # fmt: skip
+    floor = FloorRequests(t.engine, t.floor.procedure, auth=auth)
+    answer = floor.answer("bets/request", raw)
+    expected = json.loads(blocks["duplicate_answer"])
+    assert {k: answer.get(k) for k in expected} == expected, answer
+    assert set(answer) == {*expected, "message"}
+    assert t.engine.bets() == []

@@ -383,9 +383,9 @@ async def test_requests_reach_the_handler_and_every_one_is_answered(
             raise RuntimeError("handler bug")
         if topic == "bets/request":
             return {"schema_version": schemas.PAYLOAD_SCHEMA_VERSION, "table_id": "t1", "request_id": doc["request_id"], "status": "rejected",
-                    "code": "BETTING_CLOSED", "message": "betting is not open"}  # fmt: skip
+                    "code": "BETTING_CLOSED", "message": "betting is not open", "principal": "pos"}  # fmt: skip
         return {"schema_version": schemas.PAYLOAD_SCHEMA_VERSION, "table_id": "t1", "request_id": doc["request_id"], "command": "status",
-                "status": "ok", "data": {}}  # fmt: skip
+                "status": "ok", "data": {}, "principal": "pos"}  # fmt: skip
 
     async with aiomqtt.Client(broker_process.host, broker_process.port) as floor:
         # Retained before the link subscribes: delivered with RETAIN=1, so not a live request.

@@ -58,7 +58,7 @@ def limited(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
 
 
 def answer(topic: str, payload: bytes) -> dict[str, Any]:
-    return {"request_id": json.loads(payload)["request_id"], "status": "ok"}
+    return {"request_id": json.loads(payload)["request_id"], "status": "ok", "principal": "floor"}
 
 
 def peak_in_flight(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -236,8 +236,9 @@ ROUNDS_ACL = NO_ROUNDS_ACL + "pattern write casino/tables/%u/rounds\n"
 
 
 def answer(topic: str, payload: bytes) -> dict[str, Any]:
-    """The link's request handler: every request answered ``ok``."""
-    return {"request_id": json.loads(payload)["request_id"], "status": "ok"}
+    """The link's request handler: every request answered ``ok`` (to the principal the
+    table established: an answer naming none goes at QoS 0)."""
+    return {"request_id": json.loads(payload)["request_id"], "status": "ok", "principal": "floor"}
 
 
 def answered(floor: Probe) -> set[str]:

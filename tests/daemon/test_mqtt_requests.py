@@ -47,11 +47,13 @@ class Recorder:
             raise RuntimeError("a bug in the handler")
         rid = json.loads(payload)["request_id"]
         self.seen.append((topic, rid))
+        if rid.startswith("x"):  # not authenticated: its id echoed, no principal
+            return {"request_id": rid, "status": "error", "code": "UNSIGNED"}
         if self.link is not None:
             self.waiting.append(self.link.get_status()["requests_queued"]["bets/request"])  # type: ignore[index]
         if topic == "bets/request":
             time.sleep(self.bet_s)  # synchronous work, as the engine's journal commit
-        return {"request_id": rid, "status": "ok"}
+        return {"request_id": rid, "status": "ok", "principal": "floor"}
 
 
 async def test_a_dealers_command_overtakes_a_flood_of_bets(
@@ -160,11 +162,12 @@ async def test_a_failing_handler_logs_one_traceback_per_kind(
 async def test_an_answer_no_requester_can_match_is_never_queued_for_a_terminal(
     mosquitto_broker: Any, tmp_path: Path
 ) -> None:
-    """An answer with ``request_id`` null (a request not read, or not trusted) goes out
-    at QoS 0: the broker neither stores it nor queues it for an offline terminal, so a
-    flood of junk can neither make the broker save once per junk message nor fill a
-    terminal's session queue (``max_queued_messages``) and push its real answers out.
-    Answers naming their request stay QoS 1 and wait for the terminal."""
+    """An answer with ``request_id`` null (a request not read) or naming no principal (a
+    request not trusted, its request id echoed: issue 29) goes out at QoS 0: the broker
+    neither stores it nor queues it for an offline terminal, so a flood of junk can
+    neither make the broker save once per junk message nor fill a terminal's session
+    queue (``max_queued_messages``) and push its real answers out. Answers naming their
+    request and its principal stay QoS 1 and wait for the terminal."""
     import paho.mqtt.client as mqtt
     from paho.mqtt.enums import CallbackAPIVersion
 
@@ -195,9 +198,10 @@ async def test_an_answer_no_requester_can_match_is_never_queued_for_a_terminal(
         # Online: the unread refusal arrives at QoS 0, the named answer at QoS 1.
         await asyncio.to_thread(floor.publish, f"{ROOT}/commands/request", huge)
         await asyncio.to_thread(floor.publish, f"{ROOT}/commands/request", b'{"request_id": "r1"}')
-        await until(lambda: len(got) >= 2, 10, "both answers")
+        await asyncio.to_thread(floor.publish, f"{ROOT}/commands/request", b'{"request_id": "x9"}')
+        await until(lambda: len(got) >= 3, 10, "the three answers")
         by_id = {json.loads(p)["request_id"]: qos for p, qos in got}
-        assert by_id == {None: 0, "r1": 1}
+        assert by_id == {None: 0, "r1": 1, "x9": 0}
         # Offline: only the named answer waits in the terminal's session.
         term.loop_stop()
         term.disconnect()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from firmware_host.auth import Signer
-from firmware_host.config import validate_document
+from firmware_host.config import ConfigInvalid, validate_document
 from firmware_host.daemon import TableDaemon
 from firmware_host.mqtt import MqttSettings
 from firmware_host.schemas import validate
@@ -53,13 +53,14 @@ async def table(tmp_path: Path, mosquitto_broker: Any) -> Any:
 
 
 async def answer_to_unauthenticated(floor: FloorClient, kind: str, payload: bytes) -> Any:
-    """Publish ``payload``; the answer carries request_id null (nothing in it trusted)."""
+    """Publish ``payload``; the answer names no principal (nothing in the request is
+    trusted) and echoes its request id only if it could be read."""
     before = len(floor.messages)
     await floor.send_raw(kind, payload)
     topic = f"{kind}/response"
     for _ in range(300):
         for m in floor.messages[before:]:
-            if m.topic == topic and m.json().get("request_id") is None:
+            if m.topic == topic and "principal" not in m.json():
                 return m.json()
         await asyncio.sleep(0.02)
     raise AssertionError(f"no answer on {topic}")
@@ -177,3 +178,125 @@ async def test_a_bet_is_cancelled_only_by_the_principal_that_placed_it(table: An
     state = floor.state
     assert state["auth"] == "signed" and state["result_source"] == "manual"
     validate("state", state)
+
+
+@pytest.mark.mosquitto
+async def test_a_dealer_signs_in_only_as_itself_a_supervisor_anyone(table: Any) -> None:
+    # Issue 29: dealer-01 signed dealer_sign_in for dealer-02 and got ok.
+    d, floor, principals = table
+    dealer, pit = principals.signer("dealer"), principals.signer("pit")
+    other = await floor.command("dealer_sign_in", dealer="dealer-02", signer=dealer)
+    assert (other["status"], other["code"]) == ("error", "DEALER_NOT_BOUND"), other
+    validate("command_response", other)
+    assert d.dealers.current() is None
+    ok(await floor.command("dealer_sign_in", signer=dealer))
+    assert d.dealers.current() == "dealer"
+    ok(await floor.command("dealer_sign_in", dealer="dealer-02", signer=pit))
+    assert d.dealers.current() == "dealer-02"
+    ins = [e.data for e in d.journal.events(50, kind="dealer_signed_in")]
+    assert [(x["dealer"], x["by"], x["authority"]) for x in ins] == [
+        ("dealer", "mqtt:dealer", "bound"), ("dealer-02", "mqtt:pit", "supervisor")
+    ]
+    # the round the floor stores names the dealer on duty
+    ok(await floor.command("open_betting"))
+    ok(await floor.command("close_betting"))
+    ok(await floor.command("result", outcome={"number": 9}))
+    assert (await floor.next_round())["dealer"] == "dealer-02"
+
+
+@pytest.mark.mosquitto
+async def test_a_bet_with_a_duplicated_stake_is_refused_and_nothing_is_placed(
+    table: Any,
+) -> None:
+    # Issue 29: "stake":10000,"stake":90000 was journaled at 90000, while a floor
+    # system logging with a first-wins parser recorded 10000.
+    d, floor, principals = table
+    rnd = ok(await floor.command("open_betting"))["data"]["round_id"]
+    bet = {"bet_id": "dup", "seat": 1, "bet_type": "red", "stake": 90000}
+    signed = principals.signer("floor").sign(
+        "bets/request", "atk-1",
+        {"request_id": "dup-1", "action": "place", "round_id": rnd, "bet": bet},
+    )  # fmt: skip
+    text = json.dumps(signed).replace('"stake": 90000', '"stake": 10000, "stake": 90000')
+    answer = await answer_to_unauthenticated(floor, "bets", text.encode())
+    assert (answer["code"], answer["request_id"]) == ("DUPLICATE_MEMBER", None), answer
+    validate("bet_response", answer)
+    assert d.engine.bets() == [] and d.journal.answered("floor", "dup-1") is None
+    # sent once as signed, the same request id is then placed, once, at its one stake
+    placed = ok(await floor.send_raw_awaiting("bets", json.dumps(signed).encode(), "dup-1"))
+    assert placed["bet"]["stake"] == 90000 and [b.stake for b in d.engine.bets()] == [90000]
+    state = floor.state
+    assert state["accepted_risks"] == []
+    by = {(b["principal"], b["code"]) for b in state["refused_requests"]["by"]}
+    validate("state", state)
+    assert by <= {("floor", "DUPLICATE_MEMBER"), ("unsigned", "DUPLICATE_MEMBER"),
+                  ("unsigned", "UNSIGNED")}  # fmt: skip
+
+
+@pytest.mark.mosquitto
+async def test_an_unauthenticated_refusal_under_a_pending_id_is_not_taken_for_the_answer(
+    table: Any,
+) -> None:
+    # Issue 29 item 8: a refusal of authentication carries the request id it could
+    # read, names no principal, is sent at QoS 0 and journaled nowhere; the reference
+    # client keeps waiting for the answer that names its principal.
+    d, floor, principals = table
+    rnd = ok(await floor.command("open_betting"))["data"]["round_id"]
+    body = {"request_id": "pos-7", "action": "place", "round_id": rnd,
+            "bet": {"bet_id": "b7", "seat": 1, "bet_type": "red", "stake": 1000}}  # fmt: skip
+    forged = dict(principals.signer("floor2").sign("bets/request", "atk-1", body),
+                  principal="floor")  # fmt: skip
+    refusal = await answer_to_unauthenticated(floor, "bets", json.dumps(forged).encode())
+    assert (refusal["code"], refusal["request_id"]) == ("BAD_SIGNATURE", "pos-7")
+    assert "principal" not in refusal
+    validate("bet_response", refusal)
+    real = ok(await floor.place(body["bet"], request_id="pos-7"))
+    assert real["principal"] == "floor" and [b.bet_id for b in d.engine.bets()] == ["b7"]
+
+
+@pytest.mark.mosquitto
+async def test_an_accepted_risk_is_logged_at_start_and_in_the_retained_state(
+    tmp_path: Path, mosquitto_broker: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Issue 29: a freshness window of 300 s runs only when accepted in so many words,
+    # and then every floor system sees it on the retained state.
+    principals = make_principals(tmp_path / "keys", ROLES)
+    doc = {
+        "table": {"id": "atk-2", "game": "roulette", "result_source": "manual"},
+        "auth": principals.auth_section(max_age_s=300),
+    }
+    with pytest.raises(ConfigInvalid, match="FRESHNESS_WINDOW_LONG"):
+        TableDaemon(validate_document(doc), state_dir=tmp_path, runtime_dir=tmp_path)
+    doc["auth"]["accept_risks"] = ["FRESHNESS_WINDOW_LONG"]
+    mqtt = MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port, reconnect_min_ms=50)
+    d = TableDaemon(validate_document(doc), state_dir=tmp_path, runtime_dir=tmp_path, mqtt=mqtt)
+    caplog.set_level("WARNING")
+    await d.start()
+    floor = FloorClient(mosquitto_broker.host, mosquitto_broker.port, "atk-2", signers=principals)
+    await floor.start()
+    try:
+        await floor.until(lambda: isinstance(floor.state, dict)
+                          and "accepted_risks" in floor.state, 10, "the state")  # fmt: skip
+        assert floor.state["accepted_risks"] == ["FRESHNESS_WINDOW_LONG"]
+        validate("state", floor.state)
+        logged = [r.getMessage() for r in caplog.records if "accepted risk" in r.getMessage()]
+        assert len(logged) == 1 and "auth.max_age_s: FRESHNESS_WINDOW_LONG" in logged[0]
+        # refusals before authorisation: counted, and kept when the daemon stops
+        for i in range(3):
+            junk = json.dumps({"request_id": f"j-{i}", "command": "status"}).encode()
+            assert (await answer_to_unauthenticated(floor, "commands", junk))["code"] == "UNSIGNED"
+        assert d.floor is not None and d.floor.refusals.total == 3
+    finally:
+        await floor.stop()
+        await d.stop()
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{tmp_path / 'journal.sqlite3'}?mode=ro", uri=True)
+    try:
+        rows = [json.loads(r[0]) for r in con.execute(
+            "SELECT data FROM events WHERE kind = 'requests_refused'")]  # fmt: skip
+    finally:
+        con.close()
+    assert [(r["total"], r["counts"]) for r in rows] == [
+        (3, [{"principal": "unsigned", "verified": False, "code": "UNSIGNED", "count": 3}])
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +52,10 @@ class Malformed:
     codes: frozenset[str]
 
 
+#: A request id the table echoes (``firmware_host/table/floor.py``): printable ASCII.
+_IDENT = re.compile(r"[\x21-\x7e]+")
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
@@ -65,8 +70,9 @@ READING = frozenset(
 
 def _on_a_signed_table(m: Malformed) -> Malformed:
     """What a table that requires signatures answers an unsigned request: refused where
-    it stops being readable, else ``UNSIGNED``; always with ``request_id: null``, since
-    nothing in an unauthenticated request is trusted (docs/security.md).
+    it stops being readable (``request_id: null``), else ``UNSIGNED`` with the request's
+    ``request_id`` when it has the identifier form (issue 29), else null; never a
+    principal (docs/security.md).
 
     A kind refused while it is read keeps its codes, without parsing it here: the
     table bounds depth and size before parsing, and ``json.loads`` has no such
@@ -83,7 +89,11 @@ def _on_a_signed_table(m: Malformed) -> Malformed:
         return Malformed(m.kind, m.category, m.payload, None, m.codes)
     if not isinstance(doc, dict):
         return Malformed(m.kind, m.category, m.payload, None, m.codes)
-    return Malformed(m.kind, m.category, m.payload, None, frozenset({"UNSIGNED"}))
+    rid = doc.get("request_id")
+    readable = isinstance(rid, str) and 0 < len(rid) <= 128 and _IDENT.fullmatch(rid)
+    return Malformed(
+        m.kind, m.category, m.payload, rid if readable else None, frozenset({"UNSIGNED"})
+    )
 
 
 def make_flood(rng: random.Random, *, signed_table: bool = True) -> Iterator[Malformed]:

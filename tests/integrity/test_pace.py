@@ -97,7 +97,7 @@ def test_the_dealer_signs_in_with_a_signed_command(tmp_path: Path) -> None:
     from firmware_host.table.floor import FloorRequests
 
     t = make_table(tmp_path)
-    roster = DealerRoster(t.journal)
+    roster = DealerRoster(t.journal, auth=t.floor.auth.settings)
     t.floor = FloorRequests(
         t.engine, t.floor.procedure, auth=t.floor.auth,
         handlers={"dealer_sign_in": roster.command_in, "dealer_sign_out": roster.command_out},

@@ -26,6 +26,7 @@ ROLES = {
     "pos": ("floor_system",),
     "pos2": ("floor_system",),
     "ingest": ("floor_ingest",),
+    "watcher": ("observer",),
 }
 
 
@@ -138,7 +139,9 @@ def make_table(
     journal: Journal | None = None,
     devices: tuple[Device, ...] = (),
     keys: dict[str, Ed25519PrivateKey] | None = None,
+    dealers: dict[str, str] | None = None,
 ) -> Table:
+    """``dealers``: principal -> the dealer it is bound to (``[auth.principals] dealer``)."""
     clock = Clock()
     cfg = validate_document(
         doc
@@ -151,7 +154,9 @@ def make_table(
     settings = AuthSettings(
         signatures=signatures,
         max_age_s=30,
-        principals={n: PrincipalSpec(n, (), r) for n, r in ROLES.items()},
+        principals={
+            n: PrincipalSpec(n, (), r, (dealers or {}).get(n)) for n, r in ROLES.items()
+        },
     )
     j = journal or Journal(
         tmp_path / "journal.sqlite3", identity=TableIdentity.generate(), clock=clock

@@ -148,11 +148,14 @@ class Scenario:
                 self.engine, devices=devices, report_fault=self.engine.report_fault, extensions=ext
             )
         )
-        # Commands are signed by one principal who holds every role, as a floor would.
+        # Commands are signed by one principal who holds every role (a scenario is not a
+        # floor's separation of duties: it drives the table).
         settings = AuthSettings(
             principals={
                 "scenario": PrincipalSpec(
-                    "scenario", (), ("pit_supervisor", "floor_system", "jackpot_attendant")
+                    "scenario",
+                    (),
+                    ("dealer", "pit_supervisor", "floor_system", "jackpot_attendant"),
                 )
             }
         )

@@ -166,7 +166,9 @@ def test_unsigned_forged_replayed_expired_and_wrong_role_requests(tmp_path: Path
     void = {"command": "void_round", "round_id": rnd, "args": {"reason": "x"}}
     unsigned = {"request_id": "u1", **void}
     r = t.send("commands/request", unsigned)
-    assert (r["status"], r["code"], r["request_id"]) == ("error", "UNSIGNED", None)
+    # its request id echoed (issue 29), no principal: an answer nobody can take for its own
+    assert (r["status"], r["code"], r["request_id"]) == ("error", "UNSIGNED", "u1")
+    assert "principal" not in r
     # the dealer's name on a request signed with the pit's key
     forged = dict(t.build("commands/request", "pit", void), principal="dealer")  # pit's key
     assert t.send("commands/request", forged)["code"] == "BAD_SIGNATURE"
