@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import os
 import random
+import secrets
 import shutil
 import signal
 import sys
@@ -144,6 +145,12 @@ class DemoTable:
         self.rounds: list[JSON] = []
         self.ids: list[str] = []
         self.config_path = self.tmp / "table.toml"
+        #: On the embedded broker (new at every run), ``demo-<game>``. On a broker given
+        #: with --broker, a table of its own at every run (``demo-<game>-<4 hex>``): a
+        #: table is one journal, and the broker keeps the last run's table's retained
+        #: anchor, which a new journal under the same id would be behind (the table
+        #: refuses it, JOURNAL_BEHIND_FLOOR, as a real table must).
+        self.table_id = f"demo-{game}" + (f"-{secrets.token_hex(2)}" if broker else "")
         #: ``tablectl view`` of the table (with ``view=True``): an MQTT subscriber only.
         self.want_view, self.view_port = view, view_port
         self.view: Any = None
@@ -172,7 +179,9 @@ class DemoTable:
             self.embedded = EmbeddedBroker()
             ep = await self.embedded.start()
             self.host, self.port = ep.host, ep.port
-        plain = validate_document(table_document(self.game, {}), f"demo:{self.game}")
+        plain = validate_document(
+            table_document(self.game, {}, table_id=self.table_id), f"demo:{self.game}"
+        )
         self.devices, self.sims, self.served = await start_devices(plain, self.seed, self.speed)
         # Short reconnect delays: the broker of a demo is at hand. The protocol is said
         # in so many words: MQTT 5 (the default) on a given broker, 3.1.1 on amqtt.
@@ -184,7 +193,11 @@ class DemoTable:
             "reconnect_max_ms": 2000,
         }
         doc = table_document(
-            self.game, self.devices, mqtt=mqtt, auth=self.principals.auth_section()
+            self.game,
+            self.devices,
+            mqtt=mqtt,
+            auth=self.principals.auth_section(),
+            table_id=self.table_id,
         )
         doc["software"] = throwaway_manifest(self.tmp / "software")  # verified at start-up
         self.config_path.write_text(to_toml(doc))
@@ -259,6 +272,39 @@ class DemoTable:
             await self.dealer.pause(0.4)
         return self.rounds
 
+    def register(self, registry: Path) -> Path:
+        """Add this table to a floor ingest's registry file (``docs/floor.md``): its id,
+        game and identity public key (copied beside the file, as ``<table>.pub``), so
+        that an ingest run with ``--registry FILE`` stores its rounds. Other tables of
+        the file are kept. Returns the public key's copy."""
+        import tomllib
+
+        registry.parent.mkdir(parents=True, exist_ok=True)
+        key = registry.parent / f"{self.table_id}.pub"
+        key.write_bytes((self.tmp / "identity.pub").read_bytes())
+        doc: dict[str, Any] = (
+            tomllib.loads(registry.read_text(encoding="utf-8")) if registry.exists() else {}
+        )
+        doc.setdefault("tables", {})[self.table_id] = {"game": self.game, "keys": [key.name]}
+        tmp = registry.with_name(registry.name + ".tmp")
+        tmp.write_text(to_toml(doc), encoding="utf-8")
+        tmp.replace(registry)  # the ingest re-reads a whole file, never half of one
+        return key
+
+    async def published(self, timeout: float = 10.0) -> bool:
+        """Until the broker has acknowledged everything the table published (its
+        outbox, its snapshots and answers): a round printed here reached the demo's
+        floor client, and with this it is also the broker's, for a floor ingest's
+        session. False when the broker did not take it all within ``timeout``."""
+        link = self.daemon.link if self.daemon is not None else None
+        if link is None:
+            return True
+        try:
+            await link.wait_idle(timeout)
+        except TimeoutError:
+            return False
+        return True
+
     async def stop(self, reason: str = "demo finished") -> None:
         if self.view is not None:
             with contextlib.suppress(Exception):
@@ -327,9 +373,11 @@ async def run_demo(
     seed: int | None,
     bets: int,
     quiet: bool,
+    registry: str | None = None,
 ) -> int:
     """``tablectl demo``: play, print the game as it plays and a summary on exit
-    (after ``rounds`` rounds, on Ctrl-C or SIGTERM, or on a failure)."""
+    (after ``rounds`` rounds, on Ctrl-C or SIGTERM, or on a failure). ``registry``: a
+    floor ingest's registry file the demo's table is added to (``DemoTable.register``)."""
     if game not in GAME_IDS:
         print(f"error: unknown game {game!r}; games: {', '.join(GAME_IDS)}", file=sys.stderr)
         return 2
@@ -408,6 +456,9 @@ async def run_demo(
             out(f"connecting to the MQTT broker {broker} ...")
         await t.start()
         cfg = t.cfg
+        if registry:
+            key = t.register(Path(registry))
+            out(f"  table {t.table_id} registered in {registry} for a floor ingest (key {key})")
         if not quiet:
             out(f"tablectl demo: {cfg.game.title} ({cfg.game.regulation}), table {cfg.table_id}")
             out(f"  seed {seed} (replay these rounds: {replay})")
@@ -434,6 +485,9 @@ async def run_demo(
             out("")
         if rounds:
             await t.play(rounds)
+            # Exit only once the broker holds every round (a floor ingest's session).
+            if not await t.published():
+                out("   ! the broker did not acknowledge every message within 10 s")
         else:
             while True:
                 await t.play(1)

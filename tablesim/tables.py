@@ -29,10 +29,12 @@ def table_document(
     *,
     mqtt: Mapping[str, Any] | None = None,
     auth: Mapping[str, Any] | None = None,
+    table_id: str | None = None,
 ) -> dict[str, Any]:
     """The demo's table of ``game`` with ``devices`` (``[devices.<name>]`` sections) and,
     when given, an ``[mqtt]`` and an ``[auth]`` section
-    (:meth:`tablesim.principals.Principals.auth_section`).
+    (:meth:`tablesim.principals.Principals.auth_section`); ``table_id`` defaults to
+    ``demo-<game>``.
 
     A game whose result device the demo does not simulate (:data:`DEMO_DRIVERS`: the
     fantan keypad) says ``result_source = "manual"``: its croupier enters the results
@@ -40,7 +42,7 @@ def table_document(
     base: dict[str, Any] = {
         "version": 1,
         "table": {
-            "id": f"demo-{game}",
+            "id": table_id or f"demo-{game}",
             "game": game,
             "name": f"Demo {game}",
             "currency": "MOP",

@@ -123,6 +123,11 @@ NOT_HERE: list[tuple[str, str]] = [
         r"|tablectl floor-ingest .*(floor-broker|@db/))",
         "the casino's floor broker and database (tests/floor_ingest runs the ingest)",
     ),
+    (
+        r"^(mosquitto -p 1883 &|\./dev tablectl floor-ingest (run|status) .*/tmp/floor"
+        r"|\./dev demo --broker \S+ --rounds \d+ --registry )",
+        "a broker, an ingest and the demo together (tests/tablesim/test_demo_twice.py)",
+    ),
 ]
 
 #: Long-running commands: what they print once they work.

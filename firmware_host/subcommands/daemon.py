@@ -90,6 +90,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="seed of the simulated devices and players (default: a random one, printed)",
     )
     p.add_argument("--bets", type=int, default=6, help="bets per round from the simulated players")
+    p.add_argument(
+        "--registry",
+        help="add the demo's table to this floor-ingest registry file (with --broker: "
+        "tablectl floor-ingest run --registry FILE then stores its rounds, docs/floor.md)",
+    )
     p.add_argument("--quiet", action="store_true", help="one line per round, then the summary")
     p.add_argument(
         "--log-level", default="ERROR", type=str.upper, choices=LEVELS,
@@ -217,5 +222,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
             seed=args.seed,
             bets=args.bets,
             quiet=args.quiet,
+            registry=args.registry,
         )
     )
