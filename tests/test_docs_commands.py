@@ -15,6 +15,11 @@ classified below, or this test fails and says which one is new:
 
 A JSON file shown in a doc as ``NAME.json:`` followed by a ```json block is written to
 the working directory of that doc's commands (docs/rules/blackjack.md's example).
+
+The commands run in a **fresh clone** (issue 30): the repository's tracked files copied
+to a temporary folder, with nothing beside it (no ``../shared``, no untracked file, no
+build output), as a newcomer's ``git clone`` has it. Its code runs there (``PYTHONPATH``),
+with this environment's installed dependencies (``.venv`` is linked, not rebuilt).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +41,37 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def fresh_clone(dest: Path) -> Path:
+    """The repository as ``git clone`` gives it (its tracked files, in their working
+    state), in ``dest/table-controller``, ``.venv`` linked to this environment's."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    clone = dest / "table-controller"
+    for name in filter(None, listed):
+        src = ROOT / os.fsdecode(name)
+        if not src.is_file():  # deleted in the working tree
+            continue
+        target = clone / os.fsdecode(name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target)
+    venv = Path(sys.prefix)
+    (clone / ".venv").symlink_to(venv)
+    stamp = venv / ".installed"
+    if stamp.exists():  # ./dev would reinstall when pyproject.toml is newer than its stamp
+        t = stamp.stat().st_mtime - 1
+        os.utime(clone / "pyproject.toml", (t, t))
+    return clone
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One fresh clone for the module's commands (nothing beside it: no ``../shared``)."""
+    where = fresh_clone(tmp_path_factory.mktemp("clone"))
+    assert not (where.parent / "shared").exists()
+    return where
 VENV_BIN = Path(sys.executable).parent
 
 pytestmark = pytest.mark.slow
@@ -170,9 +207,10 @@ def test_every_documented_command_is_classified() -> None:
     )
 
 
-def _env(workdir: Path) -> dict[str, str]:
+def _env(workdir: Path, clone: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(clone)  # the clone's code, not this checkout's
     env.pop("TABLECTL_DEBUG", None)
     return env
 
@@ -198,14 +236,14 @@ RUN = [c for c in ALL if classify(c)[0] == "run"]
 
 
 @pytest.mark.parametrize("cmd", RUN, ids=[f"{c.doc.name}:{c.line}" for c in RUN])
-def test_documented_command_runs(cmd: DocCommand, tmp_path: Path) -> None:
-    cwd = ROOT
+def test_documented_command_runs(cmd: DocCommand, tmp_path: Path, clone: Path) -> None:
+    cwd = clone
     if cmd.text.startswith("tablectl "):  # shown inside a doc, with its files beside it
         cwd = tmp_path
         _files_for(cmd.doc, tmp_path)
     proc = subprocess.run(
         ["bash", "-c", _rewrite(cmd.text, tmp_path)], cwd=cwd,
-        capture_output=True, text=True, timeout=240, env=_env(tmp_path),
+        capture_output=True, text=True, timeout=240, env=_env(tmp_path, clone),
     )  # fmt: skip
     _no_traceback(proc.stdout + proc.stderr, cmd)
     assert proc.returncode == 0, f"{cmd}\nexit {proc.returncode}\n{proc.stderr[-3000:]}"
@@ -218,7 +256,7 @@ class Background:
     def __init__(self, text: str, env: dict[str, str]) -> None:
         self.text = text
         self.proc = subprocess.Popen(
-            ["bash", "-c", "exec " + text], cwd=ROOT, env=env,
+            ["bash", "-c", "exec " + text], cwd=env["PYTHONPATH"], env=env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         self.chunks: list[bytes] = []
@@ -268,14 +306,14 @@ SERVED = [c for c in ALL if classify(c)[0] == "serve"]
 
 @pytest.mark.parametrize("cmd", SERVED, ids=[f"{c.doc.name}:{c.line}" for c in SERVED])
 def test_documented_long_running_command_works(
-    cmd: DocCommand, tmp_path: Path, mosquitto_broker: object
+    cmd: DocCommand, tmp_path: Path, mosquitto_broker: object, clone: Path
 ) -> None:
     text = cmd.text
     if "--broker mqtt://127.0.0.1:1883" in text:  # the running broker: the test's own
         text = text.replace("127.0.0.1:1883", f"127.0.0.1:{mosquitto_broker.port}")  # type: ignore[attr-defined]
     if "tablectl view" in text and "--listen" not in text:  # not the machine's port 8080
         text += " --listen 127.0.0.1:0"
-    out = _serve(_rewrite(text, tmp_path), classify(cmd)[1], _env(tmp_path))
+    out = _serve(_rewrite(text, tmp_path), classify(cmd)[1], _env(tmp_path, clone))
     _no_traceback(out, cmd)
     if "demo" in text:  # Ctrl-C ends the demo with its summary and the seed to replay
         assert "interrupted (Ctrl-C)" in out and "seed " in out, out[-2000:]
@@ -284,13 +322,13 @@ def test_documented_long_running_command_works(
 TABLE = [c for c in ALL if classify(c)[0] == "table"]
 
 
-def test_the_readme_table_run_console_status_audit(tmp_path: Path) -> None:
+def test_the_readme_table_run_console_status_audit(tmp_path: Path, clone: Path) -> None:
     """The README's sequence: a table run from an example configuration shows a round
     (``--simulate``), and the console, status and audit commands work against it."""
     runs = [c for c in TABLE if re.search(TABLE_RUN, c.text)]
     assert runs, "README.md shows no 'tablectl run' of an example table"
     (tmp_path / "t").mkdir()
-    env = _env(tmp_path)
+    env = _env(tmp_path, clone)
     run = runs[0]
     bg = Background(_rewrite(run.text, tmp_path), env)
     try:
@@ -299,7 +337,7 @@ def test_the_readme_table_run_console_status_audit(tmp_path: Path) -> None:
             if cmd is run or "audit verify" in cmd.text:
                 continue
             done = subprocess.run(
-                ["bash", "-c", _rewrite(cmd.text, tmp_path)], cwd=ROOT, input="status\nrecall 10\nquit\n",
+                ["bash", "-c", _rewrite(cmd.text, tmp_path)], cwd=clone, input="status\nrecall 10\nquit\n",
                 capture_output=True, text=True, timeout=60, env=env,
             )  # fmt: skip
             _no_traceback(done.stdout + done.stderr, cmd)
@@ -313,7 +351,7 @@ def test_the_readme_table_run_console_status_audit(tmp_path: Path) -> None:
     for cmd in TABLE:
         if "audit verify" in cmd.text:
             done = subprocess.run(
-                ["bash", "-c", _rewrite(cmd.text, tmp_path)], cwd=ROOT,
+                ["bash", "-c", _rewrite(cmd.text, tmp_path)], cwd=clone,
                 capture_output=True, text=True, timeout=60, env=env,
             )  # fmt: skip
             assert done.returncode == 0, f"{cmd}\n{done.stdout}\n{done.stderr}"
