@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=float,
         default=15.0,
         metavar="S",
-        help="with --simulate: seconds between two games of a simulated wheel (default 15)",
+        help="with --simulate: seconds from one game of a simulated wheel to the next (default 15)",
     )
     p.set_defaults(func=cmd_run)
 
@@ -191,19 +191,22 @@ async def simulated_table(path: str) -> tuple[Any, list[Any]]:
 
 
 async def _play(served: list[Any], interval: float) -> None:
-    """Spin each simulated wheel every ``interval`` seconds (the croupier's start key)."""
+    """Start a game of each simulated wheel every ``interval`` seconds, from one start to
+    the next (the croupier's start key; a game longer than that starts the next at once)."""
     from drivers.registry import DEVICE_KINDS
 
     wheels = [s for s in served if DEVICE_KINDS[s.name] == "wheel"]
     if not wheels:
         return
     await asyncio.sleep(2.0)
+    loop = asyncio.get_running_loop()
     while True:
+        began = loop.time()
         for s in wheels:
             await s.play(interval, lambda line: log.info("simulated wheel: %s", line))
             for line in s.news():
                 log.info("simulated wheel: %s", line)
-        await asyncio.sleep(interval)
+        await asyncio.sleep(max(0.0, interval - (loop.time() - began)))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

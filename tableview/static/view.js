@@ -265,14 +265,17 @@ function tableView(t) {
   }
   const sv = statsView(t.stats, game);
   if (sv) sec.append(sv);
-  if (t.jackpot && t.jackpot.locked) {
-    // the jackpot lock: the pending prize until its payment is confirmed (docs/integrity.md)
-    const l = t.jackpot.locked;
-    sec.append(el("div", {}, el("h3", {}, "Jackpot hit: payment pending"),
-      el("span", { class: "jackpot locked", "data-jackpot-locked": l.amount },
-        `${t.jackpot.currency} ${money(l.amount, t.jackpot.minor_digits ?? 2)} (seat ${l.seat ?? "?"}, ${l.hand ?? ""}${l.waiting > 1 ? `; ${l.waiting - 1} more waiting` : ""})`)));
-  } else if (t.jackpot) sec.append(el("div", {}, el("h3", {}, "Progressive jackpot"),
-    el("span", { class: "jackpot", "data-jackpot": t.jackpot.amount }, `${t.jackpot.currency} ${money(t.jackpot.amount, t.jackpot.minor_digits ?? 2)}`)));
+  if (t.jackpot) {
+    // the meter, always; beside it a hit whose payment is pending (docs/integrity.md)
+    sec.append(el("div", {}, el("h3", {}, "Progressive jackpot"),
+      el("span", { class: "jackpot", "data-jackpot": t.jackpot.amount }, `${t.jackpot.currency} ${money(t.jackpot.amount, t.jackpot.minor_digits ?? 2)}`)));
+    if (t.jackpot.locked) {
+      const l = t.jackpot.locked;
+      sec.append(el("div", {}, el("h3", {}, "Jackpot hit: payment pending"),
+        el("span", { class: "jackpot locked", "data-jackpot-locked": l.amount },
+          `${t.jackpot.currency} ${money(l.amount, t.jackpot.minor_digits ?? 2)} (seat ${l.seat ?? "?"}, ${l.hand ?? ""}${l.waiting > 1 ? `; ${l.waiting - 1} more waiting` : ""})`)));
+    }
+  }
   if (t.alerts && t.alerts.alerts.length) {
     sec.append(el("h3", {}, "Integrity alerts"), el("ul", { class: "alerts", "data-alerts": t.alerts.alerts.length },
       t.alerts.alerts.map((a) => el("li", { class: `alert ${a.severity} ${a.state}`, "data-code": a.code },
