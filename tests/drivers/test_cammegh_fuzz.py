@@ -44,9 +44,7 @@ REF_STATUS = re.compile(
 )
 REF_BARE = re.compile(r" ?\d|[12]\d|3[0-6]|00|000|0000")
 
-CAPTURE = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "cammegh-ss2"
-) / "real-session.log"
+CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "cammegh-ss2" / "real-session.log"
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 #: The substitution searches: more examples, each drawing many small choices.
@@ -299,8 +297,6 @@ SPIN_80 = [
 
 
 def test_spin_80_is_the_capture_as_written() -> None:
-    if not CAPTURE.exists():
-        pytest.skip(f"the shared Cammegh fixture is absent ({CAPTURE})")
     rx = [row.split(b"\t")[2] for row in CAPTURE.read_bytes().split(b"\n")[51252:51259]]
     assert rx == SPIN_80
 

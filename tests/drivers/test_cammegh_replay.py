@@ -1,6 +1,6 @@
 """The real Cammegh SS2 capture replays to exactly the winning numbers of its README.
 
-Fixture: ``../shared/fixtures/cammegh-ss2/real-session.log`` (63,689 serial lines of a
+Fixture: ``tests/fixtures/cammegh-ss2/real-session.log`` (63,689 serial lines of a
 real Slingshot 2, firmware V2.50). The expected numbers are read from the README's
 own lists ("All 188, in file order" and "By session"), which were produced by the
 fixture author's script, not by this code.
@@ -27,15 +27,9 @@ from drivers.cammegh.events import WinningNumber
 from drivers.cammegh.tracker import WheelTracker
 from drivers.transport import Connection, serve_pty
 
-SHARED = Path(__file__).resolve().parents[2] / ".." / "shared"
-FIXTURE_DIR = SHARED / "fixtures" / "cammegh-ss2"
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "cammegh-ss2"
 LOG = FIXTURE_DIR / "real-session.log"
 README = FIXTURE_DIR / "README.md"
-
-pytestmark = pytest.mark.skipif(
-    not LOG.exists(),
-    reason=f"the shared Cammegh fixture folder is absent ({FIXTURE_DIR.resolve()})",
-)
 
 
 def _code_block_after(text: str, heading: str) -> str:

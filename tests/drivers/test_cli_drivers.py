@@ -22,14 +22,13 @@ from drivers.simulators import run_simulator
 from firmware_host.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE_DIR = ROOT / ".." / "shared" / "fixtures" / "cammegh-ss2"
+FIXTURE_DIR = ROOT / "tests" / "fixtures" / "cammegh-ss2"
 
 
 def _events(out: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
-@pytest.mark.skipif(not FIXTURE_DIR.exists(), reason="shared Cammegh fixture folder is absent")
 def test_decode_the_real_capture(capsys: pytest.CaptureFixture[str]) -> None:
     readme = (FIXTURE_DIR / "README.md").read_text(encoding="utf-8")
     expected = readme.split("All 188, in file order:", 1)[1].split("```", 2)[1].split()
