@@ -205,8 +205,9 @@ class WheelTracker:
         """This run of the host stops and ``successor`` reads the same wheel next (the
         next session of a capture; lines between them were lost). What the wheel itself
         counts goes on: the number still gathering its lines, the last spin taken (one
-        result per spin) and the lines without a result (a power cycle). What the host measured starts again in ``successor``:
-        the previous line, states and their times, flags, the game it had open.
+        result per spin) and the lines without a result (a power cycle). What the host
+        measured starts again in ``successor``: the previous line, states and their
+        times, flags, the game it had open.
 
         The number then needs its lines as on one stream: the successor's first status
         line may complete it (the same spin's state 5, 6 or 1, or the next game, spin + 1,
