@@ -13,6 +13,9 @@ Properties:
   cannot catch): never a wrong result while fewer lines are corrupted than a result
   needs (``tracker.RESULT_LINES``), nor a second for a spin; with more, either only
   where that many corrupted lines show it alike;
+- a stream read by several runs of the host, each handed over to the next
+  (``WheelTracker.hand_over``, the capture's sessions): clean and cut anywhere, every
+  result once; with garbage, never a wrong or second one;
 - the exhaustive search around three real results of the capture (one- and two-byte
   substitutions, one line or two): never a wrong result, a second one, or one the round
   logic would apply to another round; spin 099's runs across the capture's sessions 19
@@ -155,6 +158,56 @@ def test_inserted_garbage_never_makes_a_wrong_or_second_result(
     for pos, junk in sorted(inserts, reverse=True):
         buf[pos:pos] = junk
     got = results_of(bytes(buf))
+    assert set(got) <= set(sent)
+    assert len({spin for spin, _ in got}) == len(got)
+
+
+def results_across_runs(data: bytes, cuts: list[int]) -> list[tuple[int, int]]:
+    """The results of ``data`` read by successive runs of the host, a new one (handed the
+    previous one's state, ``WheelTracker.hand_over``) starting at each line index in
+    ``cuts``, as ``tablectl decode`` reads a capture's sessions."""
+    tracker = WheelTracker()
+    got = []
+    for i, item in enumerate(LineDecoder().feed(data)):
+        if i in cuts:
+            successor = WheelTracker()
+            tracker.hand_over(successor)
+            tracker = successor
+        for ev in tracker.feed(item, float(i)):
+            if isinstance(ev, WinningNumber):
+                got.append((ev.spin, ev.number))
+    return got
+
+
+@FUZZ
+@given(games, st.integers(1, 256), st.data())
+def test_a_clean_stream_read_by_several_runs_of_the_host_gives_every_result_once(
+    numbers: list[int], first: int, data: st.DataObject
+) -> None:
+    """Cut anywhere between lines (no line lost), the runs handed over to each other give
+    what one run gives: a cut inside a result's lines leaves its rest, or the next game's
+    first line, to the next run."""
+    stream, sent = stream_of(numbers, first)
+    cuts = data.draw(st.lists(st.integers(1, len(numbers) * GAME), max_size=6))
+    assert results_across_runs(stream, cuts) == sent
+
+
+@FUZZ
+@given(games, st.integers(1, 256), st.data())
+def test_garbage_and_new_runs_of_the_host_never_make_a_wrong_or_second_result(
+    numbers: list[int], first: int, data: st.DataObject
+) -> None:
+    clean, sent = stream_of(numbers, first)
+    buf = bytearray(clean)
+    inserts = data.draw(
+        st.lists(
+            st.tuples(st.integers(0, len(clean)), st.binary(min_size=1, max_size=3)), max_size=30
+        )
+    )
+    for pos, junk in sorted(inserts, reverse=True):
+        buf[pos:pos] = junk
+    cuts = data.draw(st.lists(st.integers(1, len(numbers) * GAME + 30), max_size=6))
+    got = results_across_runs(bytes(buf), cuts)
     assert set(got) <= set(sent)
     assert len({spin for spin, _ in got}) == len(got)
 
