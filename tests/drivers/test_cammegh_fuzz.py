@@ -299,23 +299,38 @@ def test_fewer_corrupted_lines_than_a_result_needs_never_make_a_wrong_result(
     assert len({spin for spin, _ in got}) == len(got)
 
 
-def showing(lines: list[bytes], spin: int, number: int) -> int:
-    """How many of ``lines`` show ``number`` as the result of ``spin``: a bare line, or a
-    status line of that spin in state 5 or of the next spin (which repeats it)."""
+def _frames(line: bytes) -> list[Frame]:
+    out = []
+    for piece in re.split(rb"[\r\n]", line):
+        try:
+            out.append(parse_line(piece))
+        except LineError:
+            continue
+    return out
+
+
+def showing(lines: list[bytes], picks: list[int], spin: int, number: int) -> int:
+    """How many of the corrupted lines (``picks``, in the stream ``lines``) show
+    ``number`` as the result of ``spin``: a bare line, a status line of that spin in
+    state 5 or of the next spin (which repeats it), or a status line of that spin just
+    before a bare line showing the number (it gives that bare line, even an intact one,
+    to that spin: the bare line counts for the spin of the status line before it)."""
     count = 0
-    for line in lines:
-        for part in line.split(b"\r"):
-            for piece in part.split(b"\n"):
-                try:
-                    frame = parse_line(piece)
-                except LineError:
-                    continue
-                if isinstance(frame, WinningLine):
-                    count += frame.number == number
-                elif isinstance(frame, Status) and frame.win == number:
-                    this_spin = (frame.spin, int(frame.state)) == (spin, 5)
-                    next_game = frame.spin == spin % 256 + 1 and int(frame.state) != 5
-                    count += this_spin or next_game
+    for i in picks:
+        frames = _frames(lines[i])
+        shown = False
+        for frame in frames:
+            if isinstance(frame, WinningLine):
+                shown |= frame.number == number
+            elif isinstance(frame, Status) and frame.win == number:
+                this_spin = (frame.spin, int(frame.state)) == (spin, 5)
+                next_game = frame.spin == spin % 256 + 1 and int(frame.state) != 5
+                shown |= this_spin or next_game
+        status = [f for f in frames if isinstance(f, Status)]
+        after = _frames(lines[i + 1]) if i + 1 < len(lines) else []
+        if status and status[-1].spin == spin and after and isinstance(after[0], WinningLine):
+            shown |= after[0].number == number
+        count += shown
     return count
 
 
@@ -328,7 +343,9 @@ def test_a_wrong_result_needs_as_many_lines_corrupted_alike_as_a_result_needs(
     second result for a spin, is only possible when at least RESULT_LINES corrupted
     lines show it (that number on that spin), the limit of a protocol without checksums.
     (Three state-5 lines of spin 1 with the spin digit substituted alike show spin 3: its
-    result is taken then, and the wheel's own spin 3 gives it a second one.)"""
+    result is taken then, and the wheel's own spin 3 gives it a second one. The last
+    state-4 line and the first two state-5 lines of spin 2 read as spin 102: the intact
+    bare line between them counts for spin 102, which is taken with the wheel's number.)"""
     clean, sent = stream_of(numbers, first)
     lines = clean.split(b"\r\n")[:-1]
     picks = picked_lines(data, len(lines), 1, 12)
@@ -336,10 +353,10 @@ def test_a_wrong_result_needs_as_many_lines_corrupted_alike_as_a_result_needs(
     got = results_of_lines(corrupted)
     hit = [corrupted[i] for i in picks]
     for spin, number in set(got) - set(sent):
-        assert showing(hit, spin, number) >= RESULT_LINES, (spin, number, hit)
+        assert showing(corrupted, picks, spin, number) >= RESULT_LINES, (spin, number, hit)
     for spin, times in Counter(spin for spin, _ in got).items():
         if times > 1:  # one of them shown by that many corrupted lines
-            shown = [showing(hit, spin, number) for s, number in got if s == spin]
+            shown = [showing(corrupted, picks, spin, number) for s, number in got if s == spin]
             assert max(shown) >= RESULT_LINES, (spin, got, hit)
 
 
