@@ -1,7 +1,7 @@
 """Cammegh SS2 wire codec (sans-I/O): lines in, typed frames out, and host commands.
 
 Reference: ``docs/protocols/cammegh-ss2.md`` (ours) and the vendor guide as restated
-in ``../shared/protocols/cammegh-ss2.md`` (cited here as [ref §N]).
+in ``docs/protocols/cammegh-ss2-reference.md`` (cited here as [ref §N]).
 
 ASCII lines ending in CR and/or LF [ref §2]. What the wheel sends:
 

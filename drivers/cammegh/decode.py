@@ -4,9 +4,13 @@ The same :class:`~drivers.cammegh.tracker.WheelTracker` as the live driver, fed 
 the capture's own timestamps (so grace periods are measured as they happened).
 A raw byte capture has no times: status lines are then assumed 500 ms apart (the
 wheel's automatic status cadence), which is what the grace periods count in.
-Each ``# session`` of a frame log starts a fresh tracker (a new run of the host); a
-result still waiting for its confirming lines when a session or the capture ends is
-reported (``RESULT_UNCONFIRMED``), not taken.
+Each ``# session`` of a frame log starts a fresh tracker (a new run of the host: its
+states, flags and timers start again), handed what the wheel itself carries on
+(:meth:`~drivers.cammegh.tracker.WheelTracker.hand_over`): a number still gathering
+its lines at the end of a session is completed by the next session's first status
+line if that line is the next game's showing it (spin + 1: the wheel repeats the last
+winning number until the next result), as on one stream. A number still waiting when
+the capture ends is reported (``RESULT_UNCONFIRMED``), not taken.
 """
 
 from __future__ import annotations
@@ -42,9 +46,10 @@ def decode_capture(
         if rec.line_no:
             where["line"] = rec.line_no
         if rec.direction == "SESSION":
-            for event in tracker.end():  # a number waiting at the end of the session
+            successor = WheelTracker(device, pockets=pockets)
+            for event in tracker.hand_over(successor):  # a number given up in the session
                 yield {**event.to_json(), **last}
-            tracker, decoder = WheelTracker(device, pockets=pockets), LineDecoder()
+            tracker, decoder = successor, LineDecoder()
             continue
         last = where
         if rec.direction == "TX":

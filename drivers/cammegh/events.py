@@ -47,7 +47,8 @@ class WinningNumber(WheelEvent):
     Started only by a state-5 status line, and taken only once three lines carry the
     number with none showing another: the bare winning-number line just before it and
     the next status line (``confirmed_by="line"``), or the next two status lines
-    (``"status"``); ``raw`` holds those lines. ``pocket`` is the display form
+    (``"status"``); the last of them may be the next game's first line, which repeats
+    the number (docs/protocols/cammegh-ss2.md §2.1). ``raw`` holds those lines. ``pocket`` is the display form
     (``"0"``, ``"00"``); ``number`` is 0..36, 37 for ``00``. ``void_reason`` is set
     if the driver had already voided this game (the round logic must not settle it).
     """

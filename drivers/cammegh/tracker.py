@@ -24,7 +24,16 @@ state-5 line, then the ``win`` field of every status line until the next result
 - one result per spin: after a result (or a dispute), no other is taken until two
   consecutive status lines show another spin (the next game), and never another for
   the same spin number unless a mains power cycle (``RESULT_LINES`` lines with no
-  result since power-on) started the count again.
+  result since power-on) started the count again;
+- never late: the third line may be the next game's first line (its ``win`` field
+  repeats the last winning number, its spin is one more), and the result then comes
+  before that line's state change; once a state change of another spin has been
+  emitted, the spin's number is no longer taken (the round logic voids a round when
+  the wheel shows another spin, so a result after it would land on the next round);
+- lines lost between two runs of the host (a capture's sessions): :meth:`hand_over`
+  gives the next run's tracker the number still gathering its lines and what the
+  wheel's own count says (the last spin taken), so the next game's first line, read
+  by the next run, completes it as it would have on one stream.
 
 State changes are taken from a single valid line (bets must close at the first
 state-4 line). Warning flags count once seen on ``confirm_lines`` consecutive
@@ -170,14 +179,17 @@ class WheelTracker:
         return []
 
     def end(self) -> list[WheelEvent]:
-        """The input ends (a capture or one of its sessions; a live link never ends: a
-        result waits across a reconnect). A number still gathering its lines is reported
-        as ``RESULT_UNCONFIRMED``, never taken."""
+        """The input ends (a capture; a live link never ends: a result waits across a
+        reconnect). A number still gathering its lines is reported as
+        ``RESULT_UNCONFIRMED``, never taken; one already given up and not yet reported,
+        as ``RESULT_MISSING``."""
+        out: list[WheelEvent] = [self._missing(self.last)] if self.missing and self.last else []
         cand, self.candidate = self.candidate, None
         if cand is None or self.last is None:
-            return []
+            return out
         self.anomalies += 1
         return [
+            *out,
             self._warning(
                 self.last,
                 "RESULT_UNCONFIRMED",
@@ -186,8 +198,27 @@ class WheelTracker:
                 "lines it needs): enter it by hand",
                 Action.WARN,
                 "suggested",
-            )
+            ),
         ]
+
+    def hand_over(self, successor: WheelTracker) -> list[WheelEvent]:
+        """This run of the host stops and ``successor`` reads the same wheel next (the
+        next session of a capture; lines between them were lost). What the wheel itself
+        counts goes on: the number still gathering its lines, the last spin taken (one
+        result per spin) and the lines without a result (a power cycle). What the host
+        measured starts again in ``successor``: the previous line, states and their
+        times, flags, the game it had open.
+
+        The number then needs its lines as on one stream: the successor's first status
+        line may complete it (the same spin's state 5, 6 or 1, or the next game, spin + 1,
+        in a state before its own result, showing that number), before that line's state
+        change; any other first line leaves it unconfirmed (``RESULT_MISSING``). Returns
+        the reports of this run (a number given up and not yet reported)."""
+        out: list[WheelEvent] = [self._missing(self.last)] if self.missing and self.last else []
+        successor.candidate, self.candidate = self.candidate, None
+        successor.done_spin, successor.armed = self.done_spin, self.armed
+        successor.no_result_lines = self.no_result_lines
+        return out
 
     # ------------------------------------------------------------------ status lines
     def _status(self, st: Status, now: float) -> list[WheelEvent]:
@@ -211,6 +242,14 @@ class WheelTracker:
             )
             self.state_since = now
             out += self._transition(prev, st)
+            cand = self.candidate
+            if cand is not None and cand.spin != st.spin:
+                # The wheel is shown on another spin: the round logic voids the round of
+                # the candidate's spin now, so its number must not come after this.
+                self.candidate = None
+                self.unconfirmed += 1
+                if self.missing is None:
+                    self.missing = cand.first
         out += self._flags(st, now)
         self.last = st
         self.bare = None
@@ -438,6 +477,9 @@ class WheelTracker:
         )
 
     def _flags(self, st: Status, now: float) -> list[WheelEvent]:
+        if not st.flags and not self.episodes and not self.confirmed_flags:
+            self.fault = None  # what the loop below comes to on a clean line (most lines)
+            return []
         out: list[WheelEvent] = []
         need = self.policy.confirm_lines
         for bit in WarningFlag:

@@ -1,6 +1,6 @@
 """Cammegh SS2 line codec: every example of the protocol reference, and its edges.
 
-Citations: [ref §N] = ``../shared/protocols/cammegh-ss2.md`` section N (which cites
+Citations: [ref §N] = ``docs/protocols/cammegh-ss2-reference.md`` section N (which cites
 the vendor guide pages as [G p.N] and the real capture as [obs]).
 """
 

@@ -4,7 +4,7 @@ Transports: in-process pipe (with :class:`~drivers.testing.FaultyOpener`), a rea
 pseudo-terminal opened by pyserial, and ``socket://``. Faults: one byte at a time,
 garbage inserted at 1 % of bytes, bytes substituted at 1 %, dropped writes, delay,
 silence, unplug/replug. The exception-handling rules are exercised through the
-simulator's wheel faults ([ref §9] = ``../shared/protocols/cammegh-ss2.md`` §9).
+simulator's wheel faults ([ref §9] = ``docs/protocols/cammegh-ss2-reference.md`` §9).
 
 Timing bounds are generous (loaded 2-core CI); the measured figures are printed
 (``pytest -s``) and reported in ``docs/protocols/cammegh-ss2.md``.

@@ -22,31 +22,37 @@ from drivers.simulators import run_simulator
 from firmware_host.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURE_DIR = ROOT / ".." / "shared" / "fixtures" / "cammegh-ss2"
+FIXTURE_DIR = ROOT / "tests" / "fixtures" / "cammegh-ss2"
 
 
 def _events(out: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.splitlines() if line.strip()]
 
 
-@pytest.mark.skipif(not FIXTURE_DIR.exists(), reason="shared Cammegh fixture folder is absent")
 def test_decode_the_real_capture(capsys: pytest.CaptureFixture[str]) -> None:
+    """README's example: every one of the capture's 188 results, in order, and nothing
+    left unconfirmed. Session 19's last result (spin 099, 17: its bare line and one
+    state-5 line end the session) is completed by session 20's first line, the next
+    game's (spin 100, still showing 17), and comes before that line's state change."""
     readme = (FIXTURE_DIR / "README.md").read_text(encoding="utf-8")
     expected = readme.split("All 188, in file order:", 1)[1].split("```", 2)[1].split()
     assert main(["decode", "cammegh-ss2", str(FIXTURE_DIR / "real-session.log")]) == 0
     events = _events(capsys.readouterr().out)
     wins = [e for e in events if e["kind"] == "WinningNumber"]
-    # Each session is decoded on its own: session 19's last result (spin 099, 17) has
-    # two of its three lines in that session, the third opens session 20 (see
-    # test_cammegh_replay.SPLIT); decode reports it at the session's end instead.
-    waiting = [e for e in events if e.get("code") == "RESULT_UNCONFIRMED"]
-    assert [(e["session"], e["spin"]) for e in waiting] == [(19, 99)]
-    counts = re.findall(r"session (\d+) \(spins [^)]*\): ([\d ]+)", readme)
-    split = sum(len(nums.split()) for n, nums in counts if int(n) <= 19) - 1
-    assert expected[split] == "17"
-    assert [e["pocket"] for e in wins] == expected[:split] + expected[split + 1 :]
+    assert [e["pocket"] for e in wins] == expected
+    assert len(wins) == 188
+    codes = {e.get("code") for e in events if e["kind"] == "WheelWarning"}
+    assert not codes & {"RESULT_UNCONFIRMED", "RESULT_MISSING", "RESULT_DISPUTED"}
     first = wins[0]
     assert first["session"] == 7 and first["spin"] == 1 and isinstance(first["t"], float)
+    at = next(i for i, e in enumerate(events) if e["kind"] == "WinningNumber" and e["spin"] == 99)
+    split, after = events[at], events[at + 1]
+    assert (split["session"], split["pocket"], split["confirmed_by"]) == (20, "17", "line")
+    assert split["raw"] == "17\n*X;5;099;17;0;142;0\n*X;2;100;17;0;141;0"
+    assert (after["kind"], after["session"], after["spin"], after["state"]) == (
+        "GameStateChanged", 20, 100, 2,
+    )  # fmt: skip
+    assert after["line"] == split["line"]  # the same line: the result first
     assert {"GameStateChanged", "GameVoided", "WheelWarning"} <= {e["kind"] for e in events}
 
 

@@ -5,7 +5,7 @@ places and a set serving two games, dice without add or subtract (art. 2, 3), th
 banker's capital and co-banking (art. 5); ``tablectl settle|math|score paikao``.
 
 The annex is transcribed here again, independently of the code, from the clean
-tables of ``/work/shared/regulations/README.md``.
+transcription of the Portaria's annex (the regulations' README, docs/rules/paikao.md).
 """
 
 import itertools

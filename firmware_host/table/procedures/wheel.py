@@ -28,7 +28,11 @@ class WheelProcedure(Procedure):
     - a round belongs to the spin the wheel showed when it opened: if the wheel is
       seen on another spin before that spin's result was read (the link was down
       through state 5), the round is voided and every bet refunded; a later spin's
-      number never settles it.
+      number never settles it. A round opened by hand (console, floor) takes its spin
+      from the wheel's next state 2, 3 or 4; a state 5 or a winning number of a spin it
+      never saw voids it instead (its bets may have been placed after that ball
+      landed: the driver may complete a result on the next game's first line, after a
+      link loss).
     """
 
     manual_results = False
@@ -47,23 +51,30 @@ class WheelProcedure(Procedure):
     def carries_result(self, event: DeviceEvent) -> bool:
         return isinstance(event, WinningNumber)
 
-    def _same_spin(self, spin: int, device: str) -> bool:
+    def _same_spin(self, spin: int, device: str, *, adopt: bool = True) -> bool:
         """Whether the round in flight (if any) is played on ``spin``; if not, its own
-        spin ended unseen: void it (bets refunded) and return False."""
+        spin ended unseen: void it (bets refunded) and return False. A round that has
+        not seen a spin yet takes ``spin`` if ``adopt`` (states 2-4: the ball is not in
+        a pocket); otherwise (state 5, a winning number) it is voided too."""
         cur = self.engine.current
         if cur is None:
             return True
         if self.round_spin is None or self.round_spin[0] != cur.round_id:
-            self.round_spin = (cur.round_id, spin)  # first spin seen for this round
+            if adopt:
+                self.round_spin = (cur.round_id, spin)  # first spin seen for this round
+                return True
+            reason = (
+                f"the round never saw spin {spin} in play before its result (opened "
+                "during that game): every bet refunded"
+            )
+        elif self.round_spin[1] == spin:
             return True
-        known = self.round_spin[1]
-        if known == spin:
-            return True
-        self.engine.void_round(
-            f"the result of spin {known} was not read (the wheel is at spin {spin}): "
-            "every bet refunded",
-            source=device,
-        )
+        else:
+            reason = (
+                f"the result of spin {self.round_spin[1]} was not read (the wheel is at "
+                f"spin {spin}): every bet refunded"
+            )
+        self.engine.void_round(reason, source=device)
         return False
 
     async def on_device_event(self, device: str, event: DeviceEvent) -> None:
@@ -82,7 +93,7 @@ class WheelProcedure(Procedure):
         e = self.engine
         state = event.state
         if state in (2, 3, 4, 5):
-            self._same_spin(event.spin, device)
+            self._same_spin(event.spin, device, adopt=state != 5)
         if state == 2 and e.phase is Phase.IDLE:
             self.try_open(f"{device}:state 2")
             if e.current is not None:
@@ -104,7 +115,7 @@ class WheelProcedure(Procedure):
         refused = None
         if event.void_reason:
             refused = f"spin already void: {event.void_reason}"
-        elif not self._same_spin(event.spin, device):
+        elif not self._same_spin(event.spin, device, adopt=False):
             refused = f"spin {event.spin} is not the spin of the round (voided)"
         elif event.number > 36:
             refused = "not a single-zero pocket"
