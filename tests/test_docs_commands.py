@@ -17,7 +17,7 @@ A JSON file shown in a doc as ``NAME.json:`` followed by a ```json block is writ
 the working directory of that doc's commands (docs/rules/blackjack.md's example).
 
 The commands run in a **fresh clone** (issue 30): the repository's tracked files copied
-to a temporary folder, with nothing beside it (no ``../shared``, no untracked file, no
+to a temporary folder, with nothing beside it (no sibling folder, no untracked file, no
 build output), as a newcomer's ``git clone`` has it. Its code runs there (``PYTHONPATH``),
 with this environment's installed dependencies (``.venv`` is linked, not rebuilt).
 """
@@ -68,7 +68,7 @@ def fresh_clone(dest: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One fresh clone for the module's commands (nothing beside it: no ``../shared``)."""
+    """One fresh clone for the module's commands (nothing beside it: no sibling folder)."""
     where = fresh_clone(tmp_path_factory.mktemp("clone"))
     assert not (where.parent / "shared").exists()
     return where
