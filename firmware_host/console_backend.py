@@ -20,7 +20,6 @@ from .games.money import MoneyRules
 from .integrity.alerts import Alerts
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck
-from .integrity.software import verify
 from .journal import Journal
 from .jsonio import JSON
 from .mqtt import FloorLink
@@ -240,7 +239,7 @@ class TableConsoleBackend:
         if sw is None or not sw.configured:
             raise ConsoleRefused("no signed manifest configured ([software])", code="NOT_SUPPORTED")
         by = f"console:{who}" if who else "console"
-        v = await asyncio.to_thread(verify, sw.settings, root=sw.root, seed=seed)
+        v = await asyncio.to_thread(sw.verify, seed)
         return sw.record(v, "console", by=by).to_json()
 
     def dealer_sign_in(self, dealer: str | None, who: str) -> JSON:
