@@ -16,7 +16,9 @@ installed: a directory (every file under it, recursively) or a single file. Two 
     a directory a ``.pth`` file adds, and the project's packages wherever an (editable)
     install maps them;
   - the entries of the import path that do not exist (``absent``: a ``python311.zip``
-    placed there later would be imported from first).
+    placed there later would be imported from first);
+  - what a symbolic link of these trees points to outside them (Debian's
+    ``sitecustomize.py`` in ``/etc``), as a tree of its own.
 
   Inside the standard library's directory, a subdirectory whose name no ``import``
   statement can spell (not an identifier) and which is not itself on the import path
@@ -213,6 +215,22 @@ def packages_scope(root: Path | None = None, packages: Iterable[str] = PACKAGES)
     else:
         dirs = [_norm(root / p) for p in packages if (root / p).is_dir()]
     return Scope(PACKAGES_SCOPE, {d: "dir" for d in dirs})
+
+
+def with_link_targets(scope: Scope, links: Mapping[str, str]) -> Scope | None:
+    """``scope`` with the targets of ``links`` that lie outside its trees as trees of
+    their own (Debian's ``/usr/lib/python3.11/sitecustomize.py`` links to
+    ``/etc/python3.11/sitecustomize.py``: the interpreter runs what the link points to,
+    so that is verified too); None when every target is inside already."""
+    trees = dict(scope.trees)
+    for link in links:
+        target = os.path.realpath(link)
+        if not os.path.exists(target) or _covered(scope, target):
+            continue
+        _add(trees, target, "dir" if os.path.isdir(target) else "file")
+    if trees == dict(scope.trees):
+        return None
+    return Scope(scope.kind, trees, scope.skipped, scope.absent, scope.python)
 
 
 def _covered(scope: Scope, path: str) -> bool:

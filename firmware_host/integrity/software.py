@@ -61,6 +61,7 @@ from .environment import (
     environment_scope,
     packages_scope,
     uncovered,
+    with_link_targets,
     within,
 )
 from .manifest import Found, compare, seeded_lines, walk
@@ -109,6 +110,11 @@ def make_manifest(
     ``accept_unrecorded``: then they are named in the manifest) when the environment's
     site-packages hold a file of no distribution."""
     found = walk(scope)
+    for _ in range(8):  # a link's target may hold links of its own
+        wider = with_link_targets(scope, found.links)
+        if wider is None:
+            break
+        scope, found = wider, walk(wider)
     refused = [f"{p} (not a regular file or link, or its name cannot be listed)"
                for p in found.others]  # fmt: skip
     refused += [f"{p} (unreadable)" for p in found.unreadable]

@@ -147,7 +147,7 @@ def cmd_software_manifest(args: argparse.Namespace) -> int:
     body = json.loads(manifest)
     print(
         f"{out}: {len(body['files'])} file(s) and {len(body['links'])} link(s), "
-        f"{found.size / 1e6:.1f} MB, scope {scope.kind} ({', '.join(sorted(scope.trees))}); "
+        f"{found.size / 1e6:.1f} MB, scope {scope.kind} ({', '.join(sorted(body['trees']))}); "
         f"sha256 {hashlib.sha256(manifest).hexdigest()}; {signed}"
     )
     for p in body.get("unrecorded") or ():

@@ -63,7 +63,7 @@ def environment(tmp: Path) -> Scope:
     pkg = site / "demo_pkg"
     pkg.mkdir(parents=True)
     (venv / "bin").mkdir()
-    (venv / "bin" / "python").symlink_to("/usr/bin/python3")
+    (venv / "bin" / "python").symlink_to("../../python3.11")  # the interpreter it points to
     (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (pkg / "__init__.py").write_text("QUEENS_OF_HEARTS_PER_DECK = 1\n")
     pyc = Path(py_compile.compile(str(pkg / "__init__.py"), doraise=True))
@@ -125,7 +125,7 @@ def test_every_file_and_link_of_the_environment_is_listed(tmp_path: Path) -> Non
     body = json.loads(Path(sw.manifest).read_bytes())
     venv, site = tmp_path / "venv", tmp_path / "venv/lib/python3.11/site-packages"
     assert body["format"] == 2 and body["scope"] == "environment"
-    assert body["links"] == {f"{venv}/bin/python": "/usr/bin/python3"}
+    assert body["links"] == {f"{venv}/bin/python": "../../python3.11"}
     for p in (f"{site}/demo_pkg/__pycache__/__init__.cpython-311.pyc", f"{venv}/bin/demo",
               f"{venv}/pyvenv.cfg", f"{site}/demo_pkg-1.0.dist-info/RECORD",
               f"{tmp_path}/stdlib/lib-dynload/_x.so", f"{tmp_path}/python3.11"):  # fmt: skip
@@ -171,7 +171,7 @@ def test_dependencies_pth_files_entry_scripts_links_and_the_stdlib(tmp_path: Pat
     (site / "zz-hook.pth").write_text("import os; os.system('true')\n")
     (venv / "bin/demo").write_text("#!/usr/bin/python3\nimport evil\n")
     (venv / "bin/python").unlink()
-    (venv / "bin/python").symlink_to("/tmp/python3")
+    (venv / "bin/python").symlink_to("/usr/bin/python3")
     (stdlib / "sitecustomize.py").write_text("import evil\n")
     (stdlib / "config-3.11-x" / "notes.txt").write_text("skipped: not on the import path\n")
     (tmp_path / "python311.zip").write_bytes(b"PK")  # an absent entry of the import path
@@ -188,6 +188,24 @@ def test_dependencies_pth_files_entry_scripts_links_and_the_stdlib(tmp_path: Pat
     r = check(sw)
     assert r["missing"] == (str(stdlib / "os.py"),)
     assert str(stdlib / "lib-dynload/_x.so") in r["changed"]  # type: ignore[operator]
+
+
+def test_what_a_link_points_to_outside_the_trees_is_verified_too(tmp_path: Path) -> None:
+    # Debian: /usr/lib/python3.11/sitecustomize.py -> /etc/python3.11/sitecustomize.py,
+    # imported at every start
+    scope = environment(tmp_path / "t")
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "sitecustomize.py").write_text("# site-wide customisation\n")
+    link = tmp_path / "t/stdlib/sitecustomize.py"
+    link.symlink_to(etc / "sitecustomize.py")
+    sw = signed(tmp_path, scope=scope)
+    body = json.loads(Path(sw.manifest).read_bytes())
+    assert body["trees"][str(etc / "sitecustomize.py")] == "file"
+    assert body["links"][str(link)] == str(etc / "sitecustomize.py")
+    assert verify(sw, running=False).ok
+    (etc / "sitecustomize.py").write_text("import evil\n")
+    assert check(sw)["changed"] == (str(etc / "sitecustomize.py"),)
 
 
 def test_what_the_running_interpreter_uses_outside_the_manifest(tmp_path: Path) -> None:
@@ -266,7 +284,7 @@ def test_seeded_answer_is_what_a_lab_computes_with_openssl(tmp_path: Path) -> No
     assert v.seeded_digest == out.stdout.strip()
     assert verify(sw, seed=seed + "x", running=False).seeded_digest != v.seeded_digest
     (tmp_path / "t/venv/bin/python").unlink()
-    (tmp_path / "t/venv/bin/python").symlink_to("/usr/bin/python2")
+    (tmp_path / "t/venv/bin/python").symlink_to("/usr/bin/python3")
     assert verify(sw, seed=seed, running=False).seeded_digest != v.seeded_digest
     # the manifest's own SHA-256 is what sha256sum says of the file
     sums = subprocess.run(["sha256sum", sw.manifest], capture_output=True, text=True, check=True)
