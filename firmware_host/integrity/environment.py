@@ -40,6 +40,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import site
 import sys
 import sysconfig
 from collections.abc import Iterable, Mapping
@@ -133,12 +134,16 @@ def _add(trees: dict[str, str], path: str, kind: str) -> None:
 def import_path() -> list[str]:
     """This process's import path as the daemon's would be: ``sys.path`` without its
     first entry when that is the script's directory or the current directory (a
-    console script's ``bin``, inside the environment), normalised; path hooks that are
-    not paths (an editable install's finder) left out."""
+    console script's ``bin``, inside the environment), without the user's own
+    site-packages (the service sets ``PYTHONNOUSERSITE``), normalised; path hooks that
+    are not paths (an editable install's finder) left out."""
     entries = list(sys.path)
     if entries and not sys.flags.safe_path:
         entries = entries[1:]
-    return [_norm(e) for e in entries if e and not e.startswith("__editable__")]
+    user = _norm(site.getusersitepackages())  # the daemon runs without (PYTHONNOUSERSITE)
+    return [
+        _norm(e) for e in entries if e and not e.startswith("__editable__") and _norm(e) != user
+    ]
 
 
 def _libpython() -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -124,6 +125,10 @@ def cmd_software_manifest(args: argparse.Namespace) -> int:
         return _error(name, "MISSING_ARGUMENT", "--out (or --sign MANIFEST)")
     if args.root and args.scope != "packages":
         return _error(name, "INVALID_VALUE", "--root goes with --scope packages")
+    meddling = [v for v in ("PYTHONPATH", "PYTHONHOME") if os.environ.get(v)]
+    if meddling and args.scope == "environment":
+        return _error(name, "ENVIRONMENT_NOT_CLEAN", f"{' and '.join(meddling)} set: the "
+                      "manifest is of the environment the service runs (without them)")  # fmt: skip
     key = load_private_key(args.key) if args.key else None
     if args.scope == "packages":
         scope = packages_scope(Path(args.root) if args.root else None)

@@ -415,3 +415,25 @@ def test_every_cause_of_a_repeated_mismatch_stays_visible(tmp_path: Path) -> Non
     raised = [e.data for e in j.events(50) if e.kind == "alert_raised"]
     evil = f"{site}/drivers/evil.py"
     assert [r["evidence"]["unlisted"] for r in raised] == [[], [evil], [evil]]
+
+
+def test_the_cli_builds_signs_apart_and_refuses_a_meddled_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from firmware_host.cli import main
+
+    site = install(tmp_path)
+    out = tmp_path / "software.manifest"
+    # built where the software is (no key there), signed on the release machine
+    assert main(["software-manifest", "--scope", "packages", "--root", str(site),
+                 "--out", str(out)]) == 0  # fmt: skip
+    assert "unsigned" in capsys.readouterr().out and not Path(f"{out}.sig").exists()
+    priv, pub = generate("build", tmp_path / "buildkey")
+    assert main(["software-manifest", "--sign", str(out), "--key", str(priv)]) == 0
+    assert main(["verify-software", "--manifest", str(out), "--public-key", str(pub)]) == 0
+    assert "software verified" in capsys.readouterr().out
+    # the environment scope is of the environment the service runs: no PYTHONPATH
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    assert main(["software-manifest", "--out", str(tmp_path / "m2")]) == 2
+    assert "ENVIRONMENT_NOT_CLEAN: PYTHONPATH set" in capsys.readouterr().err
+    assert main(["software-manifest", "--root", str(site), "--out", str(tmp_path / "m3")]) == 2
