@@ -239,3 +239,28 @@ def test_the_interpreters_standard_library_is_covered(install: Install) -> None:
     assert any(p.startswith(f"{install.site}/cryptography/") for p in body["files"])
     assert any(d.startswith("cryptography ") for d in body["distributions"])
     assert body["python"]["cache_tag"] and PYVER in body["python"]["import_path"][-1]
+
+
+def test_a_directory_a_pth_file_adds_is_a_tree(install: Install, tmp_path: Path) -> None:
+    # a .pth line naming a directory puts it on the import path: the manifest built with
+    # it lists that directory whole (the .pth itself is of no distribution: accepted)
+    extra = tmp_path / "plugins"
+    extra.mkdir()
+    (extra / "plugin.py").write_text("x = 1\n")
+    pth = install.site / "plugins.pth"
+    manifest = tmp_path / "m2"
+    with tampered(pth):
+        pth.write_text(f"{extra}\n")
+        r = tablectl(install.venv, "software-manifest", "--out", str(manifest), "--key",
+                     str(install.dir / "buildkey" / "build.key"))  # fmt: skip
+        assert r.returncode == 1 and f"{pth} (in no distribution's RECORD)" in r.stderr
+        r = tablectl(install.venv, "software-manifest", "--out", str(manifest), "--key",
+                     str(install.dir / "buildkey" / "build.key"), "--accept-unrecorded")  # fmt: skip
+        assert r.returncode == 0 and str(extra) in r.stdout, r.stdout + r.stderr
+        assert f"accepted, in no RECORD: {pth}" in r.stdout
+        args = ("--manifest", str(manifest), "--public-key",
+                str(install.dir / "buildkey" / "build.pub"))  # fmt: skip
+        assert tablectl(install.venv, "verify-software", *args).returncode == 0
+        (extra / "json.py").write_text("raise SystemExit\n")
+        r = tablectl(install.venv, "verify-software", *args)
+        assert r.returncode == 1 and f"unlisted: {extra}/json.py" in r.stdout, r.stdout
