@@ -50,6 +50,9 @@ class Found:
     others: list[str] = field(default_factory=list)
     #: regular files that could not be read (permissions): never a match
     unreadable: list[str] = field(default_factory=list)
+    #: files and directories other users cannot read (the daemon runs as its own user:
+    #: it could not verify them; the build refuses them)
+    private: list[str] = field(default_factory=list)
     #: the HMAC of each file's content, or of each link's target (with a seed)
     macs: dict[str, str] = field(default_factory=dict)
     size: int = 0
@@ -93,6 +96,8 @@ def walk(scope: Scope, *, prefix: Path | None = None, seed: str | None = None) -
             if key is not None:
                 out.macs[path] = hmac.new(key, os.fsencode(target), hashlib.sha256).hexdigest()
         elif stat.S_ISREG(st.st_mode):
+            if not st.st_mode & stat.S_IROTH:
+                out.private.append(path)
             try:
                 digest, mac, n = _hash_file(real, key, buf)
             except OSError:
@@ -135,6 +140,10 @@ def walk(scope: Scope, *, prefix: Path | None = None, seed: str | None = None) -
                 if stat.S_ISDIR(st.st_mode):
                     if path not in skipped:
                         stack.append(path)
+                        if st.st_mode & (stat.S_IROTH | stat.S_IXOTH) != (
+                            stat.S_IROTH | stat.S_IXOTH
+                        ):
+                            out.private.append(path)
                 else:
                     entry(path, st)
     return out

@@ -118,6 +118,8 @@ def make_manifest(
     refused = [f"{p} (not a regular file or link, or its name cannot be listed)"
                for p in found.others]  # fmt: skip
     refused += [f"{p} (unreadable)" for p in found.unreadable]
+    refused += [f"{p} (not readable by every user: the daemon could not verify it)"
+                for p in found.private]  # fmt: skip
     distributions: list[str] = []
     unrecorded: list[str] = []
     if scope.kind == ENVIRONMENT:

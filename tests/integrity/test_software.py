@@ -238,6 +238,13 @@ def test_the_build_checks_every_distribution_against_its_record(tmp_path: Path) 
     os.mkfifo(site / "fifo")
     with pytest.raises(ManifestRefused, match="not a regular file"):
         make_manifest(scope, version="t", accept_unrecorded=True)
+    (site / "fifo").unlink()
+    # the daemon runs as its own user: what it could not read, it could not verify
+    module.chmod(0o600)
+    with pytest.raises(ManifestRefused) as exc:
+        make_manifest(scope, version="t", accept_unrecorded=True)
+    assert exc.value.problems == [f"{module} (not readable by every user: the daemon could "
+                                  "not verify it)"]  # fmt: skip
 
 
 def test_a_lab_verifies_its_copy_of_the_image_under_a_prefix(tmp_path: Path) -> None:
