@@ -162,8 +162,8 @@ class SoftwareCheck:
     def command(self, args: Mapping[str, JSON], who: Principal) -> JSON:
         """The signed command ``verify_software`` ``{"seed": "..."}``.
 
-        Hashing the installed files (about 2 MB) must neither hold up the event loop nor
-        sit inside the request's journal transaction: the first pass defers
+        Hashing the installed software (some 100 MB on a table) must neither hold up the
+        event loop nor sit inside the request's journal transaction: the first pass defers
         (:class:`~firmware_host.table.floor.Deferred`), the floor hashes in a worker
         thread, and the request's next pass records that check here, in the transaction
         that journals the answer (once; a retry of the request id gets that answer)."""
