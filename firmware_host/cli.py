@@ -77,7 +77,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "tablectl verify-software --config /etc/tablectl/table.toml --seed 5f2a9c01d4e7",
     ),
     "software-manifest": (
-        "tablectl software-manifest --key build.key --out /etc/tablectl/software.manifest",
+        "tablectl software-manifest --out software.manifest            # on the reference install",
+        "tablectl software-manifest --sign software.manifest --key build.key   # release machine",
     ),
     "sim": ("tablectl sim cammegh-ss2 --interval 10", "tablectl sim shoe-ref --tcp 0 -o decks=8"),
     "decode": ("tablectl decode cammegh-ss2 capture.log",),

@@ -20,7 +20,6 @@ from .games.money import MoneyRules
 from .integrity.alerts import Alerts
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck
-from .integrity.software import verify
 from .journal import Journal
 from .jsonio import JSON
 from .mqtt import FloorLink
@@ -226,13 +225,14 @@ class TableConsoleBackend:
     def alerts(self) -> JSON:
         if self.alerts_board is None:
             return ["no integrity alerts on this table"]
-        return [a.to_json() for a in self.alerts_board.active()] or ["no active alert"]
+        alerts: list[JSON] = [_alert_view(a.to_json()) for a in self.alerts_board.active()]
+        return alerts or ["no active alert"]
 
     def ack_alert(self, alert_id: int, reason: str, who: str) -> JSON:
         if self.alerts_board is None:
             raise ConsoleRefused("this table has no integrity alerts", code="NOT_SUPPORTED")
         rec = self.alerts_board.acknowledge(alert_id, by=f"console:{who}", reason=reason)
-        return rec.to_json()
+        return _alert_view(rec.to_json())
 
     async def verify_software(self, seed: str | None, who: str | None) -> JSON:
         """The files hashed in a worker thread (the loop keeps serving), then recorded."""
@@ -240,7 +240,7 @@ class TableConsoleBackend:
         if sw is None or not sw.configured:
             raise ConsoleRefused("no signed manifest configured ([software])", code="NOT_SUPPORTED")
         by = f"console:{who}" if who else "console"
-        v = await asyncio.to_thread(verify, sw.settings, root=sw.root, seed=seed)
+        v = await asyncio.to_thread(sw.verify, seed)
         return sw.record(v, "console", by=by).to_json()
 
     def dealer_sign_in(self, dealer: str | None, who: str) -> JSON:
@@ -262,3 +262,17 @@ class TableConsoleBackend:
         fault = self.journal.clear_fault(code, by=who, reason=reason)
         self.state.refresh()
         return fault.to_json()
+
+
+#: An alert's times (ISO-8601 UTC with ``Z`` in the journal and on MQTT, as every time).
+ALERT_TIMES = ("first_seen", "last_seen", "acknowledged_at", "cleared_at")
+
+
+def _alert_view(alert: dict[str, JSON]) -> dict[str, JSON]:
+    """An alert as the console shows it: every one of its times in the console's one
+    form, local time with its offset (``docs/console.md``), not some of them only."""
+    for key in ALERT_TIMES:
+        value = alert.get(key)
+        if isinstance(value, str):
+            alert[key] = local_time(value) or value
+    return alert

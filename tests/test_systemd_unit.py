@@ -1,5 +1,6 @@
 """The service unit's hardening: `systemd-analyze security --offline=true` must rate it
-2.0 or lower; the unit checks the configuration before starting and is Type=notify."""
+2.0 or lower; the unit checks the configuration before starting and is Type=notify; the
+daemon's bytecode is never read from the install."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ def test_unit_declares_notify_watchdog_and_config_check() -> None:
         "SupplementaryGroups=dialout gpio",
     ):
         assert line in text, line
+
+
+def test_unit_never_reads_bytecode_from_the_install() -> None:
+    """issue 37: the daemon's bytecode is compiled at each start from the verified
+    sources into its runtime directory (empty at every start); no user site-packages."""
+    text = UNIT.read_text()
+    assert "RuntimeDirectory=tablectl\n" in text
+    assert "Environment=PYTHONPYCACHEPREFIX=/run/tablectl/pycache\n" in text
+    assert "Environment=PYTHONNOUSERSITE=1\n" in text
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze not installed")

@@ -1,26 +1,34 @@
-"""Software self-verification (issue 19, item 5; GLI-24 software authentication).
+"""Software self-verification (issue 19, item 5; issue 37; GLI-24 software authentication).
 
-**The manifest** lists every file of the installed packages the daemon runs
-(:data:`PACKAGES`: ``firmware_host`` and ``drivers``; compiled ``__pycache__`` left
-out) with its SHA-256, by path relative to the directory holding them. It is written
-and signed at build time (``tablectl software-manifest --key BUILD.key``) with the
-vendor's Ed25519 build key, which never leaves the build machine; the table holds the
-manifest, its signature (``<manifest>.sig``, 64 raw bytes base64) and the build's
-public key (``[software]``, paths outside the package, installed read-only).
+**The manifest** lists, by absolute path as installed, every file of a *scope* with its
+SHA-256 and every symbolic link with its target (``environment.py`` says what a scope
+holds, ``manifest.py`` how its trees are read). A table's manifest is of the
+``environment`` scope: the virtual environment whole (the project, every dependency
+with its metadata, the ``.pth`` files, the bytecode, the entry scripts), the
+interpreter it points to and every other directory the interpreter imports from (the
+standard library, ...). It is written and signed at build time (``tablectl
+software-manifest``) with the vendor's Ed25519 build key, which never leaves the build
+machine; the table holds the manifest, its signature (``<manifest>.sig``, 64 raw bytes
+base64) and the build's public key (``[software]``, paths outside the verified trees,
+installed read-only). At build time every dependency is also checked against its own
+``RECORD`` (``records.py``).
 
 **Verification** (:func:`verify`): the signature over the manifest's exact bytes, then
-every listed file hashed again; a file changed, missing, or present in a package but
-not listed is a mismatch. It runs at start-up (a mismatch: the daemon refuses to start,
-after latching ``SOFTWARE_MISMATCH`` in the journal), every ``interval_hours`` (a
-mismatch latches the fault, which stops play, and raises the alert) and on demand
-(``tablectl verify-software``, the console's ``verify-software``, the signed command
-``verify_software``).
+every tree read again: a file changed, missing, or present in a tree but not listed
+(a module that could be imported, a ``.pth`` file, a ``.pyc``), a link pointing
+elsewhere, an entry of the import path that has appeared, is a difference; so is, for
+the running table, a directory of its import path, a loaded module or its interpreter
+outside the manifest's trees (``uncovered``). It runs at start-up (a difference: the
+daemon refuses to start, after latching ``SOFTWARE_MISMATCH`` in the journal), every
+``interval_hours`` (a difference latches the fault, which stops play, and raises the
+alert) and on demand (``tablectl verify-software``, the console's ``verify-software``,
+the signed command ``verify_software``).
 
 **The seeded answer** (G2S GAT style): the requester sends a seed, the table answers
-``seeded_digest``: for each listed file in path order, the line
-``HMAC-SHA256(key=seed as UTF-8, file bytes) in hex, two spaces, the path, newline``;
+``seeded_digest``: for each listed path in order, the line ``HMAC-SHA256(key=seed as
+UTF-8, the file's bytes, or a link's target) in hex, two spaces, the path, newline``;
 the answer is the SHA-256 of those lines. A lab reproduces it from its own copy of the
-certified build with ``openssl dgst -sha256 -hmac SEED`` and ``sha256sum``
+certified image with ``openssl dgst -sha256 -hmac SEED`` and ``sha256sum``
 (``docs/integrity.md``), so a table cannot answer from a stored list: it must read
 the files.
 """
@@ -30,10 +38,11 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import hmac
 import json
 import re
-from collections.abc import Iterable, Mapping
+import sys
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,11 +53,36 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ..auth import KeyFileError, load_public_key
 from ..config import FieldSpec, register_section, validate_fields
 from ..jsonio import JSON
+from . import records
+from .environment import (
+    ENVIRONMENT,
+    PACKAGES,
+    Scope,
+    environment_scope,
+    packages_scope,
+    uncovered,
+    with_link_targets,
+    within,
+)
+from .manifest import Found, compare, seeded_lines, walk
 
-#: The packages the daemon runs, as installed (the tools, tablesim and tableview, are
-#: not part of the certified runtime).
-PACKAGES = ("firmware_host", "drivers")
-MANIFEST_FORMAT = 1
+__all__ = [
+    "MANIFEST_FORMAT",
+    "PACKAGES",
+    "SEED",
+    "ManifestRefused",
+    "SoftwareSettings",
+    "Verification",
+    "build_manifest",
+    "default_root",
+    "environment_scope",
+    "make_manifest",
+    "packages_scope",
+    "sign_manifest",
+    "verify",
+]
+
+MANIFEST_FORMAT = 2
 #: A requester's seed: printable ASCII without spaces or quotes, 8..128 characters.
 SEED = re.compile(r"^[A-Za-z0-9_.:+/=-]{8,128}$")
 
@@ -59,40 +93,66 @@ def default_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def installed_files(root: Path, packages: Iterable[str] = PACKAGES) -> list[str]:
-    """Every file of ``packages`` under ``root``, as sorted POSIX paths relative to
-    ``root`` (``__pycache__`` and ``*.pyc`` left out: Python writes them itself)."""
-    out = []
-    for pkg in packages:
-        base = root / pkg
-        for p in base.rglob("*"):
-            if p.is_dir() or "__pycache__" in p.parts or p.suffix in (".pyc", ".pyo"):
-                continue
-            out.append(p.relative_to(root).as_posix())
-    return sorted(out)
+class ManifestRefused(ValueError):
+    """The environment cannot be signed as it is (``problems``: one line each)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(f"{len(problems)} problem(s): " + "; ".join(problems[:5]))
+        self.problems = problems
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 16), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def build_manifest(root: Path, *, version: str, packages: Iterable[str] = PACKAGES) -> bytes:
-    """The manifest of the packages under ``root``: canonical JSON bytes (sorted keys)."""
-    pk = tuple(packages)
-    files = {rel: file_sha256(root / rel) for rel in installed_files(root, pk)}
-    body = {
+def make_manifest(
+    scope: Scope, *, version: str, accept_unrecorded: bool = False
+) -> tuple[bytes, Found]:
+    """The manifest of ``scope`` as it is now: canonical JSON bytes (sorted keys), and
+    what was read. Refused (:class:`ManifestRefused`) when a tree holds what cannot be
+    listed or read, when a dependency differs from its RECORD, or (unless
+    ``accept_unrecorded``: then they are named in the manifest) when the environment's
+    site-packages hold a file of no distribution."""
+    found = walk(scope)
+    for _ in range(8):  # a link's target may hold links of its own
+        wider = with_link_targets(scope, found.links)
+        if wider is None:
+            break
+        scope, found = wider, walk(wider)
+    refused = [f"{p} (not a regular file or link, or its name cannot be listed)"
+               for p in found.others]  # fmt: skip
+    refused += [f"{p} (unreadable)" for p in found.unreadable]
+    refused += [f"{p} (not readable by every user: the daemon could not verify it)"
+                for p in found.private]  # fmt: skip
+    distributions: list[str] = []
+    unrecorded: list[str] = []
+    if scope.kind == ENVIRONMENT:
+        dirs = records.site_dirs(_import_path(scope))
+        recorded = records.owners(dirs)
+        distributions = sorted({str(o) for o in recorded.values()})
+        prefix = str(scope.python.get("prefix", ""))
+        managed = [d for d in dirs if prefix and within(d, prefix)]
+        differ, unrecorded = records.problems(found.files, found.links, recorded, managed)
+        refused += differ
+        if unrecorded and not accept_unrecorded:
+            refused += [f"{p} (in no distribution's RECORD)" for p in unrecorded]
+    if refused:
+        raise ManifestRefused(refused)
+    body: dict[str, JSON] = {
         "format": MANIFEST_FORMAT,
         "software": "table-controller",
         "version": version,
         "algorithm": "sha256",
-        "packages": list(pk),
-        "files": files,
+        **scope.to_json(),
+        "files": dict(found.files),
+        "links": dict(found.links),
+        "distributions": list(distributions),
+        "unrecorded": unrecorded,
     }
-    return (json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
+    return (json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n").encode(), found
+
+
+def build_manifest(root: Path | None = None, *, version: str, scope: Scope | None = None) -> bytes:
+    """The manifest of ``scope``; by default the ``packages`` scope under ``root`` (the
+    demo's and the tests' throwaway manifests; a table's is built by ``tablectl
+    software-manifest`` over its environment)."""
+    return make_manifest(scope or packages_scope(root), version=version)[0]
 
 
 def sign_manifest(manifest: bytes, key: Ed25519PrivateKey) -> bytes:
@@ -100,21 +160,9 @@ def sign_manifest(manifest: bytes, key: Ed25519PrivateKey) -> bytes:
     return base64.b64encode(key.sign(manifest)) + b"\n"
 
 
-def seeded_digest(root: Path, paths: Iterable[str], seed: str) -> str:
-    """The GAT-style answer over the files ``paths`` under ``root`` (module docstring)."""
-    key = seed.encode("utf-8")
-    lines = hashlib.sha256()
-    for rel in sorted(paths):
-        mac = hmac.new(key, digestmod=hashlib.sha256)
-        try:
-            with (root / rel).open("rb") as f:
-                for chunk in iter(lambda f=f: f.read(1 << 16), b""):  # type: ignore[misc]
-                    mac.update(chunk)
-            line = f"{mac.hexdigest()}  {rel}\n"
-        except OSError:
-            line = f"{'-' * 64}  {rel}\n"  # missing: the answer cannot match the lab's
-        lines.update(line.encode("utf-8"))
-    return lines.hexdigest()
+def _import_path(scope: Scope) -> list[str]:
+    path = scope.python.get("import_path")
+    return [str(p) for p in path] if isinstance(path, list) else []
 
 
 @dataclass(frozen=True)
@@ -163,103 +211,164 @@ class Verification:
     #: Why not, one line (empty when ok).
     reason: str = ""
     version: str | None = None
+    #: The manifest's scope (``environment``: a table's; ``packages``: a demo's).
+    scope: str | None = None
+    #: How many paths the manifest lists (files and links).
     files: int = 0
+    #: Bytes read, and the seconds the check took.
+    size: int = 0
+    elapsed_s: float = 0.0
     manifest_sha256: str | None = None
     changed: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
     unlisted: tuple[str, ...] = ()
+    #: What the running process imports from or has loaded outside the manifest's trees.
+    uncovered: tuple[str, ...] = ()
+    #: The distribution each differing path belongs to (``paho-mqtt 2.1.0``, ``in no
+    #: RECORD``), for the paths in a site-packages.
+    owners: Mapping[str, str] = field(default_factory=dict)
     seed: str | None = None
     seeded_digest: str | None = None
-    root: str = ""
-    extra: Mapping[str, JSON] = field(default_factory=dict)
+    #: Where the manifest's paths were read: ``/`` (the running table) or a lab's prefix.
+    root: str = "/"
+    #: Where this process reads and writes its bytecode (``PYTHONPYCACHEPREFIX``; None:
+    #: beside the sources, which the manifest lists).
+    pycache_prefix: str | None = None
 
     def to_json(self) -> dict[str, JSON]:
         out: dict[str, JSON] = {
             "ok": self.ok,
             "reason": self.reason,
             "version": self.version,
+            "scope": self.scope,
             "files": self.files,
+            "size": self.size,
+            "elapsed_s": self.elapsed_s,
             "manifest_sha256": self.manifest_sha256,
             "changed": list(self.changed),
             "missing": list(self.missing),
             "unlisted": list(self.unlisted),
+            "uncovered": list(self.uncovered),
+            "owners": dict(self.owners),
             "root": self.root,
+            "pycache_prefix": self.pycache_prefix,
         }
         if self.seed is not None:
             out["seed"] = self.seed
             out["seeded_digest"] = self.seeded_digest
         return out
 
+    def differences(self) -> list[str]:
+        """One line per difference: ``changed: PATH (paho-mqtt 2.1.0)``."""
+        out = []
+        for key in ("changed", "missing", "unlisted"):
+            for p in getattr(self, key):
+                out.append(f"{key}: {p}" + (f" ({self.owners[p]})" if p in self.owners else ""))
+        out += [f"uncovered: {p}" for p in self.uncovered]
+        return out
+
     def summary(self) -> str:
         if self.ok:
             return (
-                f"software verified: {self.files} file(s) of version {self.version} match the "
-                f"signed manifest (sha256 {self.manifest_sha256})"
+                f"software verified: {self.files} file(s) of version {self.version} "
+                f"({self.scope} scope, {self.size / 1e6:.1f} MB read in {self.elapsed_s:.2f} s) "
+                f"match the signed manifest (sha256 {self.manifest_sha256})"
             )
         return f"SOFTWARE MISMATCH: {self.reason}"
 
 
+def _failed(reason: str, where: str, t0: float, msha: str | None = None) -> Verification:
+    return Verification(False, reason, manifest_sha256=msha, root=where,
+                        elapsed_s=round(time.perf_counter() - t0, 3))  # fmt: skip
+
+
+def _read_manifest(body: Any) -> tuple[Scope, dict[str, str], dict[str, str], str]:
+    if not isinstance(body, dict) or body.get("format") != MANIFEST_FORMAT:
+        fmt = body.get("format") if isinstance(body, dict) else None
+        raise ValueError(f"format {fmt!r} (this software reads format {MANIFEST_FORMAT})")
+    files, links = body["files"], body["links"]
+    if not isinstance(files, dict) or not isinstance(links, dict):
+        raise ValueError("files and links must be objects")
+    return (
+        Scope.from_json(body),
+        {str(k): str(v) for k, v in files.items()},
+        {str(k): str(v) for k, v in links.items()},
+        str(body["version"]),
+    )
+
+
 def verify(
-    settings: SoftwareSettings, *, root: Path | None = None, seed: str | None = None
+    settings: SoftwareSettings,
+    *,
+    prefix: Path | None = None,
+    seed: str | None = None,
+    running: bool | None = None,
 ) -> Verification:
-    """Check the installed files against the signed manifest (module docstring).
-    Never raises for what it finds: a problem is a failed :class:`Verification`."""
-    root = root or default_root()
-    where = str(root)
+    """Check the installed software against the signed manifest (module docstring).
+    ``prefix``: where a copy of the image is mounted (None: the running table);
+    ``running``: also check that this process imports only from the manifest's trees
+    (by default: for an environment manifest checked in place). Never raises for what
+    it finds: a problem is a failed :class:`Verification`."""
+    t0 = time.perf_counter()
+    where = "/" if prefix is None else str(prefix)
     mpath = Path(settings.manifest)
     try:
         manifest = mpath.read_bytes()
         sig_text = Path(str(mpath) + ".sig").read_bytes()
     except OSError as exc:
-        return Verification(False, f"cannot read the manifest or its signature: {exc}", root=where)
+        return _failed(f"cannot read the manifest or its signature: {exc}", where, t0)
     msha = hashlib.sha256(manifest).hexdigest()
     try:
         public = load_public_key(settings.public_key)
         public.verify(base64.b64decode(sig_text.strip(), validate=True), manifest)
     except KeyFileError as exc:
-        return Verification(False, str(exc), manifest_sha256=msha, root=where)
+        return _failed(str(exc), where, t0, msha)
     except (InvalidSignature, binascii.Error, ValueError):
-        return Verification(
-            False, "the manifest's signature is not the build key's", manifest_sha256=msha,
-            root=where,
-        )  # fmt: skip
+        return _failed("the manifest's signature is not the build key's", where, t0, msha)
     try:
-        body = json.loads(manifest)
-        files: dict[str, str] = dict(body["files"])
-        packages = tuple(body["packages"])
-        version = str(body["version"])
-        if body.get("format") != MANIFEST_FORMAT:
-            raise ValueError(f"format {body.get('format')!r}")
+        scope, files, links, version = _read_manifest(json.loads(manifest))
     except (ValueError, KeyError, TypeError) as exc:
-        return Verification(False, f"the manifest is not readable: {exc}", manifest_sha256=msha,
-                            root=where)  # fmt: skip
-    changed, missing = [], []
-    for rel, digest in sorted(files.items()):
-        p = root / rel
-        try:
-            if file_sha256(p) != digest:
-                changed.append(rel)
-        except OSError:
-            missing.append(rel)
-    unlisted = [rel for rel in installed_files(root, packages) if rel not in files]
-    ok = not (changed or missing or unlisted)
+        return _failed(f"the manifest is not readable: {exc}", where, t0, msha)
+    found = walk(scope, prefix=prefix, seed=seed)
+    diff = compare(files, links, scope.absent, found, prefix=prefix)
+    if running is None:
+        running = prefix is None and scope.kind == ENVIRONMENT
+    outside = tuple(uncovered(scope)) if running else ()
+    owners: dict[str, str] = {}
+    if diff and scope.kind == ENVIRONMENT:
+        dirs = records.site_dirs(_import_path(scope), prefix)
+        recorded = records.owners(dirs, prefix)
+        for p in (*diff.changed, *diff.missing, *diff.unlisted):
+            owner = records.owner_of(p, recorded, dirs)
+            if owner is not None:
+                owners[p] = owner
     why = []
-    if changed:
-        why.append(f"{len(changed)} file(s) changed ({', '.join(changed[:5])})")
-    if missing:
-        why.append(f"{len(missing)} file(s) missing ({', '.join(missing[:5])})")
-    if unlisted:
-        why.append(f"{len(unlisted)} file(s) not in the manifest ({', '.join(unlisted[:5])})")
+    for name, items in (("changed", diff.changed), ("missing", diff.missing),
+                        ("not in the manifest", diff.unlisted)):  # fmt: skip
+        if items:
+            why.append(f"{len(items)} file(s) {name} ({', '.join(items[:5])})")
+    if outside:
+        why.append(
+            f"{len(outside)} path(s) the interpreter uses outside the manifest "
+            f"({', '.join(outside[:3])})"
+        )
+    listed = files.keys() | links.keys()
     return Verification(
-        ok,
+        not (diff or outside),
         "; ".join(why),
         version=version,
-        files=len(files),
+        scope=scope.kind,
+        files=len(listed),
+        size=found.size,
+        elapsed_s=round(time.perf_counter() - t0, 3),
         manifest_sha256=msha,
-        changed=tuple(changed),
-        missing=tuple(missing),
-        unlisted=tuple(unlisted),
+        changed=diff.changed,
+        missing=diff.missing,
+        unlisted=diff.unlisted,
+        uncovered=outside,
+        owners=owners,
         seed=seed,
-        seeded_digest=seeded_digest(root, files, seed) if seed is not None else None,
+        seeded_digest=seeded_lines(listed, found) if seed is not None else None,
         root=where,
+        pycache_prefix=sys.pycache_prefix,
     )

@@ -1,17 +1,22 @@
 """``tablectl verify-software`` and ``tablectl software-manifest`` (``docs/integrity.md``).
 
 - ``verify-software --config TABLE.toml`` (or ``--manifest M --public-key K``): the
-  installed files checked against the signed manifest; exit 0 when they match, 1 when
-  not (the list of what differs), ``--seed`` adds the GAT-style seeded answer,
-  ``--root`` checks another copy (a lab's reference install).
-- ``software-manifest --key BUILD.key --out MANIFEST``: at build time, the manifest of
-  the packages as installed under ``--root`` and its signature (``MANIFEST.sig``).
+  installed software checked against the signed manifest; exit 0 when it matches, 1
+  when not (each difference by path); ``--seed`` adds the GAT-style seeded answer,
+  ``--root`` reads a copy of the image mounted there (a lab's reference).
+- ``software-manifest --out MANIFEST [--key BUILD.key]``: at build time, the manifest of
+  the environment the command runs in (``--scope packages``: the project's packages
+  only, for a demo); signed at once with ``--key``, or later on the release machine
+  with ``software-manifest --sign MANIFEST --key BUILD.key`` (the build key never
+  goes where the environment is built).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -22,29 +27,47 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v = sub.add_parser(
         "verify-software",
         help="check the installed software against its signed manifest",
-        description="Hash every installed file of the daemon's packages and compare with "
-        "the manifest signed at build time ([software] of the table file, or --manifest "
-        "and --public-key). Exit 0: they match; 1: a mismatch (listed).",
+        description="Read every file the signed manifest lists (the virtual environment, "
+        "the interpreter, the standard library: its scope) and compare: a file changed, "
+        "missing or not listed, a link pointing elsewhere, a place the interpreter imports "
+        "from outside the manifest. Exit 0: they match; 1: a mismatch (each difference by "
+        "path).",
     )
     v.add_argument("--config", help="the table file (its [software] section)")
     v.add_argument("--manifest", help="the signed manifest (its signature: MANIFEST.sig)")
     v.add_argument("--public-key", help="the build's Ed25519 public key (PEM)")
-    v.add_argument("--root", help="the directory holding the packages (default: the running ones)")
+    v.add_argument("--root", help="where a copy of the image is mounted: the manifest's "
+                   "paths are read under it (default: the running table)")  # fmt: skip
     v.add_argument("--seed", help="a requester's seed: also print the seeded answer (GAT style)")
     v.add_argument("--json", action="store_true", help="print the result as one JSON object")
     v.set_defaults(func=cmd_verify_software)
     m = sub.add_parser(
         "software-manifest",
-        help="build and sign the manifest of the installed files (build time)",
-        description="Write the SHA-256 manifest of the daemon's packages under --root and "
-        "its Ed25519 signature (MANIFEST.sig) with the build key. The build key stays on "
-        "the build machine; the table gets the manifest, the signature and the public key.",
+        help="build (and sign) the manifest of the installed software (build time)",
+        description="Write the SHA-256 manifest of the environment this command runs in "
+        "(its virtual environment whole, its interpreter, every directory it imports from) "
+        "after checking every installed distribution against its RECORD; with --key, its "
+        "Ed25519 signature (MANIFEST.sig). --sign signs a manifest built elsewhere. The "
+        "build key stays on the release machine; the table gets the manifest, the "
+        "signature and the public key.",
     )
-    m.add_argument("--key", required=True, help="the build's Ed25519 private key (PEM)")
-    m.add_argument("--out", required=True, help="where to write the manifest")
-    m.add_argument("--root", help="the directory holding the packages (default: the running ones)")
+    m.add_argument("--out", help="where to write the manifest")
+    m.add_argument("--key", help="the build's Ed25519 private key (PEM): sign the manifest")
+    m.add_argument("--sign", metavar="MANIFEST", help="sign this manifest (built elsewhere)")
+    m.add_argument("--scope", choices=("environment", "packages"), default="environment",
+                   help="environment (a table's); packages: the project's packages only "
+                   "(a demo's)")  # fmt: skip
+    m.add_argument("--root", help="packages scope: the directory holding the packages")
+    m.add_argument("--accept-unrecorded", action="store_true",
+                   help="sign even with files in the environment's site-packages that no "
+                   "distribution's RECORD names (they are named in the manifest)")  # fmt: skip
     m.add_argument("--version", dest="software_version", help="the version to record")
     m.set_defaults(func=cmd_software_manifest)
+
+
+def _error(cmd: str, code: str, message: str) -> int:
+    print(f"tablectl {cmd}: error: {code}: {message}", file=sys.stderr)
+    return 2
 
 
 def cmd_verify_software(args: argparse.Namespace) -> int:
@@ -60,24 +83,19 @@ def cmd_verify_software(args: argparse.Namespace) -> int:
     else:
         settings = SoftwareSettings(args.manifest or "", args.public_key or "")
     if not settings.configured:
-        print(
-            "tablectl verify-software: error: SOFTWARE_NOT_CONFIGURED: no manifest and public "
-            "key ([software] of --config, or --manifest and --public-key)",
-            file=sys.stderr,
-        )
-        return 2
+        return _error("verify-software", "SOFTWARE_NOT_CONFIGURED", "no manifest and public "
+                      "key ([software] of --config, or --manifest and --public-key)")  # fmt: skip
     if args.seed is not None and not SEED.match(args.seed):
-        print("tablectl verify-software: error: INVALID_VALUE: --seed must be 8-128 of "
-              "A-Z a-z 0-9 _ . : + / = -", file=sys.stderr)  # fmt: skip
-        return 2
-    result = verify(settings, root=Path(args.root) if args.root else None, seed=args.seed)
+        return _error("verify-software", "INVALID_VALUE",
+                      "--seed must be 8-128 of A-Z a-z 0-9 _ . : + / = -")  # fmt: skip
+    root = Path(args.root).resolve() if args.root else None
+    result = verify(settings, prefix=root, seed=args.seed)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:
         print(result.summary())
-        for key in ("changed", "missing", "unlisted"):
-            for rel in getattr(result, key):
-                print(f"  {key}: {rel}")
+        for line in result.differences():
+            print(f"  {line}")
         if result.seeded_digest is not None:
             print(f"seeded answer ({result.seed}): {result.seeded_digest}")
     return 0 if result.ok else EXIT_MISMATCH
@@ -86,14 +104,57 @@ def cmd_verify_software(args: argparse.Namespace) -> int:
 def cmd_software_manifest(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..auth import load_private_key
-    from ..integrity.software import build_manifest, default_root, sign_manifest
+    from ..integrity.software import (
+        ManifestRefused,
+        environment_scope,
+        make_manifest,
+        packages_scope,
+        sign_manifest,
+    )
 
-    key = load_private_key(args.key)
-    root = Path(args.root) if args.root else default_root()
-    manifest = build_manifest(root, version=args.software_version or __version__)
+    name = "software-manifest"
+    if args.sign:
+        if not args.key:
+            return _error(name, "MISSING_ARGUMENT", "--sign needs --key")
+        manifest = Path(args.sign).read_bytes()
+        Path(args.sign + ".sig").write_bytes(sign_manifest(manifest, load_private_key(args.key)))
+        print(f"{args.sign}: sha256 {hashlib.sha256(manifest).hexdigest()}, signed "
+              f"({args.sign}.sig)")  # fmt: skip
+        return 0
+    if not args.out:
+        return _error(name, "MISSING_ARGUMENT", "--out (or --sign MANIFEST)")
+    if args.root and args.scope != "packages":
+        return _error(name, "INVALID_VALUE", "--root goes with --scope packages")
+    meddling = [v for v in ("PYTHONPATH", "PYTHONHOME") if os.environ.get(v)]
+    if meddling and args.scope == "environment":
+        return _error(name, "ENVIRONMENT_NOT_CLEAN", f"{' and '.join(meddling)} set: the "
+                      "manifest is of the environment the service runs (without them)")  # fmt: skip
+    key = load_private_key(args.key) if args.key else None
+    if args.scope == "packages":
+        scope = packages_scope(Path(args.root) if args.root else None)
+    else:
+        scope = environment_scope()
+    try:
+        manifest, found = make_manifest(scope, version=args.software_version or __version__,
+                                        accept_unrecorded=args.accept_unrecorded)  # fmt: skip
+    except ManifestRefused as exc:
+        print(f"tablectl {name}: refused: {len(exc.problems)} problem(s); nothing written",
+              file=sys.stderr)  # fmt: skip
+        for line in exc.problems:
+            print(f"  {line}", file=sys.stderr)
+        return 1
     out = Path(args.out)
     out.write_bytes(manifest)
-    Path(str(out) + ".sig").write_bytes(sign_manifest(manifest, key))
-    files = len(json.loads(manifest)["files"])
-    print(f"{out}: {files} file(s) under {root}, signed ({out}.sig)")
+    signed = "unsigned: sign it with --sign on the release machine"
+    if key is not None:
+        Path(str(out) + ".sig").write_bytes(sign_manifest(manifest, key))
+        signed = f"signed ({out}.sig)"
+    body = json.loads(manifest)
+    print(
+        f"{out}: {len(body['files'])} file(s) and {len(body['links'])} link(s), "
+        f"{found.size / 1e6:.1f} MB, scope {scope.kind} ({', '.join(sorted(body['trees']))}); "
+        f"sha256 {hashlib.sha256(manifest).hexdigest()}; {signed}"
+    )
+    for p in body.get("unrecorded") or ():
+        print(f"  accepted, in no RECORD: {p}")
     return 0

@@ -29,7 +29,7 @@ def _table(tmp_path: Path) -> tuple[Any, SoftwareCheck]:
     site = install(tmp_path)
     sw = signed(tmp_path, site)
     t = make_table(tmp_path)
-    check = SoftwareCheck(sw, t.journal, None, root=site)
+    check = SoftwareCheck(sw, t.journal, None)
     t.floor = FloorRequests(
         t.engine, t.floor.procedure, auth=t.floor.auth,
         handlers={"verify_software": check.command},
@@ -73,7 +73,7 @@ async def test_the_hash_runs_off_the_loop_and_outside_the_transaction(
     assert seen["gate_opened"] is True and ticks_while_hashing >= 3
     assert seen["thread"] is False and seen["in_transaction"] is False
     assert answer["status"] == "ok", answer
-    expect = verify(check.settings, root=check.root, seed="lab-seed-0001")
+    expect = verify(check.settings, prefix=check.prefix, seed="lab-seed-0001")
     assert answer["data"]["seeded_digest"] == expect.seeded_digest and answer["data"]["ok"]
     # journaled once, with its answer; the same request id again: the same answer, no hash
     again = t.signer("pit").sign("commands/request", "T1",
@@ -116,7 +116,7 @@ def test_a_synchronous_caller_still_gets_the_answer(tmp_path: Path) -> None:
     t.sent[req["request_id"]] = req
     r = t.send("commands/request", req)
     assert r["status"] == "ok", r
-    expect = verify(check.settings, root=check.root, seed="lab-seed-0003")
+    expect = verify(check.settings, prefix=check.prefix, seed="lab-seed-0003")
     assert r["data"]["seeded_digest"] == expect.seeded_digest
     assert t.retry(r["request_id"]) == r
     assert sum(e.kind == "software_verified" for e in t.journal.events(50)) == 1
