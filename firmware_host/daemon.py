@@ -306,7 +306,8 @@ class TableDaemon:
             settings=plan.integrity,
             wheel_name=next((d.name for d in devices if d.kind == "wheel"), "wheel"),
             shaker_name=next((d.name for d in devices if d.kind == "shaker"), "shaker"),
-            shoe_name=next((d.name for d in devices if d.kind == "shoe"), "shoe"),
+            shoe_name=(shoe := next((d.name for d in devices if d.kind == "shoe"), "shoe")),
+            deck_check=getattr(devices.get(shoe), "request_deck_check", None),
             decks=int(getattr(cfg.rules, "decks", 8) or 8),
             currency=cfg.money.currency,
             max_payout=max_payout_of(cfg.game, cfg.rules, cfg.money)
