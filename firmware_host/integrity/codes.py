@@ -60,9 +60,11 @@ ALERT_CODES: dict[str, AlertCode] = {
                   "CUSUM tuned to a 1.2x bias crossed a threshold fair dice cross about once a "
                   "week)"),
         AlertCode("SHOE_CARD_EXCESS", "critical", False,
-                  "a card was seen more often in one shoe than the decks hold"),
+                  "the shoe's deck check counted a card more often than the decks hold, or a card "
+                  "was dealt more often in one shoe"),
         AlertCode("SHOE_CARDS_MISSING", "warning", False,
-                  "cards the decks hold were not seen by the end of a shoe (beyond the cut)"),
+                  "the shoe's deck check misses cards the decks hold, or (a shoe without a deck "
+                  "check) more cards than the cut leaves were not seen by the end of a shoe"),
         AlertCode("SHOE_DECK_UNCHECKED", "warning", False,
                   "the shoe's deck check, asked for at a new shoe or at the end of a shoe, was "
                   "not answered in time (the shoe offers one)"),
