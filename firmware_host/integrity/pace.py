@@ -18,9 +18,10 @@ times, so a step of the wall clock (``clock.py``, ``CLOCK_STEP``) can make none
 negative or appear from nothing. A shift lasts its hours on the monotonic clock: a step
 never ends a shift nor starts one. When it ends, the next shift is the one the wall
 clock is in (never an earlier one than the shift that ended), and it ends when the wall
-clock reaches its end: after a step forwards the shifts skipped over are not reported
-(no time passed in them), after a step backwards the next shift lasts longer by the
-step. Each report lists the steps seen during its shift (``clock_steps_ms``).
+clock reaches its end: after a step forwards the next shift is shorter by the step, or
+only the rest of the one the wall clock is in (the shifts skipped over are not
+reported: no time passed in them); after a step backwards the next shift lasts longer
+by the step. Each report lists the steps seen during its shift (``clock_steps_ms``).
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ def test_a_step_is_journaled_with_both_times_and_held_until_acknowledged(tmp_pat
     assert t.steps.check() == -7_200_000  # the step alone, not the time that passed
     (a,) = t.j.active_alerts()
     assert a.code == "CLOCK_STEP" and a.severity == "warning" and a.state == "raised"
-    assert "2 hours" not in a.message and "7200.000 s backwards" in a.message
+    assert "7200.000 s backwards" in a.message
     assert "reported it synchronised" in a.message
     (ev,) = [e for e in t.j.events(50) if e.kind == "clock_step"]
     assert ev.data == {
@@ -189,6 +189,23 @@ def test_thirty_hours_forwards_mid_shift(tmp_path: Path) -> None:
     assert second["shift_start"] == iso_utc(start + timedelta(hours=32))
     assert second["idle_seconds"] == 2 * HOUR and second["games"] == 0
     assert all(r["idle_seconds"] <= 8 * HOUR for r in t.reports())
+
+
+def test_two_hours_forwards_the_next_shift_is_shorter(tmp_path: Path) -> None:
+    start = datetime(2026, 5, 9, 6, 0).astimezone()
+    c = Clocks(start)
+    t = Table(tmp_path, c)
+    t.wait(4 * HOUR)
+    c.step(2 * HOUR)  # 10:00 -> 12:00
+    t.wait(4 * HOUR)  # the shift's 8 hours: the wall clock says 16:00
+    (first,) = t.reports()
+    assert first["idle_seconds"] == 8 * HOUR and first["clock_steps_ms"] == [7_200_000]
+    t.wait(6 * HOUR - 1)  # the next shift (14:00 to 22:00) ends at 22:00 on the wall clock
+    assert len(t.reports()) == 1
+    t.wait(1)
+    second = t.reports()[1]
+    assert second["shift_start"] == iso_utc(start + timedelta(hours=8))
+    assert second["idle_seconds"] == 6 * HOUR
 
 
 def test_a_clock_behind_the_journal_at_start_up(tmp_path: Path) -> None:
