@@ -58,7 +58,7 @@ from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .integrity.alerts import Alerts
-from .integrity.clock import ClockWatch
+from .integrity.clock import ClockWatch, StepWatch
 from .integrity.monitor import IntegrityMonitor, max_payout_of
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
@@ -159,6 +159,8 @@ class TableDaemon:
         self.software: SoftwareCheck | None = None
         self.integrity: IntegrityMonitor | None = None
         self.clock_watch: ClockWatch | None = None
+        #: The wall clock against the monotonic clock on every tick (CLOCK_STEP).
+        self.clock_steps: StepWatch | None = None
         self.dealers: DealerRoster | None = None
         self.pace: PaceMonitor | None = None
         #: A dealer's sign-in at the keypad (number and PIN, docs/console.md).
@@ -309,7 +311,8 @@ class TableDaemon:
             settings=plan.integrity,
             wheel_name=next((d.name for d in devices if d.kind == "wheel"), "wheel"),
             shaker_name=next((d.name for d in devices if d.kind == "shaker"), "shaker"),
-            shoe_name=next((d.name for d in devices if d.kind == "shoe"), "shoe"),
+            shoe_name=(shoe := next((d.name for d in devices if d.kind == "shoe"), "shoe")),
+            deck_check=getattr(devices.get(shoe), "request_deck_check", None),
             decks=int(getattr(cfg.rules, "decks", 8) or 8),
             currency=cfg.money.currency,
             max_payout=max_payout_of(cfg.game, cfg.rules, cfg.money)
@@ -324,6 +327,16 @@ class TableDaemon:
             shift_start_hour=plan.integrity.shift_start_hour,
             shift_hours=plan.integrity.shift_hours,
         )
+        steps = self.clock_steps = StepWatch(
+            self.extensions,
+            alerts=alerts,
+            journal=j,
+            table_id=cfg.table_id,
+            tolerance_ms=plan.integrity.clock_step_tolerance_ms,
+            synchronised=self._clock_synchronised,
+        )
+        steps.add_listener(self.pace.clock_stepped)
+        steps.at_start()  # a clock behind the journal's latest event went back
         alerts.publish()
         # The rounds a crash left in flight are resolved once the journal was compared
         # with the floor (a round whose seq the floor holds is withheld), and always
@@ -402,6 +415,11 @@ class TableDaemon:
             await self.integrity.on_device_event(device, event)
         if self.keypad_sign_in is not None:
             await self.keypad_sign_in.on_device_event(device, event)
+
+    def _clock_synchronised(self) -> bool | None:
+        """What the time service last said (None: not asked yet, or not watched)."""
+        w = self.clock_watch
+        return w.state.synchronised if w is not None and w.state is not None else None
 
     def _faults_changed(self) -> None:
         if self.state is not None:

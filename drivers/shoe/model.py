@@ -3,6 +3,12 @@
 Deals from a seeded shuffle of N decks; every fault of the protocol can be
 injected. ``sent_cards`` records what it dealt so tests compare it with what the
 host accepted.
+
+Its deck check counts the set it is responsible for (``contents``: the cards in the
+shoe and those dealt from it, which come back to it for the next shuffle): a card
+taken (``missing_card``) or added (``extra_card``) changes it at once, and the next
+shuffle deals from it. ``deck_check=False`` is a shoe that cannot count its set: it
+refuses CHECK_DECK as unsupported (REFUSED 5).
 """
 
 from __future__ import annotations
@@ -43,8 +49,10 @@ class ShoeModel(DeviceModel):
     profile = PROFILE
     model = "shoe simulator"
 
-    def __init__(self, decks: int = 8, seed: int | None = None) -> None:
+    def __init__(self, decks: int = 8, seed: int | None = None, *, deck_check: bool = True) -> None:
         super().__init__()
+        #: The shoe counts its set on request (CHECK_DECK); False: REFUSED 5.
+        self.deck_check = deck_check
         self.rng = random.Random(seed)
         self.decks = decks
         self.contents: Counter[Card] = shoe_composition(decks)
@@ -162,6 +170,10 @@ class ShoeModel(DeviceModel):
                     )
                 self.shuffle(msg["decks"] or None)
             elif msg.name == "CHECK_DECK":
+                if not self.deck_check:
+                    raise Refuse(RefusedReason.UNSUPPORTED, "this shoe cannot count its cards")
+                if self.door_open or self.jammed:
+                    raise SimError("cannot count the cards with the door open or a jam")
                 self.check_deck()
             elif msg.name == "DEAL":
                 self.deal(msg["position"])

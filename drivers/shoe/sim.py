@@ -15,8 +15,10 @@ from .model import INJECTABLE, ShoeModel, SimError
 
 
 class ShoeSimulator(Simulator):
-    def __init__(self, decks: int = 8, seed: int | None = None, **kwargs: Any) -> None:
-        self.model = ShoeModel(decks, seed)
+    def __init__(
+        self, decks: int = 8, seed: int | None = None, *, deck_check: bool = True, **kwargs: Any
+    ) -> None:
+        self.model = ShoeModel(decks, seed, deck_check=deck_check)
         super().__init__(self.model, **kwargs)
 
     async def shuffle(self, decks: int | None = None) -> None:

@@ -12,6 +12,14 @@ spins at ``alpha`` = 5e-5 each, at most 2 x 526 x 5e-5 = 0.053 (a union bound: t
 tests on overlapping windows are not independent): at most 0.25 a year, one false
 alarm in four years. The dice (18 face CUSUMs, 4 chi-square tests) take the same
 budget per shaker: at most 0.1 + 4 x 526 x 5e-5 = 0.21 a year.
+
+**The warning tier** (issue 37). A budget that small makes a small bias slow to find
+(a pocket at 1.2 times its fair probability: about 61,000 spins to the alarm). A second
+family of CUSUMs, one per pocket and one per face, tuned to a 1.2x bias, runs beside
+the alarm tier at a budget of about one false warning a week per wheel and per shaker
+(:data:`WARNINGS_PER_WEEK`, ``[integrity] bias_warnings_per_week``): its findings are
+``WHEEL_BIAS_WARNING`` and ``DICE_BIAS_WARNING``, warnings for people to review, never
+an alarm. The same exact computation gives its rate and its detection times.
 """
 
 from __future__ import annotations
@@ -37,6 +45,11 @@ CHI_SQUARE_ALPHA = 5e-5
 POCKET_BIAS = 1.5
 SECTOR_BIAS = 1.2
 FACE_BIAS = 1.25
+#: The warning tier: tuned to this bias, about this many false warnings a week (per wheel,
+#: its 37 pocket CUSUMs together; per shaker, its face CUSUMs together).
+WARNING_BIAS = 1.2
+WARNINGS_PER_WEEK = 1
+HOURS_A_WEEK = 24 * 7
 #: Adjacent pockets of a sector CUSUM (a quarter of the wheel); one per starting pocket.
 SECTOR_WIDTH = 9
 
@@ -77,10 +90,13 @@ class Finding:
     evidence: dict[str, JSON] = field(default_factory=dict)
 
 
-def _target_arl(cusums: int, rate: int = DESIGN_RATE, budget: float = CUSUM_BUDGET) -> float:
+def _target_arl(
+    cusums: int, rate: int = DESIGN_RATE, budget: float = CUSUM_BUDGET,
+    hours: float = HOURS_A_YEAR,
+) -> float:  # fmt: skip
     """The in-control run length each of ``cusums`` CUSUMs needs for ``budget`` false
-    alarms a year together at ``rate`` results an hour."""
-    return cusums * rate * HOURS_A_YEAR / budget
+    alarms together in ``hours`` (a year) at ``rate`` results an hour."""
+    return cusums * rate * hours / budget
 
 
 @cache
@@ -96,6 +112,28 @@ def sector_design(rate: int = DESIGN_RATE, width: int = SECTOR_WIDTH) -> CusumDe
 @cache
 def face_design(dice: int, rate: int = DESIGN_RATE) -> CusumDesign:
     return design_cusum(Fraction(1, 6), FACE_BIAS / 6, _target_arl(6 * dice, rate))
+
+
+@cache
+def pocket_warning_design(
+    rate: int = DESIGN_RATE, per_week: int = WARNINGS_PER_WEEK
+) -> CusumDesign:
+    """The warning tier's pocket CUSUM: tuned to 1.2/37, ``per_week`` false warnings a
+    week for the wheel's 37 pockets together."""
+    return design_cusum(
+        Fraction(1, 37), WARNING_BIAS / 37, _target_arl(37, rate, per_week, HOURS_A_WEEK)
+    )
+
+
+@cache
+def face_warning_design(
+    dice: int, rate: int = DESIGN_RATE, per_week: int = WARNINGS_PER_WEEK
+) -> CusumDesign:
+    """The warning tier's face CUSUM: tuned to 1.2/6, ``per_week`` false warnings a week
+    for the shaker's ``6 x dice`` faces together."""
+    return design_cusum(
+        Fraction(1, 6), WARNING_BIAS / 6, _target_arl(6 * dice, rate, per_week, HOURS_A_WEEK)
+    )
 
 
 @cache
@@ -146,7 +184,7 @@ class WheelBias:
 
     def __init__(
         self, serial: str, *, window: int = 3700, chi_every: int = 1000,
-        rate: int = DESIGN_RATE,
+        rate: int = DESIGN_RATE, warnings_per_week: int = WARNINGS_PER_WEEK,
     ) -> None:  # fmt: skip
         self.serial = serial
         self.spins = 0
@@ -154,6 +192,14 @@ class WheelBias:
         self.pocket = pocket_design(rate)
         self.sector = sector_design(rate)
         self._pockets = [LazyCusum(self.pocket) for _ in range(37)]
+        #: The warning tier (None: off), and its CUSUM of each pocket.
+        self.warnings_per_week = warnings_per_week
+        self.pocket_warning = (
+            pocket_warning_design(rate, warnings_per_week) if warnings_per_week else None
+        )
+        self._pocket_warnings = (
+            [LazyCusum(self.pocket_warning) for _ in range(37)] if self.pocket_warning else []
+        )
         self._windows = sector_windows()
         self._sectors = [LazyCusum(self.sector) for _ in self._windows]
         self._in_windows: list[list[int]] = [[] for _ in range(37)]
@@ -178,6 +224,18 @@ class WheelBias:
                 "allows (CUSUM)",
                 {"serial": self.serial, "pocket": number, "spins": n,
                  "threshold": self.pocket.h, "up": self.pocket.up, "down": self.pocket.down,
+                 "count_in_window": self.window.counts[number] + 1},
+            ))  # fmt: skip
+        w = self.pocket_warning
+        if w is not None and self._pocket_warnings[number].hit(n):
+            found.append(Finding(
+                "WHEEL_BIAS_WARNING", f"{self.serial}:{number}",
+                f"wheel {self.serial}: pocket {number} comes up more often than expected, "
+                f"for review (warning tier: a fair wheel gives about {self.warnings_per_week} "
+                "such warning(s) a week)",
+                {"serial": self.serial, "pocket": number, "spins": n, "tier": "warning",
+                 "threshold": w.h, "up": w.up, "down": w.down, "tuned_to": WARNING_BIAS,
+                 "false_warnings_a_week": self.warnings_per_week,
                  "count_in_window": self.window.counts[number] + 1},
             ))  # fmt: skip
         for i in self._in_windows[number]:
@@ -230,7 +288,7 @@ class DiceBias:
 
     def __init__(
         self, shaker: str, dice: int = 3, *, window: int = 3700, chi_every: int = 1000,
-        rate: int = DESIGN_RATE,
+        rate: int = DESIGN_RATE, warnings_per_week: int = WARNINGS_PER_WEEK,
     ) -> None:  # fmt: skip
         self.shaker = shaker
         self.dice = dice
@@ -238,6 +296,16 @@ class DiceBias:
         self.chi_every = chi_every
         self.design = face_design(dice, rate)
         self._faces = [[LazyCusum(self.design) for _ in range(6)] for _ in range(dice)]
+        #: The warning tier (None: off), and its CUSUM of each face of each die.
+        self.warnings_per_week = warnings_per_week
+        self.warning = (
+            face_warning_design(dice, rate, warnings_per_week) if warnings_per_week else None
+        )
+        self._face_warnings = (
+            [[LazyCusum(self.warning) for _ in range(6)] for _ in range(dice)]
+            if self.warning
+            else []
+        )
         self.windows = [_Window(window, 6) for _ in range(dice)]
         self.totals, self.total_probs = total_probabilities(dice)
         self.total_window = _Window(window, len(self.totals))
@@ -258,6 +326,17 @@ class DiceBias:
                     {"shaker": self.shaker, "die": i + 1, "face": face, "throws": n,
                      "threshold": self.design.h, "up": self.design.up,
                      "down": self.design.down},
+                ))  # fmt: skip
+            warn = self.warning
+            if warn is not None and self._face_warnings[i][face - 1].hit(n):
+                found.append(Finding(
+                    "DICE_BIAS_WARNING", f"{self.shaker}:die{i + 1}:{face}",
+                    f"shaker {self.shaker}: die {i + 1} shows {face} more often than expected, "
+                    f"for review (warning tier: fair dice give about {self.warnings_per_week} "
+                    "such warning(s) a week)",
+                    {"shaker": self.shaker, "die": i + 1, "face": face, "throws": n,
+                     "tier": "warning", "threshold": warn.h, "up": warn.up, "down": warn.down,
+                     "tuned_to": WARNING_BIAS, "false_warnings_a_week": self.warnings_per_week},
                 ))  # fmt: skip
             self.windows[i].add(face - 1)
         self.total_window.add(self.totals.index(sum(faces)))

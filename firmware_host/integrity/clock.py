@@ -9,6 +9,18 @@ state unknown) for longer than ``clock_unsync_max_s``; the alert's condition end
 the clock is synchronised again, and it clears once an operator acknowledged it.
 
 The probe is injected (tests give their own); :func:`system_probe` is the real one.
+
+**Steps** (issue 37). Synchronised or not, the wall clock can be stepped (by the time
+service, ``date -s``, a suspend): :class:`StepWatch` compares the wall clock with the
+monotonic clock on every tick of the table's extensions. On Linux both advance at the
+same rate (NTP's slewing and frequency corrections apply to both), so their difference
+changes only when the wall clock is stepped; a change beyond ``[integrity]
+clock_step_tolerance_ms`` is a step: the ``clock_step`` event (journaled with both
+times before and after, published on ``events``) and the alert ``CLOCK_STEP``, held
+until acknowledged. The listeners (the shift's pace) are told; every duration the
+table reports is measured on the monotonic clock. At start-up the wall clock is also
+compared with the journal's last event: a clock behind it went back while the table
+was down.
 """
 
 from __future__ import annotations
@@ -20,8 +32,14 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
 
+from ..jsonio import JSON
+from ..table.extension import TableExtension, TableExtensions
+from ..timefmt import iso_utc, utc_now
 from .alerts import Alerts
+from .events import table_event
 
 log = logging.getLogger(__name__)
 
@@ -133,3 +151,115 @@ class ClockWatch:
             state = await asyncio.to_thread(self.probe)
             self.check(state)
             await asyncio.sleep(self.check_s)
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+class StepWatch(TableExtension):
+    """The wall clock against the monotonic clock, on every tick (``tick``, or
+    :meth:`check`): a step beyond ``tolerance_ms`` is journaled with both times and
+    raises ``CLOCK_STEP``. ``synchronised``: what the time service last said (the
+    :class:`ClockWatch`'s state), recorded with the step."""
+
+    name = "clock-step"
+
+    def __init__(
+        self,
+        extensions: TableExtensions | None,
+        *,
+        alerts: Alerts,
+        journal: Any,
+        table_id: str,
+        tolerance_ms: int,
+        wall: Callable[[], datetime] = utc_now,
+        monotonic: Callable[[], float] = time.monotonic,
+        synchronised: Callable[[], bool | None] = lambda: None,
+    ) -> None:
+        self.alerts = alerts
+        self.journal = journal
+        self.table_id = table_id
+        self.tolerance_ms = tolerance_ms
+        self.wall = wall
+        self.monotonic = monotonic
+        self.synchronised = synchronised
+        self.steps = 0
+        self._last = (wall(), monotonic())
+        self._listeners: list[Callable[[int], None]] = []
+        if extensions is not None:
+            extensions.add(self)
+
+    def add_listener(self, callback: Callable[[int], None]) -> None:
+        """``callback(step_ms)`` after every step (+ forwards, - backwards)."""
+        self._listeners.append(callback)
+
+    def tick(self) -> None:
+        self.check()
+
+    def check(self) -> int | None:
+        """Compare the clocks now with the last reading: the step in milliseconds if
+        beyond the tolerance (recorded, raised, told), else None."""
+        wall, mono = self.wall(), self.monotonic()
+        (wall0, mono0), self._last = self._last, (wall, mono)
+        step = (wall - wall0).total_seconds() - (mono - mono0)
+        if not self.tolerance_ms or abs(step) * 1000 <= self.tolerance_ms:
+            return None
+        self._step(_ms(step), {
+            "wall_before": iso_utc(wall0), "wall_after": iso_utc(wall),
+            "monotonic_before_ms": _ms(mono0), "monotonic_after_ms": _ms(mono),
+        })  # fmt: skip
+        return _ms(step)
+
+    def at_start(self, recent: int = 50) -> int | None:
+        """The wall clock against the journal's latest event (among its last ``recent``:
+        those the start itself wrote are stamped now): behind it by more than the
+        tolerance, the clock went back while the table was down (or before it)."""
+        if not self.tolerance_ms:
+            return None
+        latest: tuple[datetime, Any] | None = None
+        for ev in self.journal.events(recent):
+            try:
+                at = datetime.fromisoformat(str(ev.at).replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            if latest is None or at >= latest[0]:  # the later of equal times
+                latest = (at, ev)
+        wall = self.wall()
+        if latest is None or latest[0] - wall <= timedelta(milliseconds=self.tolerance_ms):
+            return None
+        before, ev = latest
+        step_ms = -_ms((before - wall).total_seconds())
+        self._step(step_ms, {
+            "wall_before": iso_utc(before), "wall_after": iso_utc(wall),
+            "monotonic_before_ms": None, "monotonic_after_ms": _ms(self.monotonic()),
+            "before": f"the journal's latest event ({ev.kind}, id {ev.id})",
+        })  # fmt: skip
+        return step_ms
+
+    def _step(self, step_ms: int, times: dict[str, JSON]) -> None:
+        self.steps += 1
+        synced = self.synchronised()
+        data: dict[str, JSON] = {
+            "step_ms": step_ms, **times, "tolerance_ms": self.tolerance_ms,
+            "synchronised": synced,
+        }  # fmt: skip
+        table_event(self.journal, self.table_id, "clock_step", data, at=self.wall())
+        way = "forwards" if step_ms > 0 else "backwards"
+        state = {True: "while the time service reported it synchronised",
+                 False: "while the time service reported it unsynchronised",
+                 None: "(the time service's state unknown)"}[synced]  # fmt: skip
+        self.alerts.raise_(
+            "CLOCK_STEP",
+            f"the wall clock stepped {abs(step_ms) / 1000:.3f} s {way} against the monotonic "
+            f"clock {state}, from {times['wall_before']} to {times['wall_after']}; durations "
+            "are measured on the monotonic clock",
+            evidence=data,
+        )
+        log.warning("clock stepped %+d ms (%s -> %s)", step_ms, times["wall_before"],
+                    times["wall_after"])  # fmt: skip
+        for cb in list(self._listeners):
+            try:
+                cb(step_ms)
+            except Exception:  # a listener must never stop the watch
+                log.exception("clock step: listener failed")

@@ -24,6 +24,10 @@ ALERT_CODES: dict[str, AlertCode] = {
                   "wheel allows: its one-sided CUSUM crossed the threshold"),
         AlertCode("WHEEL_BIAS_SECTOR", "critical", False,
                   "a sector of the wheel comes up more often than a fair wheel allows (CUSUM)"),
+        AlertCode("WHEEL_BIAS_WARNING", "warning", False,
+                  "warning tier, for review: a pocket comes up more often than expected (its "
+                  "CUSUM tuned to a 1.2x bias crossed a threshold a fair wheel crosses about once "
+                  "a week)"),
         AlertCode("WHEEL_CHI_SQUARE", "warning", False,
                   "the pocket or sector counts of a wheel fail the chi-square test of a fair "
                   "wheel at the configured significance"),
@@ -51,16 +55,28 @@ ALERT_CODES: dict[str, AlertCode] = {
                   "crossed its threshold"),
         AlertCode("DICE_BIAS_TOTAL", "critical", False,
                   "the distribution of the dice totals fails the chi-square test of fair dice"),
+        AlertCode("DICE_BIAS_WARNING", "warning", False,
+                  "warning tier, for review: a die's face comes up more often than expected (its "
+                  "CUSUM tuned to a 1.2x bias crossed a threshold fair dice cross about once a "
+                  "week)"),
         AlertCode("SHOE_CARD_EXCESS", "critical", False,
-                  "a card was seen more often in one shoe than the decks hold"),
+                  "the shoe's deck check counted a card more often than the decks hold, or a card "
+                  "was dealt more often in one shoe"),
         AlertCode("SHOE_CARDS_MISSING", "warning", False,
-                  "cards the decks hold were not seen by the end of a shoe (beyond the cut)"),
+                  "the shoe's deck check misses cards the decks hold, or (a shoe without a deck "
+                  "check) more cards than the cut leaves were not seen by the end of a shoe"),
+        AlertCode("SHOE_DECK_UNCHECKED", "warning", False,
+                  "the shoe's deck check, asked for at a new shoe or at the end of a shoe, was "
+                  "not answered in time (the shoe offers one)"),
         AlertCode("SHOE_LENGTH", "warning", False,
                   "a shoe dealt fewer or more coups than the configured band"),
         AlertCode("LARGE_TRANSACTION", "info", False,
                   "a bet or a payout at or above the configured threshold"),
         AlertCode("CLOCK_UNSYNCHRONISED", "warning", True,
                   "the system clock has not been synchronised for longer than the bound"),
+        AlertCode("CLOCK_STEP", "warning", False,
+                  "the wall clock stepped against the monotonic clock by more than the tolerance "
+                  "(both times journaled; durations are measured on the monotonic clock)"),
         AlertCode("SOFTWARE_MISMATCH", "critical", True,
                   "an installed file does not match the signed manifest (a latched fault stops "
                   "play)"),

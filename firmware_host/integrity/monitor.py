@@ -11,23 +11,31 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from drivers.base import DeviceEvent
 from drivers.cammegh.events import GameStateChanged, GameVoided, WheelWarning, WinningNumber
-from drivers.shoe.events import CardDealt, CardMisread, DeckChecked, ShuffleStarted
+from drivers.shoe.events import (
+    CardDealt,
+    CardMisread,
+    DeckChecked,
+    DuplicateCard,
+    ShuffleFinished,
+    ShuffleStarted,
+)
 
 from ..games.base import Bet, DiscreteGame, Game
 from ..games.money import MoneyRules, settle_amounts
-from ..journal import OutboxMessage
 from ..jsonio import JSON
-from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..table.extension import RoundHistory, TableExtension, TableExtensions
-from ..timefmt import iso_utc, utc_now
+from ..timefmt import utc_now
 from .alerts import Alerts
 from .bias import DiceBias, Finding, WheelBias
+from .deckcheck import ShoeDeckCheck
+from .events import table_event
 from .settings import IntegritySettings
 from .shoe import ShoeComposition
 
@@ -88,6 +96,8 @@ class IntegrityMonitor(TableExtension):
         currency: str | None = None,
         max_payout: Callable[[Bet], int] | None = None,
         clock: Callable[[], datetime] = utc_now,
+        deck_check: Callable[[], Awaitable[None]] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.alerts = alerts
         self.currency = currency
@@ -105,18 +115,27 @@ class IntegrityMonitor(TableExtension):
         if result_device == "wheel":
             self.wheel = WheelBias(
                 self.serial, window=s.chi_square_window, chi_every=s.chi_square_every,
-                rate=s.spins_per_hour,
+                rate=s.spins_per_hour, warnings_per_week=s.bias_warnings_per_week,
             )  # fmt: skip
         elif result_device == "shaker":
             self.dice = DiceBias(
                 shaker_name, 3, window=s.chi_square_window, chi_every=s.chi_square_every,
-                rate=s.spins_per_hour,
+                rate=s.spins_per_hour, warnings_per_week=s.bias_warnings_per_week,
             )  # fmt: skip
         self.shoe: ShoeComposition | None = None
         if result_device == "shoe":
             self.shoe = ShoeComposition(
                 shoe_name, decks=decks, unseen_max=s.shoe_unseen_max,
                 coups_min=s.shoe_coups_min, coups_max=s.shoe_coups_max,
+            )  # fmt: skip
+        #: The shoe's own deck check (``deck_check``: the driver's request; None, or
+        #: ``[integrity] shoe_deck_check`` false: never asked).
+        self.deck: ShoeDeckCheck | None = None
+        if self.shoe is not None:
+            self.deck = ShoeDeckCheck(
+                shoe_name, deck_check if s.shoe_deck_check else None,
+                timeout_s=s.shoe_deck_check_timeout_s, monotonic=monotonic,
+                unavailable=self._deck_unavailable,
             )  # fmt: skip
         self._last_number: int | None = None
         self._run = 0
@@ -150,10 +169,49 @@ class IntegrityMonitor(TableExtension):
                 shoe.decks = decks
             return
         ended = shoe.summary() if shoe.started else None
+        if ended is not None and self.deck is not None and (shoe.cards or shoe.coups):
+            self.deck.ask("end_of_shoe", shoe.number)  # the shoe's count of what it dealt
         found = shoe.new_shoe(decks, number)
         if ended is not None:
             self._event("shoe_finished", ended, None)  # coups per shoe, on `events` too
         self._raise(found)
+
+    def tick(self) -> None:
+        """Deck checks due again, or given up (``SHOE_DECK_UNCHECKED``)."""
+        if self.deck is None:
+            return
+        for a in self.deck.tick():
+            self._raise([Finding(
+                "SHOE_DECK_UNCHECKED", f"{self.deck.shoe}:{a.shoe}:check",
+                f"shoe {self.deck.shoe}: the deck check asked {a.purpose.replace('_', ' ')} "
+                f"(shoe {a.shoe}) was not answered within {self.deck.timeout_s:g} s"
+                + (f" ({a.error})" if a.error else ""),
+                {"shoe": self.deck.shoe, "shuffle": a.shoe, "purpose": a.purpose,
+                 "timeout_s": self.deck.timeout_s, "tries": a.tries,
+                 "acknowledged": a.acknowledged, "error": a.error},
+            )])  # fmt: skip
+
+    def _deck_unavailable(self, why: str) -> None:
+        """The shoe refused the deck check as not offered: journaled once."""
+        assert self.deck is not None
+        self._event("deck_check_unavailable", {"shoe": self.deck.shoe, "refused": why[:200]}, None)
+
+    def _deck_checked(self, event: DeckChecked) -> list[Finding]:
+        """The shoe's count: journaled (``deck_check``, on ``events`` too), and what it
+        misses or holds too many raised."""
+        assert self.shoe is not None
+        ask = self.deck.answered() if self.deck is not None else None
+        purpose, number = (ask.purpose, ask.shoe) if ask is not None else ("device", event.shuffle)
+        data: dict[str, JSON] = {
+            "shoe": self.shoe.shoe, "purpose": purpose, "shuffle": number,
+            "device_shuffle": event.shuffle, "decks": event.decks, "counted": event.counted,
+            "missing": list(event.missing), "extra": list(event.extra), "ok": event.ok,
+        }  # fmt: skip
+        self._event("deck_check", data, None)
+        return self.shoe.deck_check(
+            event.missing, event.extra, shuffle=number, purpose=purpose,
+            counted=event.counted, decks=event.decks,
+        )  # fmt: skip
 
     def _observe(self, outcome: JSON) -> list[Finding]:
         if not isinstance(outcome, dict):
@@ -250,17 +308,7 @@ class IntegrityMonitor(TableExtension):
 
     def _event(self, kind: str, data: Mapping[str, JSON], round_id: str | None) -> None:
         """An event of the audit log, published on ``events`` in the same transaction."""
-        payload: dict[str, JSON] = {
-            "schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": self.table_id,
-            "event": kind, "at": iso_utc(self.clock()),
-        }  # fmt: skip
-        if round_id is not None:
-            payload["round_id"] = round_id
-        payload["data"] = dict(data)
-        self.journal.append_event(
-            kind, {**data, "round_id": round_id} if round_id is not None else dict(data),
-            outbox=[OutboxMessage("events", payload, qos=1, retain=False, round_id=round_id)],
-        )  # fmt: skip
+        table_event(self.journal, self.table_id, kind, data, at=self.clock(), round_id=round_id)
 
     # -- devices ------------------------------------------------------------------------
     async def on_device_event(self, device: str, event: DeviceEvent) -> None:
@@ -277,10 +325,14 @@ class IntegrityMonitor(TableExtension):
                 return []
             if isinstance(event, CardDealt):
                 return self.shoe.card(event.card)
-            if isinstance(event, CardMisread):
+            if isinstance(event, DuplicateCard) and event.card:
+                return self.shoe.card(event.card)  # dealt although the decks hold no more
+            if isinstance(event, ShuffleFinished) and self.deck is not None:
+                self.deck.ask("new_shoe", event.shuffle)  # the shoe's count of its new set
+            elif isinstance(event, CardMisread):
                 self.shoe.misread()
             elif isinstance(event, DeckChecked):
-                return self.shoe.deck_check(event.missing, event.extra)
+                return self._deck_checked(event)
             return []
         s = self.settings
         w = self.serial

@@ -15,11 +15,23 @@ per dealer, idle time and voids, reported per shift.
   per dealer too, and the table's idle time (no round in progress); at the end of each
   shift the report is the ``shift_report`` event (event log and the ``events`` topic),
   and the console's ``pace`` shows the shift so far.
+
+**Durations on the monotonic clock** (issue 37). Every duration (idle time, time on
+duty, a shift's elapsed time) is a difference of monotonic readings, never of wall
+times, so a step of the wall clock (``clock.py``, ``CLOCK_STEP``) can make none
+negative or appear from nothing. A shift lasts its hours on the monotonic clock: a step
+never ends a shift nor starts one. When it ends, the next shift is the one the wall
+clock is in (never an earlier one than the shift that ended), and it ends when the wall
+clock reaches its end: after a step forwards the next shift is shorter by the step, or
+only the rest of the one the wall clock is in (the shifts skipped over are not
+reported: no time passed in them); after a step backwards the next shift lasts longer
+by the step. Each report lists the steps seen during its shift (``clock_steps_ms``).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -126,14 +138,21 @@ class _Counts:
 
 @dataclass
 class Shift:
+    """One shift: its nominal bounds (wall time, for the report) and the monotonic
+    instants its elapsed time counts from (``began``) and it ends at (``ends``)."""
+
     start: datetime
     end: datetime
+    began: float
+    ends: float
     table: _Counts = field(default_factory=_Counts)
     dealers: dict[str, _Counts] = field(default_factory=dict)
     idle_seconds: float = 0.0
+    #: The wall clock's steps seen during the shift (milliseconds, + forwards).
+    clock_steps_ms: list[int] = field(default_factory=list)
 
-    def report(self, now: datetime, table_id: str) -> dict[str, JSON]:
-        elapsed = max((min(now, self.end) - self.start).total_seconds(), 1.0)
+    def report(self, mono: float, table_id: str) -> dict[str, JSON]:
+        elapsed = max(min(mono, self.ends) - self.began, 1.0)
 
         def rate(games: int, seconds: float) -> int:
             return round(games * 3600 / seconds) if seconds >= 60 else 0
@@ -152,7 +171,13 @@ class Shift:
                        "games_per_hour": rate(c.games, c.seconds)}
                 for name, c in sorted(self.dealers.items())
             },
-        }
+            "clock_steps_ms": list(self.clock_steps_ms),
+        }  # fmt: skip
+
+    def copy(self) -> Shift:
+        return Shift(self.start, self.end, self.began, self.ends, _Counts(**vars(self.table)),
+                     {k: _Counts(**vars(v)) for k, v in self.dealers.items()},
+                     self.idle_seconds, list(self.clock_steps_ms))  # fmt: skip
 
 
 def shift_bounds(now: datetime, start_hour: int, hours: int) -> tuple[datetime, datetime]:
@@ -168,7 +193,9 @@ def shift_bounds(now: datetime, start_hour: int, hours: int) -> tuple[datetime, 
 
 
 class PaceMonitor(TableExtension):
-    """Games, voids and idle time of the shift, per table and per dealer."""
+    """Games, voids and idle time of the shift, per table and per dealer; every
+    duration on the monotonic clock (``monotonic``), the wall clock (``clock``) only
+    naming the shifts."""
 
     name = "pace"
 
@@ -182,6 +209,7 @@ class PaceMonitor(TableExtension):
         shift_start_hour: int = 6,
         shift_hours: int = 8,
         clock: Callable[[], datetime] = utc_now,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.roster = roster
         self.journal = journal
@@ -189,10 +217,14 @@ class PaceMonitor(TableExtension):
         self.start_hour = shift_start_hour
         self.hours = shift_hours
         self.clock = clock
-        now = clock()
-        self.shift = Shift(*shift_bounds(now, shift_start_hour, shift_hours))
-        self._idle_since: datetime | None = now
-        self._duty_since: datetime | None = now if roster.current() else None
+        self.monotonic = monotonic
+        now, mono = clock(), monotonic()
+        start, end = shift_bounds(now, shift_start_hour, shift_hours)
+        # the time of the shift before the table started counts in its elapsed time
+        self.shift = Shift(start, end, mono - (now - start).total_seconds(),
+                           mono + (end - now).total_seconds())  # fmt: skip
+        self._idle_since: float | None = mono
+        self._duty_since: float | None = mono if roster.current() else None
         roster.add_listener(self._dealer_changed)
         extensions.add(self)
 
@@ -200,66 +232,74 @@ class PaceMonitor(TableExtension):
         d = self.roster.current()
         return self.shift.dealers.setdefault(d, _Counts()) if d else None
 
+    def _since(self, since: float, mono: float) -> float:
+        """Seconds from ``since`` (or the shift's beginning, if later) to ``mono``."""
+        return max(0.0, mono - max(since, self.shift.began))
+
     def _dealer_changed(self, old: str | None, new: str | None) -> None:
-        now = self.clock()
+        mono = self._roll()
         if old is not None and self._duty_since is not None:
-            self.shift.dealers.setdefault(old, _Counts()).seconds += (
-                now - max(self._duty_since, self.shift.start)
-            ).total_seconds()
-        self._duty_since = now if new is not None else None
+            self.shift.dealers.setdefault(old, _Counts()).seconds += self._since(
+                self._duty_since, mono
+            )
+        self._duty_since = mono if new is not None else None
         if new is not None:
             self.shift.dealers.setdefault(new, _Counts())
 
     def phase_changed(self, phase: Phase, rnd: RoundRecord | None) -> None:
-        now = self.clock()
-        self._roll(now)
+        mono = self._roll()
         if phase == Phase.IDLE:
-            self._idle_since = now
+            self._idle_since = mono
         elif self._idle_since is not None:
-            self.shift.idle_seconds += (now - max(self._idle_since, self.shift.start)).total_seconds()
+            self.shift.idle_seconds += self._since(self._idle_since, mono)
             self._idle_since = None
 
     def round_settled(self, payload: Mapping[str, JSON]) -> None:
-        self._roll(self.clock())
+        self._roll()
         self.shift.table.games += 1
         if (c := self._dealer()) is not None:
             c.games += 1
 
     def round_voided(self, payload: Mapping[str, JSON]) -> None:
-        self._roll(self.clock())
+        self._roll()
         self.shift.table.voids += 1
         if (c := self._dealer()) is not None:
             c.voids += 1
 
     def tick(self) -> None:
-        self._roll(self.clock())
+        self._roll()
+
+    def clock_stepped(self, step_ms: int) -> None:
+        """The wall clock stepped (``clock.StepWatch``): noted in the shift's report;
+        no duration changes (they are all monotonic)."""
+        self._roll()
+        self.shift.clock_steps_ms.append(step_ms)
 
     def current(self) -> dict[str, JSON]:
         """The shift so far (the console's ``pace``)."""
-        now = self.clock()
-        snap = self._closed_copy(now)
-        return snap.report(now, self.table_id)
+        mono = self._roll()
+        return self._closed_copy(mono).report(mono, self.table_id)
 
-    def _closed_copy(self, now: datetime) -> Shift:
-        """The shift with the time running now (idle, on duty) counted up to ``now``."""
-        s = Shift(self.shift.start, self.shift.end, _Counts(**vars(self.shift.table)),
-                  {k: _Counts(**vars(v)) for k, v in self.shift.dealers.items()},
-                  self.shift.idle_seconds)  # fmt: skip
-        end = min(now, s.end)
+    def _closed_copy(self, mono: float) -> Shift:
+        """The shift with the time running now (idle, on duty) counted up to ``mono``."""
+        s = self.shift.copy()
+        end = min(mono, s.ends)
         if self._idle_since is not None:
-            s.idle_seconds += max(0.0, (end - max(self._idle_since, s.start)).total_seconds())
+            s.idle_seconds += self._since(self._idle_since, end)
         d = self.roster.current()
         if d is not None and self._duty_since is not None:
-            s.dealers.setdefault(d, _Counts()).seconds += max(
-                0.0, (end - max(self._duty_since, s.start)).total_seconds()
-            )
+            s.dealers.setdefault(d, _Counts()).seconds += self._since(self._duty_since, end)
         return s
 
-    def _roll(self, now: datetime) -> None:
-        """At the end of a shift: its report published, the next shift begins."""
-        while now >= self.shift.end:
-            done = self._closed_copy(self.shift.end)
-            report = done.report(self.shift.end, self.table_id)
+    def _roll(self) -> float:
+        """At the end of a shift (on the monotonic clock): its report published, the
+        next shift begins (the one the wall clock is in, never an earlier one). Returns
+        the monotonic time now."""
+        mono = self.monotonic()
+        while mono >= self.shift.ends:
+            done = self._closed_copy(self.shift.ends)
+            report = done.report(self.shift.ends, self.table_id)
+            now = self.clock()
             payload: dict[str, JSON] = {
                 "schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": self.table_id,
                 "event": "shift_report", "at": iso_utc(now), "data": report,
@@ -267,4 +307,7 @@ class PaceMonitor(TableExtension):
             self.journal.append_event(
                 "shift_report", report, outbox=[OutboxMessage("events", payload)]
             )
-            self.shift = Shift(self.shift.end, self.shift.end + timedelta(hours=self.hours))
+            ended, at = self.shift, now - timedelta(seconds=mono - self.shift.ends)
+            start, end = shift_bounds(max(at, ended.end), self.start_hour, self.hours)
+            self.shift = Shift(start, end, ended.ends, ended.ends + (end - at).total_seconds())
+        return mono

@@ -23,6 +23,12 @@ INTEGRITY_SPECS: dict[str, FieldSpec] = {
     "chi_square_window": FieldSpec(
         "int", 3700, range=(370, 1000000), doc="results each chi-square test counts (the last N)"
     ),
+    "bias_warnings_per_week": FieldSpec(
+        "int", 1, range=(0, 100),
+        doc="the bias detectors' warning tier: CUSUMs tuned to a pocket or a face at 1.2 times "
+        "its fair probability raise WHEEL_BIAS_WARNING / DICE_BIAS_WARNING for review, at about "
+        "this many false warnings a week per wheel and per shaker (0: off)",
+    ),
     "repeat_limit": FieldSpec(
         "int", 5, range=(2, 20), doc="the same number this many times in a row: REPEATED_NUMBER"
     ),
@@ -56,6 +62,16 @@ INTEGRITY_SPECS: dict[str, FieldSpec] = {
         doc="cards a shoe may leave never seen at its end (behind the cut card): more is "
         "SHOE_CARDS_MISSING (0: off)",
     ),
+    "shoe_deck_check": FieldSpec(
+        "bool", True,
+        doc="ask the shoe for its own deck check (CHECK_DECK) at every new shoe and at the end "
+        "of each shoe, where the shoe offers one: a missing or an extra card raises "
+        "SHOE_CARDS_MISSING / SHOE_CARD_EXCESS",
+    ),
+    "shoe_deck_check_timeout_s": FieldSpec(
+        "int", 120, range=(5, 3600),
+        doc="a deck check asked for and not answered within this: SHOE_DECK_UNCHECKED",
+    ),
     "shoe_coups_min": FieldSpec(
         "int", 0, range=(0, 1000), doc="a shoe dealing fewer coups: SHOE_LENGTH (0: off)"
     ),
@@ -69,6 +85,11 @@ INTEGRITY_SPECS: dict[str, FieldSpec] = {
     ),
     "clock_check_s": FieldSpec(
         "int", 60, range=(5, 3600), doc="seconds between two checks of the clock's synchronisation"
+    ),
+    "clock_step_tolerance_ms": FieldSpec(
+        "int", 1000, range=(0, 3_600_000),
+        doc="the wall clock stepping against the monotonic clock by more than this between two "
+        "ticks raises CLOCK_STEP (both times journaled, clock_step event) (0: off)",
     ),
     "shift_start_hour": FieldSpec(
         "int", 6, range=(0, 23), doc="local hour the first shift of the day starts"
@@ -91,6 +112,7 @@ class IntegritySettings:
     spins_per_hour: int = 60
     chi_square_every: int = 1000
     chi_square_window: int = 3700
+    bias_warnings_per_week: int = 1
     repeat_limit: int = 5
     spin_min_ms: int = 0
     spin_max_ms: int = 0
@@ -100,10 +122,13 @@ class IntegritySettings:
     ball_revs_max: int = 0
     alternate_direction: bool = False
     shoe_unseen_max: int = 0
+    shoe_deck_check: bool = True
+    shoe_deck_check_timeout_s: int = 120
     shoe_coups_min: int = 0
     shoe_coups_max: int = 0
     clock_unsync_max_s: int = 900
     clock_check_s: int = 60
+    clock_step_tolerance_ms: int = 1000
     shift_start_hour: int = 6
     shift_hours: int = 8
     large_transaction: int = 0

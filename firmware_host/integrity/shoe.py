@@ -80,20 +80,33 @@ class ShoeComposition:
         self.started = True
         self.coups += 1
 
-    def deck_check(self, missing: Sequence[str], extra: Sequence[str]) -> list[Finding]:
-        """The shoe's own count of the cards (its ``DeckChecked``)."""
+    def deck_check(
+        self, missing: Sequence[str], extra: Sequence[str], *, shuffle: int | None = None,
+        purpose: str = "device", counted: int | None = None, decks: int | None = None,
+    ) -> list[Finding]:  # fmt: skip
+        """The shoe's own count of the cards (its ``DeckChecked``) of the shoe
+        ``shuffle`` (default: this one), asked for ``purpose`` (``new_shoe``,
+        ``end_of_shoe``; ``device``: the shoe's own)."""
+        number = self.number if shuffle is None else shuffle
+        when = {"new_shoe": "at the new shoe", "end_of_shoe": "at the end of the shoe"}.get(
+            purpose, "of its own accord"
+        )
+        base = {"shoe": self.shoe, "shuffle": number, "purpose": purpose, "counted": counted,
+                "decks": decks if decks is not None else self.decks}  # fmt: skip
         found = []
         if missing:
             found.append(Finding(
-                "SHOE_CARDS_MISSING", f"{self.shoe}:{self.number}:check",
-                f"shoe {self.shoe}: its deck check misses {len(missing)} card(s)",
-                {"shoe": self.shoe, "shuffle": self.number, "missing": list(missing)},
+                "SHOE_CARDS_MISSING", f"{self.shoe}:{number}:check",
+                f"shoe {self.shoe}: its deck check {when} (shoe {number}) misses "
+                f"{len(missing)} card(s): {' '.join(missing[:20])}",
+                {**base, "missing": list(missing)},
             ))  # fmt: skip
         if extra:
             found.append(Finding(
-                "SHOE_CARD_EXCESS", f"{self.shoe}:{self.number}:check",
-                f"shoe {self.shoe}: its deck check found {len(extra)} card(s) too many",
-                {"shoe": self.shoe, "shuffle": self.number, "extra": list(extra)},
+                "SHOE_CARD_EXCESS", f"{self.shoe}:{number}:check",
+                f"shoe {self.shoe}: its deck check {when} (shoe {number}) found "
+                f"{len(extra)} card(s) too many: {' '.join(extra[:20])}",
+                {**base, "extra": list(extra)},
             ))  # fmt: skip
         return found
 

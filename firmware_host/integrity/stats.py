@@ -147,6 +147,23 @@ class CusumDesign:
         """P(alarm within ``n`` observations, from 0) when the probability is ``p``."""
         return next(itertools.islice(self._alarmed(p), n - 1, None)) if n > 0 else 0.0
 
+    def quantiles(
+        self, p: float, probs: Sequence[float], limit: int = 10_000_000, *, copies: int = 1
+    ) -> list[int]:
+        """The smallest ``n`` with P(alarm within ``n``) >= each of ``probs`` (ascending),
+        in one walk of the chain; ``copies``: the first alarm of that many independent
+        CUSUMs of this design (``1 - (1 - F(n)) ** copies``)."""
+        out: list[int] = []
+        want = list(probs)
+        for n, alarmed in enumerate(itertools.islice(self._alarmed(p), limit), start=1):
+            f = 1.0 - (1.0 - alarmed) ** copies
+            while want and f >= want[0]:
+                out.append(n)
+                want.pop(0)
+            if not want:
+                return out
+        raise ValueError(f"quantiles {want} beyond {limit} observations")
+
     def within(self, p: float, prob: float, limit: int = 1_000_000) -> int:
         """The smallest ``n`` with ``alarm_by(p, n) >= prob`` (walked one step at a time)."""
         for n, alarmed in enumerate(itertools.islice(self._alarmed(p), limit), start=1):

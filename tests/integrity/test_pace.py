@@ -22,11 +22,31 @@ from tests.table.floor_support import make_table
 
 
 class Clock:
+    """The wall clock (``now``, called) and the monotonic clock (``monotonic``): time
+    passing moves both (:meth:`advance`, or ``now +=``), a step moves the wall only."""
+
     def __init__(self, now: datetime) -> None:
-        self.now = now
+        self._now = now
+        self.mono = 5000.0
+
+    @property
+    def now(self) -> datetime:
+        return self._now
+
+    @now.setter
+    def now(self, value: datetime) -> None:  # time passes: both clocks move
+        self.mono += (value - self._now).total_seconds()
+        self._now = value
+
+    def step(self, seconds: float) -> None:
+        """The wall clock stepped; no time passed."""
+        self._now += timedelta(seconds=seconds)
+
+    def monotonic(self) -> float:
+        return self.mono
 
     def __call__(self) -> datetime:
-        return self.now
+        return self._now
 
 
 def test_shift_bounds_in_local_time() -> None:
@@ -43,7 +63,8 @@ def test_rates_per_table_and_dealer_and_the_shift_report(tmp_path: Path) -> None
     j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate(), clock=lambda: clock.now.astimezone(UTC))
     roster = DealerRoster(j, clock=clock)
     pace = PaceMonitor(TableExtensions(), roster=roster, journal=j, table_id="T1",
-                       shift_start_hour=6, shift_hours=8, clock=clock)  # fmt: skip
+                       shift_start_hour=6, shift_hours=8, clock=clock,
+                       monotonic=clock.monotonic)  # fmt: skip
     roster.sign_in("ana", via="console", by="console:tech1")
     # ana deals 2 hours: 100 games, 2 voids; each round takes 60 s, 12 s idle between
     for i in range(102):

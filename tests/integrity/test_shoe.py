@@ -80,8 +80,12 @@ def test_the_shoe_events_through_the_extension(tmp_path: Path) -> None:
     ]  # fmt: skip
     (done,) = [e for e in j.events(50) if e.kind == "shoe_finished"]
     assert done.data == {"shoe": "shoe", "shuffle": 1, "decks": 8, "cards_dealt": 9, "coups": 1}
-    (published,) = [m for m in j.outbox_pending() if m.topic == "events"]
+    (check,) = [e for e in j.events(50) if e.kind == "deck_check"]  # the shoe's own, unasked
+    assert check.data["purpose"] == "device" and check.data["missing"] == ["AS"]
     from firmware_host.schemas import validate
 
-    validate("event", published.payload)
-    assert b'"shoe_finished"' in published.payload
+    published = [m for m in j.outbox_pending() if m.topic == "events"]
+    for m in published:
+        validate("event", m.payload)
+    assert [b'"deck_check"' in m.payload for m in published] == [True, False]
+    assert b'"shoe_finished"' in published[1].payload
