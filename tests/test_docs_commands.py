@@ -161,6 +161,15 @@ NOT_HERE: list[tuple[str, str]] = [
         "the casino's floor broker and database (tests/floor_ingest runs the ingest)",
     ),
     (
+        r"^tablectl software-manifest --sign software\.manifest --key build\.key",
+        "the release machine's signing key (tests/integrity/test_software.py signs)",
+    ),
+    (
+        r"^(SEED=|cd /mnt/image|python3 -c 'import json,sys; m=json\.load|while IFS= read -r f"
+        r"|if \[ -L|mac=\$\(|else$|fi$|printf '%s %s\\n' \"\$mac\"|done < /tmp/paths\.txt)",
+        "a lab's procedure on its own image (tests/integrity/test_software.py runs it)",
+    ),
+    (
         r"^(mosquitto -p 1883 &|\./dev tablectl floor-ingest (run|status) .*/tmp/floor"
         r"|\./dev demo --broker \S+ --rounds \d+ --registry )",
         "a broker, an ingest and the demo together (tests/tablesim/test_demo_twice.py)",
