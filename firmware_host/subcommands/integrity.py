@@ -12,10 +12,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
+from ..cliargs import BadValue, CliError, existing_dir, existing_file, output_file
+
 EXIT_MISMATCH = 1
+
+
+def _seed(text: str) -> str:
+    from ..integrity.software import SEED
+
+    if not SEED.match(text):
+        raise BadValue(f"must be 8-128 of A-Z a-z 0-9 _ . : + / = -, got {text!r}")
+    return text
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,11 +35,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "the manifest signed at build time ([software] of the table file, or --manifest "
         "and --public-key). Exit 0: they match; 1: a mismatch (listed).",
     )
-    v.add_argument("--config", help="the table file (its [software] section)")
-    v.add_argument("--manifest", help="the signed manifest (its signature: MANIFEST.sig)")
-    v.add_argument("--public-key", help="the build's Ed25519 public key (PEM)")
-    v.add_argument("--root", help="the directory holding the packages (default: the running ones)")
-    v.add_argument("--seed", help="a requester's seed: also print the seeded answer (GAT style)")
+    v.add_argument("--config", type=existing_file, help="the table file (its [software] section)")
+    v.add_argument(
+        "--manifest", type=existing_file, help="the signed manifest (its signature: MANIFEST.sig)"
+    )
+    v.add_argument(
+        "--public-key", type=existing_file, help="the build's Ed25519 public key (PEM)"
+    )
+    v.add_argument(
+        "--root",
+        type=existing_dir,
+        help="the directory holding the packages (default: the running ones)",
+    )
+    v.add_argument(
+        "--seed", type=_seed, help="a requester's seed: also print the seeded answer (GAT style)"
+    )
     v.add_argument("--json", action="store_true", help="print the result as one JSON object")
     v.set_defaults(func=cmd_verify_software)
     m = sub.add_parser(
@@ -40,17 +59,35 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "its Ed25519 signature (MANIFEST.sig) with the build key. The build key stays on "
         "the build machine; the table gets the manifest, the signature and the public key.",
     )
-    m.add_argument("--key", required=True, help="the build's Ed25519 private key (PEM)")
-    m.add_argument("--out", required=True, help="where to write the manifest")
-    m.add_argument("--root", help="the directory holding the packages (default: the running ones)")
+    m.add_argument(
+        "--key", required=True, type=existing_file, help="the build's Ed25519 private key (PEM)"
+    )
+    m.add_argument("--out", required=True, type=output_file, help="where to write the manifest")
+    m.add_argument(
+        "--root",
+        type=existing_dir,
+        help="the directory holding the packages (default: the running ones)",
+    )
     m.add_argument("--version", dest="software_version", help="the version to record")
     m.set_defaults(func=cmd_software_manifest)
 
 
 def cmd_verify_software(args: argparse.Namespace) -> int:
     from ..config import load_config
-    from ..integrity.software import SEED, SoftwareSettings, verify
+    from ..integrity.software import SoftwareSettings, verify
 
+    if args.config and (args.manifest or args.public_key):
+        raise CliError(
+            "give either --config (its [software] section) or --manifest and --public-key, "
+            "not both",
+            code="OPTION_NOT_APPLICABLE",
+        )
+    if bool(args.manifest) != bool(args.public_key):
+        raise CliError(
+            "--manifest and --public-key go together (the manifest and the key that "
+            "verifies its signature)",
+            code="INVALID_VALUE",
+        )
     if args.config:
         from ..assembly import _resolve_software
 
@@ -60,16 +97,11 @@ def cmd_verify_software(args: argparse.Namespace) -> int:
     else:
         settings = SoftwareSettings(args.manifest or "", args.public_key or "")
     if not settings.configured:
-        print(
-            "tablectl verify-software: error: SOFTWARE_NOT_CONFIGURED: no manifest and public "
-            "key ([software] of --config, or --manifest and --public-key)",
-            file=sys.stderr,
+        raise CliError(
+            "no manifest and public key ([software] of --config, or --manifest and "
+            "--public-key)",
+            code="SOFTWARE_NOT_CONFIGURED",
         )
-        return 2
-    if args.seed is not None and not SEED.match(args.seed):
-        print("tablectl verify-software: error: INVALID_VALUE: --seed must be 8-128 of "
-              "A-Z a-z 0-9 _ . : + / = -", file=sys.stderr)  # fmt: skip
-        return 2
     result = verify(settings, root=Path(args.root) if args.root else None, seed=args.seed)
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
