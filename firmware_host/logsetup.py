@@ -166,6 +166,8 @@ class ProgressLine:
         self.since = Since()
 
     def __call__(self) -> str:
+        from .cliargs import plain_words
+
         st = self.backend.status()
         mqtt = st.get("mqtt") or {}
         journal = st.get("journal") or {}
@@ -177,7 +179,8 @@ class ProgressLine:
         elif mqtt.get("connected"):
             broker = f"broker {mqtt.get('broker')} connected"
         else:
-            broker = f"broker {mqtt.get('broker')} NOT connected ({mqtt.get('last_error') or 'no connection yet'})"
+            why = plain_words(str(mqtt.get("last_error") or "no connection yet"))
+            broker = f"broker {mqtt.get('broker')} NOT connected ({why})"
         return (
             f"table {st.get('table_id')}: progress: phase {st.get('phase')}{rnd}; rounds "
             f"settled {self.since.text('settled', settled)}, voided "

@@ -63,15 +63,15 @@ class LinkWatch:
     def up(self, detail: str = "") -> None:
         if self.connected:
             return
-        extra = f" ({detail})" if detail else ""
         if self.down_since is None:
+            extra = f" ({detail})" if detail else ""
             self.log.info("%s: connected to %s%s", self.who, self.what, extra)
         else:
             n = self.failed_attempts
             self.log.info(
-                "%s: connected to %s again after %s without it (%d failed attempt%s)%s",
+                "%s: connected to %s again after %s without it (%d failed attempt%s%s)",
                 self.who, self.what, duration(self.clock() - self.down_since),
-                n, "" if n == 1 else "s", extra,
+                n, "" if n == 1 else "s", f"; {detail}" if detail else "",
             )  # fmt: skip
         self.connected = self.ever_connected = True
         self.down_since = None

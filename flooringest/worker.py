@@ -259,8 +259,8 @@ class IngestWorker:
         store = self.duty_store
         assert store is not None
         digest = await store.registry_digest()
-        if not force and digest == self.registry.digest:
-            return
+        if not force and (digest == self.registry.digest or (not digest and not self.registry)):
+            return  # unchanged (a database never given a registry has no digest)
         reg = await store.load_registry()
         self.registry = reg
         self.verifier.registry = reg

@@ -29,10 +29,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="a read-only web page of a table or a pit, live from MQTT (roads, board, rounds)",
         description="Serve a read-only web page of one table or a pit of tables, live from "
         "the broker (docs/view.md). Every option is checked before anything starts. Prints "
-        "the page's address on standard output; its log (standard error) says when it "
-        "connects to the broker, when the broker is lost or cannot be reached and when it "
-        "answers again (one line each, naming it), and every --progress seconds one line: "
-        "broker connected or not, tables shown, messages received and ignored, pages open.",
+        "the page's address on standard output; its log (standard error) names the broker "
+        "it connects to, each outage of the broker (one line when it is lost or cannot be "
+        "reached, none while it lasts, one when it answers again), and every --progress "
+        "seconds one line: broker connected or not, tables shown, messages received and "
+        "ignored, pages open.",
     )
     p.add_argument(
         "--broker",

@@ -459,10 +459,15 @@ class LinkBase:
             )
         if not self._connected.is_set():
             self.stats.connect_failures += 1
-        if self._down_since is None or msg != self.stats.last_error:  # an outage begins
-            log.warning("mqtt: broker %s:%d: %s", self.settings.host, self.settings.port, msg)
-        if self._down_since is None:
+        if self._down_since is None:  # an outage begins: one line (and one when it ends)
+            log.warning(
+                "mqtt: broker %s:%d: %s; reconnecting with backoff up to %.0f s (one line when "
+                "it answers)", self.settings.host, self.settings.port, msg,
+                self.settings.reconnect_max_ms / 1000,
+            )  # fmt: skip
             self._down_since = time.monotonic()
+        elif msg != self.stats.last_error:
+            log.debug("mqtt: broker %s:%d: %s", self.settings.host, self.settings.port, msg)
         self.stats.last_error = msg
 
     def _first_failure(self, kind: str) -> bool:

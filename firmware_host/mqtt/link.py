@@ -230,14 +230,13 @@ class FloorLink(LinkBase):
                     attempt = 0
                 delay = self._backoff(attempt)
                 attempt += 1
-                # the first retry of an outage is said; the next ones are not (a line
-                # says when the broker answers again)
-                log.log(
-                    logging.INFO if attempt == 1 else logging.DEBUG,
-                    "mqtt: reconnecting to %s:%d in %.2fs (retries with backoff up to %.0f s)",
-                    self.settings.host, self.settings.port, delay,
-                    self.settings.reconnect_max_ms / 1000,
-                )  # fmt: skip
+                # the outage's line said it reconnects; one line says when it is back
+                log.debug(
+                    "mqtt: reconnecting to %s:%d in %.2fs",
+                    self.settings.host,
+                    self.settings.port,
+                    delay,
+                )
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), delay)
         finally:
