@@ -476,7 +476,22 @@ def test_describe_error_names_file_and_code() -> None:
     assert json.dumps(describe_error(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "bad")))
 
 
-def test_the_readme_documents_the_format() -> None:
+def test_the_readme_documents_the_format_and_every_code() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "`tablectl COMMAND: error: CODE: message`" in readme
     assert "tablectl: error: CODE" not in readme
+    modules = [
+        ROOT / "firmware_host" / "cliargs.py",
+        *sorted((ROOT / "firmware_host" / "subcommands").glob("*.py")),
+        ROOT / "drivers" / "cli.py",
+        ROOT / "tableview" / "cli.py",
+        ROOT / "flooringest" / "cli.py",
+    ]
+    codes: set[str] = set()
+    for path in modules:
+        text = path.read_text()
+        codes |= set(re.findall(r'code="([A-Z][A-Z0-9_]+)"', text))
+        codes |= set(re.findall(r'BadValue\([^)]*?"([A-Z][A-Z0-9_]+)"\)', text, re.S))
+    assert {"INVALID_VALUE", "OPTION_NOT_APPLICABLE", "FILE_NOT_FOUND"} <= codes
+    missing = sorted(c for c in codes if f"`{c}`" not in readme)
+    assert missing == [], f"codes not in README.md: {missing}"

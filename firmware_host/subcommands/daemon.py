@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from ..cliargs import CliError, broker_url, count, existing_file, number, work_dir
-from ..config import ConfigInvalid, TableConfig, load_config, validate_document
+from ..config import validate_document
 from ..games import GAME_IDS
 from ..logsetup import LEVELS, setup_logging
+from .rules import checked_table
 
 log = logging.getLogger("firmware_host.run")
 
@@ -125,24 +126,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the table daemon's log on standard error (default ERROR)",
     )  # fmt: skip
     p.set_defaults(func=cmd_demo)
-
-
-def checked_table(path: str, *, simulated: bool = False) -> TableConfig:
-    """The table file as ``check-config`` checks it (its keys, then what the daemon would
-    refuse: options never read, GPIO pins missing, a result device absent), raising
-    :class:`ConfigInvalid` with every problem. ``simulated``: as ``run --simulate`` runs
-    it, with ``[daemon] simulated = true`` (mock GPIO pins); nothing else differs."""
-    from ..assembly import assembly_problems
-
-    cfg = load_config(path)
-    if simulated:
-        doc: dict[str, Any] = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        doc["daemon"] = {**dict(doc.get("daemon") or {}), "simulated": True}
-        cfg = validate_document(doc, path, require_version=True)
-    problems = assembly_problems(cfg)
-    if problems:
-        raise ConfigInvalid(cfg.source, problems)
-    return cfg
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -111,12 +111,30 @@ def _config_for(game_id: str, path: str | None) -> TableConfig:
     return cfg
 
 
+def checked_table(path: str, *, simulated: bool = False) -> TableConfig:
+    """The table file as ``check-config`` checks it, and ``run`` before it starts (its
+    keys, then what the daemon would refuse: options never read, GPIO pins missing, a
+    result device absent), raising :class:`ConfigInvalid` with every problem.
+    ``simulated``: as ``run --simulate`` runs it, with ``[daemon] simulated = true``
+    (mock GPIO pins); nothing else differs."""
+    import tomllib
+
+    from ..config import validate_document
+
+    cfg = load_config(path)
+    if simulated:
+        doc: dict[str, Any] = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        doc["daemon"] = {**dict(doc.get("daemon") or {}), "simulated": True}
+        cfg = validate_document(doc, path, require_version=True)
+    _check_assembly(cfg)
+    return cfg
+
+
 def cmd_check_config(args: argparse.Namespace) -> int:
     rc = 0
     for f in args.files:
         try:
-            cfg = load_config(f)
-            _check_assembly(cfg)
+            cfg = checked_table(f)
         except ConfigInvalid as exc:
             for e in exc.errors:
                 print(f"{f}: {e}")
