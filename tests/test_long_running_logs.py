@@ -230,3 +230,39 @@ def test_the_tables_progress_line() -> None:
     line.backend = Backend(True)
     assert "rounds settled 15 (+3), voided 1 (+0)" in line() and "b:1883 connected;" in line()
     assert Since().text("x", 4) == "4 (+4)"
+
+
+async def test_run_logs_its_progress(
+    tmp_path: Path, amqtt_broker: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``tablectl run --progress S``: the daemon's progress line, every S seconds."""
+    import asyncio
+
+    from firmware_host.config import validate_document
+    from firmware_host.console import hash_pin
+    from firmware_host.daemon import TableDaemon
+    from firmware_host.mqtt import MqttSettings
+
+    cfg = validate_document(
+        {
+            "table": {"id": "p-1", "game": "fantan", "result_source": "manual"},
+            "console": {"operators": {"tech1": {"pin_hash": hash_pin("8642")}}},
+        }
+    )
+    b = amqtt_broker
+    d = TableDaemon(
+        cfg, state_dir=tmp_path, runtime_dir=tmp_path,
+        mqtt=MqttSettings(host=b.host, port=b.port, protocol=b.protocol),
+    )  # fmt: skip
+    d.progress_s = 0.3
+    with caplog.at_level(logging.INFO, logger="firmware_host.daemon"):
+        await d.start()
+        try:
+            await asyncio.sleep(1.2)
+        finally:
+            await d.stop()
+    lines = [r.getMessage() for r in caplog.records if "progress:" in r.getMessage()]
+    assert len(lines) >= 2, lines
+    assert lines[-1].startswith("table p-1: progress: phase ")
+    assert "rounds settled 0 (+0), voided 0 (+0) since start" in lines[-1]
+    assert f"broker {b.host}:{b.port} connected" in lines[-1]
