@@ -30,9 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from firmware_host.cliargs import (
+    BadValue,
+    CliError,
+    existing_file,
+    number,
+    plain_words,
+    tcp_port,
+)
+
 from . import registry  # noqa: F401  (registers the [devices] config section)
 from .simulators import SIMULATORS, run_simulator
-from .testing import parse_faults
+from .testing import Faults, parse_faults
 
 __all__ = ["DECODERS", "SIMULATORS", "DecoderEntry", "register"]
 
@@ -97,13 +106,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         + ", ".join(f"{k} ({v.description})" for k, v in SIMULATORS.items()),
     )
     p.add_argument("device", choices=sorted(SIMULATORS), metavar="DEVICE")
-    p.add_argument("--faults", default="", help="e.g. chunk=1,garbage=0.01,drop=0.05,delay=0.002")
-    p.add_argument("--tcp", type=int, metavar="PORT", help="serve on this TCP port (0: any free)")
-    p.add_argument("--seed", type=int, help="seed of the simulated device's randomness")
-    p.add_argument("--interval", type=float, metavar="S", help="play the device every S seconds")
-    p.add_argument("--speed", type=float, help="time scale of the simulated device (cammegh-ss2)")
     p.add_argument(
-        "--option", "-o", action="append", default=[], metavar="KEY=VALUE",
+        "--faults",
+        default="",
+        type=_faults,
+        help="e.g. chunk=1,garbage=0.01,drop=0.05,delay=0.002",
+    )
+    p.add_argument(
+        "--tcp", type=tcp_port, metavar="PORT", help="serve on this TCP port (0: any free)"
+    )
+    p.add_argument(
+        "--seed", type=number(integer=True), help="seed of the simulated device's randomness"
+    )
+    p.add_argument(
+        "--interval", type=number(above=0), metavar="S", help="play the device every S seconds"
+    )
+    p.add_argument(
+        "--speed",
+        type=number(above=0, maximum=1000),
+        help="time scale of the simulated device (cammegh-ss2 only)",
+    )
+    p.add_argument(
+        "--option", "-o", action="append", default=[], metavar="KEY=VALUE", type=_key_value,
         help="device option (decks=6, dice=4, addresses=1,2, mode=1159, power=on...)",
     )  # fmt: skip
     p.set_defaults(func=cmd_sim)
@@ -116,10 +140,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         + ", ".join(f"{k} ({v.description})" for k, v in DECODERS.items()),
     )
     p.add_argument("protocol", choices=sorted(DECODERS), metavar="PROTOCOL")
-    p.add_argument("file", nargs="?", help="capture file (default: standard input)")
-    p.add_argument("--tx", action="store_true", help="also print the host's TX lines")
-    p.add_argument("--garbled", action="store_true", help="also print lines that did not decode")
-    p.add_argument("--pockets", type=int, default=37, help="wheel pockets (cammegh-ss2)")
+    p.add_argument(
+        "file", nargs="?", type=existing_file, help="capture file (default: standard input)"
+    )
+    p.add_argument(
+        "--tx", action="store_true", help="also print the host's TX lines (cammegh-ss2)"
+    )
+    p.add_argument(
+        "--garbled",
+        action="store_true",
+        help="also print lines that did not decode (cammegh-ss2)",
+    )
+    p.add_argument(
+        "--pockets",
+        type=int,
+        choices=(37, 38),
+        help="wheel pockets, 37 or 38 (cammegh-ss2; default 37)",
+    )
     p.set_defaults(func=cmd_decode)
 
 
@@ -133,17 +170,27 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+#: The options of ``tablectl decode`` that only the Cammegh SS2 decoder reads.
+CAMMEGH_ONLY = ("tx", "garbled", "pockets")
+
+
 def cmd_decode(args: argparse.Namespace) -> int:
+    if args.protocol != "cammegh-ss2":
+        for name in CAMMEGH_ONLY:
+            if getattr(args, name) not in (None, False):
+                raise CliError(
+                    f"--{name} does not apply to {args.protocol} (only to cammegh-ss2)",
+                    code="OPTION_NOT_APPLICABLE",
+                )
     if args.file in (None, "-"):
         data = sys.stdin.buffer.read()
     else:
         try:
             data = Path(args.file).read_bytes()
         except OSError as exc:
-            print(
-                f"tablectl decode: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr
-            )
-            return 2
+            raise CliError(
+                f"{args.file}: cannot read it: {exc.strerror or exc}", code="FILE_UNREADABLE"
+            ) from None
     out = sys.stdout
     for record in DECODERS[args.protocol].decode(data, args):
         out.write(json.dumps(record, default=_json_default, sort_keys=False) + "\n")
@@ -151,25 +198,31 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return 0
 
 
-def _options(items: list[str]) -> dict[str, Any]:
-    opts: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"tablectl sim: --option {item!r} is not KEY=VALUE")
-        opts[key.strip()] = value.strip()
-    return opts
+def _key_value(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key.strip():
+        raise BadValue(f"{item!r} is not KEY=VALUE")
+    return key.strip(), value.strip()
+
+
+def _faults(spec: str) -> Faults:
+    try:
+        return parse_faults(spec)
+    except ValueError as exc:
+        raise BadValue(f"{spec!r}: {plain_words(str(exc))}") from None
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    try:
-        faults = parse_faults(args.faults)
-    except ValueError as exc:
-        print(f"tablectl sim: --faults: {exc}", file=sys.stderr)
-        return 2
-    options = _options(args.option)
+    faults = args.faults if isinstance(args.faults, Faults) else parse_faults(args.faults)
+    options: dict[str, Any] = dict(args.option)
     if args.speed is not None:
+        if args.device != "cammegh-ss2":
+            raise CliError(
+                f"--speed does not apply to {args.device} (only to cammegh-ss2)",
+                code="OPTION_NOT_APPLICABLE",
+            )
         options["speed"] = args.speed
+    asyncio.run(_check_options(args.device, args.seed, options))
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -190,3 +243,17 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
     asyncio.run(main())
     return 0
+
+
+async def _check_options(device: str, seed: int | None, options: dict[str, Any]) -> None:
+    """The simulator built once with ``options`` (not served), before any work: an
+    option it cannot take is refused in one line naming it."""
+    try:
+        sim = SIMULATORS[device].build(seed, dict(options))
+    except (ValueError, TypeError, KeyError) as exc:
+        given = " ".join(f"{k}={v}" for k, v in options.items())
+        raise CliError(
+            f"--option {given}: the {device} simulator refuses it: {plain_words(str(exc))}",
+            code="INVALID_VALUE",
+        ) from None
+    await sim.close()

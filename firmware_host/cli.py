@@ -4,8 +4,10 @@ Subcommands live in small modules that each expose ``register(subparsers)``; thi
 file only assembles them, so each area of the tree owns its own subcommands. It also
 owns what every subcommand shares: the man-style help (a synopsis and an example per
 subcommand, :data:`EXAMPLES`), and the one place where an error becomes a line for
-the user (:func:`describe_error`): ``tablectl: error: CODE: message`` naming the
-thing at fault, exit status 2, and a traceback only with ``--debug``.
+the user (:func:`describe_error`, :func:`report`): ``tablectl COMMAND: error: CODE:
+message`` naming the flag, file, device or broker at fault, exit status 2, and the
+traceback too with ``--debug``. Each option is checked as the command line is read
+(``firmware_host.cliargs``), before any work starts.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import os
 import sqlite3
 import sys
 import textwrap
+import traceback
 from collections.abc import Sequence
 
 from . import __version__
+from .cliargs import Parser, plain_words
 
 #: Modules contributing subcommands, in the order ``tablectl --help`` lists them.
 SUBCOMMAND_MODULES = (
@@ -97,7 +101,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tablectl",
         description="Casino table controller: rules core, devices, daemon.",
         epilog="'tablectl COMMAND --help' shows a command's options and examples.",
@@ -115,7 +119,18 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(name).register(sub)
     for name, p in sub.choices.items():
         _man_style(name, p)
+    _name_commands(parser)
     return parser
+
+
+def _name_commands(parser: argparse.ArgumentParser) -> None:
+    """Each (sub)parser records its own name (``tablectl audit verify``) in the
+    namespace as ``prog_name``: the innermost parser's wins, and an error names it."""
+    parser.set_defaults(prog_name=parser.prog)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for p in action.choices.values():
+                _name_commands(p)
 
 
 class ManFormatter(argparse.HelpFormatter):
@@ -150,12 +165,17 @@ def _man_style(name: str, p: argparse.ArgumentParser) -> None:
 def describe_error(exc: BaseException) -> str:
     """One line for an error that reached the command line: ``CODE: message``,
     naming the file, key, device or address at fault when the error knows it."""
+    from .auth.keys import KeyFileError
     from .config import ConfigInvalid
     from .games.errors import CodedError
 
     if isinstance(exc, ConfigInvalid):
-        more = f" (and {len(exc.errors) - 1} more)" if len(exc.errors) > 1 else ""
         first = exc.errors[0] if exc.errors else "invalid"
+        more = (
+            f" (and {len(exc.errors) - 1} more: tablectl check-config {exc.source} lists them)"
+            if len(exc.errors) > 1
+            else ""
+        )
         return f"CONFIG_INVALID: {exc.source}: {first}{more}"
     if isinstance(exc, CodedError):
         return f"{exc.code}: {exc.message}"
@@ -171,28 +191,49 @@ def describe_error(exc: BaseException) -> str:
         return f"JOURNAL_ERROR: the journal: {exc}"
     if isinstance(exc, RecursionError):
         return "INPUT_TOO_DEEP: the input is nested too deeply"
+    if isinstance(exc, KeyFileError):
+        return f"KEY_INVALID: {exc}"
     if isinstance(exc, ValueError):  # a value from the command line a parser refused
-        return f"INVALID_VALUE: {exc}"
+        return f"INVALID_VALUE: {plain_words(str(exc))}"
     if isinstance(exc, MemoryError):
         return "INPUT_TOO_LARGE: out of memory reading the input"
-    return f"INTERNAL_ERROR: {type(exc).__name__}: {exc} (tablectl --debug shows the traceback)"
+    return (
+        f"INTERNAL_ERROR: a bug: {type(exc).__name__}: {exc} (tablectl --debug shows the "
+        "traceback; please report it)"
+    )
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: line breaks as spaces, no control character."""
+    from .textsafe import printable
+
+    return printable(" ".join(text.split("\n")).replace("\r", " "))
+
+
+def report(exc: BaseException, prog: str, *, debug: bool = False) -> int:
+    """Print an error as tablectl's one line (after its traceback with ``--debug``) and
+    return the exit status, :data:`EXIT_ERROR`."""
+    if debug:
+        traceback.print_exception(exc, file=sys.stderr)
+    print(f"{prog}: error: {one_line(describe_error(exc))}", file=sys.stderr)
+    return EXIT_ERROR
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    debug = bool(os.environ.get("TABLECTL_DEBUG")) or "--debug" in argv
+    prog = "tablectl"
     try:
-        rc = args.func(args)
+        args = parser.parse_args(argv)
+        prog, debug = args.prog_name, args.debug
+        return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:
-        if args.debug:
-            raise
-        print(f"tablectl {args.command}: error: {describe_error(exc)}", file=sys.stderr)
-        return EXIT_ERROR
-    return int(rc or 0)
+        return report(exc, getattr(exc, "prog", None) or prog, debug=debug)
 
 
 if __name__ == "__main__":  # pragma: no cover

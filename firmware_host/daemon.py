@@ -65,8 +65,9 @@ from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
 from .journal import Journal, JournalError, StorageError, TableOwner
 from .journal.rounds import rules_digest
 from .jsonio import JSON
-from .logsetup import RoundLog
+from .logsetup import ProgressLine, RoundLog
 from .mqtt import FloorLink, MqttSettings, read_retained
+from .progress import every
 from .sdnotify import Notifier
 from .table.ahead import loop_runner
 from .table.engine import RoundEngine
@@ -173,6 +174,10 @@ class TableDaemon:
         self._stopping = False
         self.loop_lag = 0.0
         self.ready = asyncio.Event()
+        #: Seconds between two progress lines in the log (``tablectl run --progress``;
+        #: 0: none), and what counts the rounds for them.
+        self.progress_s = 0.0
+        self.round_log: RoundLog | None = None
 
     @property
     def drivers(self) -> dict[str, Any]:
@@ -288,7 +293,7 @@ class TableDaemon:
         # link retries what it could not mark published.
         j.storage.add_listener(self.state.refresh)
         j.storage.add_listener(link.storage_changed)
-        RoundLog(self.extensions, cfg.money)
+        self.round_log = RoundLog(self.extensions, cfg.money)
         if self.jackpot is not None and plan.jackpot is not None:
             sign = devices.get(plan.jackpot.sign) if plan.jackpot.sign else None
             if sign is not None and not isinstance(sign, JackpotSign):
@@ -387,6 +392,11 @@ class TableDaemon:
         self._tasks.append(
             asyncio.create_task(self.notifier.run_watchdog(self._healthy), name="watchdog")
         )
+        if self.progress_s > 0:
+            progress = ProgressLine(self.console_backend, self.round_log)
+            self._tasks.append(
+                asyncio.create_task(every(self.progress_s, progress, log), name="progress")
+            )
         self.state.refresh()
         # Everything loaded so far (modules, configuration, drivers) lives as long as
         # the process: move it out of the collector's reach, so that a full collection
@@ -399,10 +409,8 @@ class TableDaemon:
         log.info("table %s (%s) ready", cfg.table_id, cfg.game_id)
         if isinstance(procedure, ManualProcedure) and cfg.game.result_device is not None:
             log.info(
-                "no %s device configured: results are entered by command (console 'open', "
-                "'close', 'result'; or MQTT commands/request); 'tablectl run --simulate' "
-                "serves a simulated %s",
-                cfg.game.result_device,
+                "no %s device configured: results are entered by command (table.result_source "
+                "= \"manual\": console 'open', 'close', 'result'; or MQTT commands/request)",
                 cfg.game.result_device,
             )
 
@@ -698,11 +706,14 @@ async def run_daemon(
     runtime_dir: str | Path | None,
     stop: asyncio.Event,
     on_ready: Callable[[TableDaemon], None] | None = None,
+    progress_s: float = 0.0,
 ) -> int:
-    """``tablectl run``: start, serve until ``stop`` is set, stop cleanly."""
+    """``tablectl run``: start, serve until ``stop`` is set, stop cleanly; a progress
+    line in the log every ``progress_s`` seconds (0: none)."""
     import signal
 
     daemon = TableDaemon(cfg, config_path=config_path, state_dir=state_dir, runtime_dir=runtime_dir)
+    daemon.progress_s = progress_s
     loop = asyncio.get_running_loop()
     why: list[str] = []
 

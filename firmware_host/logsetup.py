@@ -19,7 +19,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from typing import IO
+from typing import IO, Any
 
 from .games.money import MoneyRules
 from .jsonio import JSON
@@ -114,6 +114,9 @@ class RoundLog(TableExtension):
     def __init__(self, extensions: TableExtensions, money: MoneyRules) -> None:
         self.money = money
         self.log = logging.getLogger("firmware_host.rounds")
+        #: Rounds settled and voided since the daemon started (the progress line).
+        self.settled = 0
+        self.voided = 0
         extensions.add(self)
 
     def _totals(self, payload: Mapping[str, JSON]) -> str:
@@ -129,17 +132,61 @@ class RoundLog(TableExtension):
         )
 
     def round_settled(self, payload: Mapping[str, JSON]) -> None:
+        self.settled += 1
         outcome = _compact(payload.get("outcome"))
         self.log.info(
             "round %s settled: %s; %s", payload.get("round_id"), outcome, self._totals(payload)
         )
 
     def round_voided(self, payload: Mapping[str, JSON]) -> None:
+        self.voided += 1
         self.log.info(
             "round %s voided: %s; %s refunded",
             payload.get("round_id"),
             printable(payload.get("void_reason") or ""),  # may come from the floor
             self._totals(payload),
+        )
+
+
+class ProgressLine:
+    """``tablectl run --progress``: the table's progress in one line of its log, from
+    its status (what ``tablectl status`` shows) and the rounds counted since the
+    previous line::
+
+        table roulette-01: progress: phase betting_open (round roulette-01-000012-...);
+        rounds settled 12 (+3), voided 0 (+0) since start; 0 to publish; broker
+        127.0.0.1:1883 connected; faults none
+    """
+
+    def __init__(self, backend: Any, rounds: RoundLog | None) -> None:
+        from .progress import Since
+
+        self.backend = backend
+        self.rounds = rounds
+        self.since = Since()
+
+    def __call__(self) -> str:
+        from .cliargs import plain_words
+
+        st = self.backend.status()
+        mqtt = st.get("mqtt") or {}
+        journal = st.get("journal") or {}
+        rnd = f" (round {st['round_id']})" if st.get("round_id") else ""
+        settled = self.rounds.settled if self.rounds else 0
+        voided = self.rounds.voided if self.rounds else 0
+        if not mqtt:
+            broker = "no MQTT link"
+        elif mqtt.get("connected"):
+            broker = f"broker {mqtt.get('broker')} connected"
+        else:
+            why = plain_words(str(mqtt.get("last_error") or "no connection yet"))
+            broker = f"broker {mqtt.get('broker')} NOT connected ({why})"
+        return (
+            f"table {st.get('table_id')}: progress: phase {st.get('phase')}{rnd}; rounds "
+            f"settled {self.since.text('settled', settled)}, voided "
+            f"{self.since.text('voided', voided)} since start; "
+            f"{journal.get('outbox_pending')} to publish; {broker}; faults "
+            f"{', '.join(st.get('faults') or []) or 'none'}"
         )
 
 

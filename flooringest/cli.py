@@ -17,10 +17,29 @@ import argparse
 import asyncio
 import json
 import logging
+import re
 import signal
 import sys
 import time
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from firmware_host.cliargs import (
+    BadValue,
+    CliError,
+    broker_url,
+    count,
+    db_url,
+    existing_file,
+    name_like,
+    number,
+    output_file,
+    plain_words,
+    redact_url,
+    topic_prefix,
+)
+
+T = TypeVar("T")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,38 +55,90 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
     db_help = "postgresql://user@host:port/db, or sqlite:///path (default floor.sqlite3)"
+    existing_db = db_url(must_exist=True)
+    new_db = db_url(must_exist=False)
 
-    run = verbs.add_parser("run", help="run one ingest worker until SIGTERM")
-    run.add_argument(
-        "--broker", default="mqtt://127.0.0.1:1883", help="mqtt://[user:pass@]host[:port]"
+    run = verbs.add_parser(
+        "run",
+        help="run one ingest worker until SIGTERM",
+        description="Run one ingest worker until SIGTERM or Ctrl-C. Every option is checked "
+        "before it starts. Its log (standard error) says what it connects to (the broker, "
+        "the database), each outage of either (one line when it starts, one when it ends, "
+        "with how long it lasted), what it quarantines, and every --progress seconds one "
+        "line: broker and database connected or not, rounds received and stored, "
+        "duplicates, quarantined, tables seen, whether it holds the duties.",
     )
-    run.add_argument("--db", default="floor.sqlite3", help=db_help)
-    run.add_argument("--prefix", default="casino", help="topic prefix (default casino)")
-    run.add_argument("--group", default="floor-ingest", help="the shared subscription's group")
-    run.add_argument("--worker", default="w1", help="this worker's name, kept across restarts")
-    run.add_argument("--key", help="the ingest principal's private key (signs replay_rounds)")
-    run.add_argument("--principal", default="floor-ingest", help="the ingest's principal name")
     run.add_argument(
-        "--gap-grace", type=float, default=2.0, help="seconds before a gap is repaired"
+        "--broker",
+        default="mqtt://127.0.0.1:1883",
+        type=broker_url("mqtt", "tcp"),
+        help="mqtt://[user:pass@]host[:port] (TLS: a local bridge)",
     )
-    run.add_argument("--batch-max", type=int, default=200, help="rounds per transaction at most")
+    run.add_argument("--db", default="floor.sqlite3", type=new_db, help=db_help)
+    run.add_argument(
+        "--prefix", default="casino", type=topic_prefix, help="topic prefix (default casino)"
+    )
+    run.add_argument(
+        "--group",
+        default="floor-ingest",
+        type=name_like("a group name"),
+        help="the shared subscription's group",
+    )
+    run.add_argument(
+        "--worker",
+        default="w1",
+        type=name_like("a worker name"),
+        help="this worker's name, kept across restarts",
+    )
+    run.add_argument(
+        "--key",
+        type=existing_file,
+        help="the ingest principal's private key (signs replay_rounds)",
+    )
+    run.add_argument(
+        "--principal",
+        default="floor-ingest",
+        type=name_like("a principal name"),
+        help="the ingest's principal name",
+    )
+    run.add_argument(
+        "--gap-grace",
+        type=number(minimum=0),
+        default=2.0,
+        help="seconds before a gap is repaired",
+    )
+    run.add_argument(
+        "--batch-max", type=count(1), default=200, help="rounds per transaction at most"
+    )
     run.add_argument(
         "--registry",
+        type=existing_file,
         help="the registry of tables (TOML: [tables.<id>] game, keys, pit), imported "
         "into the database at start and whenever it changes",
     )
     run.add_argument(
-        "--latency-log", help="append 'round_id<TAB>commit time' per stored round (benchmarks)"
+        "--latency-log",
+        type=output_file,
+        help="append 'round_id<TAB>commit time' per stored round (benchmarks)",
     )
     run.add_argument(
-        "--stats-file", help="rewrite this JSON file every second with the worker's counters"
+        "--stats-file",
+        type=output_file,
+        help="rewrite this JSON file every second with the worker's counters",
+    )
+    run.add_argument(
+        "--progress",
+        type=number(minimum=0),
+        default=60.0,
+        metavar="S",
+        help="seconds between two progress lines in the log (default 60; 0: none)",
     )
     run.set_defaults(func=cmd_run)
 
     st = verbs.add_parser(
         "status", help="how far behind: per table last seq, gaps open, open faults (exit 1)"
     )
-    st.add_argument("--db", default="floor.sqlite3", help=db_help)
+    st.add_argument("--db", default="floor.sqlite3", type=existing_db, help=db_help)
     st.add_argument("--json", action="store_true", help="the lag document, as on the lag topic")
     st.set_defaults(func=cmd_status)
 
@@ -75,11 +146,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rverbs = reg.add_subparsers(dest="registry_verb", metavar="ACTION")
     rverbs.required = True
     ri = rverbs.add_parser("import", help="make the database's registry the file's")
-    ri.add_argument("file", help="the registry (TOML)")
-    ri.add_argument("--db", default="floor.sqlite3", help=db_help)
+    ri.add_argument("file", type=existing_file, help="the registry (TOML)")
+    ri.add_argument("--db", default="floor.sqlite3", type=new_db, help=db_help)
     ri.set_defaults(func=cmd_registry_import)
     rl = rverbs.add_parser("list", help="the tables of the database's registry")
-    rl.add_argument("--db", default="floor.sqlite3", help=db_help)
+    rl.add_argument("--db", default="floor.sqlite3", type=existing_db, help=db_help)
     rl.add_argument("--json", action="store_true")
     rl.set_defaults(func=cmd_registry_list)
 
@@ -87,7 +158,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     qverbs = qu.add_subparsers(dest="quarantine_verb", metavar="ACTION")
     qverbs.required = True
     ql = qverbs.add_parser("list", help="quarantined messages (open ones unless --all)")
-    ql.add_argument("--db", default="floor.sqlite3", help=db_help)
+    ql.add_argument("--db", default="floor.sqlite3", type=existing_db, help=db_help)
     ql.add_argument("--all", action="store_true", help="released ones too")
     ql.add_argument("--table", help="one table's")
     ql.add_argument("--code", help="one code's (UNKNOWN_TABLE, BAD_SIGNATURE...)")
@@ -98,16 +169,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="accept a quarantined round after review: stored as the round if its "
         "signature verifies with the registry and its seq is free",
     )
-    qr.add_argument("--db", default="floor.sqlite3", help=db_help)
-    qr.add_argument("--sha256", required=True, help="the quarantined message (its SHA-256)")
+    qr.add_argument("--db", default="floor.sqlite3", type=existing_db, help=db_help)
+    qr.add_argument(
+        "--sha256", required=True, type=_sha256, help="the quarantined message (its SHA-256)"
+    )
     qr.add_argument("--by", required=True, help="who accepts it (recorded)")
     qr.add_argument("--reason", required=True, help="why (recorded)")
     qr.set_defaults(func=cmd_quarantine_release)
 
     an = verbs.add_parser("anchors", help="a table's rounds as received, one JSON per line")
-    an.add_argument("--db", default="floor.sqlite3", help=db_help)
+    an.add_argument("--db", default="floor.sqlite3", type=existing_db, help=db_help)
     an.add_argument("--table", required=True, help="the table id")
-    an.add_argument("--output", "-o", help="file to write (default: standard output)")
+    an.add_argument(
+        "--output", "-o", type=output_file, help="file to write (default: standard output)"
+    )
     an.set_defaults(func=cmd_anchors)
     p.epilog = (
         "examples:\n"
@@ -121,19 +196,42 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
 
 
+def _sha256(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{64}", text):
+        raise BadValue(f"must be 64 lowercase hex digits (quarantine list shows them), got {text!r}")
+    return text
+
+
 def _broker(url: str) -> tuple[str, int, str | None, str | None]:
     from urllib.parse import urlsplit
 
     u = urlsplit(url if "://" in url else f"mqtt://{url}")
-    if u.scheme not in ("mqtt", "tcp"):
-        raise ValueError(
-            f"--broker must be mqtt://host[:port] (TLS: put the ingest behind "
-            f"a local bridge), got {url!r}"
-        )
     return u.hostname or "127.0.0.1", u.port or 1883, u.username, u.password
 
 
+def _registry_error(flag: str, lines: list[str]) -> CliError:
+    """A registry file's problems in one line: the first ones, and how many more."""
+    shown = "; ".join(lines[:3])
+    more = f" (and {len(lines) - 3} more)" if len(lines) > 3 else ""
+    return CliError(f"{flag}{shown}{more}", code="REGISTRY_INVALID")
+
+
+def _db(url: str, work: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run ``work`` (which opens the database); a database that cannot be reached or
+    refuses is one line naming it."""
+    from .store import StoreError
+
+    try:
+        return asyncio.run(work())
+    except StoreError as exc:
+        raise CliError(
+            f"--db {redact_url(url)}: {plain_words(str(exc))}", code="DATABASE_ERROR"
+        ) from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    from firmware_host.logsetup import setup_logging
+
     from .worker import IngestSettings, IngestWorker
 
     host, port, user, password = _broker(args.broker)
@@ -146,11 +244,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         from .registry import RegistryError, load_file
 
         try:
-            load_file(args.registry)  # every problem now, one line each, before connecting
+            load_file(args.registry)  # every problem now, before connecting
         except RegistryError as exc:
-            for line in exc.lines:
-                print(f"error: {line}", file=sys.stderr)
-            return 2
+            raise _registry_error("--registry ", exc.lines) from None
     settings = IngestSettings(
         host=host,
         port=port,
@@ -166,10 +262,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         latency_log=args.latency_log,
         registry_file=args.registry,
         stats_file=args.stats_file,
+        progress_s=args.progress,
     )
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s", stream=sys.stderr)
+    setup_logging("INFO")
     if signer is None:
-        logging.warning(
+        logging.getLogger("flooringest").warning(
             "floor-ingest: no --key: replay requests go unsigned (only a table with "
             "[auth] signatures = false answers them), and NO floor record is published "
             "(the tables cannot check their journal against what the floor holds)"
@@ -182,7 +279,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, worker.stop)
         print(
             f"floor-ingest {settings.worker}: {settings.subscription} on {host}:{port} "
-            f"-> {args.db}",
+            f"-> {redact_url(args.db)}",
             flush=True,
         )
         await worker.run()
@@ -202,7 +299,7 @@ async def _lag(db: str) -> dict[str, Any]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    lag = asyncio.run(_lag(args.db))
+    lag = _db(args.db, lambda: _lag(args.db))
     bad = bool(lag["gaps_open"] or lag["conflicts"] or lag["anchor_faults"] or lag["faults_open"])
     if args.json:
         print(json.dumps(lag, indent=2))
@@ -252,10 +349,12 @@ def cmd_anchors(args: argparse.Namespace) -> int:
         finally:
             await store.close()
 
-    found = asyncio.run(rows())
+    found = _db(args.db, rows)
     if not found:
-        print(f"error: no rounds of table {args.table!r} in {args.db}", file=sys.stderr)
-        return 2
+        raise CliError(
+            f"--table {args.table}: no rounds of this table in {redact_url(args.db)}",
+            code="NOT_FOUND",
+        )
     text = "".join(p + "\n" for _, p in found)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
@@ -272,9 +371,7 @@ def cmd_registry_import(args: argparse.Namespace) -> int:
     try:
         reg = load_file(args.file)
     except RegistryError as exc:
-        for line in exc.lines:
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+        raise _registry_error("", exc.lines) from None
 
     async def run() -> dict[str, int]:
         store = await open_store(args.db)
@@ -283,7 +380,7 @@ def cmd_registry_import(args: argparse.Namespace) -> int:
         finally:
             await store.close()
 
-    c = asyncio.run(run())
+    c = _db(args.db, run)
     print(
         f"registry {args.file}: {c['tables']} tables ({c['added']} added, {c['changed']} "
         f"changed, {c['removed']} removed); the workers read it within seconds"
@@ -301,7 +398,7 @@ def cmd_registry_list(args: argparse.Namespace) -> int:
         finally:
             await store.close()
 
-    rows = asyncio.run(run())
+    rows = _db(args.db, run)
     if args.json:
         for r in rows:
             print(json.dumps(r))
@@ -327,7 +424,7 @@ def cmd_quarantine_list(args: argparse.Namespace) -> int:
         finally:
             await store.close()
 
-    rows = asyncio.run(run())
+    rows = _db(args.db, run)
     if args.json:
         for r in rows:
             print(json.dumps(r))
@@ -383,9 +480,8 @@ def cmd_quarantine_release(args: argparse.Namespace) -> int:
         finally:
             await store.close()
 
-    why = asyncio.run(run())
+    why = _db(args.db, run)
     if why is not None:
-        print(f"error: {why}", file=sys.stderr)
-        return 1
+        raise CliError(why, code="RELEASE_REFUSED")
     print(f"released {args.sha256}: stored as the round, by {args.by} ({args.reason})")
     return 0

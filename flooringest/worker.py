@@ -45,11 +45,10 @@ import json
 import logging
 import os
 import secrets
-import struct
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -58,124 +57,40 @@ import orjson
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from firmware_host.auth.evidence import FLOOR_DOMAIN, seal
+from firmware_host.cliargs import redact_url
+from firmware_host.progress import LinkWatch, Since, every
 from firmware_host.timefmt import iso_utc, utc_now
 
 from . import messages as m
 from .messages import Incoming, Quarantined, Round
 from .registry import Registry, RegistryError, load_file
+from .settings import IngestSettings, WorkerStats
 from .store import Gap, Store, StoreError, open_store
 from .verify import Announcements, Verifier, replay_answer
+from .wire import (
+    FAULTS_SCHEMA_VERSION,
+    RECORD_SCHEMA_VERSION,
+    _end_tasks,
+    _iso,
+    _puback_all,
+    record_message,
+)
+
+__all__ = [
+    "FAULTS_SCHEMA_VERSION",
+    "RECORD_SCHEMA_VERSION",
+    "IngestSettings",
+    "IngestWorker",
+    "WorkerStats",
+    "record_message",
+    "run_worker",
+]
 
 log = logging.getLogger("flooringest")
 
-#: ``schema_version`` of the floor's record of a table (``floor_record.json``) and of
-#: the faults document.
-RECORD_SCHEMA_VERSION = 1
-FAULTS_SCHEMA_VERSION = 1
-
-
-@dataclass
-class IngestSettings:
-    host: str = "127.0.0.1"
-    port: int = 1883
-    username: str | None = None
-    password: str | None = None
-    prefix: str = "casino"
-    #: The shared subscription's group: the workers that split the load.
-    group: str = "floor-ingest"
-    #: This worker's name: its MQTT client id is ``<group>-<worker>`` (a restarted
-    #: worker must keep it, to get its session's unacknowledged messages back).
-    worker: str = "w1"
-    db: str = "floor.sqlite3"
-    #: The most messages in one transaction, and how long the first waits for more.
-    batch_max: int = 200
-    batch_wait_s: float = 0.005
-    #: MQTT 5 Receive Maximum: unacknowledged messages the broker may send at once.
-    receive_maximum: int = 1000
-    session_expiry_s: int = 7 * 24 * 3600
-    #: The duties: how often, the lease, the grace before a gap is repaired, how often
-    #: a replay is asked again, how often the lag is published.
-    duty_interval_s: float = 0.5
-    lease_s: float = 5.0
-    gap_grace_s: float = 2.0
-    replay_retry_s: float = 10.0
-    lag_interval_s: float = 2.0
-    #: Signs replay requests and the floor's records (None: requests unsigned, for
-    #: tables with ``signatures = false``; no record published).
-    signer: Any = None
-    #: A registry file (``flooringest.registry``) imported into the database at start
-    #: and whenever it changes; None: the database's registry alone.
-    registry_file: str | None = None
-    #: How often every worker reads the database's registry again (a new table known
-    #: without a restart).
-    registry_refresh_s: float = 2.0
-    #: Quarantined messages kept per table and code by this worker (the unverified
-    #: kinds: unknown table, bad signature...); beyond, only counted. A table's own
-    #: signed rounds (SEQ_NOT_ANNOUNCED, CHAIN_NOT_ADVANCING) are always kept.
-    quarantine_keep: int = 1000
-    quarantine_keep_total: int = 20000
-    #: How often the quarantine's log summary is written (the first message of each
-    #: table and code is logged at once).
-    log_summary_s: float = 60.0
-    #: How often the duty holder saves what the tables announced (the answers to its
-    #: replay requests are saved at once).
-    announce_save_s: float = 10.0
-    #: A file to append ``round_id <tab> commit time`` to after each commit (the
-    #: benchmark's publish -> committed latency; time.time(), after COMMIT returned).
-    latency_log: str | None = None
-    #: A JSON file this worker rewrites every second with its counters and the CPU
-    #: time of its signature checks (the benchmark's verification share).
-    stats_file: str | None = None
-
-    @property
-    def client_id(self) -> str:
-        return f"{self.group}-{self.worker}"
-
-    @property
-    def subscription(self) -> str:
-        return f"$share/{self.group}/{self.prefix}/tables/+/rounds"
-
-    @property
-    def lag_topic(self) -> str:
-        return f"{self.prefix}/floor/ingest/{self.group}/lag"
-
-    @property
-    def faults_topic(self) -> str:
-        return f"{self.prefix}/floor/ingest/{self.group}/faults"
-
-    def record_topic(self, table: str) -> str:
-        return f"{self.prefix}/floor/records/{table}"
-
-
-@dataclass
-class WorkerStats:
-    received: int = 0
-    stored: int = 0
-    duplicates: int = 0
-    conflicts: int = 0
-    quarantined: int = 0
-    quarantine_not_kept: int = 0
-    batches: int = 0
-    commit_retries: int = 0
-    acks: int = 0
-    acks_lost: int = 0
-    connects: int = 0
-    replays_asked: int = 0
-    answers: int = 0
-    promoted: int = 0
-    records_published: int = 0
-    duty_rounds: int = 0
-    #: CPU seconds: the rounds' signature checks (the hot path), the anchors', states'
-    #: and answers' (lazy), and the records' signatures.
-    verify_rounds_cpu_s: float = 0.0
-    verify_announcements_cpu_s: float = 0.0
-    sign_records_cpu_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def rejects(self) -> int:  # what floor_rejects counted, before the quarantine
-        return int(self.extra.get("rejects", 0))
+#: Distinct tables counted as seen by a worker's progress line, at most (a flood of
+#: forged table ids must not grow it).
+TABLES_SEEN_MAX = 10000
 
 
 class IngestWorker:
@@ -226,16 +141,26 @@ class IngestWorker:
         self._file_sig: tuple[int, int] | None = None
         #: Set once the shared subscription is in place (each connection).
         self.subscribed = asyncio.Event()
+        #: The broker's and the database's connection lines in the log, the tables
+        #: whose rounds this worker received, and the progress line's counters.
+        who = f"floor-ingest {settings.worker}"
+        self.broker = LinkWatch(log, who, f"broker {settings.host}:{settings.port}")
+        self.database = LinkWatch(log, who, f"database {redact_url(settings.db)}")
+        self.tables_seen: set[str] = set()
+        self._grew = Since()
 
     async def _open_store(self) -> Store:
         delay = 0.1
         while True:
             try:
-                return await open_store(self.s.db)
+                store = await open_store(self.s.db)
             except StoreError as exc:
-                log.warning("floor-ingest %s: database not ready: %s", self.s.worker, exc)
+                self.database.down(str(exc))
                 await asyncio.sleep(delay)
                 delay = min(2.0, delay * 2)
+                continue
+            self.database.up()
+            return store
 
     async def run(self) -> None:
         """Until :meth:`stop` (or cancelled): the connection, the commits and the
@@ -278,6 +203,9 @@ class IngestWorker:
             asyncio.create_task(self._mqtt(), name="ingest-mqtt"),
             asyncio.create_task(self._commits(), name="ingest-commits"),
             asyncio.create_task(self._duties(), name="ingest-duties"),
+            asyncio.create_task(
+                every(self.s.progress_s, self.progress_line, log), name="ingest-progress"
+            ),
         ]
         stopped = asyncio.create_task(self._stop.wait(), name="ingest-stop")
         try:
@@ -331,8 +259,8 @@ class IngestWorker:
         store = self.duty_store
         assert store is not None
         digest = await store.registry_digest()
-        if not force and digest == self.registry.digest:
-            return
+        if not force and (digest == self.registry.digest or (not digest and not self.registry)):
+            return  # unchanged (a database never given a registry has no digest)
         reg = await store.load_registry()
         self.registry = reg
         self.verifier.registry = reg
@@ -381,6 +309,7 @@ class IngestWorker:
                     await client.subscribe(f"{root}+/state", qos=1)
                     await client.subscribe(f"{root}+/commands/response", qos=1)
                     self.subscribed.set()
+                    self.broker.up(f"subscribed to {self.s.subscription}")
                     async for msg in client.messages:
                         topic = msg.topic.value
                         raw = msg.payload
@@ -391,6 +320,8 @@ class IngestWorker:
                         table, _, kind = topic[n:].partition("/")
                         if kind == "rounds":
                             self.stats.received += 1
+                            if len(self.tables_seen) < TABLES_SEEN_MAX:
+                                self.tables_seen.add(table)
                             await self._queue.put(
                                 (client, msg.mid, Incoming(table, payload, time.time()))
                             )
@@ -409,7 +340,7 @@ class IngestWorker:
                     # CancelledError; reconnecting then would keep the worker alive
                     # (a test's stop waited 30 s for it, 1 run in about 20).
                     return
-                log.info("floor-ingest %s: broker connection lost: %s", self.s.worker, exc)
+                self.broker.down(str(exc) or type(exc).__name__)
             finally:
                 self._client = None
                 self.subscribed.clear()
@@ -505,9 +436,10 @@ class IngestWorker:
                 break
             except Exception as exc:  # StoreError, or anything a driver raises: retried
                 self.stats.commit_retries += 1
-                log.warning("floor-ingest %s: commit failed, retrying: %s", self.s.worker, exc)
+                self.database.down(f"a commit failed ({exc}); the batch is held")
                 await asyncio.sleep(delay)
                 delay = min(2.0, delay * 2)
+        self.database.up()
         if self.s.latency_log and out.stored:
             done = time.time()
             with open(self.s.latency_log, "a", encoding="utf-8") as f:
@@ -608,6 +540,7 @@ class IngestWorker:
                 await self._flush_side(store)
                 held = self.lease_holder
                 self.lease_holder = await store.take_lease(self.s.worker, self.s.lease_s)
+                self.database.up()  # it answers (the one line after an outage)
                 if not self.lease_holder:
                     continue
                 if not held:  # (re)gained: everything published again
@@ -622,7 +555,7 @@ class IngestWorker:
                     last_lag = now
                     await self._publish_lag()
             except StoreError as exc:
-                log.warning("floor-ingest %s: duties failed: %s", self.s.worker, exc)
+                self.database.down(f"the duties failed ({exc})")
             except aiomqtt.MqttError as exc:
                 log.info("floor-ingest %s: cannot publish: %s", self.s.worker, exc)
             except Exception:  # a worker must never stop over one failed duty round
@@ -818,6 +751,19 @@ class IngestWorker:
                 )  # fmt: skip
             self._faults_sent = (faults, lag["quarantined"])
 
+    def progress_line(self) -> str:
+        """The worker's progress in one line (``floor-ingest run --progress``)."""
+        st, n = self.stats, self._grew.text
+        seen = len(self.tables_seen)
+        return (
+            f"floor-ingest {self.s.worker}: progress: {self.broker.state()}; "
+            f"{self.database.state()}; rounds received {n('received', st.received)}, stored "
+            f"{n('stored', st.stored)}, duplicates {n('duplicates', st.duplicates)}, "
+            f"quarantined {n('quarantined', st.quarantined)}; tables seen "
+            f"{seen}{'+' if seen >= TABLES_SEEN_MAX else ''}; registry {len(self.registry)} "
+            f"tables; duties {'held' if self.lease_holder else 'not held'}"
+        )
+
     def _write_stats(self) -> None:
         path = self.s.stats_file
         if not path:
@@ -835,83 +781,6 @@ class IngestWorker:
         with contextlib.suppress(OSError):
             tmp.write_text(json.dumps(doc), encoding="utf-8")
             tmp.replace(path)
-
-
-def record_message(
-    key: Any,
-    principal: str,
-    table: str,
-    seq: int,
-    round_id: str,
-    chain_seq: int | None,
-    chain_head: str | None,
-    at: str,
-) -> bytes:
-    """The floor's record of a table (``firmware_host/schemas/floor_record.json``),
-    sealed with the ingest's key (domain ``tablectl-floor-v1``, topic ``record``)."""
-    body = {
-        "schema_version": RECORD_SCHEMA_VERSION,
-        "table_id": table,
-        "seq": seq,
-        "round_id": round_id,
-        "chain": None if chain_seq is None else {"seq": chain_seq, "head": chain_head},
-        "at": at,
-        "principal": principal,
-    }
-    return seal(key, "record", body, domain=FLOOR_DOMAIN, float_free=True)
-
-
-def _iso(t: float) -> str:
-    from datetime import UTC, datetime
-
-    return iso_utc(datetime.fromtimestamp(t, UTC))
-
-
-async def _end_tasks(tasks: list[asyncio.Task[Any]], every_s: float = 0.5) -> None:
-    """Cancel ``tasks`` and return once every one has ended, cancelling again every
-    ``every_s`` those still running (one that swallowed its cancellation, :meth:`run`).
-    A cancellation of the caller meanwhile does not cut this short (the tasks would be
-    left running): it is raised once they have ended."""
-    cancelled: asyncio.CancelledError | None = None
-    pending = {t for t in tasks if not t.done()}
-    while pending:
-        for t in pending:
-            t.cancel()
-        try:
-            _, pending = await asyncio.wait(pending, timeout=every_s)
-        except asyncio.CancelledError as exc:
-            cancelled = exc
-            pending = {t for t in pending if not t.done()}
-    for t in tasks:  # retrieved: no "exception was never retrieved" for those ended
-        if not t.cancelled():
-            t.exception()
-    if cancelled is not None:
-        raise cancelled
-
-
-_PUBACK = 0x40
-
-
-def _puback_all(client: aiomqtt.Client, mids: list[int]) -> None:
-    """PUBACK each of ``mids``, in order, in ONE write to the socket.
-
-    paho's ``ack`` queues one 4-byte packet per message and writes each with its own
-    ``send``: at a thousand rounds a second those sends were the worker's largest cost
-    (a profile: 37,000 sends, 5.7 s of 18 s of CPU in 20 s). A PUBACK of a QoS 1
-    message with reason Success and no properties is the same 4 bytes in MQTT 3.1.1
-    and 5 (fixed header 0x40, remaining length 2, packet id: MQTT 5 section 3.4.2.1,
-    a Remaining Length of 2 means Success), so the batch's PUBACKs are joined and
-    queued as one write, through the same queue paho's ``ack`` uses (in order, after
-    what is queued already). Where paho lacks that queue (another version), each is
-    acknowledged with ``ack``."""
-    paho = client._client
-    queue = getattr(paho, "_packet_queue", None)
-    if queue is None or not getattr(paho, "_manual_ack", False):
-        for mid in mids:
-            paho.ack(mid, 1)
-        return
-    packet = b"".join(struct.pack("!BBH", _PUBACK, 2, mid) for mid in mids)
-    queue(_PUBACK, packet, 0, 1)
 
 
 async def run_worker(settings: IngestSettings) -> None:

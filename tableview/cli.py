@@ -10,6 +10,16 @@ import argparse
 import asyncio
 import sys
 
+from firmware_host.cliargs import (
+    CliError,
+    broker_url,
+    count,
+    existing_file,
+    listen_address,
+    number,
+    topic_prefix,
+)
+
 from .caps import Caps
 
 
@@ -17,14 +27,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "view",
         help="a read-only web page of a table or a pit, live from MQTT (roads, board, rounds)",
+        description="Serve a read-only web page of one table or a pit of tables, live from "
+        "the broker (docs/view.md). Every option is checked before anything starts. Prints "
+        "the page's address on standard output; its log (standard error) names the broker "
+        "it connects to, each outage of the broker (one line when it is lost or cannot be "
+        "reached, none while it lasts, one when it answers again), and every --progress "
+        "seconds one line: broker connected or not, tables shown, messages received and "
+        "ignored, pages open.",
     )
     p.add_argument(
         "--broker",
+        type=broker_url(),
         help="broker URL, mqtt://[user:pass@]host[:port] or mqtts://... "
         "(default: [mqtt] of --config, else mqtt://127.0.0.1:1883)",
     )
-    p.add_argument("--config", help="a table file: its [mqtt] broker and prefix, and its table")
-    p.add_argument("--prefix", help="topic prefix (default: the table file's, else casino)")
+    p.add_argument(
+        "--config",
+        type=existing_file,
+        help="a table file: its [mqtt] broker and prefix, and its table",
+    )
+    p.add_argument(
+        "--prefix", type=topic_prefix, help="topic prefix (default: the table file's, else casino)"
+    )
     p.add_argument(
         "--table",
         action="append",
@@ -43,48 +67,56 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--registry",
+        type=existing_file,
         help="the floor's registry of tables ([tables.<id>] keys = [...]): their messages "
         "are verified with those keys",
     )
     caps = Caps()
     p.add_argument(
-        "--max-tables", type=int, default=caps.tables, help=f"tables shown (default {caps.tables})"
+        "--max-tables",
+        type=count(1),
+        default=caps.tables,
+        help=f"tables shown (default {caps.tables})",
     )
     p.add_argument(
         "--history",
-        type=int,
+        type=count(1),
         default=caps.history,
         help=f"rounds, and events, kept per table (default {caps.history})",
     )
     p.add_argument(
         "--max-message-bytes",
-        type=int,
+        type=count(1),
         default=caps.message_bytes,
         help=f"a larger message is ignored (default {caps.message_bytes})",
     )
     p.add_argument(
         "--max-table-bytes",
-        type=int,
+        type=count(1),
         default=caps.table_bytes,
         help=f"bytes kept per table (default {caps.table_bytes})",
     )
     p.add_argument(
-        "--listen", default="127.0.0.1:8080", help="address of the page (default 127.0.0.1:8080)"
+        "--listen",
+        default="127.0.0.1:8080",
+        type=listen_address,
+        help="address of the page, HOST:PORT (default 127.0.0.1:8080; port 0: any free one)",
+    )
+    p.add_argument(
+        "--progress",
+        type=number(minimum=0),
+        default=60.0,
+        metavar="S",
+        help="seconds between two progress lines in the log (default 60; 0: none)",
     )
     p.set_defaults(func=cmd_view)
-
-
-def _listen(text: str) -> tuple[str, int]:
-    host, _, port = text.rpartition(":")
-    if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"--listen must be HOST:PORT, got {text!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def cmd_view(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from firmware_host.config import ConfigInvalid, load_config
+    from firmware_host.config import load_config
+    from firmware_host.logsetup import setup_logging
     from firmware_host.mqtt import MqttSettings
 
     from .model import Selection
@@ -94,52 +126,50 @@ def cmd_view(args: argparse.Namespace) -> int:
     tables = [*args.table, *(t for t in args.tables.split(",") if t.strip())]
     settings = MqttSettings()
     keys: Keys | None = None
-    try:
-        own_key = None
-        if args.config:
-            cfg = load_config(args.config)
-            settings = cfg.section("mqtt") or settings
-            tables = tables or [cfg.table_id]
-            journal = cfg.section("journal")
-            if journal is not None and not (args.key or args.registry):
-                own_key = identity_public_key(journal.identity_path)
-        if args.registry:
+    own_key = None
+    if args.config:
+        cfg = load_config(args.config)
+        settings = cfg.section("mqtt") or settings
+        tables = tables or [cfg.table_id]
+        journal = cfg.section("journal")
+        if journal is not None and not (args.key or args.registry):
+            own_key = identity_public_key(journal.identity_path)
+    if args.registry:
+        try:
             keys = registry_keys(args.registry)
-            tables = tables or sorted(keys)
-            if not keys:
-                raise ValueError(f"{args.registry}: the registry has no table")
+        except ValueError as exc:
+            raise CliError(f"--registry {exc}", code="REGISTRY_INVALID") from None
+        tables = tables or sorted(keys)
+        if not keys:
+            raise CliError(f"--registry {args.registry}: the registry has no table",
+                           code="REGISTRY_INVALID")  # fmt: skip
+    try:
+        Selection(tables)  # a bad id or prefix is refused here, in one line
+    except ValueError as exc:
+        raise CliError(f"--table: {exc}", code="INVALID_VALUE") from None
+    try:
         if args.key:
             keys = {**(keys or {}), **key_options(args.key, tables)}
         elif own_key is not None:
             keys = key_options([str(own_key)], tables)
-        Selection(tables)  # a bad id or prefix is refused here, in one line
-        for option, value in (
-            ("--max-tables", args.max_tables),
-            ("--history", args.history),
-            ("--max-message-bytes", args.max_message_bytes),
-            ("--max-table-bytes", args.max_table_bytes),
-        ):
-            if value < 1:
-                raise ValueError(f"{option} must be at least 1, got {value}")
-        caps = Caps(
-            tables=args.max_tables,
-            history=args.history,
-            message_bytes=args.max_message_bytes,
-            table_bytes=args.max_table_bytes,
-        )
-        if args.broker:
-            settings = MqttSettings.from_url(args.broker, prefix=settings.prefix)
-        if args.prefix:
-            settings = replace(settings, prefix=args.prefix)
-        host, port = _listen(args.listen)
-    except ConfigInvalid as exc:
-        for e in exc.errors:
-            print(f"{exc.source}: {e}", file=sys.stderr)
-        return 2
-    except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    view = ViewServer(settings, tables=tables, host=host, port=port, caps=caps, keys=keys)
+    except ValueError as exc:
+        raise CliError(str(exc), code="KEY_INVALID") from None
+    caps = Caps(
+        tables=args.max_tables,
+        history=args.history,
+        message_bytes=args.max_message_bytes,
+        table_bytes=args.max_table_bytes,
+    )
+    if args.broker:
+        settings = MqttSettings.from_url(args.broker, prefix=settings.prefix)
+    if args.prefix:
+        settings = replace(settings, prefix=args.prefix)
+    host, port = args.listen
+    setup_logging("INFO")
+    view = ViewServer(
+        settings, tables=tables, host=host, port=port, caps=caps, keys=keys,
+        progress_s=args.progress,
+    )  # fmt: skip
 
     async def main() -> int:
         stop = asyncio.Event()
@@ -173,7 +203,7 @@ def cmd_view(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(main())
     except OSError as exc:
-        print(f"error: cannot serve the page on {args.listen}: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130
+        raise CliError(
+            f"--listen {host}:{port}: cannot serve the page: {exc.strerror or exc}",
+            code="LISTEN_FAILED",
+        ) from None

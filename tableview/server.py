@@ -19,7 +19,9 @@ tables changed since it last read, not a queue of messages (a table that changed
 twice is sent once, as it is now).
 
 It reconnects to the broker with a capped backoff; the page shows whether the view
-is connected.
+is connected, and the log says it in one line when it connects, one when the broker is
+lost or cannot be reached, one when it answers again (``firmware_host.progress``), and
+every ``progress_s`` seconds one line of progress (``tablectl view --progress``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from firmware_host.mqtt import MqttSettings
+from firmware_host.progress import LinkWatch, Since, every
 
 from .caps import Caps
 from .model import TOPICS, Pit, Selection
@@ -101,6 +104,7 @@ class ViewServer:
         port: int = 8080,
         caps: Caps | None = None,
         keys: Mapping[str, Sequence[Ed25519PublicKey]] | None = None,
+        progress_s: float = 0.0,
     ) -> None:
         self.mqtt = mqtt
         self.prefix = mqtt.prefix
@@ -111,6 +115,11 @@ class ViewServer:
         self.pit = Pit(self.prefix, selection=self.selection, caps=caps or Caps(), keys=keys)
         self.connected = False
         self.last_error = ""
+        #: The broker's connection lines in the log, and the progress line's period.
+        self.watch = LinkWatch(log, "tablectl view", f"broker {mqtt.host}:{mqtt.port}")
+        self.progress_s = progress_s
+        self.received = 0
+        self._since = Since()
         self._pages: set[_Page] = set()
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -141,6 +150,7 @@ class ViewServer:
         self._tasks = [
             asyncio.create_task(self._follow(), name="tableview-mqtt"),
             asyncio.create_task(self._report(), name="tableview-report"),
+            asyncio.create_task(every(self.progress_s, self.progress, log), name="progress"),
         ]
 
     async def wait_subscribed(self, timeout: float = 10) -> None:
@@ -187,11 +197,14 @@ class ViewServer:
                     max_queued_incoming_messages=INCOMING_QUEUE,
                     logger=self._mqtt_log,
                 ) as client:
-                    await client.subscribe([(topic, 1) for topic in self.topics()])
+                    topics = self.topics()
+                    await client.subscribe([(topic, 1) for topic in topics])
+                    self.watch.up(f"following {self.selection.describe()}, {len(topics)} topic filters")
                     self._set_connected(True, "")
                     self._subscribed.set()
                     delay = 0.2
                     async for m in client.messages:
+                        self.received += 1
                         raw = m.payload
                         payload = (
                             bytes(raw) if isinstance(raw, (bytes, bytearray)) else str(raw).encode()
@@ -205,6 +218,7 @@ class ViewServer:
                         if changed is not None:
                             self._changed(changed)
             except aiomqtt.MqttError as exc:
+                self.watch.down(str(exc) or type(exc).__name__)
                 self._set_connected(False, str(exc))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
@@ -228,6 +242,19 @@ class ViewServer:
                     ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in new.items()),
                 )
                 logged, last_log = now, time.monotonic()
+
+    def progress(self) -> str:
+        """The view's progress in one line (``--progress``)."""
+        ignored = dict(self.pit.ignored)
+        reasons = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in ignored.items() if n)
+        total = sum(ignored.values())
+        return (
+            f"tablectl view: progress: {self.watch.state()}; tables shown {len(self.pit.tables)} "
+            f"(at most {self.pit.caps.tables}); messages received "
+            f"{self._since.text('received', self.received)}, ignored "
+            f"{self._since.text('ignored', total)}{f' ({reasons})' if reasons else ''}; "
+            f"pages open {len(self._pages)}"
+        )
 
     def _set_connected(self, up: bool, error: str) -> None:
         if (up, error) != (self.connected, self.last_error):

@@ -106,9 +106,9 @@ def test_point2_missing_file_is_a_message(
     monkeypatch.chdir(tmp_path)
     assert main(["score", "mahjong", "--hand", "@hand.json"]) == 2
     err = capsys.readouterr().err
-    assert (
-        err.strip()
-        == "error: FILE_UNREADABLE: --hand: cannot read hand.json: No such file or directory"
+    assert err.strip() == (
+        "tablectl score: error: FILE_UNREADABLE: --hand: cannot read hand.json: No such file "
+        "or directory"
     )
 
 
@@ -344,7 +344,8 @@ async def test_point8_void_and_reload_have_their_line(
 
 
 def test_point8_log_level_option() -> None:
-    args = build_parser().parse_args(["run", "--config", "x", "--log-level", "debug"])
+    config = str(ROOT / "config" / "roulette.toml")
+    args = build_parser().parse_args(["run", "--config", config, "--log-level", "debug"])
     assert args.log_level == "DEBUG"
 
 

@@ -247,9 +247,9 @@ def test_with_a_table_file_the_view_verifies_with_the_tables_own_key(tmp_path: P
     [
         (["--listen", "nowhere"], "HOST:PORT"),
         (["--table", "a/b"], "a table id"),
-        (["--max-tables", "0"], "--max-tables must be at least 1"),
+        (["--max-tables", "0"], "--max-tables must be a whole number, at least 1"),
         (["--key", "x.pub", "--table", "T1", "--table", "T2"], "whose key"),
-        (["--registry", "/nonexistent/tables.toml"], "cannot read the registry"),
+        (["--registry", "/nonexistent/tables.toml"], "/nonexistent/tables.toml: no such file"),
     ],
 )
 def test_tablectl_view_refuses_bad_options(args: list[str], why: str) -> None:

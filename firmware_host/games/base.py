@@ -367,6 +367,9 @@ class Game(abc.ABC, Generic[R, Out]):
     #: generator its caller makes from the seed (``rng=random.Random``): the rules core
     #: holds none.
     math_needs_rng: ClassVar[bool] = False
+    #: The options :meth:`math` takes (``decks``, ``rounds``, ``seed``); ``tablectl
+    #: math`` refuses the others before any work, naming the flag.
+    math_options: ClassVar[frozenset[str]] = frozenset()
 
     # -- rules -----------------------------------------------------------------
     def default_rules(self) -> R:
@@ -503,6 +506,12 @@ class DiscreteGame(Game[R, Out]):
         )
 
     def math(self, rules: R, **options: Any) -> MathReport:
+        if options:
+            raise RulesError(
+                f"{self.game_id} math is an exact enumeration of its outcomes; it takes no "
+                f"options ({', '.join(sorted(options))})",
+                code="MATH_OPTION_INVALID",
+            )
         space = self.outcome_space(rules)
         assert sum(p for _, p in space) == 1, "outcome probabilities must sum to 1"
         lines = []

@@ -20,6 +20,7 @@ from .. import __version__
 from ..auth.identity import TableIdentity
 from ..journal import Journal, JournalError, OutboxEntry
 from ..jsonio import JSON, dumps
+from ..progress import duration
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc, utc_now
 from ..topics import TopicError, check_topic
@@ -72,6 +73,8 @@ class LinkBase:
         """``identity`` signs what the link publishes itself (snapshots, answers, the
         will: ``auth/evidence.py``; the outbox is signed already); default the journal's."""
         self.settings = settings
+        #: Since when (monotonic) the broker is out of reach; None while connected.
+        self._down_since: float | None = None
         self.identity = identity if identity is not None else journal.identity
         self.table_id = table_id
         self.journal = journal
@@ -435,9 +438,12 @@ class LinkBase:
         self._resp_in_flight.clear()
         self._outbox_after = 0  # what was in flight on the last connection goes again
         self._connected.set()
+        down, self._down_since = self._down_since, None
+        after = f" again after {duration(time.monotonic() - down)} without it" if down else ""
         log.info(
-            "mqtt: connected to %s:%d as %s", self.settings.host, self.settings.port, self.client_id
-        )
+            "mqtt: connected to %s:%d as %s%s",
+            self.settings.host, self.settings.port, self.client_id, after,
+        )  # fmt: skip
 
     def _on_error(self, exc: BaseException) -> None:
         msg = f"{type(exc).__name__}: {exc}"
@@ -453,8 +459,15 @@ class LinkBase:
             )
         if not self._connected.is_set():
             self.stats.connect_failures += 1
-        if msg != self.stats.last_error:
-            log.warning("mqtt: broker %s:%d: %s", self.settings.host, self.settings.port, msg)
+        if self._down_since is None:  # an outage begins: one line (and one when it ends)
+            log.warning(
+                "mqtt: broker %s:%d: %s; reconnecting with backoff up to %.0f s (one line when "
+                "it answers)", self.settings.host, self.settings.port, msg,
+                self.settings.reconnect_max_ms / 1000,
+            )  # fmt: skip
+            self._down_since = time.monotonic()
+        elif msg != self.stats.last_error:
+            log.debug("mqtt: broker %s:%d: %s", self.settings.host, self.settings.port, msg)
         self.stats.last_error = msg
 
     def _first_failure(self, kind: str) -> bool:

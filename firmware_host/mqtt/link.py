@@ -230,7 +230,8 @@ class FloorLink(LinkBase):
                     attempt = 0
                 delay = self._backoff(attempt)
                 attempt += 1
-                log.info(
+                # the outage's line said it reconnects; one line says when it is back
+                log.debug(
                     "mqtt: reconnecting to %s:%d in %.2fs",
                     self.settings.host,
                     self.settings.port,

@@ -7,20 +7,20 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigInvalid, load_config, validate_document
+from ..cliargs import CliError, broker_url, count, existing_file, number, work_dir
+from ..config import validate_document
 from ..games import GAME_IDS
 from ..logsetup import LEVELS, setup_logging
+from .rules import checked_table
 
 log = logging.getLogger("firmware_host.run")
 
-#: Result device kind -> the driver whose simulator ``tablectl run --simulate`` serves
-#: when the table file configures no device of that kind.
-SIM_DRIVERS = {"wheel": "cammegh-ss2", "shaker": "shaker-ref", "shoe": "shoe-ref"}
+#: Seconds between two games of a wheel ``tablectl run --simulate`` serves.
+DEFAULT_INTERVAL = 15.0
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,28 +28,50 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "run",
         help="run the table daemon (what the systemd unit starts)",
         description="Run one table: its devices, rounds, journal, MQTT link and console, "
-        "until SIGTERM or Ctrl-C. SIGHUP reloads the keys safe to reload. Under systemd "
-        "the log goes to the journal with priorities and no timestamp of its own. A "
-        "table without its result device takes results by command (console 'open', "
-        "'close', 'result'); --simulate serves a simulated one and plays it.",
+        "until SIGTERM or Ctrl-C. The file is checked first exactly as check-config checks "
+        "it (refused in one line otherwise). SIGHUP reloads the keys safe to reload. Under "
+        "systemd the log goes to the journal with priorities and no timestamp of its own. "
+        "The log names the broker it connects to, each outage (one line when it starts, "
+        "one when it ends, with how long it lasted), one line per round settled or voided, "
+        "and every --progress seconds one line of progress (phase, rounds settled and "
+        "voided, rounds waiting to be published, broker connected or not, latched faults). "
+        "A table whose file says table.result_source = \"manual\" takes results by command "
+        "(console 'open', 'close', 'result').",
     )
-    p.add_argument("--config", required=True, help="table configuration file")
-    p.add_argument("--state-dir", help="directory of the journal (overrides [journal] path)")
-    p.add_argument("--runtime-dir", help="directory of the console socket")
+    p.add_argument(
+        "--config", required=True, type=existing_file, help="table configuration file"
+    )
+    p.add_argument(
+        "--state-dir",
+        type=work_dir,
+        help="directory of the journal (overrides [journal] path; created if missing)",
+    )
+    p.add_argument(
+        "--runtime-dir",
+        type=work_dir,
+        help="directory of the console socket (created if missing)",
+    )
     p.add_argument(
         "--log-level", default="INFO", type=str.upper, choices=LEVELS, help="default INFO"
     )
     p.add_argument(
+        "--progress",
+        type=number(minimum=0),
+        default=60.0,
+        metavar="S",
+        help="seconds between two progress lines in the log (default 60; 0: none)",
+    )
+    p.add_argument(
         "--simulate",
         action="store_true",
-        help="serve a simulator for the result device (and every configured device that has "
-        "one) on a pseudo-terminal instead of the real port; a wheel is spun every "
-        "--interval seconds",
+        help="serve the simulator of every device of the file that has one (wheel, shoe, "
+        "shaker, board, sign...) on a pseudo-terminal instead of its port, with mock GPIO "
+        "pins; no device is added: a file check-config refuses is refused; a wheel is spun "
+        "every --interval seconds",
     )
     p.add_argument(
         "--interval",
-        type=float,
-        default=15.0,
+        type=number(above=0),
         metavar="S",
         help="with --simulate: seconds from one game of a simulated wheel to the next (default 15)",
     )
@@ -73,23 +95,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--rounds",
-        type=int,
+        type=count(0),
         default=0,
-        help="exit 0 after N settled rounds (default: run until Ctrl-C)",
+        help="exit 0 after N settled rounds (default 0: run until Ctrl-C)",
     )
     p.add_argument(
         "--broker",
+        type=broker_url(),
         help="use this MQTT 5 broker (mqtt://host:port) instead of the embedded one (amqtt, "
         "MQTT 3.1.1 only: there a refused publication could not be detected)",
     )
-    p.add_argument("--speed", type=float, default=1.0, help="speed factor (2 = twice as fast)")
+    p.add_argument(
+        "--speed",
+        type=number(above=0, maximum=100),
+        default=1.0,
+        help="speed factor, above 0 and at most 100 (2 = twice as fast)",
+    )
     p.add_argument(
         "--seed",
-        type=int,
+        type=number(integer=True, minimum=0),
         default=None,
         help="seed of the simulated devices and players (default: a random one, printed)",
     )
-    p.add_argument("--bets", type=int, default=6, help="bets per round from the simulated players")
+    p.add_argument(
+        "--bets", type=count(0), default=6, help="bets per round from the simulated players"
+    )
     p.add_argument(
         "--registry",
         help="add the demo's table to this floor-ingest registry file (with --broker: "
@@ -103,20 +133,26 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=cmd_demo)
 
 
-def _print_invalid(exc: ConfigInvalid) -> int:
-    for e in exc.errors:
-        print(f"{exc.source}: {e}", file=sys.stderr)
-    return 2
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     from ..daemon import run_daemon
 
+    if args.interval is not None and not args.simulate:
+        raise CliError(
+            "--interval applies only with --simulate (the seconds between two games of a "
+            "simulated wheel)",
+            code="OPTION_NOT_APPLICABLE",
+        )
+    interval = DEFAULT_INTERVAL if args.interval is None else args.interval
+    cfg = checked_table(args.config, simulated=args.simulate)
+    if args.runtime_dir is not None:
+        try:
+            Path(args.runtime_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CliError(
+                f"--runtime-dir {args.runtime_dir}: cannot create it: {exc.strerror or exc}",
+                code="DIRECTORY_UNUSABLE",
+            ) from None
     setup_logging(args.log_level)
-    try:
-        cfg = load_config(args.config)
-    except ConfigInvalid as exc:
-        return _print_invalid(exc)
 
     async def main() -> int:
         played: list[Any] = []
@@ -128,13 +164,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             for served in played:
                 await served.start(playing=True)
             if played:
-                player = asyncio.create_task(_play(played, args.interval), name="simulated")
+                player = asyncio.create_task(_play(played, interval), name="simulated")
             return await run_daemon(
                 run_cfg,
                 config_path=args.config,
                 state_dir=args.state_dir,
                 runtime_dir=args.runtime_dir,
                 stop=asyncio.Event(),
+                progress_s=args.progress,
             )
         finally:
             if player is not None:
@@ -145,42 +182,44 @@ def cmd_run(args: argparse.Namespace) -> int:
                 with contextlib.suppress(Exception):
                     await served.close()
 
-    try:
-        return asyncio.run(main())
-    except ConfigInvalid as exc:  # options never read, GPIO missing: refused at start-up
-        return _print_invalid(exc)
+    return asyncio.run(main())
 
 
 async def simulated_table(path: str) -> tuple[Any, list[Any]]:
-    """``--simulate``: the table file with every device that has a simulator served on a
-    pseudo-terminal (its ``port`` replaced), the game's result device added when the
-    file has none, and ``[daemon] simulated = true`` (mock GPIO pins)."""
+    """``--simulate``: the table file (checked as ``check-config`` checks it, with mock
+    GPIO pins: :func:`checked_table`) with every enabled device that has a simulator
+    served on a pseudo-terminal (its ``port`` replaced) and ``[daemon] simulated =
+    true``. No device is added: a file without its result device is refused here as
+    everywhere (``table.result_source``)."""
     from drivers.registry import DEVICE_KINDS
     from drivers.simulators import SIMULATORS, serve_simulator
 
+    cfg = checked_table(path, simulated=True)
     doc: dict[str, Any] = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    cfg = validate_document(doc, path, require_version=True)
     devices: dict[str, Any] = dict(doc.get("devices") or {})
-    kind = cfg.game.result_device
-    kinds = {DEVICE_KINDS.get(str(d.get("driver"))) for d in devices.values()}
-    if kind is not None and kind not in kinds and kind in SIM_DRIVERS:
-        devices[kind] = {"driver": SIM_DRIVERS[kind]}
     served_all = []
-    for name, dev in devices.items():
-        driver = str(dev.get("driver"))
-        if driver not in SIMULATORS or not dev.get("enabled", True):
-            continue
-        options: dict[str, Any] = {
-            "shoe": {"decks": getattr(cfg.rules, "decks", 1)},
-            "wheel": {"speed": 4.0},  # a game in about 15 s (the real wheel takes a minute)
-        }.get(DEVICE_KINDS[driver], {})
-        served = await serve_simulator(driver, options=options)
-        served_all.append(served)
-        devices[name] = {**dev, "port": served.where}
-        log.info("simulated %s (%s) on %s", name, driver, served.where)
+    try:
+        for name, dev in devices.items():
+            driver = str(dev.get("driver"))
+            if driver not in SIMULATORS or not dev.get("enabled", True):
+                continue
+            options: dict[str, Any] = {
+                "shoe": {"decks": getattr(cfg.rules, "decks", 1)},
+                "wheel": {"speed": 4.0},  # a game in about 15 s (the real wheel takes a minute)
+            }.get(DEVICE_KINDS[driver], {})
+            served = await serve_simulator(driver, options=options)
+            served_all.append(served)
+            devices[name] = {**dev, "port": served.where}
+            log.info("--simulate: %s (%s) served on %s", name, driver, served.where)
+    except BaseException:
+        for served in served_all:
+            with contextlib.suppress(Exception):
+                await served.close()
+        raise
     doc["devices"] = devices
     doc["daemon"] = {**dict(doc.get("daemon") or {}), "simulated": True}
-    if kind is not None and kind != "wheel" and kind in SIM_DRIVERS:
+    kind = cfg.game.result_device
+    if kind is not None and kind != "wheel" and served_all:
         log.info(
             "the simulated %s follows the croupier: open and close betting and deal from "
             "the console or MQTT commands/request ('tablectl demo --game %s' plays it all)",

@@ -20,7 +20,17 @@ import os
 import sys
 from pathlib import Path
 
+from ..cliargs import BadValue, CliError, existing_dir, existing_file, output_file
+
 EXIT_MISMATCH = 1
+
+
+def _seed(text: str) -> str:
+    from ..integrity.software import SEED
+
+    if not SEED.match(text):
+        raise BadValue(f"must be 8-128 of A-Z a-z 0-9 _ . : + / = -, got {text!r}")
+    return text
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,12 +43,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "from outside the manifest. Exit 0: they match; 1: a mismatch (each difference by "
         "path).",
     )
-    v.add_argument("--config", help="the table file (its [software] section)")
-    v.add_argument("--manifest", help="the signed manifest (its signature: MANIFEST.sig)")
-    v.add_argument("--public-key", help="the build's Ed25519 public key (PEM)")
-    v.add_argument("--root", help="where a copy of the image is mounted: the manifest's "
-                   "paths are read under it (default: the running table)")  # fmt: skip
-    v.add_argument("--seed", help="a requester's seed: also print the seeded answer (GAT style)")
+    v.add_argument("--config", type=existing_file, help="the table file (its [software] section)")
+    v.add_argument(
+        "--manifest", type=existing_file, help="the signed manifest (its signature: MANIFEST.sig)"
+    )
+    v.add_argument(
+        "--public-key", type=existing_file, help="the build's Ed25519 public key (PEM)"
+    )
+    v.add_argument(
+        "--root",
+        type=existing_dir,
+        help="where a copy of the image is mounted: the manifest's paths are read under it "
+        "(default: the running table)",
+    )
+    v.add_argument(
+        "--seed", type=_seed, help="a requester's seed: also print the seeded answer (GAT style)"
+    )
     v.add_argument("--json", action="store_true", help="print the result as one JSON object")
     v.set_defaults(func=cmd_verify_software)
     m = sub.add_parser(
@@ -51,13 +71,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "build key stays on the release machine; the table gets the manifest, the "
         "signature and the public key.",
     )
-    m.add_argument("--out", help="where to write the manifest")
-    m.add_argument("--key", help="the build's Ed25519 private key (PEM): sign the manifest")
-    m.add_argument("--sign", metavar="MANIFEST", help="sign this manifest (built elsewhere)")
+    m.add_argument("--out", type=output_file, help="where to write the manifest")
+    m.add_argument(
+        "--key", type=existing_file, help="the build's Ed25519 private key (PEM): sign the manifest"
+    )
+    m.add_argument(
+        "--sign", metavar="MANIFEST", type=existing_file, help="sign this manifest (built elsewhere)"
+    )
     m.add_argument("--scope", choices=("environment", "packages"), default="environment",
                    help="environment (a table's); packages: the project's packages only "
                    "(a demo's)")  # fmt: skip
-    m.add_argument("--root", help="packages scope: the directory holding the packages")
+    m.add_argument(
+        "--root", type=existing_dir, help="packages scope: the directory holding the packages"
+    )
     m.add_argument("--accept-unrecorded", action="store_true",
                    help="sign even with files in the environment's site-packages that no "
                    "distribution's RECORD names (they are named in the manifest)")  # fmt: skip
@@ -65,15 +91,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     m.set_defaults(func=cmd_software_manifest)
 
 
-def _error(cmd: str, code: str, message: str) -> int:
-    print(f"tablectl {cmd}: error: {code}: {message}", file=sys.stderr)
-    return 2
-
-
 def cmd_verify_software(args: argparse.Namespace) -> int:
     from ..config import load_config
-    from ..integrity.software import SEED, SoftwareSettings, verify
+    from ..integrity.software import SoftwareSettings, verify
 
+    if args.config and (args.manifest or args.public_key):
+        raise CliError(
+            "give either --config (its [software] section) or --manifest and --public-key, "
+            "not both",
+            code="OPTION_NOT_APPLICABLE",
+        )
+    if bool(args.manifest) != bool(args.public_key):
+        raise CliError(
+            "--manifest and --public-key go together (the manifest and the key that "
+            "verifies its signature)",
+            code="INVALID_VALUE",
+        )
     if args.config:
         from ..assembly import _resolve_software
 
@@ -83,11 +116,11 @@ def cmd_verify_software(args: argparse.Namespace) -> int:
     else:
         settings = SoftwareSettings(args.manifest or "", args.public_key or "")
     if not settings.configured:
-        return _error("verify-software", "SOFTWARE_NOT_CONFIGURED", "no manifest and public "
-                      "key ([software] of --config, or --manifest and --public-key)")  # fmt: skip
-    if args.seed is not None and not SEED.match(args.seed):
-        return _error("verify-software", "INVALID_VALUE",
-                      "--seed must be 8-128 of A-Z a-z 0-9 _ . : + / = -")  # fmt: skip
+        raise CliError(
+            "no manifest and public key ([software] of --config, or --manifest and "
+            "--public-key)",
+            code="SOFTWARE_NOT_CONFIGURED",
+        )
     root = Path(args.root).resolve() if args.root else None
     result = verify(settings, prefix=root, seed=args.seed)
     if args.json:
@@ -115,20 +148,23 @@ def cmd_software_manifest(args: argparse.Namespace) -> int:
     name = "software-manifest"
     if args.sign:
         if not args.key:
-            return _error(name, "MISSING_ARGUMENT", "--sign needs --key")
+            raise CliError("--sign needs --key", code="MISSING_ARGUMENT")
         manifest = Path(args.sign).read_bytes()
         Path(args.sign + ".sig").write_bytes(sign_manifest(manifest, load_private_key(args.key)))
         print(f"{args.sign}: sha256 {hashlib.sha256(manifest).hexdigest()}, signed "
               f"({args.sign}.sig)")  # fmt: skip
         return 0
     if not args.out:
-        return _error(name, "MISSING_ARGUMENT", "--out (or --sign MANIFEST)")
+        raise CliError("--out (or --sign MANIFEST) is needed", code="MISSING_ARGUMENT")
     if args.root and args.scope != "packages":
-        return _error(name, "INVALID_VALUE", "--root goes with --scope packages")
+        raise CliError("--root goes with --scope packages", code="OPTION_NOT_APPLICABLE")
     meddling = [v for v in ("PYTHONPATH", "PYTHONHOME") if os.environ.get(v)]
     if meddling and args.scope == "environment":
-        return _error(name, "ENVIRONMENT_NOT_CLEAN", f"{' and '.join(meddling)} set: the "
-                      "manifest is of the environment the service runs (without them)")  # fmt: skip
+        raise CliError(
+            f"{' and '.join(meddling)} set: the manifest is of the environment the service "
+            "runs (without them)",
+            code="ENVIRONMENT_NOT_CLEAN",
+        )
     key = load_private_key(args.key) if args.key else None
     if args.scope == "packages":
         scope = packages_scope(Path(args.root) if args.root else None)
@@ -142,7 +178,7 @@ def cmd_software_manifest(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         for line in exc.problems:
             print(f"  {line}", file=sys.stderr)
-        return 1
+        return 1  # a list of problems, one per line (README: exit 1 results)
     out = Path(args.out)
     out.write_bytes(manifest)
     signed = "unsigned: sign it with --sign on the release machine"

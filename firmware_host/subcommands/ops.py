@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..cliargs import CliError, count, creatable_file, existing_file
 from ..console import hash_pin
 from ..textsafe import printable
 
@@ -30,7 +31,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "console",
         help="open the technician console of the running daemon",
         description="A line console on the daemon's Unix socket ('help' lists its commands; "
-        "docs/console.md). The PIN asked after 'login NAME' is never echoed.",
+        "docs/console.md). The PIN asked after 'login NAME' is never echoed. Exit 2 when "
+        "the daemon cannot be reached.",
     )
     p.add_argument("--socket", help=f"console socket (default {DEFAULT_RUNTIME}/console.sock)")
     p.add_argument(
@@ -70,17 +72,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="check every row that moves money against the keyed chain, and the chain against "
         "the floor's anchors; name the first row that fails and why",
     )
-    v.add_argument("--journal", help=f"journal file (default {DEFAULT_STATE}/journal.sqlite3)")
+    v.add_argument(
+        "--journal",
+        type=existing_file,
+        help=f"journal file (default {DEFAULT_STATE}/journal.sqlite3)",
+    )
     _key_args(v)
     v.add_argument(
         "--anchor",
         action="append",
         default=[],
+        type=_anchor,
         metavar="SEQ:HASH",
         help="a chain position the floor holds (a round's chain.seq:chain.head); repeatable",
     )
     v.add_argument(
         "--anchors",
+        type=existing_file,
         metavar="FILE",
         help="the floor's payloads, one JSON per line (rounds, anchor, state): every anchor "
         "in them must hold and every round must be in the journal, unchanged",
@@ -91,30 +99,53 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "init-key",
         help="create the table's audit key (at install; mode 0600; never overwrites one)",
     )
-    _key_args(k)
+    _key_args(k, new=True)
     k.add_argument("--journal", help=f"journal file (default {DEFAULT_STATE}/journal.sqlite3)")
     k.set_defaults(func=cmd_audit_init_key)
     e = asub.add_parser("events", help="print the event log")
-    e.add_argument("--journal", help=f"journal file (default {DEFAULT_STATE}/journal.sqlite3)")
-    e.add_argument("-n", type=int, default=50, help="last N events")
+    e.add_argument(
+        "--journal",
+        type=existing_file,
+        help=f"journal file (default {DEFAULT_STATE}/journal.sqlite3)",
+    )
+    e.add_argument("-n", type=count(1), default=50, help="last N events (at least 1)")
     e.set_defaults(func=cmd_audit_events)
 
 
-def _key_args(p: argparse.ArgumentParser) -> None:
+def _key_args(p: argparse.ArgumentParser, *, new: bool = False) -> None:
     p.add_argument(
         "--key",
+        type=creatable_file if new else str,
         help="the table's audit key file (default: [journal] audit_key of --config, else "
         "audit.key beside the journal)",
     )
-    p.add_argument("--config", help="the table's configuration: its [journal] path and audit_key")
+    p.add_argument(
+        "--config",
+        type=existing_file,
+        help="the table's configuration: its [journal] path and audit_key",
+    )
+
+
+def _anchor(text: str) -> Any:
+    """``--anchor SEQ:HASH``, checked as the command line is read."""
+    from ..cliargs import BadValue
+    from ..journal import Anchor, AnchorError
+
+    try:
+        return Anchor.parse(text)
+    except AnchorError as exc:
+        raise BadValue(f"{text}: {exc}", "ANCHOR_INVALID") from None
 
 
 def _journal_path(arg: str | None) -> str:
     return arg or os.environ.get("TABLECTL_JOURNAL") or f"{DEFAULT_STATE}/journal.sqlite3"
 
 
-class _Usage(Exception):
-    """A problem with the command line or its files: exit 2."""
+def _existing_journal(path: str, given: bool) -> str:
+    if not Path(path).is_file():
+        how = "--journal" if given else "the journal (default; --journal names another)"
+        raise CliError(f"{how} {path}: no journal there", code="JOURNAL_NOT_FOUND")
+    return path
 
 
 def _paths(args: argparse.Namespace) -> tuple[str, Path]:
@@ -122,13 +153,10 @@ def _paths(args: argparse.Namespace) -> tuple[str, Path]:
     other options leave out)."""
     journal, key = args.journal, args.key
     if args.config:
-        from ..config import ConfigInvalid, load_config
+        from ..config import load_config
         from ..journal import JournalSettings
 
-        try:
-            cfg = load_config(args.config)
-        except ConfigInvalid as exc:
-            raise _Usage(f"{exc.source}: {exc.errors[0]}") from None
+        cfg = load_config(args.config)
         settings: JournalSettings = cfg.section("journal") or JournalSettings()
         journal = journal or settings.path
         key = key or (settings.audit_key or None)
@@ -145,18 +173,26 @@ def _floor_file(path: str) -> tuple[list[Anchor], list[tuple[str, dict[str, Any]
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise _Usage(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise CliError(
+            f"--anchors {path}: cannot read it: {getattr(exc, 'strerror', None) or exc}",
+            code="FILE_UNREADABLE",
+        ) from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        where = f"{path}:{n}"
+        where = f"--anchors {path}:{n}"
         try:
             doc = json.loads(line)
-            anchor = Anchor.from_payload(doc, source=where)
+            anchor = Anchor.from_payload(doc, source=f"{path}:{n}")
         except (ValueError, AnchorError) as exc:
-            raise _Usage(f"{where}: not a floor payload with an anchor: {exc}") from None
+            raise CliError(
+                f"{where}: not a floor payload with an anchor: {exc}", code="ANCHOR_INVALID"
+            ) from None
         if anchor is None:
-            raise _Usage(f"{where}: carries no chain position (chain, or state's anchor)")
+            raise CliError(
+                f"{where}: carries no chain position (chain, or state's anchor)",
+                code="ANCHOR_INVALID",
+            )
         anchors.append(anchor)
         if isinstance(doc, dict) and doc.get("status") in ("settled", "void") and "bets" in doc:
             rounds.append((where, doc))
@@ -164,34 +200,25 @@ def _floor_file(path: str) -> tuple[list[Anchor], list[tuple[str, dict[str, Any]
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
-    from ..journal import Anchor, AnchorError, AuditKey, Journal, JournalError
+    from ..journal import AuditKey, Journal, JournalError
 
+    path, key_path = _paths(args)
+    _existing_journal(path, given=bool(args.journal))
+    anchors: list[Anchor] = list(args.anchor)
+    rounds: list[tuple[str, dict[str, Any]]] = []
+    if args.anchors:
+        more, rounds = _floor_file(args.anchors)
+        anchors.extend(more)
     try:
-        path, key_path = _paths(args)
-        if not Path(path).exists():
-            raise _Usage(f"no journal at {path}")
-        anchors: list[Anchor] = []
-        for text in args.anchor:
-            try:
-                anchors.append(Anchor.parse(text))
-            except AnchorError as exc:
-                raise _Usage(str(exc)) from None
-        rounds: list[tuple[str, dict[str, Any]]] = []
-        if args.anchors:
-            more, rounds = _floor_file(args.anchors)
-            anchors.extend(more)
-        try:
-            key = AuditKey.load(key_path)
-        except JournalError as exc:
-            if exc.code == "AUDIT_KEY_MISSING":  # a new key could never verify this journal
-                raise _Usage(
-                    f"no audit key at {key_path}: give the table's own key with --key (or the "
-                    "table's configuration with --config)"
-                ) from None
-            raise _Usage(exc.message) from None
-    except _Usage as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        key = AuditKey.load(key_path)
+    except JournalError as exc:
+        if exc.code == "AUDIT_KEY_MISSING":  # a new key could never verify this journal
+            raise CliError(
+                f"no audit key at {key_path}: give the table's own key with --key (or the "
+                "table's configuration with --config)",
+                code="AUDIT_KEY_MISSING",
+            ) from None
+        raise
     try:
         with Journal(path, readonly=True) as j:
             report = j.audit(key, anchors=anchors, floor_rounds=rounds)
@@ -215,17 +242,10 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_init_key(args: argparse.Namespace) -> int:
-    from ..journal import AuditKey, JournalError
+    from ..journal import AuditKey
 
-    try:
-        _, key_path = _paths(args)
-        key = AuditKey.create(key_path)
-    except _Usage as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (JournalError, OSError) as exc:
-        print(f"error: {getattr(exc, 'message', None) or exc}", file=sys.stderr)
-        return 2
+    _, key_path = _paths(args)
+    key = AuditKey.create(key_path)
     print(
         f"audit key created at {key_path} (id {key.key_id}, mode 0600). Keep a copy somewhere "
         "safe, away from the journal: without it the journal cannot be verified."
@@ -236,10 +256,7 @@ def cmd_audit_init_key(args: argparse.Namespace) -> int:
 def cmd_audit_events(args: argparse.Namespace) -> int:
     from ..journal import Journal
 
-    path = _journal_path(args.journal)
-    if not Path(path).exists():
-        print(f"error: no journal at {path}", file=sys.stderr)
-        return 2
+    path = _existing_journal(_journal_path(args.journal), given=bool(args.journal))
     with Journal(path, readonly=True) as j:
         for ev in j.events(args.n):
             print(printable(json.dumps(ev.to_json(), ensure_ascii=False)))
@@ -248,6 +265,12 @@ def cmd_audit_events(args: argparse.Namespace) -> int:
 
 def cmd_console(args: argparse.Namespace) -> int:
     if args.hash_pin:
+        if args.socket:
+            raise CliError(
+                "--socket does not apply with --hash-pin (it prints a PIN's hash; no daemon "
+                "is reached)",
+                code="OPTION_NOT_APPLICABLE",
+            )
         pin = (
             getpass.getpass("PIN (4-12 digits): ")
             if sys.stdin.isatty()
@@ -256,19 +279,28 @@ def cmd_console(args: argparse.Namespace) -> int:
         try:
             print(hash_pin(pin))
         except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            raise CliError(f"the PIN: {exc}", code="PIN_INVALID") from None
         return 0
     path = _socket_path(args.socket)
     try:
         return asyncio.run(_console_client(path))
     except OSError as exc:
-        print(f"error: cannot reach the console at {path}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        raise _unreachable(args.socket, path, exc) from None
 
 
 def _socket_path(arg: str | None) -> str:
     return arg or os.environ.get("TABLECTL_CONSOLE") or f"{DEFAULT_RUNTIME}/console.sock"
+
+
+def _unreachable(given: str | None, path: str, exc: BaseException) -> CliError:
+    """The console socket cannot be reached: one line naming it and how to fix it."""
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "no answer"
+    how = "--socket" if given else "the console socket (default; --socket names another)"
+    return CliError(
+        f"{how} {path}: cannot reach the table's console: {why} (is 'tablectl run' running, "
+        "with this --runtime-dir?)",
+        code="CONSOLE_UNREACHABLE",
+    )
 
 
 class NoEcho:
@@ -380,14 +412,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         text = asyncio.run(console_query(path, "status json"))
     except (OSError, TimeoutError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "no answer"
-        print(f"error: cannot reach the table's console at {path}: {why}", file=sys.stderr)
-        return 2
+        raise _unreachable(args.socket, path, exc) from None
     try:
         status = json.loads(text)
     except json.JSONDecodeError:
-        print(f"error: the console at {path} answered: {text[:200]}", file=sys.stderr)
-        return 2
+        raise CliError(
+            f"the console at {path} answered: {text[:200]}", code="CONSOLE_ANSWER"
+        ) from None
     if args.json:
         print(json.dumps(status, indent=2, ensure_ascii=False))
         return 0

@@ -14,8 +14,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from ..cliargs import CliError, count, existing_file, number, one_of
 from ..config import ConfigInvalid, TableConfig, default_config, load_config
-from ..games import GAME_IDS
+from ..games import GAME_IDS, get_game
 from ..games.base import DiscreteGame, MoneyLine
 from ..games.errors import RulesError
 from ..games.money import fraction_str, parse_json_int
@@ -25,9 +26,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "check-config",
         help="validate a table configuration file",
-        description="Validate a table file; print every error with its path; exit 1 if any.",
+        description="Validate a table file as the daemon reads it; print every error with "
+        "its path; exit 1 if any (a FILE that cannot be read at all is refused first, "
+        "exit 2).",
     )
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE", type=existing_file)
     p.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     p.set_defaults(func=cmd_check_config)
 
@@ -40,19 +43,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("game", choices=GAME_IDS)
     p.add_argument("--outcome", required=True, help="outcome JSON (or @FILE)")
     p.add_argument("--bets", required=True, help="JSON list of bets (or @FILE)")
-    p.add_argument("--config", help="table configuration (pay table, options, money)")
+    p.add_argument(
+        "--config", type=existing_file, help="table configuration (pay table, options, money)"
+    )
     p.set_defaults(func=cmd_settle)
 
     p = sub.add_parser(
         "math",
         help="exact house edge of every bet type under the configured pay table",
+        description="The house edge of every bet type under the pay table of --config (or "
+        "the regulation's defaults). --decks applies to baccarat, blackjack and "
+        "super-pan-9; --rounds and --seed to the simulated games (blackjack, stud-poker); "
+        "another game refuses them.",
     )
     p.add_argument("game", choices=GAME_IDS)
-    p.add_argument("--config", help="table configuration")
+    p.add_argument("--config", type=existing_file, help="table configuration")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--decks", type=int, help="number of decks (card games)")
-    p.add_argument("--rounds", type=int, help="rounds to simulate (simulated games)")
-    p.add_argument("--seed", type=int, help="seed of a simulation (simulated games)")
+    p.add_argument("--decks", type=count(1), help="number of decks (card games)")
+    p.add_argument("--rounds", type=count(1), help="rounds to simulate (simulated games)")
+    p.add_argument(
+        "--seed", type=number(integer=True), help="seed of a simulation (simulated games)"
+    )
     p.set_defaults(func=cmd_math)
 
     p = sub.add_parser(
@@ -61,7 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("game", choices=GAME_IDS)
     p.add_argument("--hand", required=True, help="declared hand JSON (or @FILE)")
-    p.add_argument("--config", help="table configuration")
+    p.add_argument("--config", type=existing_file, help="table configuration")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_score)
 
@@ -100,23 +111,30 @@ def _config_for(game_id: str, path: str | None) -> TableConfig:
     return cfg
 
 
-def _fail(exc: Exception) -> int:
-    if isinstance(exc, ConfigInvalid):
-        for e in exc.errors:
-            print(f"{exc.source}: {e}", file=sys.stderr)
-        return 2
-    if isinstance(exc, RulesError):
-        print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
-        return 2
-    raise exc
+def checked_table(path: str, *, simulated: bool = False) -> TableConfig:
+    """The table file as ``check-config`` checks it, and ``run`` before it starts (its
+    keys, then what the daemon would refuse: options never read, GPIO pins missing, a
+    result device absent), raising :class:`ConfigInvalid` with every problem.
+    ``simulated``: as ``run --simulate`` runs it, with ``[daemon] simulated = true``
+    (mock GPIO pins); nothing else differs."""
+    import tomllib
+
+    from ..config import validate_document
+
+    cfg = load_config(path)
+    if simulated:
+        doc: dict[str, Any] = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        doc["daemon"] = {**dict(doc.get("daemon") or {}), "simulated": True}
+        cfg = validate_document(doc, path, require_version=True)
+    _check_assembly(cfg)
+    return cfg
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
     rc = 0
     for f in args.files:
         try:
-            cfg = load_config(f)
-            _check_assembly(cfg)
+            cfg = checked_table(f)
         except ConfigInvalid as exc:
             for e in exc.errors:
                 print(f"{f}: {e}")
@@ -142,17 +160,14 @@ def _check_assembly(cfg: TableConfig) -> None:
 
 
 def cmd_settle(args: argparse.Namespace) -> int:
-    try:
-        cfg = _config_for(args.game, args.config)
-        game = cfg.game
-        outcome = game.parse_outcome(cfg.rules, read_json_arg(args.outcome, "--outcome"))
-        raw_bets = read_json_arg(args.bets, "--bets")
-        if not isinstance(raw_bets, list):
-            raise RulesError("--bets must be a JSON list of bets", code="BET_MALFORMED")
-        bets = game.parse_bets(cfg.rules, raw_bets, cfg.limits)
-        settlement = game.settle(cfg.rules, outcome, bets, cfg.money)
-    except (RulesError, ConfigInvalid) as exc:
-        return _fail(exc)
+    cfg = _config_for(args.game, args.config)
+    game = cfg.game
+    outcome = game.parse_outcome(cfg.rules, read_json_arg(args.outcome, "--outcome"))
+    raw_bets = read_json_arg(args.bets, "--bets")
+    if not isinstance(raw_bets, list):
+        raise RulesError("--bets must be a JSON list of bets", code="BET_MALFORMED")
+    bets = game.parse_bets(cfg.rules, raw_bets, cfg.limits)
+    settlement = game.settle(cfg.rules, outcome, bets, cfg.money)
     out = settlement.to_json()
     out["rules"] = game.rules_json(cfg.rules)
     out["currency"] = cfg.money.currency
@@ -160,18 +175,31 @@ def cmd_settle(args: argparse.Namespace) -> int:
     return 0
 
 
+def math_options(game_id: str, options: dict[str, Any]) -> None:
+    """Refuse an option of ``tablectl math`` the game does not take, naming the flag and
+    the games that take it (before any work)."""
+    takes = get_game(game_id).math_options
+    for name in options:
+        if name not in takes:
+            others = [g for g in GAME_IDS if name in get_game(g).math_options]
+            raise CliError(
+                f"--{name} does not apply to {game_id} (its math "
+                + (f"takes {one_of('--' + t for t in sorted(takes))}" if takes else "takes no option")
+                + f"); --{name} applies to {one_of(others)}",
+                code="OPTION_NOT_APPLICABLE",
+            )
+
+
 def cmd_math(args: argparse.Namespace) -> int:
-    options = {
+    options: dict[str, Any] = {
         k: getattr(args, k) for k in ("decks", "rounds", "seed") if getattr(args, k) is not None
     }
-    try:
-        cfg = _config_for(args.game, args.config)
-        if cfg.game.math_needs_rng:
-            options["rng"] = random.Random
-        report = cfg.game.math(cfg.rules, **options)
-        money = _money_lines(cfg)
-    except (RulesError, ConfigInvalid) as exc:
-        return _fail(exc)
+    math_options(args.game, options)
+    cfg = _config_for(args.game, args.config)
+    if cfg.game.math_needs_rng:
+        options["rng"] = random.Random
+    report = cfg.game.math(cfg.rules, **options)
+    money = _money_lines(cfg)
     data = report.to_json()
     if money:
         data["money"] = {
@@ -228,14 +256,11 @@ def _money_lines(cfg: TableConfig) -> tuple[MoneyLine, ...]:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    try:
-        cfg = _config_for(args.game, args.config)
-        game = cfg.game
-        scorer = getattr(game, "score_report", None)
-        if scorer is None:
-            raise RulesError(f"{args.game} has no hand scoring; use settle", code="NOT_SUPPORTED")
-        data, text = scorer(cfg.rules, read_json_arg(args.hand, "--hand"), money=cfg.money)
-    except (RulesError, ConfigInvalid) as exc:
-        return _fail(exc)
+    if getattr(get_game(args.game), "score_report", None) is None:
+        raise RulesError(f"{args.game} has no hand scoring; use settle", code="NOT_SUPPORTED")
+    cfg = _config_for(args.game, args.config)
+    data, text = cfg.game.score_report(  # type: ignore[attr-defined]
+        cfg.rules, read_json_arg(args.hand, "--hand"), money=cfg.money
+    )
     print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else text)
     return 0

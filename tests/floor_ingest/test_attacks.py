@@ -34,6 +34,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from firmware_host.auth import Signer
 from firmware_host.auth.evidence import FLOOR_DOMAIN, canonical_text, open_sealed, seal
 from firmware_host.auth.keys import generate, load_public_key
+from firmware_host.cliargs import CliError
 from firmware_host.schemas import errors as schema_errors
 from flooringest import messages as m
 from flooringest.store import open_store
@@ -361,7 +362,8 @@ async def test_a_chain_that_goes_back_is_held_until_a_person_releases_it(
         )
         assert await asyncio.to_thread(cmd_quarantine_release, args) == 0
         await f.holds(R, 8)
-        assert await asyncio.to_thread(cmd_quarantine_release, args) == 1  # once only
+        with pytest.raises(CliError, match="was released already"):  # once only
+            await asyncio.to_thread(cmd_quarantine_release, args)
         await f.play(9)
         await f.holds(R, 9)
         assert [(s, p.encode()) for s, p in await f.stored(R)] == [

@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from firmware_host.auth.keys import key_id, public_pem
+from firmware_host.cliargs import CliError
 from flooringest.registry import RegistryError, load_file
 
 
@@ -139,12 +140,12 @@ def test_registry_import_and_list_commands(tmp_path: Path) -> None:
     text = out.getvalue()
     assert "1 tables (1 added, 0 changed, 0 removed)" in text
     assert "MO-R-07" in text and "roulette" in text and "ed25519:" in text
-    # A broken file: its lines on stderr, exit 2, the database's registry unchanged.
+    # A broken file: one line naming it (exit 2), the database's registry unchanged.
     f.write_text('[tables.MO-R-07]\ngame = "roulette"\nkeys = ["keys/gone.pub"]\n')
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        assert cmd_registry_import(argparse.Namespace(file=str(f), db=db)) == 2
-    assert err.getvalue().startswith(f"error: {f}: table MO-R-07: keys[0]: keys/gone.pub:")
+    with pytest.raises(CliError) as refused:
+        cmd_registry_import(argparse.Namespace(file=str(f), db=db))
+    assert refused.value.code == "REGISTRY_INVALID"
+    assert refused.value.message.startswith(f"{f}: table MO-R-07: keys[0]: keys/gone.pub:")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         cmd_registry_list(argparse.Namespace(db=db, json=True))

@@ -52,6 +52,7 @@ _DERIVED_KEYS = frozenset(
 
 class Baccarat(Game[BaccaratRules, BaccaratOutcome]):
     game_id = "baccarat"
+    math_options = frozenset({"decks"})
     result_device = "shoe"
     device_kinds = frozenset({"shoe", "board"})
     title = "Baccarat"

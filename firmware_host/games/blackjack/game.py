@@ -83,6 +83,7 @@ SAMPLE_ROUNDS: tuple[JSON, ...] = (
 
 class Blackjack(Game[BlackjackRules, BlackjackDeal]):
     game_id = "blackjack"
+    math_options = frozenset({"decks", "rounds", "seed"})
     result_device = "shoe"
     device_kinds = frozenset({"shoe", "board"})
     title = "Blackjack (Vinte e um)"

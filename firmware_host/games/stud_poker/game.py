@@ -50,6 +50,7 @@ _TOP_DERIVED = frozenset({"dealer_hand", "dealer_qualifies", "up_card"})
 
 class StudPoker(Game[StudPokerRules, StudOutcome]):
     game_id = "stud-poker"
+    math_options = frozenset({"rounds", "seed"})
     result_device = "shoe"
     device_kinds = frozenset({"shoe", "board", "sign"})
     title = "Stud poker"

@@ -72,6 +72,7 @@ def _parse_cards(raw: JSON, what: str) -> list[Card]:
 
 class SuperPan9(BankerGame[SuperPan9Rules, SuperPan9Outcome]):
     game_id = "super-pan-9"
+    math_options = frozenset({"decks"})
     result_device = "shoe"
     device_kinds = frozenset({"shoe", "board"})
     title = "Super Pan 9"
