@@ -26,7 +26,6 @@ import random
 import secrets
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import Coroutine
@@ -36,6 +35,7 @@ from typing import Any
 
 from drivers.cammegh.sim import SimTiming
 from drivers.simulators import ServedSim, serve_simulator
+from firmware_host.cliargs import CliError
 from firmware_host.config import ConfigInvalid, TableConfig, validate_document
 from firmware_host.daemon import TableDaemon
 from firmware_host.face.state import layout_of
@@ -379,33 +379,29 @@ async def run_demo(
     (after ``rounds`` rounds, on Ctrl-C or SIGTERM, or on a failure). ``registry``: a
     floor ingest's registry file the demo's table is added to (``DemoTable.register``)."""
     if game not in GAME_IDS:
-        print(f"error: unknown game {game!r}; games: {', '.join(GAME_IDS)}", file=sys.stderr)
-        return 2
+        raise CliError(f"unknown game {game!r}; games: {', '.join(GAME_IDS)}", prog="tablectl demo")
     if seed is None:
         seed = random.SystemRandom().randrange(1, 1_000_000)
     if broker:
         try:
             url = MqttSettings.from_url(broker)
         except (ValueError, ConfigInvalid) as exc:
-            print(f"error: --broker {broker}: {exc}", file=sys.stderr)
-            return 2
+            raise CliError(f"--broker {broker}: {exc}", prog="tablectl demo") from None
         why = await probe_broker(url.host, url.port)
         if why is not None:
-            print(
-                f"error: cannot reach the MQTT broker {url.host}:{url.port} (--broker {broker}): "
-                f"{why}",
-                file=sys.stderr,
+            raise CliError(
+                f"cannot reach the MQTT broker {url.host}:{url.port} (--broker {broker}): {why}",
+                code="BROKER_UNREACHABLE",
+                prog="tablectl demo",
             )
-            return 1
         if await refuses_mqtt5(url):
-            print(
-                f"error: the MQTT broker {url.host}:{url.port} (--broker {broker}) does not "
-                "speak MQTT 5, the table's protocol (a 3.1.1 broker cannot say that it refuses "
-                "a publication); run the demo without --broker for its embedded MQTT 3.1.1 "
-                "broker",
-                file=sys.stderr,
+            raise CliError(
+                f"the MQTT broker {url.host}:{url.port} (--broker {broker}) does not speak "
+                "MQTT 5, the table's protocol (a 3.1.1 broker cannot say that it refuses a "
+                "publication); run the demo without --broker for its embedded MQTT 3.1.1 broker",
+                code="BROKER_NOT_MQTT5",
+                prog="tablectl demo",
             )
-            return 1
     t = DemoTable(
         game,
         broker=broker,

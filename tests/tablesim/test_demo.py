@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
+from firmware_host.cliargs import CliError
 from tablesim.demo import run_demo
 
 
@@ -23,10 +26,17 @@ async def test_demo_prints_each_round_the_floor_receives(
     assert printed.rstrip().endswith("seed 3: tablectl demo --game fantan --seed 3")
 
 
-async def test_an_unknown_game_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = await run_demo(game="poker", rounds=1, broker=None, speed=1.0, seed=1, bets=1, quiet=True)
-    assert rc == 2
-    assert "unknown game 'poker'" in capsys.readouterr().err
+def test_an_unknown_game_is_refused_by_name(capsys: pytest.CaptureFixture[str]) -> None:
+    from firmware_host.cli import main
+
+    with pytest.raises(SystemExit) as stop:  # argparse: one of the games, named
+        main(["demo", "--game", "poker", "--rounds", "1"])
+    assert stop.value.code == 2 and "invalid choice: 'poker'" in capsys.readouterr().err
+    with pytest.raises(CliError) as exc:
+        asyncio.run(
+            run_demo(game="poker", rounds=1, broker=None, speed=1.0, seed=1, bets=1, quiet=True)
+        )
+    assert "unknown game 'poker'" in exc.value.message
 
 
 async def test_an_unreachable_broker_ends_the_demo_with_a_message(
@@ -43,10 +53,17 @@ async def test_an_unreachable_broker_ends_the_demo_with_a_message(
 
     monkeypatch.setattr(floor_client.FloorClient, "start", impatient)
     port = free_port()
-    rc = await run_demo(
-        game="fantan", rounds=1, broker=f"mqtt://127.0.0.1:{port}", speed=1.0, seed=1,
-        bets=1, quiet=True,
-    )  # fmt: skip
-    assert rc == 1
-    err = capsys.readouterr().err
-    assert f"cannot reach the MQTT broker 127.0.0.1:{port}" in err and "refused" in err
+    with pytest.raises(CliError) as exc:
+        await run_demo(
+            game="fantan", rounds=1, broker=f"mqtt://127.0.0.1:{port}", speed=1.0, seed=1,
+            bets=1, quiet=True,
+        )  # fmt: skip
+    assert exc.value.code == "BROKER_UNREACHABLE"
+    assert f"cannot reach the MQTT broker 127.0.0.1:{port}" in exc.value.message
+    assert "refused" in exc.value.message
+    # Through the command line: one line, its code, exit 2.
+    from firmware_host.cli import main
+
+    await asyncio.to_thread(main, ["demo", "--broker", f"mqtt://127.0.0.1:{port}", "--rounds", "1"])
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tablectl demo: error: BROKER_UNREACHABLE: ") and "\n" not in err, err

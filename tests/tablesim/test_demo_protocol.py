@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from firmware_host.cliargs import CliError
 from tablesim.broker import AMQTT_PROTOCOL, EmbeddedBroker
 from tablesim.demo import DemoTable, run_demo
 
@@ -37,10 +38,10 @@ async def test_the_embedded_demo_runs_mqtt_3_1_1_and_says_refusals_cannot_be_see
 async def test_the_demo_names_a_broker_that_does_not_speak_mqtt_5(
     amqtt_process: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rc = await run_demo(
-        game="fantan", rounds=1, broker=amqtt_process.url, speed=20.0, seed=1, bets=1,
-        quiet=True,
-    )  # fmt: skip
-    err = capsys.readouterr().err
-    assert rc == 1
-    assert "does not speak MQTT 5" in err and "Traceback" not in err
+    with pytest.raises(CliError) as exc:
+        await run_demo(
+            game="fantan", rounds=1, broker=amqtt_process.url, speed=20.0, seed=1, bets=1,
+            quiet=True,
+        )  # fmt: skip
+    assert exc.value.code == "BROKER_NOT_MQTT5"
+    assert "does not speak MQTT 5" in exc.value.message
