@@ -214,15 +214,15 @@ def noting_last(link: Any, count: int) -> asyncio.Future[float]:
     ``count``: the time it did, noted as that PUBACK is processed (no polling loop
     sharing the CPU with the link; bare aiomqtt's drain has none either)."""
     done: asyncio.Future[float] = asyncio.get_running_loop().create_future()
-    accepted = link._accepted
+    accepted = link.pump.accepted
 
     def noted(item: Any) -> None:
         accepted(item)
         if link.stats.outbox_published >= count and not done.done():
             done.set_result(time.perf_counter())
-            del link._accepted  # the class's own again
+            del link.pump.accepted  # the class's own again
 
-    link._accepted = noted
+    link.pump.accepted = noted
     return done
 
 

@@ -63,7 +63,7 @@ def _install(path: str) -> None:
     from drivers.common import DriverBase
     from firmware_host.journal import Journal
     from firmware_host.journal.outbox import Outbox
-    from firmware_host.mqtt import FloorLink
+    from firmware_host.mqtt.pump import OutboxPump
     from firmware_host.table.procedures import Procedure
 
     out = open(path, "a", buffering=1)  # noqa: SIM115 - open for the process's life
@@ -103,15 +103,15 @@ def _install(path: str) -> None:
 
     after(Journal, "_retain", "retained")
     after(TableExtensions, "round_settled", "hooks")
-    send = FloorLink._send
+    send = OutboxPump.send
 
     @functools.wraps(send)
-    def traced_send(self: FloorLink, client: Any, item: Any, *rest: Any) -> Any:
+    def traced_send(self: OutboxPump, client: Any, item: Any, *rest: Any) -> Any:
         if item.kind == "outbox" and item.topic == "rounds":
             mark("publish")
         return send(self, client, item, *rest)
 
-    FloorLink._send = traced_send  # type: ignore[method-assign]
+    OutboxPump.send = traced_send  # type: ignore[method-assign]
 
     started: list[float] = []
 

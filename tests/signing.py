@@ -1,6 +1,6 @@
-"""A payload as the table publishes it: what an extension hands the floor link,
-signed by the link (``firmware_host/mqtt/core.py``) with the table's identity. Tests
-that catch a payload before the link validate it against its schema in this form."""
+"""A payload as the table publishes it: what an extension hands the floor link, signed
+by the link (``sealer`` in ``firmware_host/mqtt/items.py``) with the table's identity.
+Tests that catch a payload before the link validate it against its schema in this form."""
 
 from __future__ import annotations
 

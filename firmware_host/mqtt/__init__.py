@@ -1,6 +1,12 @@
-"""The table's link to the casino floor over MQTT: the only module importing aiomqtt.
+"""The table's link to the casino floor over MQTT: the only package importing aiomqtt.
 
-:class:`FloorLink` implements the contract in ``docs/mqtt.md``:
+:class:`FloorLink` implements the contract in ``docs/mqtt.md``, composed of parts that
+are none of them a base class of another, each given what it uses when it is made
+(``docs/mqtt.md``, "The table's side"): the retained snapshots (``snapshots.py``), the
+request queues and the answers waiting (``queues.py``), the outbox pump (``pump.py``)
+with its publication window (``window.py``), the outbox's marks (``marks.py``) and the
+refused topics' holds, the link's faults (``faults.py``), and the connection
+(``connection.py``). The contract:
 
 - Topics live under ``<prefix>/tables/<table_id>/``; a published topic with a
   wildcard or an empty level is refused (:class:`TopicError`).

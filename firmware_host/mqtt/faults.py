@@ -1,12 +1,14 @@
-"""The link's part that keeps what the broker refuses: each refusal of a topic is one
+"""The link's parts that keep what the broker refuses: each refusal of a topic is one
 :class:`LinkFault` (``PUBLISH_REFUSED``, ``SUBSCRIBE_REFUSED``), raised and cleared
 with one log line each, listed in the retained ``state`` (``link_faults``) and the
-console's ``status``."""
+console's ``status`` (:class:`LinkFaults`); a refused topic waits for its backoff before
+it is tried again (:class:`TopicHolds`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -86,4 +88,34 @@ class LinkFaults:
         self._on_change()
 
 
-__all__ = ["LinkFault", "LinkFaults"]
+class TopicHolds:
+    """The topics the broker refused, each waiting for its backoff (refusals in a row
+    grow it) before anything on it is published again; everything else flows."""
+
+    __slots__ = ("_backoff", "active")
+
+    def __init__(self, backoff: Callable[[int], float]) -> None:
+        self._backoff = backoff
+        #: Topic -> (monotonic time before which it is not retried, refusals in a row).
+        self.active: dict[str, tuple[float, int]] = {}
+
+    def hold(self, topic: str) -> None:
+        """Nothing more on ``topic`` before its backoff ends (refusals in a row grow it)."""
+        _, n = self.active.get(topic, (0.0, 0))
+        self.active[topic] = (time.monotonic() + self._backoff(n), n + 1)
+
+    def held(self, topic: str, now: float) -> bool:
+        hold = self.active.get(topic)
+        return hold is not None and hold[0] > now
+
+    def release(self, topic: str) -> None:
+        """The broker took a publication on ``topic``: its hold ends."""
+        if topic in self.active:
+            del self.active[topic]
+
+    def retry_times(self) -> list[float]:
+        """When each hold ends (the publisher's idle wait is no longer)."""
+        return [t for t, _ in self.active.values()]
+
+
+__all__ = ["LinkFault", "LinkFaults", "TopicHolds"]

@@ -16,7 +16,8 @@ import logging
 import time
 from collections.abc import Callable, KeysView
 
-from ..journal import Journal, JournalError
+from ..journal import JournalError
+from .outbox import OutboxMarker
 
 log = logging.getLogger("firmware_host.mqtt")
 
@@ -24,7 +25,7 @@ log = logging.getLogger("firmware_host.mqtt")
 class OutboxMarks:
     """The marks of the outbox entries the broker took, and the journal's storage holds."""
 
-    def __init__(self, journal: Journal, backoff: Callable[[int], float]) -> None:
+    def __init__(self, journal: OutboxMarker, backoff: Callable[[int], float]) -> None:
         self.journal = journal
         self._backoff = backoff
         #: Taken by the broker, the mark not yet written (written once per turn).

@@ -34,7 +34,7 @@ MAX_INCOMING_QUEUED = 10_000
 STABLE_CONNECTION_S = 10.0
 #: Connections ended in a row, each while the same outbox entry was the only publication
 #: in flight (or acknowledged and not yet confirmed), that raise ``PUBLISH_REFUSED`` on
-#: its topic (a broker closing the connection to refuse it: see ``LinkBase._count_drops``).
+#: its topic (a broker closing the connection to refuse it: see ``OutboxPump.count_drops``).
 DROPS_TO_FAULT = 3
 #: Most incoming packets read per wake-up of the socket (then other tasks run).
 READ_BURST = 256

@@ -117,9 +117,9 @@ def test_backoff_is_capped_exponential_with_jitter(journal: Journal) -> None:
     for attempt in range(40):
         step = min(5.0, 0.1 * 2**attempt)
         for _ in range(20):
-            d = link._backoff(attempt)
+            d = link.backoff(attempt)
             assert step * 0.5 <= d <= step
-    assert max(link._backoff(30) for _ in range(50)) <= 5.0
+    assert max(link.backoff(30) for _ in range(50)) <= 5.0
 
 
 def test_tls_context_options(tmp_path: Path) -> None:

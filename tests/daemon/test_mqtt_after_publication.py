@@ -33,14 +33,14 @@ def ready_round(journal: Journal) -> Any:
 def spy_sends(link: FloorLink) -> list[tuple[str, Any]]:
     """(topic, outbox id) of every outbox item the link hands to its client."""
     sent: list[tuple[str, Any]] = []
-    send = link._send
+    send = link.pump.send
 
     def spy(client: Any, item: Any, *rest: Any) -> Any:
         if item.kind == "outbox":
             sent.append((item.topic, item.ref))
         return send(client, item, *rest)
 
-    link._send = spy  # type: ignore[method-assign]
+    link.pump.send = spy  # type: ignore[method-assign]
     return sent
 
 

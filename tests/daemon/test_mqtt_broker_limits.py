@@ -32,7 +32,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 from firmware_host.journal import Journal
 from firmware_host.mqtt import FloorLink
 from firmware_host.mqtt.client import _AckClient
-from firmware_host.mqtt.link import _Window
+from firmware_host.mqtt.window import Window
 from tablesim.broker import MosquittoProcess, find_mosquitto
 
 pytestmark = [pytest.mark.mosquitto]
@@ -64,13 +64,13 @@ def answer(topic: str, payload: bytes) -> dict[str, Any]:
 def peak_in_flight(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The publications in the window after each one sent."""
     peaks: list[int] = []
-    send = _Window.send
+    send = Window.send
 
-    def counting(self: _Window, item: Any) -> None:
+    def counting(self: Window, item: Any) -> None:
         send(self, item)
         peaks.append(len(self))
 
-    monkeypatch.setattr(_Window, "send", counting)
+    monkeypatch.setattr(Window, "send", counting)
     return peaks
 
 

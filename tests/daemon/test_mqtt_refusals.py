@@ -212,7 +212,7 @@ async def test_a_refused_subscription_raises_a_fault_and_is_retried(
         await asyncio.sleep(1.5)
         assert answered == ["bets/request"]
         assert link.faults[("SUBSCRIBE_REFUSED", "commands/request")].attempts >= 2
-        assert not link._subscribed.is_set()  # wait_subscribed() does not pretend
+        assert not link.connection.subscribed.is_set()  # wait_subscribed() does not pretend
         assert len(lines(caplog, "SUBSCRIBE_REFUSED on commands/request:")) == 1
         assert link.connected and link.stats.connects == 1  # retried on the connection
     finally:

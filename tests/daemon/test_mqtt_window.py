@@ -17,6 +17,7 @@ from _mqtt_support import Collector, play_round, settings_for
 from firmware_host.journal import Journal
 from firmware_host.mqtt import FloorLink
 from firmware_host.mqtt.client import _AckClient
+from firmware_host.mqtt.pump import OutboxPump
 
 ROOT = "casino/tables/t1"
 
@@ -24,13 +25,13 @@ ROOT = "casino/tables/t1"
 def clients_of(link: FloorLink) -> list[_AckClient]:
     """Every client the link makes, in order."""
     made: list[_AckClient] = []
-    make = link._make_client
+    make = link.connection.make_client
 
     def spy() -> _AckClient:
         made.append(make())
         return made[-1]
 
-    link._make_client = spy  # type: ignore[method-assign]
+    link.connection.make_client = spy  # type: ignore[method-assign]
     return made
 
 
@@ -131,13 +132,13 @@ async def test_every_entry_in_flight_when_a_connection_ends_is_counted_as_caught
     very turn of the drop were caught."""
     swallowed = swallow_pubacks(monkeypatch, "rounds")
     caught: list[dict[int, str]] = []
-    count_drops = FloorLink._count_drops
+    count_drops = OutboxPump.count_drops
 
-    def spy(self: FloorLink) -> None:
-        caught.append(dict(self._in_flight))
+    def spy(self: OutboxPump) -> None:
+        caught.append(dict(self.in_flight))
         count_drops(self)
 
-    monkeypatch.setattr(FloorLink, "_count_drops", spy)
+    monkeypatch.setattr(OutboxPump, "count_drops", spy)
     play_round(journal)
     (round_entry,) = [e.id for e in journal.outbox_pending(100) if e.topic == "rounds"]
     col = Collector(mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/#", "floor-1")
@@ -156,5 +157,5 @@ async def test_every_entry_in_flight_when_a_connection_ends_is_counted_as_caught
         finally:
             await link.stop()
     assert caught[0] == {round_entry: "rounds"}, caught
-    assert not link._drops and not link.faults  # caught with others: not blamed
+    assert not link.pump.drops and not link.faults  # caught with others: not blamed
     assert journal.outbox_pending_count() == 0  # sent again, answered, marked
