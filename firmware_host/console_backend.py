@@ -1,39 +1,32 @@
 """What the technician console sees of the running table (``console.ConsoleBackend``).
 
 The backend gets the pieces it shows and acts on through its constructor (the round
-engine, the journal, the floor link, the devices, the jackpot, the state snapshot),
-never the daemon.
+engine, the journal, the floor link, the devices, the jackpot, the state snapshot, the
+table's commands), never the daemon. A command typed at the console (``open``,
+``void``, ``ack``...) runs the very handler the floor's does (:meth:`command`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .auth import Principal
 from .console import local_time
-from .games.errors import CodedError
 from .games.money import MoneyRules
 from .integrity.alerts import Alerts
 from .integrity.pace import DealerRoster, PaceMonitor
-from .integrity.selfcheck import SoftwareCheck
 from .journal import Journal
 from .jsonio import JSON
 from .mqtt import FloorLink
+from .table.commands import CommandCall, Commands
 from .table.engine import RoundEngine
 from .table.jackpot import JackpotController
-from .table.procedures import Procedure
+from .table.reading import RequestError
 from .table.state import TableState
-
-
-class ConsoleRefused(CodedError, RuntimeError):
-    """A console command the table refuses (a result typed on a table that reads it
-    from its device)."""
-
-    code = "CONSOLE_REFUSED"
 
 
 @dataclass
@@ -51,12 +44,10 @@ class TableConsoleBackend:
     #: The event loop's lag, seconds (the daemon measures it).
     loop_lag: Callable[[], float]
     config_path: Path | None = None
-    #: The game's procedure: whether results may be typed (``manual_results``).
-    procedure: Procedure | None = None
+    #: The table's commands (``table/commands.py``); None: none can be typed.
+    commands: Commands | None = None
     #: Integrity alerts (``docs/integrity.md``); None: a table without them.
     alerts_board: Alerts | None = None
-    #: The software check against the signed manifest (``docs/integrity.md``).
-    software: SoftwareCheck | None = None
     #: The dealer on duty and the shift's pace (``docs/integrity.md``).
     dealers: DealerRoster | None = None
     pace: PaceMonitor | None = None
@@ -136,35 +127,30 @@ class TableConsoleBackend:
     def faults(self) -> JSON:
         return [f.to_json() for f in self.journal.active_faults()] or ["no latched fault"]
 
-    def open_betting(self, after_round_id: str | None, who: str) -> JSON:
-        """Open betting, naming the round it follows (a retyped ``open`` after that round
-        opened never opens another: STALE_ROUND)."""
-        self.engine.check_follows(after_round_id)
-        self._privileged("open_betting", who, "console")
-        rnd = self.engine.open_betting(source=f"console:{who}")
-        return {"round_id": rnd.round_id, "phase": "open"}
-
-    def close_betting(self, round_id: str, who: str) -> JSON:
-        self.engine.check_round(round_id, "close_betting")
-        self._privileged("close_betting", who, "console", round_id=round_id)
-        rnd = self.engine.close_betting(source=f"console:{who}")
-        return {"round_id": rnd.round_id, "phase": "closed"}
-
-    def enter_result(self, round_id: str, outcome: JSON, who: str) -> JSON:
-        if self.procedure is not None and not self.procedure.manual_results:
-            raise ConsoleRefused(
-                "this table reads its results from its device; a result cannot be typed",
-                code="RESULT_FROM_DEVICE_ONLY",
-            )
-        self.engine.check_round(round_id, "result")
-        self._privileged("result", who, "console", outcome=outcome, round_id=round_id)
-        payload = self.engine.submit_result(outcome, source=f"console:{who}")
-        return {
-            "round_id": payload["round_id"],
-            "status": payload["status"],
-            "outcome": payload.get("outcome"),
-            "totals": payload.get("totals"),
-        }
+    async def command(
+        self,
+        name: str,
+        args: Mapping[str, JSON],
+        *,
+        round_id: str | None = None,
+        after_round_id: str | None = None,
+        operator: str | None = None,
+    ) -> JSON:
+        """Run the command ``name`` typed by ``operator`` (None: nobody logged in), as the
+        floor's would run (its round checked, its handler), shown for the console."""
+        if self.commands is None:
+            raise RequestError("NOT_SUPPORTED", f"{name} is not available on this table")
+        call = CommandCall(
+            self.commands.spec(name),
+            dict(args),
+            via="console",
+            who=Principal(operator, True) if operator else None,
+            round_id=round_id,
+            after_round_id=after_round_id,
+        )
+        data = await self.commands.run_async(call)
+        view = CONSOLE_VIEWS.get(name)
+        return view(data) if view is not None else data
 
     def check_config(self) -> JSON:
         from .assembly import assembly_problems
@@ -194,14 +180,6 @@ class TableConsoleBackend:
             "privileged_action", {"action": action, "operator": who, "why": why, **data}
         )
 
-    def void_round(self, round_id: str, reason: str, who: str) -> JSON:
-        """Void the round ``round_id`` names, if it is the one in progress (a void typed
-        for a round that has since ended never voids the next one: STALE_ROUND)."""
-        self.engine.check_round(round_id, "void")
-        self._privileged("void_round", who, reason, round_id=round_id)
-        payload = self.engine.void_round(f"{reason} (console, {who})", source=f"console:{who}")
-        return {"round_id": payload["round_id"], "status": "void", "refunded": len(payload["bets"])}
-
     def _jackpot(self) -> JackpotController:
         if self.jackpot_controller is None:
             raise RuntimeError("this table has no progressive jackpot")
@@ -228,29 +206,6 @@ class TableConsoleBackend:
         alerts: list[JSON] = [_alert_view(a.to_json()) for a in self.alerts_board.active()]
         return alerts or ["no active alert"]
 
-    def ack_alert(self, alert_id: int, reason: str, who: str) -> JSON:
-        if self.alerts_board is None:
-            raise ConsoleRefused("this table has no integrity alerts", code="NOT_SUPPORTED")
-        rec = self.alerts_board.acknowledge(alert_id, by=f"console:{who}", reason=reason)
-        return _alert_view(rec.to_json())
-
-    async def verify_software(self, seed: str | None, who: str | None) -> JSON:
-        """The files hashed in a worker thread (the loop keeps serving), then recorded."""
-        sw = self.software
-        if sw is None or not sw.configured:
-            raise ConsoleRefused("no signed manifest configured ([software])", code="NOT_SUPPORTED")
-        by = f"console:{who}" if who else "console"
-        v = await asyncio.to_thread(sw.verify, seed)
-        return sw.record(v, "console", by=by).to_json()
-
-    def dealer_sign_in(self, dealer: str | None, who: str) -> JSON:
-        """``dealer NAME`` signs NAME in; ``dealer`` alone signs the dealer out."""
-        if self.dealers is None:
-            raise ConsoleRefused("no dealer roster on this table", code="NOT_SUPPORTED")
-        if dealer is None:
-            return self.dealers.sign_out(via="console", by=f"console:{who}")
-        return self.dealers.sign_in(dealer, via="console", by=f"console:{who}")
-
     def pace_report(self) -> JSON:
         if self.pace is None:
             return {"pace": "not kept on this table"}
@@ -276,3 +231,13 @@ def _alert_view(alert: dict[str, JSON]) -> dict[str, JSON]:
         if isinstance(value, str):
             alert[key] = local_time(value) or value
     return alert
+
+
+def _acknowledged(data: JSON) -> JSON:
+    alert = data.get("alert") if isinstance(data, dict) else None
+    return _alert_view(alert) if isinstance(alert, dict) else data
+
+
+#: How the console shows a command's answer, where not as the floor's data: the
+#: alert acknowledged, in local times.
+CONSOLE_VIEWS: dict[str, Callable[[JSON], JSON]] = {"ack_alert": _acknowledged}

@@ -81,6 +81,7 @@ from .table.floorcheck import (
 )
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
 from .table.procedures import ManualProcedure, Procedure, ProcedureContext, make_procedure
+from .table.round_commands import table_commands
 from .table.state import LatchedFaults, TableState
 
 log = logging.getLogger(__name__)
@@ -257,18 +258,11 @@ class TableDaemon:
             log.warning("[auth] signatures = false: floor requests are NOT authenticated")
         for line in plan.accepted_risk_lines:  # also in the retained state
             log.warning("running with an accepted risk: %s", line)
-        floor = self.floor = FloorRequests(
-            engine,
-            procedure,
-            auth=auth,
-            jackpot=self.jackpot,
-            handlers={
-                "ack_alert": alerts.ack_command,
-                "verify_software": software.command,
-                "dealer_sign_in": roster.command_in,
-                "dealer_sign_out": roster.command_out,
-            },
-        )
+        # Each command's handler, registered by the part that answers it (table/commands.py).
+        commands = table_commands(engine, procedure, jackpot=self.jackpot)
+        for part in (alerts, software, roster):
+            part.register_commands(commands)
+        floor = self.floor = FloorRequests(engine, procedure, auth=auth, commands=commands)
         link = self.link = FloorLink(
             plan.mqtt, cfg.table_id, j, handler=floor.handle, identity=j.identity
         )
@@ -381,9 +375,8 @@ class TableDaemon:
             state=self.state,
             loop_lag=lambda: self.loop_lag,
             config_path=self.config_path,
-            procedure=procedure,
+            commands=commands,
             alerts_board=alerts,
-            software=software,
             dealers=roster,
             pace=self.pace,
         )

@@ -34,15 +34,10 @@ from typing import Any
 import aiomqtt
 
 from firmware_host.auth import Signer
+from firmware_host.commands import CATALOGUE
 from firmware_host.jsonio import JSON
 
 from .principals import Principals
-
-#: Commands that name no round in progress (``open_betting`` names the one it follows).
-_NO_ROUND = frozenset(
-    {"open_betting", "status", "jackpot_paid", "replay_rounds", "ack_alert", "verify_software",
-     "dealer_sign_in", "dealer_sign_out"}
-)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -309,12 +304,18 @@ class FloorClient:
     def command_body(
         self, command: str, *, round_id: str | None = None, **args: JSON
     ) -> dict[str, JSON]:
-        """A command naming its round: ``round_id`` (default: the round in progress as
-        the floor last heard), or for ``open_betting`` the round it follows."""
+        """A command naming its round as its spec's scope says
+        (``firmware_host/commands.py``): ``round_id`` (default: the round in progress as
+        the floor last heard), for ``open_betting`` and ``new_shoe`` the round it follows
+        (default: the table's latest round), for ``jackpot_paid`` the round of the hit
+        (only if given); nothing for a command about the table. A command the table does
+        not know names the round in progress (it is refused as such)."""
         body: dict[str, JSON] = {"command": command}
-        if command == "open_betting":
+        spec = CATALOGUE.get(command)
+        scope = spec.scope if spec is not None else "round"
+        if scope == "follows":
             body["after_round_id"] = round_id if round_id is not None else self.last_round_id
-        elif command not in _NO_ROUND or (command == "jackpot_paid" and round_id):
+        elif scope == "round" or (scope == "hit" and round_id):
             body["round_id"] = round_id if round_id is not None else self.round_in_progress
         if args:
             body["args"] = args

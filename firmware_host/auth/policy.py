@@ -25,7 +25,9 @@ the game or takes bets never also supervises it.
 - ``jackpot_attendant``: confirms jackpot payments;
 - ``observer``: ``status`` only.
 
-``[auth.roles]`` may redefine these or add roles. Running without signatures needs
+The roles' command permissions come from the commands' specs
+(:mod:`firmware_host.commands`: each names the built-in roles that hold it); the bets
+and records are added here. ``[auth.roles]`` may redefine these or add roles. Running without signatures needs
 ``signatures = false`` said in so many words; ``tablectl check-config`` warns about it
 and the retained ``state`` shows it (``"auth": "unsigned"``). What a configuration may
 not do without saying so (a key shared by two principals, a two-person rule one
@@ -40,26 +42,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..commands import CATALOGUE, Catalogue, role_permissions, two_person, with_duty
+from ..commands import permissions as command_permissions
 from ..config import FieldSpec, register_section, validate_fields
 
-#: Every command of ``commands/request`` (a permission each).
-COMMAND_PERMISSIONS = (
-    "open_betting",
-    "close_betting",
-    "void_round",
-    "void_throw",
-    "result",
-    "decide",
-    "deal_setup",
-    "new_shoe",
-    "jackpot_paid",
-    "status",
-    "replay_rounds",
-    "ack_alert",
-    "verify_software",
-    "dealer_sign_in",
-    "dealer_sign_out",
-)
+#: Every command of ``commands/request`` needs a permission (its name, unless its spec
+#: names another): :mod:`firmware_host.commands` declares them, with the built-in
+#: roles that hold each, its duty and whether it needs two people.
+COMMAND_PERMISSIONS = command_permissions(CATALOGUE)
 #: The actions of ``bets/request``.
 BET_PERMISSIONS = ("place", "cancel")
 #: What is not a request: ``floor_record``, signing the floor's record of the table
@@ -69,48 +59,44 @@ BET_PERMISSIONS = ("place", "cancel")
 RECORD_PERMISSIONS = ("floor_record", "dealer_sign_in_others")
 PERMISSIONS = frozenset(COMMAND_PERMISSIONS + BET_PERMISSIONS + RECORD_PERMISSIONS)
 
-#: Running the game or taking bets (a dealer's, a floor system's).
-PLAY_PERMISSIONS = frozenset(
-    {"place", "cancel", "open_betting", "close_betting", "void_throw", "result", "decide",
-     "deal_setup", "new_shoe"}
-)  # fmt: skip
-#: Supervising it: undoing a round, paying a jackpot, clearing an alert, naming the
-#: dealer on duty. A role (or a principal) holding both is warned about
-#: (``ROLE_MIXES_DUTIES``, ``firmware_host/risks.py``).
-SUPERVISION_PERMISSIONS = frozenset(
-    {"void_round", "jackpot_paid", "ack_alert", "dealer_sign_in_others"}
-)
+#: Running the game or taking bets (a dealer's, a floor system's): the commands whose
+#: duty is ``play``, and the bets.
+PLAY_PERMISSIONS = frozenset(BET_PERMISSIONS) | with_duty(CATALOGUE, "play")
+#: Supervising it: undoing a round, paying a jackpot, clearing an alert (the commands
+#: whose duty is ``supervise``), naming the dealer on duty. A role (or a principal)
+#: holding both is warned about (``ROLE_MIXES_DUTIES``, ``firmware_host/risks.py``).
+SUPERVISION_PERMISSIONS = with_duty(CATALOGUE, "supervise") | {"dealer_sign_in_others"}
 
-_DEALER = frozenset(
-    {
-        "open_betting",
-        "close_betting",
-        "void_throw",
-        "result",
-        "decide",
-        "deal_setup",
-        "new_shoe",
-        "status",
-        "dealer_sign_in",
-        "dealer_sign_out",
-    }
-)
-#: Supervises the game, never runs it (separation of duties, issue 29).
-_SUPERVISOR = frozenset(
-    {"void_round", "jackpot_paid", "ack_alert", "verify_software", "dealer_sign_in",
-     "dealer_sign_out", "dealer_sign_in_others", "status"}
+#: The built-in roles, and what each holds besides the commands whose specs name it.
+ROLE_NAMES = (
+    "dealer", "pit_supervisor", "floor_system", "floor_ingest", "jackpot_attendant", "observer"
 )  # fmt: skip
-BUILTIN_ROLES: dict[str, frozenset[str]] = {
-    "dealer": _DEALER,
-    "pit_supervisor": _SUPERVISOR,
-    "floor_system": frozenset({"place", "cancel", "status", "replay_rounds"}),
-    "floor_ingest": frozenset({"replay_rounds", "status", "floor_record"}),
-    "jackpot_attendant": frozenset({"jackpot_paid", "status"}),
-    "observer": frozenset({"status"}),
+_NOT_COMMANDS: dict[str, frozenset[str]] = {
+    "floor_system": frozenset(BET_PERMISSIONS),
+    "floor_ingest": frozenset({"floor_record"}),
+    #: Supervises the game, never runs it (separation of duties, issue 29).
+    "pit_supervisor": frozenset({"dealer_sign_in_others"}),
 }
 
+
+def builtin_roles(specs: Catalogue = CATALOGUE) -> dict[str, frozenset[str]]:
+    """Role -> permissions of the built-in roles: the command permissions ``specs`` give
+    each, and the bets and records of :data:`_NOT_COMMANDS`. A spec naming a role that
+    is not built in is refused."""
+    given = role_permissions(specs)
+    unknown = sorted(set(given) - set(ROLE_NAMES))
+    if unknown:
+        raise ValueError(f"commands name no built-in role {', '.join(unknown)}")
+    return {
+        role: frozenset(given.get(role, set()) | _NOT_COMMANDS.get(role, frozenset()))
+        for role in ROLE_NAMES
+    }
+
+
+BUILTIN_ROLES: dict[str, frozenset[str]] = builtin_roles()
+
 #: Commands that act only once confirmed by two different principals by default.
-TWO_PERSON = ("jackpot_paid",)
+TWO_PERSON = two_person(CATALOGUE)
 
 #: A principal's name: printable, no spaces, a topic- and log-safe identifier.
 PRINCIPAL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,63}$")
@@ -280,11 +266,11 @@ def _validate(data: Any, path: str, errors: list[str]) -> AuthSettings:
         principals[str(name)] = PrincipalSpec(
             str(name), tuple(sub.get("keys") or ()), tuple(sub.get("roles") or ()), dealer
         )
-    unknown_cmds = sorted(set(vals.get("two_person") or ()) - set(COMMAND_PERMISSIONS))
+    unknown_cmds = sorted(set(vals.get("two_person") or ()) - set(CATALOGUE))
     if unknown_cmds:
         errors.append(
             f"{path}.two_person: unknown command(s) {', '.join(unknown_cmds)}; known: "
-            f"{', '.join(COMMAND_PERMISSIONS)}"
+            f"{', '.join(CATALOGUE)}"
         )
     unknown_risks = sorted(set(vals.get("accept_risks") or ()) - set(ACCEPTABLE_RISKS))
     if unknown_risks:

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Protocol
 
-from ..auth import Principal
 from ..journal import AlertRecord, JournalError
 from ..jsonio import JSON
-from ..table.floor import MAX_REASON, RequestError
+from ..table.commands import CommandCall, Commands
+from ..table.reading import MAX_REASON, RequestError
 from .codes import ALERT_CODES
 
 log = logging.getLogger(__name__)
@@ -107,8 +107,14 @@ class Alerts:
             self._changed()
         return rec
 
-    def ack_command(self, args: Mapping[str, JSON], who: Principal) -> JSON:
-        """The signed command ``ack_alert`` ``{"alert_id": N, "reason": "..."}``."""
+    def register_commands(self, commands: Commands) -> None:
+        """The table's commands this answers (their specs: ``firmware_host/commands.py``)."""
+        commands.register("ack_alert", self.ack_command)
+
+    def ack_command(self, call: CommandCall) -> JSON:
+        """The command ``ack_alert`` ``{"alert_id": N, "reason": "..."}`` (signed, or
+        typed at the console: ``ack``)."""
+        args = call.args
         alert_id = args.get("alert_id")
         if not isinstance(alert_id, int) or isinstance(alert_id, bool) or alert_id < 1:
             raise RequestError("MALFORMED_REQUEST", "ack_alert's 'alert_id' must be an alert's id")
@@ -120,7 +126,7 @@ class Alerts:
                 "MALFORMED_REQUEST",
                 f"ack_alert's 'reason' must be at most {MAX_REASON} printable characters",
             )
-        rec = self.acknowledge(alert_id, by=f"mqtt:{who.audit}", reason=reason)
+        rec = self.acknowledge(alert_id, by=call.source, reason=reason)
         return {"alert": rec.to_json()}
 
     def active(self) -> list[AlertRecord]:

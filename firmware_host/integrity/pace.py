@@ -37,13 +37,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..auth import AuthSettings, Principal
+from ..auth import AuthSettings
 from ..journal import OutboxMessage, RoundRecord
 from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
+from ..table.commands import CommandCall, Commands
 from ..table.extension import TableExtension, TableExtensions
-from ..table.floor import RequestError
 from ..table.phase import Phase
+from ..table.reading import RequestError
 from ..timefmt import iso_utc, utc_now
 
 #: A dealer's name: as a principal's (printable, no spaces).
@@ -109,24 +110,35 @@ class DealerRoster:
             cb(old, None)
         return {"dealer": None, "signed_out": old}
 
-    def command_in(self, args: Mapping[str, JSON], who: Principal) -> JSON:
+    def register_commands(self, commands: Commands) -> None:
+        """The table's commands this answers (their specs: ``firmware_host/commands.py``)."""
+        commands.register("dealer_sign_in", self.command_in)
+        commands.register("dealer_sign_out", self.command_out)
+
+    def command_in(self, call: CommandCall) -> JSON:
         """``dealer_sign_in``: the dealer the principal is bound to, or the one
         ``args.dealer`` names if it is that one, or if the principal may sign in others
-        (a pit supervisor); else ``DEALER_NOT_BOUND``."""
-        requested = args.get("dealer")
+        (a pit supervisor); else ``DEALER_NOT_BOUND``. At the console (``dealer NAME``)
+        the operator, logged in at the table, signs in the dealer named."""
+        requested = call.args.get("dealer")
         if requested is not None and not isinstance(requested, str):
             raise RequestError("MALFORMED_REQUEST", "dealer_sign_in's 'dealer' must be a name")
+        if call.console:
+            if requested is None:
+                raise RequestError("MALFORMED_REQUEST", "at the console, name the dealer")
+            return self.sign_in(requested, via=call.via, by=call.source)
+        name = call.who.name if call.who is not None else ""
         if self.auth is not None and not self.auth.signatures:  # a bench: nobody is known
-            dealer, authority = requested or who.name, "unverified"
+            dealer, authority = requested or name, "unverified"
         else:
             try:
-                dealer, authority = (self.auth or AuthSettings()).sign_in_as(who.name, requested)
+                dealer, authority = (self.auth or AuthSettings()).sign_in_as(name, requested)
             except ValueError as exc:
                 raise RequestError("DEALER_NOT_BOUND", str(exc)) from None
-        return self.sign_in(dealer, via="mqtt", by=f"mqtt:{who.audit}", authority=authority)
+        return self.sign_in(dealer, via=call.via, by=call.source, authority=authority)
 
-    def command_out(self, args: Mapping[str, JSON], who: Principal) -> JSON:
-        return self.sign_out(via="mqtt", by=f"mqtt:{who.audit}")
+    def command_out(self, call: CommandCall) -> JSON:
+        return self.sign_out(via=call.via, by=call.source)
 
 
 @dataclass

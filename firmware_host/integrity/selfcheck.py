@@ -14,16 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from ..auth import Principal
 from ..games.errors import CodedError
 from ..journal import Event, Fault
 from ..jsonio import JSON
-from ..table.floor import PREPARED, Deferred, RequestError
+from ..table.commands import PREPARED, CommandCall, Commands, Deferred
+from ..table.reading import RequestError
 from ..timefmt import iso_utc, utc_now
 from .alerts import Alerts
 from .environment import PACKAGES_SCOPE
@@ -159,16 +159,24 @@ class SoftwareCheck:
             v = await asyncio.to_thread(self.verify)
             self.record(v, "periodic")  # on the loop: the journal is not thread-safe
 
-    def command(self, args: Mapping[str, JSON], who: Principal) -> JSON:
-        """The signed command ``verify_software`` ``{"seed": "..."}``.
+    def register_commands(self, commands: Commands) -> None:
+        """The table's commands this answers (their specs: ``firmware_host/commands.py``)."""
+        commands.register("verify_software", self.command)
+
+    def command(self, call: CommandCall) -> JSON:
+        """The command ``verify_software`` ``{"seed": "..."}`` (signed; or typed at the
+        console, ``verify-software [SEED]``, where the seed is optional).
 
         Hashing the installed software (some 100 MB on a table) must neither hold up the
         event loop nor sit inside the request's journal transaction: the first pass defers
-        (:class:`~firmware_host.table.floor.Deferred`), the floor hashes in a worker
-        thread, and the request's next pass records that check here, in the transaction
-        that journals the answer (once; a retry of the request id gets that answer)."""
-        seed = args.get("seed")
-        if not isinstance(seed, str) or not SEED.match(seed):
+        (:class:`~firmware_host.table.commands.Deferred`), the floor (or the console) hashes
+        in a worker thread, and the command's next pass records that check here, in the
+        transaction that journals the answer (once; a retry of the request id gets that
+        answer)."""
+        seed = call.args.get("seed")
+        if seed is None and call.console:
+            pass  # a check without the seeded answer
+        elif not isinstance(seed, str) or not SEED.match(seed):
             raise RequestError(
                 "MALFORMED_REQUEST",
                 "verify_software needs a 'seed': 8-128 characters of A-Z a-z 0-9 _ . : + / = -",
@@ -178,7 +186,7 @@ class SoftwareCheck:
         done = PREPARED.get()
         if not isinstance(done, Verification) or done.seed != seed:
             raise Deferred(lambda: self.verify(seed))
-        return self.record(done, "mqtt", by=f"mqtt:{who.audit}").to_json()
+        return self.record(done, call.via, by=call.source).to_json()
 
 
 def _capped(data: dict[str, JSON]) -> dict[str, JSON]:

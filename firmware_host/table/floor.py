@@ -24,14 +24,19 @@ built by :func:`firmware_host.schemas.response`. A request goes through, in orde
    minute with the counts, never a row each), so no sender, of the lowest role or of
    none, can grow the journal.
 5. **For the round it names, in its phase**: a command names its ``round_id``
-   (opening betting names the round it follows, ``after_round_id``) and is refused
-   ``STALE_ROUND`` otherwise; a bet names its round too, and only its principal may
+   (opening betting names the round it follows, ``after_round_id``; its spec's scope,
+   ``firmware_host/commands.py``) and is refused ``STALE_ROUND`` otherwise; a bet names its round too, and only its principal may
    cancel it; identifiers are printable ASCII; the round's and the seat's caps
    (``[bets]``).
 6. **Acting and answering in ONE journal transaction**: the change and its answer
    commit together, so a crash leaves both or neither, and a retry never acts twice.
    When the journal cannot write (``DISK_FULL``, ``JOURNAL_IO``) nothing acted and the
    refusal is not journaled: the same request id acts once when it writes again.
+
+A command is what its spec (:mod:`firmware_host.commands`) declares: the arguments it
+takes, the round it names, the permission it needs; what it does is the handler the
+part that implements it registered with the table's :class:`~.commands.Commands`
+(``table/commands.py``), the same the console runs.
 
 ``replay_rounds`` asks the table to publish finished rounds again from the journal,
 the same bytes on ``rounds`` (a floor system repairing a gap in ``seq``); it is
@@ -51,26 +56,35 @@ import asyncio
 import hashlib
 import json
 import logging
-import re
-from collections.abc import Callable, Mapping
-from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .. import boundedjson
 from ..auth import AUTH_FIELDS, BET_PERMISSIONS, Authenticator, AuthError, Principal
 from ..auth.policy import PRINCIPAL_NAME
+from ..commands import CommandSpec
 from ..config import FieldSpec, register_section, validate_fields
 from ..games.errors import CodedError
 from ..games.money import MAX_STAKE, parse_json_int
 from ..journal import STORAGE_CODES, StorageError
 from ..jsonio import JSON
 from ..schemas import response
-from .engine import BetAnswer, BetCaps, RoundEngine, RoundFault, StaleRound
+from .commands import PREPARED, CommandCall, Commands, Deferred
+from .engine import BetAnswer, BetCaps, RoundEngine, StaleRound
 from .jackpot import JackpotController
 from .procedures import Procedure
+from .reading import (
+    MAX_BET_ID,
+    MAX_REQUEST_ID,
+    RequestError,
+    identifier,
+    is_identifier,
+    shown,
+)
 from .refusals import RefusalLedger
-from .replay import REPLAY_MAX_ROUNDS, ReplayBudgets, ReplayLimit
+from .replay import REPLAY_MAX_ROUNDS, ReplayBudgets
+from .round_commands import table_commands
 
 log = logging.getLogger(__name__)
 
@@ -80,62 +94,6 @@ BET_REQUEST_KEYS = frozenset({"request_id", "action", "round_id", "bet", "bet_id
 COMMAND_REQUEST_KEYS = frozenset(
     {"request_id", "command", "round_id", "after_round_id", "args", *AUTH_FIELDS}
 )
-
-#: Commands a floor system may send, with the argument keys each takes.
-COMMANDS: dict[str, frozenset[str]] = {
-    "open_betting": frozenset(),
-    "close_betting": frozenset(),
-    "void_round": frozenset({"reason"}),
-    "void_throw": frozenset({"reason"}),
-    "result": frozenset({"outcome"}),
-    "status": frozenset(),
-    "decide": frozenset({"seat", "action", "hand", "amount", "bet_id"}),
-    "jackpot_paid": frozenset({"hit_id"}),
-    "deal_setup": frozenset({"banker", "banker_capital", "casino_capital", "declared", "dice"}),
-    "new_shoe": frozenset(),
-    "replay_rounds": frozenset({"from_seq", "to_seq"}),
-    "ack_alert": frozenset({"alert_id", "reason"}),
-    "verify_software": frozenset({"seed"}),
-    "dealer_sign_in": frozenset({"dealer"}),
-    "dealer_sign_out": frozenset(),
-}
-
-#: Commands that name no round (answered by the table's integrity, docs/integrity.md).
-ROUNDLESS_COMMANDS = frozenset(
-    {"status", "ack_alert", "verify_software", "dealer_sign_in", "dealer_sign_out"}
-)
-
-#: A command answered outside the round engine: ``(args, principal) -> data``; raises a
-#: ``CodedError`` to refuse. Given to :class:`FloorRequests` by the daemon.
-CommandHandler = Callable[[Mapping[str, JSON], Principal], JSON]
-
-#: Commands that name the round in progress (``round_id``); ``open_betting`` and
-#: ``new_shoe`` name the round they follow (``after_round_id``: a late retry, after
-#: another round was played, is refused), ``jackpot_paid`` the round of the hit, and
-#: ``status`` none.
-FOLLOWING_COMMANDS = frozenset({"open_betting", "new_shoe"})
-#: Commands that name no round: they are about the table, not a round in progress.
-TABLE_COMMANDS = frozenset({"status", "replay_rounds"}) | ROUNDLESS_COMMANDS
-ROUND_COMMANDS = frozenset(COMMANDS) - FOLLOWING_COMMANDS - TABLE_COMMANDS - {"jackpot_paid"}
-
-
-#: An identifier from the floor (request, bet, round, hit ids): printable ASCII, no
-#: space, so that it can never smuggle a control character into a log, the console
-#: or a downstream system.
-_IDENT = re.compile(r"[\x21-\x7e]+")
-MAX_REQUEST_ID = 128
-MAX_BET_ID = 64
-MAX_REASON = 200
-
-
-class RequestError(CodedError, ValueError):
-    """A request refused before it reaches the table (malformed, unknown field or
-    command...): answered with its ``code`` and ``message``."""
-
-    code = "MALFORMED_REQUEST"
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message, code=code)
 
 
 def _decode(payload: bytes, what: str) -> dict[str, JSON]:
@@ -150,38 +108,6 @@ def _decode(payload: bytes, what: str) -> dict[str, JSON]:
     return data
 
 
-def _is_identifier(value: object, max_len: int) -> bool:
-    return isinstance(value, str) and 0 < len(value) <= max_len and bool(_IDENT.fullmatch(value))
-
-
-def identifier(value: object, what: str, max_len: int, *, show: bool = True) -> str:
-    """``value`` if it is an identifier of 1..``max_len`` printable ASCII characters
-    (``show``: the refusal quotes what it got)."""
-    if not _is_identifier(value, max_len):
-        got = f", got {_show(value)}" if show else ""
-        raise RequestError(
-            "BAD_IDENTIFIER",
-            f"{what} must be 1-{max_len} printable ASCII characters without spaces{got}",
-        )
-    assert isinstance(value, str)
-    return value
-
-
-def _show(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _text(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise RequestError("MALFORMED_REQUEST", f"{what} must be a non-empty string")
-    if len(value) > MAX_REASON or not value.isprintable():
-        raise RequestError(
-            "MALFORMED_REQUEST", f"{what} must be at most {MAX_REASON} printable characters"
-        )
-    return value
-
-
 def internal_error(exc: BaseException) -> dict[str, str]:
     """``code`` and ``message`` of an answer to a request whose handling failed."""
     return {"code": "INTERNAL_ERROR", "message": f"internal error: {type(exc).__name__}"}
@@ -192,7 +118,7 @@ def _readable_id(data: Mapping[str, JSON] | None) -> str | None:
     form: echoed in a refusal of its authentication (to nothing on the table is it
     matched: such a refusal is never journaled and names no principal)."""
     rid = data.get("request_id") if data is not None else None
-    return rid if _is_identifier(rid, MAX_REQUEST_ID) else None
+    return rid if is_identifier(rid, MAX_REQUEST_ID) else None
 
 
 def _claimed(data: Mapping[str, JSON] | None) -> str | None:
@@ -263,25 +189,6 @@ def bet_caps(section: Mapping[str, Any] | None, max_stake: int) -> BetCaps:
     )
 
 
-class Deferred(Exception):
-    """Raised by a command handler whose answer needs slow work first (hashing the
-    installed files): the request's transaction rolls back (nothing acted yet),
-    :meth:`FloorRequests.handle` runs ``work`` in a worker thread, off the event loop and
-    outside any transaction, then answers the request afresh with ``work``'s result
-    (never None) in :data:`PREPARED` for the handler (which must not defer again: that
-    is answered ``INTERNAL_ERROR``). The answer is journaled once, by that pass (a retry
-    of the request id gets it). :meth:`FloorRequests.answer`, synchronous, runs ``work``
-    inline."""
-
-    def __init__(self, work: Callable[[], object]) -> None:
-        super().__init__("deferred")
-        self.work = work
-
-
-#: What a :class:`Deferred` handler's work returned, during the request's next pass.
-PREPARED: ContextVar[object] = ContextVar("floor_prepared", default=None)
-
-
 class _NotJournaled(Exception):
     """Rolls a request's transaction back: its answer (a storage refusal) is sent but
     never journaled."""
@@ -300,11 +207,13 @@ class _Acted:
 
 
 class FloorRequests:
-    """Turns request payloads into engine calls and response payloads.
+    """Turns request payloads into commands and bets, and answers them.
 
-    ``procedure``: the game procedure (whether results may be entered by command;
-    player decisions and deal setups go to it); ``jackpot``: the progressive jackpot
-    (``jackpot_paid``), or None; ``auth``: who may send what."""
+    ``commands``: what the table answers, each command's handler registered by the part
+    that implements it (``table/commands.py``); by default the round engine's, the
+    ``procedure``'s and the ``jackpot``'s (:func:`~.round_commands.table_commands`).
+    ``replay_rounds`` is the floor's own (rate-limited per principal:
+    ``replay_budgets``). ``auth``: who may send what."""
 
     def __init__(
         self,
@@ -314,15 +223,14 @@ class FloorRequests:
         auth: Authenticator,
         jackpot: JackpotController | None = None,
         replay_budgets: ReplayBudgets | None = None,
-        handlers: Mapping[str, CommandHandler] | None = None,
+        commands: Commands | None = None,
     ) -> None:
         self.engine = engine
         self.replay_budgets = replay_budgets or ReplayBudgets()
-        #: Roundless commands answered elsewhere (``ack_alert``, ``verify_software``).
-        self.handlers = dict(handlers or {})
+        self.commands = commands or table_commands(engine, procedure, jackpot=jackpot)
+        self.commands.register("replay_rounds", self.replay)
         self.journal = engine.journal
         self.procedure = procedure
-        self.jackpot = jackpot
         self.auth = auth
         self.table_id = engine.cfg.table_id
         #: Requests refused before authorisation: counted, never journaled one by one.
@@ -387,8 +295,9 @@ class FloorRequests:
             # knows it from its own answer, which names the principal it signed as.
             answer = response(self.table_id, _readable_id(data), refused, **exc.to_json())
             return self._count(bets, answer)
-        if not bets and data.get("command") == "status":
-            return self._count(bets, self._status(data, who, rid))
+        spec = None if bets else self._spec(data)
+        if spec is not None and not spec.journaled:  # status: changes nothing
+            return self._count(bets, self._unjournaled(spec, data, who, rid))
         digest = content_digest(data)
         try:
             before = self.journal.answered(who.name, rid)
@@ -478,25 +387,37 @@ class FloorRequests:
         ``status`` (an observer's request never reaches the journal)."""
         if not self.auth.signatures:
             return
-        asked = data.get("action" if bets else "command")
-        known = BET_PERMISSIONS if bets else tuple(COMMANDS)
-        if isinstance(asked, str) and asked in known:
-            self.auth.allowed(who, asked)
-            return
-        topic = set(known) - {"status"}
+        specs = self.commands.catalogue.values()
+        if bets:
+            asked = data.get("action")
+            if isinstance(asked, str) and asked in BET_PERMISSIONS:
+                self.auth.allowed(who, asked)
+                return
+            topic = set(BET_PERMISSIONS)
+        else:
+            spec = self._spec(data)
+            if spec is not None:
+                self.auth.allowed(who, spec.needs)
+                return
+            topic = {s.needs for s in specs if s.journaled}
         if not self.auth.settings.permissions(who.name) & topic:
+            but = ", ".join(s.name for s in specs if not s.journaled) or "nothing"
             raise AuthError(
                 "NOT_PERMITTED",
                 f"{who.name} may send nothing on {'bets' if bets else 'commands'}/request "
-                "but status",
+                f"but {but}",
             )
 
-    @staticmethod
-    def _named(bets: bool, data: Mapping[str, JSON]) -> dict[str, JSON]:
+    def _spec(self, data: Mapping[str, JSON]) -> CommandSpec | None:
+        """The spec of the command a request names, if it names one."""
+        name = data.get("command")
+        return self.commands.catalogue.get(name) if isinstance(name, str) else None
+
+    def _named(self, bets: bool, data: Mapping[str, JSON]) -> dict[str, JSON]:
         """The action or command a refusal names, when it is a known one."""
         key = "action" if bets else "command"
         named = data.get(key)
-        known = BET_PERMISSIONS if bets else tuple(COMMANDS)
+        known = BET_PERMISSIONS if bets else tuple(self.commands.catalogue)
         return {key: named} if isinstance(named, str) and named in known else {}
 
     def _count(self, bets: bool, answer: dict[str, JSON]) -> dict[str, JSON]:
@@ -541,7 +462,7 @@ class FloorRequests:
                 )
             if action not in ("place", "cancel"):
                 raise RequestError(
-                    "UNKNOWN_ACTION", f"action must be 'place' or 'cancel', got {_show(action)}"
+                    "UNKNOWN_ACTION", f"action must be 'place' or 'cancel', got {shown(action)}"
                 )
             self.auth.allowed(who, str(action))
             round_id = identifier(data.get("round_id"), "round_id", MAX_REQUEST_ID)
@@ -573,68 +494,104 @@ class FloorRequests:
         return response(self.table_id, rid, status, action=action, principal=who.name, **body)
 
     # -- commands -----------------------------------------------------------------------
-    def _status(self, data: dict[str, JSON], who: Principal, rid: str) -> dict[str, JSON]:
+    def _unjournaled(
+        self, spec: CommandSpec, data: dict[str, JSON], who: Principal, rid: str
+    ) -> dict[str, JSON]:
+        """A command that changes nothing (``status``): answered afresh, never journaled."""
         try:
             self.auth.check_fresh(data)
-            self._command_envelope(data, "status")
-            self.auth.allowed(who, "status")
-        except (RequestError, AuthError) as exc:
+            spec, args = self._command_envelope(data, spec.name)
+            self.auth.allowed(who, spec.needs)
+            result = self.commands.run(self._call(spec, args, data, who, rid))
+        except CodedError as exc:
             if isinstance(exc, AuthError):
                 self.refusals.count(who.name, who.verified, exc.code)
-            return self._refusal(False, rid, who, exc.code, exc.message)
-        status = self.engine.get_status()
-        status["last_round_id"] = self.engine.last_round_id()
-        return response(self.table_id, rid, "ok", command="status", principal=who.name, data=status)
+            plain = isinstance(exc, (RequestError, AuthError))
+            extra: dict[str, JSON] = {} if plain else {"command": spec.name}
+            return self._refusal(False, rid, who, exc.code, exc.message, **extra)
+        except Exception as exc:  # never let one request stop the table
+            if isinstance(exc, Deferred) and PREPARED.get() is None:
+                raise
+            log.exception("command request %s of %s failed", rid, who.audit)
+            return response(self.table_id, rid, "error", principal=who.name, **internal_error(exc))
+        return response(
+            self.table_id, rid, "ok", command=spec.name, principal=who.name, data=result
+        )
 
-    def _command_envelope(self, data: dict[str, JSON], command: object) -> dict[str, JSON]:
+    def _command_envelope(
+        self, data: dict[str, JSON], command: object
+    ) -> tuple[CommandSpec, dict[str, JSON]]:
+        """The command's spec and its ``args``, if the request is one of it: known
+        fields, a known command, the arguments it takes, the round its scope names."""
         unknown = set(data) - COMMAND_REQUEST_KEYS
         if unknown:
             raise RequestError(
                 "UNKNOWN_FIELD",
                 f"unknown field(s) in command request: {', '.join(sorted(unknown))}",
             )
-        if not isinstance(command, str) or command not in COMMANDS:
+        catalogue = self.commands.catalogue
+        spec = catalogue.get(command) if isinstance(command, str) else None
+        if spec is None:
             raise RequestError(
                 "UNKNOWN_COMMAND",
-                f"unknown command {_show(command)}; known: {', '.join(COMMANDS)}",
+                f"unknown command {shown(command)}; known: {', '.join(catalogue)}",
             )
         args = data.get("args", {})
         if not isinstance(args, dict):
             raise RequestError("MALFORMED_REQUEST", "args must be a JSON object")
-        unknown = set(args) - COMMANDS[command]
+        unknown = set(args) - set(spec.args)
         if unknown:
             raise RequestError(
-                "UNKNOWN_FIELD", f"{command} takes no argument(s) {', '.join(sorted(unknown))}"
+                "UNKNOWN_FIELD", f"{spec.name} takes no argument(s) {', '.join(sorted(unknown))}"
             )
-        if command in FOLLOWING_COMMANDS:
+        if spec.scope == "follows":
             if "round_id" in data or "after_round_id" not in data:
                 raise RequestError(
                     "MALFORMED_REQUEST",
-                    f"{command} names the round it follows: 'after_round_id' (null on a table "
+                    f"{spec.name} names the round it follows: 'after_round_id' (null on a table "
                     "that never played), not 'round_id'",
                 )
             if data["after_round_id"] is not None:
                 identifier(data["after_round_id"], "after_round_id", MAX_REQUEST_ID)
-        elif command in TABLE_COMMANDS:
+        elif spec.scope == "table":
             if "round_id" in data or "after_round_id" in data:
-                raise RequestError("MALFORMED_REQUEST", f"{command} names no round")
+                raise RequestError("MALFORMED_REQUEST", f"{spec.name} names no round")
         else:
             if "after_round_id" in data:
                 raise RequestError(
-                    "MALFORMED_REQUEST", f"{command} names its 'round_id', not 'after_round_id'"
+                    "MALFORMED_REQUEST", f"{spec.name} names its 'round_id', not 'after_round_id'"
                 )
             identifier(data.get("round_id"), "round_id", MAX_REQUEST_ID)
-        return args
+        return spec, args
+
+    def _call(
+        self,
+        spec: CommandSpec,
+        args: dict[str, JSON],
+        data: Mapping[str, JSON],
+        who: Principal,
+        rid: str,
+    ) -> CommandCall:
+        round_id, after = data.get("round_id"), data.get("after_round_id")
+        return CommandCall(
+            spec,
+            args,
+            via="mqtt",
+            who=who,
+            round_id=round_id if isinstance(round_id, str) else None,
+            after_round_id=after if isinstance(after, str) else None,
+            request_id=rid,
+            two_person=spec.name in self.auth.settings.two_person,
+        )
 
     def _command(self, data: dict[str, JSON], who: Principal, rid: str) -> _Acted:
         command = data.get("command")
         round_id = data.get("round_id")
         named = str(round_id) if isinstance(round_id, str) else None
         try:
-            args = self._command_envelope(data, command)
-            assert isinstance(command, str)
-            self.auth.allowed(who, command)
-            result = self._run(command, args, data, who, rid)
+            spec, args = self._command_envelope(data, command)
+            self.auth.allowed(who, spec.needs)
+            result = self.commands.run(self._call(spec, args, data, who, rid))
         except StaleRound as exc:
             return _Acted(
                 self._refusal(
@@ -670,64 +627,12 @@ class FloorRequests:
             acted_on if isinstance(acted_on, str) else None,
         )
 
-    def _run(
-        self,
-        command: str,
-        args: dict[str, JSON],
-        data: Mapping[str, JSON],
-        who: Principal,
-        rid: str,
-    ) -> JSON:
-        e = self.engine
-        source = f"mqtt:{who.audit}"
-        if command == "open_betting":
-            e.check_follows(data.get("after_round_id"), command)
-            return {"round_id": e.open_betting(source=source).round_id}
-        if command == "new_shoe":
-            e.check_follows(data.get("after_round_id"), command)
-            return e.new_shoe(source=source)
-        if command == "jackpot_paid":
-            return self._jackpot_paid(args, data, who, rid)
-        if command == "replay_rounds":
-            return self._replay(args, self.replay_budgets.of(who.name))
-        if command in ROUNDLESS_COMMANDS:
-            handler = self.handlers.get(command)
-            if handler is None:
-                raise RequestError("NOT_SUPPORTED", f"{command} is not available on this table")
-            return handler(args, who)
-        if command == "result" and not self.procedure.manual_results:
-            raise RequestError(
-                "RESULT_FROM_DEVICE_ONLY",
-                "this table reads its results from its device; a result cannot be entered remotely",
-            )
-        e.check_round(data.get("round_id"), command)
-        if command == "close_betting":
-            return {"round_id": e.close_betting(source=source).round_id}
-        if command in ("void_round", "void_throw"):
-            reason = _text(args.get("reason"), f"{command}'s 'reason'")
-            if command == "void_throw":
-                return {"round_id": e.reopen_betting(reason, source=source).round_id}
-            payload = e.void_round(reason, source=source)
-            return {"round_id": payload["round_id"], "status": "void"}
-        if command == "decide":
-            out = self.procedure.decide(args, source)
-            return _with_round(out, data.get("round_id"))
-        if command == "deal_setup":
-            out = self.procedure.deal_setup(args, source)
-            return _with_round(out, data.get("round_id"))
-        if command == "result":
-            if "outcome" not in args:
-                raise RequestError("MALFORMED_REQUEST", "result needs an 'outcome'")
-            payload = e.submit_result(args["outcome"], source=source)
-            return {"round_id": payload["round_id"], "status": payload["status"]}
-        raise RoundFault(
-            f"command {command} is not available", code="UNKNOWN_COMMAND"
-        )  # pragma: no cover
-
-    def _replay(self, args: Mapping[str, JSON], budget: ReplayLimit) -> JSON:
-        """Queue finished rounds ``from_seq..to_seq`` again (their journaled bytes, on
-        ``rounds``), at most :data:`REPLAY_MAX_ROUNDS` and what is left of the
-        principal's ``budget`` for the minute."""
+    def replay(self, call: CommandCall) -> JSON:
+        """``replay_rounds``: queue finished rounds ``from_seq..to_seq`` again (their
+        journaled bytes, on ``rounds``), at most :data:`REPLAY_MAX_ROUNDS` and what is
+        left of the principal's budget for the minute."""
+        args = call.args
+        budget = self.replay_budgets.of(call.who.name if call.who is not None else call.via)
         first = _seq_arg(args.get("from_seq"), "from_seq")
         last = None if args.get("to_seq") is None else _seq_arg(args.get("to_seq"), "to_seq")
         if last is not None and last < first:
@@ -751,47 +656,6 @@ class FloorRequests:
             "more": more,
         }
 
-    def _jackpot_paid(
-        self, args: Mapping[str, JSON], data: Mapping[str, JSON], who: Principal, rid: str
-    ) -> JSON:
-        """Step 2 of a jackpot hit, confirmed by two different principals where
-        ``[auth] two_person`` says so: the first confirmation is journaled as an
-        approval, the second (by someone else) confirms the payment."""
-        if self.jackpot is None:
-            raise RequestError("NOT_SUPPORTED", "this table has no progressive jackpot")
-        hit_id = identifier(args.get("hit_id"), "jackpot_paid's 'hit_id'", MAX_REQUEST_ID)
-        hit = self.journal.jackpot_hit(hit_id)
-        if hit is None:
-            raise RequestError("JACKPOT_HIT_NOT_FOUND", f"no jackpot hit {hit_id!r}")
-        if hit.round_id != data.get("round_id"):
-            raise StaleRound(
-                f"jackpot_paid names round {data.get('round_id')}; hit {hit_id} was won in "
-                f"round {hit.round_id}",
-                self.engine.current.round_id if self.engine.current else None,
-            )
-        if hit.paid:
-            return {"hit_id": hit_id, "round_id": hit.round_id, "paid": True, "already": True,
-                    "amount": hit.amount}  # fmt: skip
-        if "jackpot_paid" not in self.auth.settings.two_person:
-            out = self.jackpot.confirm_payment(hit_id, who=who.audit)
-            return {**out, "round_id": hit.round_id} if isinstance(out, dict) else out
-        before = self.journal.approvals("jackpot_paid", hit_id)
-        if who.audit in before:
-            raise RequestError(
-                "SECOND_PRINCIPAL_REQUIRED",
-                f"hit {hit_id} is confirmed by {who.audit}; a second, different principal "
-                "must confirm the payment",
-            )
-        approved = self.journal.approve("jackpot_paid", hit_id, who.audit, rid)
-        if len(approved) < 2:
-            return {"hit_id": hit_id, "round_id": hit.round_id, "paid": False,
-                    "confirmed_by": approved, "amount": hit.amount}  # fmt: skip
-        out = self.jackpot.confirm_payment(hit_id, who=approved)
-        self.journal.clear_approvals("jackpot_paid", hit_id)
-        result = dict(out) if isinstance(out, dict) else {}
-        result.update({"round_id": hit.round_id, "confirmed_by": approved})
-        return result
-
 
 def _seq_arg(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**53 - 1:
@@ -799,7 +663,3 @@ def _seq_arg(value: object, what: str) -> int:
             "MALFORMED_REQUEST", f"replay_rounds' {what!r} must be a round's seq (1 or more)"
         )
     return value
-
-
-def _with_round(out: JSON, round_id: JSON) -> JSON:
-    return {**out, "round_id": round_id} if isinstance(out, dict) else out

@@ -86,21 +86,28 @@ class FakeBackend:
         if self.journal is not None:
             self.journal.append_event(kind, dict(data))
 
-    def open_betting(self, after_round_id: str | None, who: str) -> JSON:
-        self.calls.append(("open", (after_round_id, who)))
-        return {"round_id": "r1", "phase": "open"}
-
-    def close_betting(self, round_id: str, who: str) -> JSON:
-        self.calls.append(("close", (round_id, who)))
-        return {}
-
-    def enter_result(self, round_id: str, outcome: JSON, who: str) -> JSON:
-        self.calls.append(("result", (round_id, outcome)))
-        return {"round_id": "r1", "status": "settled"}
-
-    def void_round(self, round_id: str, reason: str, who: str) -> JSON:
-        self.calls.append(("void", (round_id, reason)))
-        return {"status": "void", "reason": reason}
+    async def command(
+        self,
+        name: str,
+        args: Mapping[str, JSON],
+        *,
+        round_id: str | None = None,
+        after_round_id: str | None = None,
+        operator: str | None = None,
+    ) -> JSON:
+        """The table's commands a console runs (``firmware_host/commands.py``)."""
+        if name == "open_betting":
+            self.calls.append(("open", (after_round_id, operator)))
+            return {"round_id": "r1", "phase": "open"}
+        if name == "close_betting":
+            self.calls.append(("close", (round_id, operator)))
+            return {}
+        if name == "result":
+            self.calls.append(("result", (round_id, args["outcome"])))
+            return {"round_id": "r1", "status": "settled"}
+        assert name == "void_round", name
+        self.calls.append(("void", (round_id, args["reason"])))
+        return {"status": "void", "reason": args["reason"]}
 
     def jackpot_adjust(self, amount: int, reason: str, who: str) -> JSON:
         self.calls.append(("adjust", (amount, reason, who)))

@@ -83,7 +83,10 @@ async def test_a_gpio_wheel_table_raises_and_acknowledges_the_ball_revolutions_a
         assert [r["outcome"]["number"] for r in rounds if isinstance(r, dict)][:2] == [26, 17]
         await play(5, 12.5)  # inside again: the alert stays until acknowledged
         assert alerts.codes() == ["WHEEL_BALL_REVS"]
-        d.console_backend.ack_alert(a.id, "ball and track inspected", "pit-boss")
+        await d.console_backend.command(
+            "ack_alert", {"alert_id": a.id, "reason": "ball and track inspected"},
+            operator="pit-boss",
+        )  # fmt: skip
         await until(lambda: alerts.codes() == [], "the acknowledgement")
     finally:
         await d.stop()

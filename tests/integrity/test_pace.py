@@ -119,10 +119,8 @@ def test_the_dealer_signs_in_with_a_signed_command(tmp_path: Path) -> None:
 
     t = make_table(tmp_path)
     roster = DealerRoster(t.journal, auth=t.floor.auth.settings)
-    t.floor = FloorRequests(
-        t.engine, t.floor.procedure, auth=t.floor.auth,
-        handlers={"dealer_sign_in": roster.command_in, "dealer_sign_out": roster.command_out},
-    )  # fmt: skip
+    t.floor = FloorRequests(t.engine, t.floor.procedure, auth=t.floor.auth)
+    roster.register_commands(t.floor.commands)
 
     def cmd(who: str, command: str, **args: object) -> dict:
         body = {"command": command, **({"args": args} if args else {})}

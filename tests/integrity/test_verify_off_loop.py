@@ -30,10 +30,8 @@ def _table(tmp_path: Path) -> tuple[Any, SoftwareCheck]:
     sw = signed(tmp_path, site)
     t = make_table(tmp_path)
     check = SoftwareCheck(sw, t.journal, None)
-    t.floor = FloorRequests(
-        t.engine, t.floor.procedure, auth=t.floor.auth,
-        handlers={"verify_software": check.command},
-    )  # fmt: skip
+    t.floor = FloorRequests(t.engine, t.floor.procedure, auth=t.floor.auth)
+    check.register_commands(t.floor.commands)
     return t, check
 
 
@@ -127,10 +125,10 @@ async def test_a_handler_that_defers_twice_is_an_internal_error(tmp_path: Path) 
 
     t, _ = _table(tmp_path)
 
-    def always(args: Any, who: Any) -> Any:
+    def always(call: Any) -> Any:
         raise Deferred(lambda: "done")
 
-    t.floor.handlers["verify_software"] = always
+    t.floor.commands.register("verify_software", always, replace=True)
     req = t.build("commands/request", "pit", {"command": "verify_software",
                                                "args": {"seed": "lab-seed-0004"}})  # fmt: skip
     out = await t.floor.handle("commands/request", json.dumps(req).encode())

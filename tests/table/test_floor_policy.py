@@ -28,10 +28,8 @@ def open_round(t: Table) -> str:
 
 def with_roster(t: Table) -> DealerRoster:
     roster = DealerRoster(t.journal, auth=t.floor.auth.settings)
-    t.floor = FloorRequests(
-        t.engine, t.floor.procedure, auth=t.floor.auth,
-        handlers={"dealer_sign_in": roster.command_in, "dealer_sign_out": roster.command_out},
-    )  # fmt: skip
+    t.floor = FloorRequests(t.engine, t.floor.procedure, auth=t.floor.auth)
+    roster.register_commands(t.floor.commands)  # as the daemon does
     t.engine._dealer = roster.current  # as the daemon builds it: RoundEngine(dealer=...)
     return roster
 
@@ -83,10 +81,8 @@ def test_an_unbound_principal_signs_in_only_as_its_own_name(tmp_path: Path) -> N
     assert sign_in(t, "dealer")["data"]["dealer"] == "dealer"
     # a roster given no policy signs in nobody but the principal's own name
     bare = DealerRoster(t.journal)
-    t.floor = FloorRequests(
-        t.engine, t.floor.procedure, auth=t.floor.auth,
-        handlers={"dealer_sign_in": bare.command_in},
-    )  # fmt: skip
+    t.floor = FloorRequests(t.engine, t.floor.procedure, auth=t.floor.auth)
+    bare.register_commands(t.floor.commands)
     assert sign_in(t, "pit", "dealer-9")["code"] == "DEALER_NOT_BOUND"
     assert roster.current() == "dealer"
 
