@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 
 from firmware_host.cli import build_parser, main
+from firmware_host.cliargs import CliError
 from firmware_host.config import load_config, validate_document
 from firmware_host.console import hash_pin
 from firmware_host.daemon import TableDaemon
@@ -52,13 +53,13 @@ async def test_point1_unreachable_broker_named_at_once(
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     port = free_port()
     t0 = time.monotonic()
-    rc = await run_demo(
-        game="roulette", rounds=1, broker=f"mqtt://127.0.0.1:{port}", speed=1.0, seed=1,
-        bets=1, quiet=False,
-    )  # fmt: skip
-    err = capsys.readouterr().err
-    assert rc == 1 and time.monotonic() - t0 < 10
-    assert f"cannot reach the MQTT broker 127.0.0.1:{port}" in err and "Traceback" not in err
+    with pytest.raises(CliError) as exc:  # one line through tablectl's one error path
+        await run_demo(
+            game="roulette", rounds=1, broker=f"mqtt://127.0.0.1:{port}", speed=1.0, seed=1,
+            bets=1, quiet=False,
+        )  # fmt: skip
+    assert exc.value.code == "BROKER_UNREACHABLE" and time.monotonic() - t0 < 10
+    assert f"cannot reach the MQTT broker 127.0.0.1:{port}" in exc.value.message
     assert not list(tmp_path.glob("tablectl-demo-*"))  # nothing left behind
 
 
