@@ -301,7 +301,17 @@ async def test_a_refused_round_is_seen_held_and_delivered_in_order_and_nothing_e
         status = link.get_status()
         assert (status["protocol"], status["refusals"]) == (protocol, link.refusals)
         assert [f["topic"] for f in status["faults"]] == ["rounds"]  # type: ignore[index,union-attr]
-        states = [json.loads(p) for t, p in floor.received if t == f"{ROOT}/state"]
+        def received_states() -> list[dict[str, Any]]:
+            return [json.loads(p) for t, p in floor.received if t == f"{ROOT}/state"]
+
+        # The state saying so follows the fault (on a broker taking two at a time, after
+        # what was in flight): wait for it, then it says exactly this.
+        await until(
+            lambda: bool(received_states()) and "link_faults" in received_states()[-1],
+            10,
+            "the state",
+        )
+        states = received_states()
         assert [f["topic"] for f in states[-1]["link_faults"]] == ["rounds"]
         assert states[-1]["refusals"] == ("visible" if protocol == "5" else "undetectable")
         validate("state", states[-1])
