@@ -21,7 +21,7 @@ from drivers.shoe.events import CardDealt, CardMisread, DeckChecked, ShuffleStar
 
 from ..games.base import Bet, DiscreteGame, Game
 from ..games.money import MoneyRules, settle_amounts
-from ..journal import OutboxMessage
+from ..journal import AuditLog, OutboxMessage
 from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..table.extension import RoundHistory, TableExtension, TableExtensions
@@ -77,7 +77,7 @@ class IntegrityMonitor(TableExtension):
         extensions: TableExtensions,
         *,
         alerts: Alerts,
-        journal: Any,
+        chain: AuditLog,
         table_id: str,
         result_device: str | None,
         settings: IntegritySettings,
@@ -93,7 +93,7 @@ class IntegrityMonitor(TableExtension):
         self.currency = currency
         #: The most a bet can be paid (:func:`max_payout_of`), None: not known.
         self.max_payout = max_payout
-        self.journal = journal
+        self.chain = chain
         self.table_id = table_id
         self.result_device = result_device
         self.settings = settings
@@ -257,7 +257,7 @@ class IntegrityMonitor(TableExtension):
         if round_id is not None:
             payload["round_id"] = round_id
         payload["data"] = dict(data)
-        self.journal.append_event(
+        self.chain.append_event(
             kind, {**data, "round_id": round_id} if round_id is not None else dict(data),
             outbox=[OutboxMessage("events", payload, qos=1, retain=False, round_id=round_id)],
         )  # fmt: skip

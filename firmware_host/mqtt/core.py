@@ -18,7 +18,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 from .. import __version__
 from ..auth.identity import TableIdentity
-from ..journal import Journal, JournalError, OutboxEntry
+from ..journal import JournalError, Outbox, OutboxEntry
 from ..jsonio import JSON, dumps
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc, utc_now
@@ -61,7 +61,7 @@ class LinkBase:
         self,
         settings: MqttSettings,
         table_id: str,
-        journal: Journal,
+        outbox: Outbox,
         *,
         handler: Handler | None = None,
         software_version: str = __version__,
@@ -70,11 +70,11 @@ class LinkBase:
         identity: TableIdentity | None = None,
     ) -> None:
         """``identity`` signs what the link publishes itself (snapshots, answers, the
-        will: ``auth/evidence.py``; the outbox is signed already); default the journal's."""
+        will: ``auth/evidence.py``; the outbox is signed already); default the outbox's."""
         self.settings = settings
-        self.identity = identity if identity is not None else journal.identity
+        self.identity = identity if identity is not None else outbox.identity
         self.table_id = table_id
-        self.journal = journal
+        self.outbox = outbox
         self.handler = handler
         self.software_version = software_version
         self.root = check_topic(f"{settings.prefix}/tables/{table_id}")
@@ -106,7 +106,7 @@ class LinkBase:
         self._holds: dict[str, tuple[float, int]] = {}
         #: The "published" marks of what the broker took, and the journal's storage
         #: faults waited out (``marks.py``).
-        self.marks = OutboxMarks(journal, self._backoff)
+        self.marks = OutboxMarks(outbox, self._backoff)
         #: Outbox entry id -> connections that ended, in a row, while it was the only
         #: publication in flight or awaiting its proof (see _count_drops).
         self._drops: dict[int, int] = {}
@@ -189,7 +189,7 @@ class LinkBase:
         if (
             fill is None
             or self._loop_thread != threading.get_ident()
-            or self.journal.in_transaction  # an outer transaction's entries may roll back
+            or self.outbox.in_transaction  # an outer transaction's entries may roll back
         ):
             return
         with contextlib.suppress(aiomqtt.MqttError):  # gone: the publisher's turn meets it
@@ -338,7 +338,7 @@ class LinkBase:
     def get_status(self) -> dict[str, JSON]:
         s = self.stats
         try:
-            pending: int | None = self.journal.outbox_pending_count()
+            pending: int | None = self.outbox.pending_count()
         except JournalError:
             pending = None
         status: dict[str, JSON] = {
@@ -512,7 +512,7 @@ class LinkBase:
         ):
             return True
         try:
-            if self.journal.outbox_pending_count():
+            if self.outbox.pending_count():
                 return True
         except JournalError:
             return True
@@ -605,7 +605,7 @@ class LinkBase:
             ahead = sum(1 for i in skip if i > self._outbox_after)
             wanted = 1 if self._careful else room - len(batch)
             try:
-                entries = self.journal.outbox_pending(wanted + ahead, after_id=self._outbox_after)
+                entries = self.outbox.pending(wanted + ahead, after_id=self._outbox_after)
             except JournalError as exc:
                 self.marks.failed("read", exc)
                 entries = []

@@ -197,7 +197,7 @@ class FloorLink(LinkBase):
                 'PUBACK has no reason code); use protocol = "5" (docs/mqtt.md)',
                 self.settings.protocol,
             )
-        self.journal.add_outbox_listener(self._outbox_grew)
+        self.outbox.add_listener(self._outbox_grew)
         worker = asyncio.create_task(self._serve_requests(), name="floor-link-requests")
         stable_after = min(STABLE_CONNECTION_S, self.settings.reconnect_max_ms / 1000)
         attempt = 0
@@ -242,7 +242,7 @@ class FloorLink(LinkBase):
             worker.cancel()
             with contextlib.suppress(BaseException):
                 await worker
-            self.journal.remove_outbox_listener(self._outbox_grew)
+            self.outbox.remove_listener(self._outbox_grew)
             self._connected.clear()
 
     def _make_client(self) -> _AckClient:

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable, KeysView
 
-from ..journal import Journal, JournalError
+from ..journal import JournalError, Outbox
 
 log = logging.getLogger("firmware_host.mqtt")
 
@@ -24,8 +24,8 @@ log = logging.getLogger("firmware_host.mqtt")
 class OutboxMarks:
     """The marks of the outbox entries the broker took, and the journal's storage holds."""
 
-    def __init__(self, journal: Journal, backoff: Callable[[int], float]) -> None:
-        self.journal = journal
+    def __init__(self, outbox: Outbox, backoff: Callable[[int], float]) -> None:
+        self.outbox = outbox
         self._backoff = backoff
         #: Taken by the broker, the mark not yet written (written once per turn).
         self.pending: dict[int, None] = {}
@@ -63,7 +63,7 @@ class OutboxMarks:
             self._defer(ids)
             return
         try:
-            self.journal.outbox_mark_published(ids)
+            self.outbox.mark_published(ids)
         except JournalError as exc:
             self._defer(ids)
             self.failed("mark", exc)
@@ -77,7 +77,7 @@ class OutboxMarks:
         if not self.unmarked or not self.ready("mark", time.monotonic()):
             return
         try:
-            self.journal.outbox_mark_published(list(self.unmarked))
+            self.outbox.mark_published(list(self.unmarked))
         except JournalError as exc:
             self.failed("mark", exc)
             return

@@ -241,7 +241,7 @@ def cmd_audit_events(args: argparse.Namespace) -> int:
         print(f"error: no journal at {path}", file=sys.stderr)
         return 2
     with Journal(path, readonly=True) as j:
-        for ev in j.events(args.n):
+        for ev in j.chain.events(args.n):
             print(printable(json.dumps(ev.to_json(), ensure_ascii=False)))
     return 0
 

@@ -14,7 +14,9 @@ committed. A result is settled in the transaction that records it: the outcome, 
 settlement, its outbox entries, the jackpot meter and the raw frames that carried the
 result are committed together, before anything is published.
 
-Collaborators come through the constructor: the journal, the progressive jackpot
+Collaborators come through the constructor: the parts of the journal it writes
+through (:class:`RoundJournal`: its database, rounds, bets, raw frames, chain and
+outbox, and the rounds' history the extensions rebuild from), the progressive jackpot
 (which takes part in each settle and void), what stops play (latched faults), and the
 table's extensions, told of every committed phase change, settled and voided round.
 
@@ -37,7 +39,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from .. import __version__
 from ..collector import collector_held
@@ -45,15 +47,20 @@ from ..config import TableConfig
 from ..games.base import Bet, Limits
 from ..games.errors import BetError, RulesError
 from ..journal import (
+    AuditLog,
     BetConflict,
     BetNotFound,
     BetRecord,
-    Journal,
+    BetStore,
+    Database,
+    FrameStore,
+    Outbox,
     OutboxMessage,
     PhaseNotAllowed,
     RoundFinished,
     RoundNotFound,
     RoundRecord,
+    RoundStore,
     StorageError,
     new_round_id,
 )
@@ -62,7 +69,7 @@ from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc, utc_now
 from .ahead import Ahead
 from .bets import BetAnswer, BetCaps
-from .extension import TableExtensions
+from .extension import RoundHistory, TableExtensions
 from .jackpot import JackpotController
 from .payload import refunds, round_payload, void_body
 from .phase import Phase
@@ -72,7 +79,16 @@ log = logging.getLogger(__name__)
 #: A raw device frame: (device, direction, data).
 Frame = tuple[str, Literal["rx", "tx"], bytes]
 
-__all__ = ["BetAnswer", "BetCaps", "Frame", "Phase", "RoundEngine", "RoundFault", "StaleRound"]
+__all__ = [
+    "BetAnswer",
+    "BetCaps",
+    "Frame",
+    "Phase",
+    "RoundEngine",
+    "RoundFault",
+    "RoundJournal",
+    "StaleRound",
+]
 
 
 class RoundFault(RulesError):
@@ -94,13 +110,36 @@ class StaleRound(RoundFault):
         self.current = current
 
 
+class RoundJournal(RoundHistory, Protocol):
+    """The parts of the journal the engine writes through (``Journal`` has them), and
+    the rounds' history (``recall``) it hands the extensions after a restart."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def rounds(self) -> RoundStore: ...
+
+    @property
+    def bets(self) -> BetStore: ...
+
+    @property
+    def frames(self) -> FrameStore: ...
+
+    @property
+    def chain(self) -> AuditLog: ...
+
+    @property
+    def outbox(self) -> Outbox: ...
+
+
 class RoundEngine:
     """Rounds of one table, journaled. Not thread-safe: call it from the event loop."""
 
     def __init__(
         self,
         cfg: TableConfig,
-        journal: Journal,
+        journal: RoundJournal,
         *,
         jackpot: JackpotController | None = None,
         play_stop: Callable[[], str | None] | None = None,
@@ -119,14 +158,20 @@ class RoundEngine:
         self.cfg = cfg
         self.game = cfg.game
         self.rules = cfg.rules
-        self.journal = journal
+        self._db = journal.db
+        self._rounds = journal.rounds
+        self._journal_bets = journal.bets
+        self._frames = journal.frames
+        self._chain = journal.chain
+        self._outbox = journal.outbox
+        self._history: RoundHistory = journal
         self.jackpot = jackpot
         self._play_stop = play_stop or (lambda: None)
         self.extensions = extensions if extensions is not None else TableExtensions()
         self._clock = clock
         self.caps = caps or BetCaps()
         self._current: RoundRecord | None = None
-        in_flight = journal.in_flight_rounds(cfg.table_id)
+        in_flight = self._rounds.in_flight(cfg.table_id)
         self._current = in_flight[-1] if in_flight else None
         #: The bets in play in one round, as journaled: ``(round_id, {bet_id: Bet})`` in
         #: the order placed. Kept beside the journal (which stays the record) so that a
@@ -184,14 +229,14 @@ class RoundEngine:
 
     def _bets_of(self, round_id: str) -> dict[str, Bet]:
         if self._bets is None or self._bets[0] != round_id:
-            records = self.journal.bets(round_id, include_cancelled=False)
+            records = self._journal_bets.bets(round_id, include_cancelled=False)
             self._bets = (round_id, {b.bet_id: b.to_bet() for b in records})
         return self._bets[1]
 
     def _notify_phase(self) -> None:
         phase, rnd = self.phase, self._current
-        self.journal.after_commit(self._later(lambda: self.extensions.phase_changed(phase, rnd)))
-        self.journal.on_rollback(self._resync)
+        self._db.after_commit(self._later(lambda: self.extensions.phase_changed(phase, rnd)))
+        self._db.on_rollback(self._resync)
 
     def _later(self, hook: Callable[[], None]) -> Callable[[], None]:
         """``hook`` (an extension's), run after the commit through the journal's
@@ -199,12 +244,12 @@ class RoundEngine:
         (the extensions' work comes after the publication, never before it). Every hook
         goes through the same deferrer (``new_shoe`` and ``resumed`` too), so they keep
         their order."""
-        return lambda: self.journal.later(hook)
+        return lambda: self._db.later(hook)
 
     def _resync(self) -> None:
         """The transaction that held our last change rolled back: take the round in
         flight and its bets from the journal again (the journal is the record)."""
-        in_flight = self.journal.in_flight_rounds(self.cfg.table_id)
+        in_flight = self._rounds.in_flight(self.cfg.table_id)
         self._current = in_flight[-1] if in_flight else None
         self._bets = None
         if self.jackpot is not None:
@@ -233,7 +278,7 @@ class RoundEngine:
 
     def last_round_id(self) -> str | None:
         """The table's latest round, in flight or finished (what opening betting follows)."""
-        last = self.journal.rounds_summary(1, table_id=self.cfg.table_id)
+        last = self._rounds.summary(1, table_id=self.cfg.table_id)
         return last[0].round_id if last else None
 
     def _last_round_note(self) -> str:
@@ -260,8 +305,8 @@ class RoundEngine:
         ``device_problem``...) against the round in flight, and write it to the event log."""
         log.warning("%s: %s", kind, data)
         with contextlib.suppress(StorageError):  # the storage fault is logged once
-            self.journal.enqueue(self._event(kind, data))
-            self.journal.append_event(kind, dict(data))
+            self._outbox.enqueue(self._event(kind, data))
+            self._chain.append_event(kind, dict(data))
 
     def _require(self, phases: Iterable[Phase], what: str) -> RoundRecord:
         allowed = set(phases)
@@ -291,15 +336,15 @@ class RoundEngine:
         stopped = self._play_stop()
         if stopped:
             raise RoundFault(stopped, code="PLAY_STOPPED")
-        storage = self.journal.storage.blocked()
+        storage = self._db.storage.blocked()
         if storage is not None:
             raise RoundFault(storage.message, code=storage.code)
         at = self._clock()
         with self._writing():
-            seq = self.journal.next_seq(self.cfg.table_id)
+            seq = self._rounds.next_seq(self.cfg.table_id)
             round_id = new_round_id(self.cfg.table_id, seq)
             msg = self._event("betting_open", {"source": source, "seq": seq}, round_id)
-            self._current = self.journal.open_round(
+            self._current = self._rounds.open_round(
                 self.cfg.table_id,
                 self.cfg.game_id,
                 self.rules_json(),
@@ -316,7 +361,7 @@ class RoundEngine:
         """No more bets (the bell, the wheel's state 4, a dealer command)."""
         rnd = self._require([Phase.OPEN], "close betting")
         with self._writing():
-            self._current = self.journal.set_phase(
+            self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.CLOSED.value,
                 at=self._clock(),
@@ -334,7 +379,7 @@ class RoundEngine:
         back to betting open; bets stay and new bets may be added."""
         rnd = self._require([Phase.CLOSED, Phase.OPEN], "void the throw")
         with self._writing():
-            self._current = self.journal.set_phase(
+            self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.OPEN.value,
                 at=self._clock(),
@@ -349,14 +394,14 @@ class RoundEngine:
         locked (no new bets, art. 3 2)) and the next spin's number decides the round."""
         rnd = self._require([Phase.OPEN, Phase.CLOSED], "void the spin")
         with self._writing():
-            self._current = self.journal.set_phase(
+            self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.CLOSED.value,
                 at=self._clock(),
                 outbox=[self._event("spin_void", {"reason": reason, "source": source})],
             )
         with contextlib.suppress(StorageError):
-            self.journal.append_event(
+            self._chain.append_event(
                 "spin_void", {"round_id": rnd.round_id, "reason": reason, "source": source}
             )
         self._notify_phase()
@@ -368,12 +413,12 @@ class RoundEngine:
         a result board start again). ``after_seq``: the last round of the old shoe (a
         round in flight belongs to the new one)."""
         cur = self._current
-        after = cur.seq - 1 if cur is not None else self.journal.next_seq(self.cfg.table_id) - 1
+        after = cur.seq - 1 if cur is not None else self._rounds.next_seq(self.cfg.table_id) - 1
         data: dict[str, JSON] = {"source": source, "after_seq": after}
         if shuffle is not None:
             data["shuffle"] = shuffle
-        self.journal.append_event("new_shoe", data, outbox=[self._event("new_shoe", data)])
-        self.journal.later(lambda: self.extensions.new_shoe(data))  # after the hooks before it
+        self._chain.append_event("new_shoe", data, outbox=[self._event("new_shoe", data)])
+        self._db.later(lambda: self.extensions.new_shoe(data))  # after the hooks before it
         return data
 
     def record_frames(self, frames: Sequence[Frame], round_id: str | None = None) -> None:
@@ -383,7 +428,7 @@ class RoundEngine:
             round_id = self._current.round_id
         if frames:
             with contextlib.suppress(StorageError):  # frames are evidence, not state
-                self.journal.add_raw_frames([(round_id, *f) for f in frames])
+                self._frames.add_many([(round_id, *f) for f in frames])
 
     def place_bet(
         self, raw: object, *, round_id: str | None = None, principal: str | None = None
@@ -401,7 +446,7 @@ class RoundEngine:
         bet_id = bet_id if isinstance(bet_id, str) else ""
         cur = self._current
         if round_id is not None and bet_id:
-            known = self.journal.bet(round_id, bet_id)
+            known = self._journal_bets.bet(round_id, bet_id)
             if known is not None:
                 return self._answer_again(known, raw, principal)
             if cur is None or cur.round_id != round_id:
@@ -431,7 +476,7 @@ class RoundEngine:
             )
         assert self._current is not None
         rid = self._current.round_id
-        storage = self.journal.storage.blocked()
+        storage = self._db.storage.blocked()
         if storage is not None:
             return BetAnswer(False, bet_id, storage.code, storage.message, rid)
         try:
@@ -455,15 +500,15 @@ class RoundEngine:
                     "void game; it plays in this game (61/2004 art. 11 1))",
                     rid,
                 )
-        if self.journal.bet(rid, bet.bet_id) is None:
+        if self._journal_bets.bet(rid, bet.bet_id) is None:
             capped = self._over_caps(bet, rid)
             if capped is not None:
                 return capped
         try:
             # one transaction (or the request's): what the extensions journal of a new
             # bet (a large transaction) commits with it, or neither does
-            with self.journal.transaction():
-                record, created = self.journal.place_bet(
+            with self._db.transaction():
+                record, created = self._journal_bets.place_bet(
                     rid, bet, phases=[Phase.OPEN.value], principal=principal
                 )
                 if created:
@@ -499,14 +544,14 @@ class RoundEngine:
                 rid,
             )
         self._bets_of(rid)[record.bet_id] = record.to_bet()
-        self.journal.on_rollback(self._resync)
+        self._db.on_rollback(self._resync)
         return BetAnswer(True, bet.bet_id, round_id=rid, bet=record.to_bet().to_json())
 
     def _pruned(self, round_id: str) -> str | None:
         """Why nothing can be said of a bet in ``round_id`` any more (a round whose bets
         the journal no longer keeps, ``[journal] full_rounds``), or None."""
         try:
-            rnd = self.journal.round(round_id)
+            rnd = self._rounds.round(round_id)
         except RoundNotFound:
             return None
         if rnd.detail != "summary":
@@ -593,7 +638,7 @@ class RoundEngine:
             return BetAnswer(False, "", "BET_MALFORMED", "cancel needs a bet_id string")
         cur = self._current
         rid = round_id if round_id is not None else (cur.round_id if cur else None)
-        known = self.journal.bet(rid, bet_id) if rid is not None else None
+        known = self._journal_bets.bet(rid, bet_id) if rid is not None else None
         if known is not None and known.principal != principal:
             return BetAnswer(
                 False,
@@ -627,7 +672,7 @@ class RoundEngine:
         assert self._current is not None
         rid = self._current.round_id
         try:
-            self.journal.cancel_bet(rid, bet_id, phases=[Phase.OPEN.value])
+            self._journal_bets.cancel_bet(rid, bet_id, phases=[Phase.OPEN.value])
         except BetNotFound:
             return BetAnswer(
                 False, bet_id, "BET_NOT_FOUND", f"no bet {bet_id!r} in round {rid}", rid
@@ -637,7 +682,7 @@ class RoundEngine:
         except StorageError as exc:
             return BetAnswer(False, bet_id, exc.code, exc.message, rid)
         self._bets_of(rid).pop(bet_id, None)
-        self.journal.on_rollback(self._resync)
+        self._db.on_rollback(self._resync)
         return BetAnswer(True, bet_id, round_id=rid)
 
     def bets(self) -> list[Bet]:
@@ -651,8 +696,8 @@ class RoundEngine:
         blackjack double/split/insurance): validated by the rules core, journaled."""
         rnd = self._require([Phase.CLOSED], "add a decision bet")
         bet = self.game.parse_bet(self.rules, raw, self.cfg.limits)
-        with self._writing(), self.journal.transaction():
-            record, created = self.journal.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
+        with self._writing(), self._db.transaction():
+            record, created = self._journal_bets.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
             if created:
                 self.extensions.bet_placed(rnd.round_id, record.to_bet())
         if record.status != "placed":
@@ -726,7 +771,7 @@ class RoundEngine:
         )
         try:
             with self._writing():
-                self.journal.settle_round(
+                self._rounds.settle_round(
                     rnd.round_id,
                     canonical,
                     payload,
@@ -743,9 +788,9 @@ class RoundEngine:
             raise
         if jackpot is not None:
             hit = bool(hits)
-            self.journal.after_commit(lambda: jackpot.committed(hit))
+            self._db.after_commit(lambda: jackpot.committed(hit))
         self._current = None
-        self.journal.after_commit(self._later(lambda: self.extensions.round_settled(payload)))
+        self._db.after_commit(self._later(lambda: self.extensions.round_settled(payload)))
         self._notify_phase()
         return payload
 
@@ -759,7 +804,7 @@ class RoundEngine:
     def _void(self, rnd: RoundRecord, reason: str, source: str) -> Mapping[str, JSON]:
         self.ahead.stop()
         with self._writing():
-            bets = self.journal.bets(rnd.round_id, include_cancelled=False)
+            bets = self._journal_bets.bets(rnd.round_id, include_cancelled=False)
         refunded = refunds([b.to_bet() for b in bets])
         jackpot = self.jackpot
         jp_state = None
@@ -777,7 +822,7 @@ class RoundEngine:
         )
         try:
             with self._writing():
-                self.journal.void_round(
+                self._rounds.void_round(
                     rnd.round_id,
                     reason,
                     payload,
@@ -791,9 +836,9 @@ class RoundEngine:
                 jackpot.discard()
             raise
         if jackpot is not None:
-            self.journal.after_commit(lambda: jackpot.committed(False))
+            self._db.after_commit(lambda: jackpot.committed(False))
         self._current = None
-        self.journal.after_commit(self._later(lambda: self.extensions.round_voided(payload)))
+        self._db.after_commit(self._later(lambda: self.extensions.round_voided(payload)))
         self._notify_phase()
         return payload
 
@@ -811,10 +856,10 @@ class RoundEngine:
         recorded (published on ``rounds`` like any void).
         """
         done = []
-        for rnd in self.journal.in_flight_rounds(self.cfg.table_id):
+        for rnd in self._rounds.in_flight(self.cfg.table_id):
             self._current = rnd
             reason = f"controller restarted in phase {rnd.phase!r} before the result was read"
             done.append(self._void(rnd, reason, "restart"))
         self._current = None
-        self.journal.later(lambda: self.extensions.resumed(done, self.journal))  # hooks in order
+        self._db.later(lambda: self.extensions.resumed(done, self._history))  # hooks in order
         return done

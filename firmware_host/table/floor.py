@@ -55,7 +55,7 @@ import re
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .. import boundedjson
 from ..auth import AUTH_FIELDS, BET_PERMISSIONS, Authenticator, AuthError, Principal
@@ -63,7 +63,15 @@ from ..auth.policy import PRINCIPAL_NAME
 from ..config import FieldSpec, register_section, validate_fields
 from ..games.errors import CodedError
 from ..games.money import MAX_STAKE, parse_json_int
-from ..journal import STORAGE_CODES, StorageError
+from ..journal import (
+    STORAGE_CODES,
+    AuditLog,
+    Database,
+    JackpotStore,
+    RequestStore,
+    RoundStore,
+    StorageError,
+)
 from ..jsonio import JSON
 from ..schemas import response
 from .engine import BetAnswer, BetCaps, RoundEngine, RoundFault, StaleRound
@@ -299,17 +307,40 @@ class _Acted:
     round_id: str | None = None
 
 
+class FloorJournal(Protocol):
+    """The parts of the journal the floor's requests use (``Journal`` has them): the
+    answers and approvals, the database (one transaction for the change and its
+    answer), the chain, the rounds (``replay_rounds``) and the jackpot's hits."""
+
+    @property
+    def db(self) -> Database: ...
+
+    @property
+    def requests(self) -> RequestStore: ...
+
+    @property
+    def chain(self) -> AuditLog: ...
+
+    @property
+    def rounds(self) -> RoundStore: ...
+
+    @property
+    def jackpot(self) -> JackpotStore: ...
+
+
 class FloorRequests:
     """Turns request payloads into engine calls and response payloads.
 
     ``procedure``: the game procedure (whether results may be entered by command;
-    player decisions and deal setups go to it); ``jackpot``: the progressive jackpot
+    player decisions and deal setups go to it); ``journal``: the parts of the journal
+    the requests use (:class:`FloorJournal`); ``jackpot``: the progressive jackpot
     (``jackpot_paid``), or None; ``auth``: who may send what."""
 
     def __init__(
         self,
         engine: RoundEngine,
         procedure: Procedure,
+        journal: FloorJournal,
         *,
         auth: Authenticator,
         jackpot: JackpotController | None = None,
@@ -320,14 +351,18 @@ class FloorRequests:
         self.replay_budgets = replay_budgets or ReplayBudgets()
         #: Roundless commands answered elsewhere (``ack_alert``, ``verify_software``).
         self.handlers = dict(handlers or {})
-        self.journal = engine.journal
+        self._db = journal.db
+        self._requests = journal.requests
+        self._chain = journal.chain
+        self._rounds = journal.rounds
+        self._jackpots = journal.jackpot
         self.procedure = procedure
         self.jackpot = jackpot
         self.auth = auth
         self.table_id = engine.cfg.table_id
         #: Requests refused before authorisation: counted, never journaled one by one.
         self.refusals = RefusalLedger(
-            self.journal, known=auth.settings.principals, clock=auth.clock
+            self._chain, known=auth.settings.principals, clock=auth.clock
         )
         engine.extensions.add(self.refusals)  # its window flushes on the table's tick
         self.counters = {
@@ -391,7 +426,7 @@ class FloorRequests:
             return self._count(bets, self._status(data, who, rid))
         digest = content_digest(data)
         try:
-            before = self.journal.answered(who.name, rid)
+            before = self._requests.answered(who.name, rid)
         except StorageError as exc:
             return self._count(bets, self._unwritten(bets, rid, who, data, exc))
         if before is not None:
@@ -439,17 +474,17 @@ class FloorRequests:
             )
         # A latched storage fault is checked outside the transaction: its probe write
         # can only clear the fault from there (inside, it would be a savepoint).
-        storage = self.journal.storage.blocked()
+        storage = self._db.storage.blocked()
         if storage is not None:
             return self._count(bets, self._unwritten(bets, rid, who, data, storage))
         try:
-            with self.journal.transaction():
+            with self._db.transaction():
                 acted = self._bet(data, who, rid) if bets else self._command(data, who, rid)
                 if acted.answer.get("code") in STORAGE_CODES:
                     # The journal failed under the engine: nothing acted. A transient
                     # refusal is never journaled as the answer a retry would get.
                     raise _NotJournaled(acted.answer)
-                self.journal.record_answer(
+                self._requests.record_answer(
                     who.name,
                     rid,
                     topic=topic,
@@ -654,7 +689,7 @@ class FloorRequests:
         acted_on = result.get("round_id") if isinstance(result, dict) else None
         # The audit chain names who did it, as the table established it (in the same
         # transaction as the change and its answer).
-        self.journal.append_event(
+        self._chain.append_event(
             "floor_command",
             {
                 "command": command,
@@ -733,10 +768,10 @@ class FloorRequests:
         if last is not None and last < first:
             raise RequestError("MALFORMED_REQUEST", f"to_seq {last} is before from_seq {first}")
         limit = min(REPLAY_MAX_ROUNDS, budget.available())
-        queued = self.journal.replay_range(self.table_id, first, last, limit=limit)
+        queued = self._rounds.replay_range(self.table_id, first, last, limit=limit)
         budget.spend(len(queued))
         seqs = [seq for seq, _ in queued]
-        newest = self.journal.next_seq(self.table_id) - 1
+        newest = self._rounds.next_seq(self.table_id) - 1
         # More to ask for: the limit cut the range short (the rounds after the last one
         # queued, up to to_seq or the table's newest round).
         end = newest if last is None else min(last, newest)
@@ -760,7 +795,7 @@ class FloorRequests:
         if self.jackpot is None:
             raise RequestError("NOT_SUPPORTED", "this table has no progressive jackpot")
         hit_id = identifier(args.get("hit_id"), "jackpot_paid's 'hit_id'", MAX_REQUEST_ID)
-        hit = self.journal.jackpot_hit(hit_id)
+        hit = self._jackpots.hit(hit_id)
         if hit is None:
             raise RequestError("JACKPOT_HIT_NOT_FOUND", f"no jackpot hit {hit_id!r}")
         if hit.round_id != data.get("round_id"):
@@ -775,19 +810,19 @@ class FloorRequests:
         if "jackpot_paid" not in self.auth.settings.two_person:
             out = self.jackpot.confirm_payment(hit_id, who=who.audit)
             return {**out, "round_id": hit.round_id} if isinstance(out, dict) else out
-        before = self.journal.approvals("jackpot_paid", hit_id)
+        before = self._requests.approvals("jackpot_paid", hit_id)
         if who.audit in before:
             raise RequestError(
                 "SECOND_PRINCIPAL_REQUIRED",
                 f"hit {hit_id} is confirmed by {who.audit}; a second, different principal "
                 "must confirm the payment",
             )
-        approved = self.journal.approve("jackpot_paid", hit_id, who.audit, rid)
+        approved = self._requests.approve("jackpot_paid", hit_id, who.audit, rid)
         if len(approved) < 2:
             return {"hit_id": hit_id, "round_id": hit.round_id, "paid": False,
                     "confirmed_by": approved, "amount": hit.amount}  # fmt: skip
         out = self.jackpot.confirm_payment(hit_id, who=approved)
-        self.journal.clear_approvals("jackpot_paid", hit_id)
+        self._requests.clear_approvals("jackpot_paid", hit_id)
         result = dict(out) if isinstance(out, dict) else {}
         result.update({"round_id": hit.round_id, "confirmed_by": approved})
         return result

@@ -29,9 +29,8 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
 
-from ..journal import StorageError
+from ..journal import AuditLog, StorageError
 from ..jsonio import JSON
 from ..timefmt import iso_utc, utc_now
 from .extension import TableExtension
@@ -63,13 +62,13 @@ class RefusalLedger(TableExtension):
 
     def __init__(
         self,
-        journal: Any,
+        chain: AuditLog,
         *,
         known: Iterable[str] = (),
         clock: Callable[[], datetime] = utc_now,
         window_s: float = WINDOW_S,
     ) -> None:
-        self.journal = journal
+        self.chain = chain
         self.known = frozenset(known)
         self.clock = clock
         self.window_s = window_s
@@ -139,7 +138,7 @@ class RefusalLedger(TableExtension):
             "counts": _rows(self._window),
         }
         try:
-            self.journal.append_event("requests_refused", data)
+            self.chain.append_event("requests_refused", data)
         except StorageError:
             return False  # the guard logged the fault once; the counts are kept
         top = ", ".join(f"{p} {c} {n}" for (p, _, c), n in self._window.most_common(5))
