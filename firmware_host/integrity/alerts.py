@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from datetime import datetime
-from typing import Protocol
 
 from ..auth import Principal
 from ..journal import AlertRecord, AlertStore, Database, JournalError

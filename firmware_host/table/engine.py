@@ -15,7 +15,7 @@ settlement, its outbox entries, the jackpot meter and the raw frames that carrie
 result are committed together, before anything is published.
 
 Collaborators come through the constructor: the parts of the journal it writes
-through (:class:`RoundJournal`: its database, rounds, bets, raw frames, chain and
+through (:class:`~.journaling.RoundJournal`: its database, rounds, bets, raw frames, chain and
 outbox, and the rounds' history the extensions rebuild from), the progressive jackpot
 (which takes part in each settle and void), what stops play (latched faults), and the
 table's extensions, told of every committed phase change, settled and voided round.
@@ -39,7 +39,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from .. import __version__
 from ..collector import collector_held
@@ -47,30 +47,23 @@ from ..config import TableConfig
 from ..games.base import Bet, Limits
 from ..games.errors import BetError, RulesError
 from ..journal import (
-    AuditLog,
     BetConflict,
     BetNotFound,
-    BetRecord,
-    BetStore,
-    Database,
-    FrameStore,
-    Outbox,
     OutboxMessage,
     PhaseNotAllowed,
     RoundFinished,
-    RoundNotFound,
     RoundRecord,
-    RoundStore,
     StorageError,
     new_round_id,
 )
-from ..jsonio import JSON, canonical_json
+from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc, utc_now
 from .ahead import Ahead
-from .bets import BetAnswer, BetCaps
+from .bets import BetAnswer, BetCaps, answer_again, pruned
 from .extension import RoundHistory, TableExtensions
 from .jackpot import JackpotController
+from .journaling import RoundJournal
 from .payload import refunds, round_payload, void_body
 from .phase import Phase
 
@@ -110,27 +103,14 @@ class StaleRound(RoundFault):
         self.current = current
 
 
-class RoundJournal(RoundHistory, Protocol):
-    """The parts of the journal the engine writes through (``Journal`` has them), and
-    the rounds' history (``recall``) it hands the extensions after a restart."""
-
-    @property
-    def db(self) -> Database: ...
-
-    @property
-    def rounds(self) -> RoundStore: ...
-
-    @property
-    def bets(self) -> BetStore: ...
-
-    @property
-    def frames(self) -> FrameStore: ...
-
-    @property
-    def chain(self) -> AuditLog: ...
-
-    @property
-    def outbox(self) -> Outbox: ...
+@contextlib.contextmanager
+def _writing() -> Iterator[None]:
+    """A journal write that a storage fault refuses as a :class:`RoundFault` with the
+    fault's code (nothing was committed; the guard logged it once)."""
+    try:
+        yield
+    except StorageError as exc:
+        raise RoundFault(exc.message, code=exc.code) from None
 
 
 class RoundEngine:
@@ -153,8 +133,8 @@ class RoundEngine:
         opens while it says so; ``extensions``: told of every committed change (after
         the commit: inside a grouped transaction, once it commits); ``caps``: how many
         bets and how much stake a round and a seat may hold."""
-        #: The dealer on duty, in every round payload (``integrity/pace.py``).
-        self._dealer = dealer
+        #: The dealer on duty, in every round payload (``integrity/pace.py``; issue 19).
+        self._dealer: Callable[[], JSON] = dealer if dealer is not None else lambda: None
         self.cfg = cfg
         self.game = cfg.game
         self.rules = cfg.rules
@@ -188,9 +168,6 @@ class RoundEngine:
     @property
     def phase(self) -> Phase:
         return Phase(self._current.phase) if self._current else Phase.IDLE
-
-    def rules_json(self) -> JSON:
-        return self.game.rules_json(self.rules)
 
     def get_status(self) -> dict[str, JSON]:
         cur = self._current
@@ -265,7 +242,8 @@ class RoundEngine:
             raise RoundFault(f"{what} must name its round_id", code="MALFORMED_REQUEST")
         if cur is None:
             raise StaleRound(
-                f"{what} names round {round_id}; no round is in progress" + self._last_round_note(),
+                f"{what} names round {round_id}; no round is in progress"
+                + (f" (the last round was {last})" if (last := self.last_round_id()) else ""),
                 None,
             )
         if cur.round_id != round_id:
@@ -280,10 +258,6 @@ class RoundEngine:
         """The table's latest round, in flight or finished (what opening betting follows)."""
         last = self._rounds.summary(1, table_id=self.cfg.table_id)
         return last[0].round_id if last else None
-
-    def _last_round_note(self) -> str:
-        last = self.last_round_id()
-        return f" (the last round was {last})" if last else ""
 
     def check_follows(self, after_round_id: object, command: str = "open_betting") -> None:
         """Opening betting (and a new shoe) names the round it follows (None on a table
@@ -319,15 +293,6 @@ class RoundEngine:
         assert self._current is not None or Phase.IDLE in allowed
         return self._current  # type: ignore[return-value]
 
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """A journal write that a storage fault refuses as a :class:`RoundFault` with
-        the fault's code (nothing was committed; the guard logged it once)."""
-        try:
-            yield
-        except StorageError as exc:
-            raise RoundFault(exc.message, code=exc.code) from None
-
     # -- dealer / procedure operations -------------------------------------------
     def open_betting(self, *, source: str = "dealer") -> RoundRecord:
         """Start a new round with betting open (art. 3 of each regulation: after the
@@ -340,14 +305,14 @@ class RoundEngine:
         if storage is not None:
             raise RoundFault(storage.message, code=storage.code)
         at = self._clock()
-        with self._writing():
+        with _writing():
             seq = self._rounds.next_seq(self.cfg.table_id)
             round_id = new_round_id(self.cfg.table_id, seq)
             msg = self._event("betting_open", {"source": source, "seq": seq}, round_id)
             self._current = self._rounds.open_round(
                 self.cfg.table_id,
                 self.cfg.game_id,
-                self.rules_json(),
+                self.game.rules_json(self.rules),
                 round_id=round_id,
                 seq=seq,
                 phase=Phase.OPEN.value,
@@ -360,7 +325,7 @@ class RoundEngine:
     def close_betting(self, *, source: str = "dealer") -> RoundRecord:
         """No more bets (the bell, the wheel's state 4, a dealer command)."""
         rnd = self._require([Phase.OPEN], "close betting")
-        with self._writing():
+        with _writing():
             self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.CLOSED.value,
@@ -378,7 +343,7 @@ class RoundEngine:
         """A voided throw (dice stacked or tilted, 57/2004 art. 3 3)-4)): the round goes
         back to betting open; bets stay and new bets may be added."""
         rnd = self._require([Phase.CLOSED, Phase.OPEN], "void the throw")
-        with self._writing():
+        with _writing():
             self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.OPEN.value,
@@ -393,7 +358,7 @@ class RoundEngine:
         """A null spin (60/2004 art. 2 2)-3)): the ball is launched again; the bets stay
         locked (no new bets, art. 3 2)) and the next spin's number decides the round."""
         rnd = self._require([Phase.OPEN, Phase.CLOSED], "void the spin")
-        with self._writing():
+        with _writing():
             self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.CLOSED.value,
@@ -448,11 +413,11 @@ class RoundEngine:
         if round_id is not None and bet_id:
             known = self._journal_bets.bet(round_id, bet_id)
             if known is not None:
-                return self._answer_again(known, raw, principal)
+                return answer_again(self.game, self.rules, known, raw, principal)
             if cur is None or cur.round_id != round_id:
-                pruned = self._pruned(round_id)
-                if pruned is not None:
-                    return BetAnswer(False, bet_id, "ROUND_PRUNED", pruned, round_id)
+                gone = pruned(self._rounds, round_id)
+                if gone is not None:
+                    return BetAnswer(False, bet_id, "ROUND_PRUNED", gone, round_id)
                 return BetAnswer(
                     False,
                     bet_id,
@@ -501,7 +466,7 @@ class RoundEngine:
                     rid,
                 )
         if self._journal_bets.bet(rid, bet.bet_id) is None:
-            capped = self._over_caps(bet, rid)
+            capped = self.caps.refusal(bet, list(self._bets_of(rid).values()), rid)
             if capped is not None:
                 return capped
         try:
@@ -546,87 +511,6 @@ class RoundEngine:
         self._bets_of(rid)[record.bet_id] = record.to_bet()
         self._db.on_rollback(self._resync)
         return BetAnswer(True, bet.bet_id, round_id=rid, bet=record.to_bet().to_json())
-
-    def _pruned(self, round_id: str) -> str | None:
-        """Why nothing can be said of a bet in ``round_id`` any more (a round whose bets
-        the journal no longer keeps, ``[journal] full_rounds``), or None."""
-        try:
-            rnd = self._rounds.round(round_id)
-        except RoundNotFound:
-            return None
-        if rnd.detail != "summary":
-            return None
-        return (
-            f"round {round_id} finished at {rnd.finished_at} and its bets are no longer kept "
-            "in full here ([journal] full_rounds): the floor's copy of its settlement says "
-            "what was settled"
-        )
-
-    def _answer_again(self, known: BetRecord, raw: object, principal: str | None) -> BetAnswer:
-        """The answer to a place of a bet already journaled (a retry, in any phase)."""
-        rid = known.round_id
-        if known.principal != principal:
-            return BetAnswer(
-                False,
-                known.bet_id,
-                "BET_ID_CONFLICT",
-                f"bet id {known.bet_id!r} is already used in round {rid} by another principal",
-                rid,
-            )
-        try:  # the content, as the rules core reads it (limits may have changed since)
-            bet = self.game.parse_bet(self.rules, raw, None)
-        except BetError as exc:
-            return BetAnswer(False, known.bet_id, exc.code, exc.message, rid)
-        if (bet.seat, bet.bet_type, canonical_json(bet.selection), bet.stake) != known.content():
-            return BetAnswer(
-                False,
-                known.bet_id,
-                "BET_ID_CONFLICT",
-                f"bet id {known.bet_id!r} is already used in round {rid} by "
-                f"{known.bet_type} {canonical_json(known.selection)} stake {known.stake}",
-                rid,
-            )
-        if known.status != "placed":
-            return BetAnswer(
-                False,
-                known.bet_id,
-                "BET_ID_CANCELLED",
-                f"bet {known.bet_id!r} was cancelled in round {rid}; a new bet needs a new bet_id",
-                rid,
-            )
-        return BetAnswer(True, known.bet_id, round_id=rid, bet=known.to_bet().to_json())
-
-    def _over_caps(self, bet: Bet, rid: str) -> BetAnswer | None:
-        """A refusal if ``bet`` would take its round or seat over ``caps`` (``[bets]``)."""
-        caps = self.caps
-        held = list(self._bets_of(rid).values())
-        seat = [b for b in held if b.seat == bet.seat]
-        checks = (
-            (caps.max_bets_per_round, len(held) + 1, "ROUND_BET_CAP", "bets in the round"),
-            (caps.max_bets_per_seat, len(seat) + 1, "SEAT_BET_CAP", f"bets of seat {bet.seat}"),
-            (
-                caps.max_round_stakes,
-                sum(b.stake for b in held) + bet.stake,
-                "ROUND_EXPOSURE_LIMIT",
-                "stakes in the round",
-            ),
-            (
-                caps.max_seat_stakes,
-                sum(b.stake for b in seat) + bet.stake,
-                "SEAT_EXPOSURE_LIMIT",
-                f"stakes of seat {bet.seat}",
-            ),
-        )
-        for cap, would_be, code, what in checks:
-            if cap is not None and would_be > cap:
-                return BetAnswer(
-                    False,
-                    bet.bet_id,
-                    code,
-                    f"the bet would bring the {what} to {would_be}; the table's cap is {cap}",
-                    rid,
-                )
-        return None
 
     def cancel_bet(
         self, bet_id: object, *, round_id: str | None = None, principal: str | None = None
@@ -696,7 +580,7 @@ class RoundEngine:
         blackjack double/split/insurance): validated by the rules core, journaled."""
         rnd = self._require([Phase.CLOSED], "add a decision bet")
         bet = self.game.parse_bet(self.rules, raw, self.cfg.limits)
-        with self._writing(), self._db.transaction():
+        with _writing(), self._db.transaction():
             record, created = self._journal_bets.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
             if created:
                 self.extensions.bet_placed(rnd.round_id, record.to_bet())
@@ -767,10 +651,10 @@ class RoundEngine:
         stamps.setdefault("result", iso_utc(at))
         rnd = dataclasses.replace(rnd, timestamps=stamps)
         payload = round_payload(
-            self.cfg, rnd, "settled", body, at, extras=extras, dealer=self.dealer()
+            self.cfg, rnd, "settled", body, at, extras=extras, dealer=self._dealer()
         )
         try:
-            with self._writing():
+            with _writing():
                 self._rounds.settle_round(
                     rnd.round_id,
                     canonical,
@@ -803,7 +687,7 @@ class RoundEngine:
 
     def _void(self, rnd: RoundRecord, reason: str, source: str) -> Mapping[str, JSON]:
         self.ahead.stop()
-        with self._writing():
+        with _writing():
             bets = self._journal_bets.bets(rnd.round_id, include_cancelled=False)
         refunded = refunds([b.to_bet() for b in bets])
         jackpot = self.jackpot
@@ -818,10 +702,10 @@ class RoundEngine:
         body = void_body(rnd, refunded)
         at = self._clock()
         payload = round_payload(
-            self.cfg, rnd, "void", body, at, void_reason=reason, extras=extras, dealer=self.dealer()
+            self.cfg, rnd, "void", body, at, void_reason=reason, extras=extras, dealer=self._dealer()
         )
         try:
-            with self._writing():
+            with _writing():
                 self._rounds.void_round(
                     rnd.round_id,
                     reason,
@@ -841,10 +725,6 @@ class RoundEngine:
         self._db.after_commit(self._later(lambda: self.extensions.round_voided(payload)))
         self._notify_phase()
         return payload
-
-    def dealer(self) -> JSON:
-        """The dealer on duty, as every round payload names them (issue 19)."""
-        return self._dealer() if self._dealer is not None else None
 
     # -- restart -----------------------------------------------------------------
     def resume(self) -> list[Mapping[str, JSON]]:

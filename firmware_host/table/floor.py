@@ -55,27 +55,18 @@ import re
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from .. import boundedjson
 from ..auth import AUTH_FIELDS, BET_PERMISSIONS, Authenticator, AuthError, Principal
 from ..auth.policy import PRINCIPAL_NAME
-from ..config import FieldSpec, register_section, validate_fields
 from ..games.errors import CodedError
-from ..games.money import MAX_STAKE, parse_json_int
-from ..journal import (
-    STORAGE_CODES,
-    AuditLog,
-    Database,
-    JackpotStore,
-    RequestStore,
-    RoundStore,
-    StorageError,
-)
+from ..games.money import parse_json_int
+from ..journal import STORAGE_CODES, StorageError
 from ..jsonio import JSON
 from ..schemas import response
-from .engine import BetAnswer, BetCaps, RoundEngine, RoundFault, StaleRound
+from .engine import BetAnswer, RoundEngine, RoundFault, StaleRound
 from .jackpot import JackpotController
+from .journaling import FloorJournal
 from .procedures import Procedure
 from .refusals import RefusalLedger
 from .replay import REPLAY_MAX_ROUNDS, ReplayBudgets, ReplayLimit
@@ -223,54 +214,6 @@ def content_digest(request: Mapping[str, JSON]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-# -- [bets]: what a round and a seat may hold ------------------------------------------
-BETS_SPECS: dict[str, FieldSpec] = {
-    "max_bets_per_round": FieldSpec(
-        "int", 1000, doc="bets a round may hold (ROUND_BET_CAP beyond)", range=(1, 100_000)
-    ),
-    "max_bets_per_seat": FieldSpec(
-        "int", 100, doc="bets one seat may hold in a round (SEAT_BET_CAP)", range=(1, 100_000)
-    ),
-    "max_round_stakes": FieldSpec(
-        "int",
-        None,
-        doc="stakes a round may hold, minor units (ROUND_EXPOSURE_LIMIT; default 100 times "
-        "limits.max_stake)",
-        range=(1, MAX_STAKE * 100_000),
-    ),
-    "max_seat_stakes": FieldSpec(
-        "int",
-        None,
-        doc="stakes one seat may hold in a round, minor units (SEAT_EXPOSURE_LIMIT; default "
-        "10 times limits.max_stake)",
-        range=(1, MAX_STAKE * 100_000),
-    ),
-}
-
-
-def _validate_bets(data: Any, path: str, errors: list[str]) -> dict[str, Any]:
-    return validate_fields(BETS_SPECS, data, path, errors)
-
-
-register_section("bets", _validate_bets)
-
-
-def bet_caps(section: Mapping[str, Any] | None, max_stake: int) -> BetCaps:
-    """``[bets]`` as the round engine applies it; the stake caps default to multiples
-    of the table's maximum stake (10 a seat, 100 a round)."""
-    s: Mapping[str, Any] = section if section is not None else {}
-
-    def get(key: str) -> Any:
-        return s[key] if key in s else BETS_SPECS[key].default
-
-    return BetCaps(
-        max_bets_per_round=get("max_bets_per_round"),
-        max_bets_per_seat=get("max_bets_per_seat"),
-        max_round_stakes=get("max_round_stakes") or 100 * max_stake,
-        max_seat_stakes=get("max_seat_stakes") or 10 * max_stake,
-    )
-
-
 class Deferred(Exception):
     """Raised by a command handler whose answer needs slow work first (hashing the
     installed files): the request's transaction rolls back (nothing acted yet),
@@ -307,33 +250,12 @@ class _Acted:
     round_id: str | None = None
 
 
-class FloorJournal(Protocol):
-    """The parts of the journal the floor's requests use (``Journal`` has them): the
-    answers and approvals, the database (one transaction for the change and its
-    answer), the chain, the rounds (``replay_rounds``) and the jackpot's hits."""
-
-    @property
-    def db(self) -> Database: ...
-
-    @property
-    def requests(self) -> RequestStore: ...
-
-    @property
-    def chain(self) -> AuditLog: ...
-
-    @property
-    def rounds(self) -> RoundStore: ...
-
-    @property
-    def jackpot(self) -> JackpotStore: ...
-
-
 class FloorRequests:
     """Turns request payloads into engine calls and response payloads.
 
     ``procedure``: the game procedure (whether results may be entered by command;
     player decisions and deal setups go to it); ``journal``: the parts of the journal
-    the requests use (:class:`FloorJournal`); ``jackpot``: the progressive jackpot
+    the requests use (:class:`~.journaling.FloorJournal`); ``jackpot``: the progressive jackpot
     (``jackpot_paid``), or None; ``auth``: who may send what."""
 
     def __init__(

@@ -29,8 +29,9 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import Protocol
 
-from ..journal import AuditLog, StorageError
+from ..journal import StorageError
 from ..jsonio import JSON
 from ..timefmt import iso_utc, utc_now
 from .extension import TableExtension
@@ -55,6 +56,12 @@ def _rows(counts: Counter[_Key]) -> list[JSON]:
     ]
 
 
+class RefusalChain(Protocol):
+    """Where the counts go (the journal's chain)."""
+
+    def append_event(self, kind: str, data: JSON = ...) -> object: ...
+
+
 class RefusalLedger(TableExtension):
     """Counts of the requests refused before authorisation (see the module docstring)."""
 
@@ -62,7 +69,7 @@ class RefusalLedger(TableExtension):
 
     def __init__(
         self,
-        chain: AuditLog,
+        chain: RefusalChain,
         *,
         known: Iterable[str] = (),
         clock: Callable[[], datetime] = utc_now,
