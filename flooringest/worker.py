@@ -26,7 +26,7 @@ and they are duplicates.
 
 **Shared subscription.** ``$share/<group>/<prefix>/tables/+/rounds``: the broker
 hands each message to one worker of the group. One table's rounds are spread over the
-workers, so sequence gaps are found in the database (``Store.scan``), after a grace
+workers, so sequence gaps are found in the database (``Duties.scan``), after a grace
 period, not in a worker's memory.
 
 **The duties** (one worker at a time, a lease in the database): gaps found and asked
@@ -49,7 +49,7 @@ import struct
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -58,124 +58,19 @@ import orjson
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from firmware_host.auth.evidence import FLOOR_DOMAIN, seal
 from firmware_host.timefmt import iso_utc, utc_now
 
 from . import messages as m
-from .messages import Incoming, Quarantined, Round
+from .messages import Incoming, Quarantined, Round, record_message
 from .registry import Registry, RegistryError, load_file
+from .settings import IngestSettings, WorkerStats
 from .store import Gap, Store, StoreError, open_store
 from .verify import Announcements, Verifier, replay_answer
 
 log = logging.getLogger("flooringest")
 
-#: ``schema_version`` of the floor's record of a table (``floor_record.json``) and of
-#: the faults document.
-RECORD_SCHEMA_VERSION = 1
+#: ``schema_version`` of the faults document.
 FAULTS_SCHEMA_VERSION = 1
-
-
-@dataclass
-class IngestSettings:
-    host: str = "127.0.0.1"
-    port: int = 1883
-    username: str | None = None
-    password: str | None = None
-    prefix: str = "casino"
-    #: The shared subscription's group: the workers that split the load.
-    group: str = "floor-ingest"
-    #: This worker's name: its MQTT client id is ``<group>-<worker>`` (a restarted
-    #: worker must keep it, to get its session's unacknowledged messages back).
-    worker: str = "w1"
-    db: str = "floor.sqlite3"
-    #: The most messages in one transaction, and how long the first waits for more.
-    batch_max: int = 200
-    batch_wait_s: float = 0.005
-    #: MQTT 5 Receive Maximum: unacknowledged messages the broker may send at once.
-    receive_maximum: int = 1000
-    session_expiry_s: int = 7 * 24 * 3600
-    #: The duties: how often, the lease, the grace before a gap is repaired, how often
-    #: a replay is asked again, how often the lag is published.
-    duty_interval_s: float = 0.5
-    lease_s: float = 5.0
-    gap_grace_s: float = 2.0
-    replay_retry_s: float = 10.0
-    lag_interval_s: float = 2.0
-    #: Signs replay requests and the floor's records (None: requests unsigned, for
-    #: tables with ``signatures = false``; no record published).
-    signer: Any = None
-    #: A registry file (``flooringest.registry``) imported into the database at start
-    #: and whenever it changes; None: the database's registry alone.
-    registry_file: str | None = None
-    #: How often every worker reads the database's registry again (a new table known
-    #: without a restart).
-    registry_refresh_s: float = 2.0
-    #: Quarantined messages kept per table and code by this worker (the unverified
-    #: kinds: unknown table, bad signature...); beyond, only counted. A table's own
-    #: signed rounds (SEQ_NOT_ANNOUNCED, CHAIN_NOT_ADVANCING) are always kept.
-    quarantine_keep: int = 1000
-    quarantine_keep_total: int = 20000
-    #: How often the quarantine's log summary is written (the first message of each
-    #: table and code is logged at once).
-    log_summary_s: float = 60.0
-    #: How often the duty holder saves what the tables announced (the answers to its
-    #: replay requests are saved at once).
-    announce_save_s: float = 10.0
-    #: A file to append ``round_id <tab> commit time`` to after each commit (the
-    #: benchmark's publish -> committed latency; time.time(), after COMMIT returned).
-    latency_log: str | None = None
-    #: A JSON file this worker rewrites every second with its counters and the CPU
-    #: time of its signature checks (the benchmark's verification share).
-    stats_file: str | None = None
-
-    @property
-    def client_id(self) -> str:
-        return f"{self.group}-{self.worker}"
-
-    @property
-    def subscription(self) -> str:
-        return f"$share/{self.group}/{self.prefix}/tables/+/rounds"
-
-    @property
-    def lag_topic(self) -> str:
-        return f"{self.prefix}/floor/ingest/{self.group}/lag"
-
-    @property
-    def faults_topic(self) -> str:
-        return f"{self.prefix}/floor/ingest/{self.group}/faults"
-
-    def record_topic(self, table: str) -> str:
-        return f"{self.prefix}/floor/records/{table}"
-
-
-@dataclass
-class WorkerStats:
-    received: int = 0
-    stored: int = 0
-    duplicates: int = 0
-    conflicts: int = 0
-    quarantined: int = 0
-    quarantine_not_kept: int = 0
-    batches: int = 0
-    commit_retries: int = 0
-    acks: int = 0
-    acks_lost: int = 0
-    connects: int = 0
-    replays_asked: int = 0
-    answers: int = 0
-    promoted: int = 0
-    records_published: int = 0
-    duty_rounds: int = 0
-    #: CPU seconds: the rounds' signature checks (the hot path), the anchors', states'
-    #: and answers' (lazy), and the records' signatures.
-    verify_rounds_cpu_s: float = 0.0
-    verify_announcements_cpu_s: float = 0.0
-    sign_records_cpu_s: float = 0.0
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def rejects(self) -> int:  # what floor_rejects counted, before the quarantine
-        return int(self.extra.get("rejects", 0))
 
 
 class IngestWorker:
@@ -260,7 +155,7 @@ class IngestWorker:
             if self.s.registry_file:
                 await self._import_file(startup=True)
             await self._refresh_registry(force=True)
-            for tid, (a, f, _n, _at) in (await self.store.announced_all()).items():
+            for tid, (a, f, _n, _at) in (await self.store.tables.announced_all()).items():
                 if tid in self.registry:
                     self.announcements.merge(tid, a, f)
         except BaseException:
@@ -319,7 +214,7 @@ class IngestWorker:
             for line in exc.lines:
                 log.error("floor-ingest %s: registry not imported: %s", self.s.worker, line)
             return
-        counts = await self.duty_store.import_registry(reg)
+        counts = await self.duty_store.tables.import_registry(reg)
         if counts["added"] or counts["changed"] or counts["removed"]:
             log.info(
                 "floor-ingest %s: registry %s imported: %d tables (%d added, %d changed, "
@@ -330,10 +225,10 @@ class IngestWorker:
     async def _refresh_registry(self, *, force: bool = False) -> None:
         store = self.duty_store
         assert store is not None
-        digest = await store.registry_digest()
+        digest = await store.tables.registry_digest()
         if not force and digest == self.registry.digest:
             return
-        reg = await store.load_registry()
+        reg = await store.tables.load_registry()
         self.registry = reg
         self.verifier.registry = reg
         self.announcements.forget(reg)
@@ -607,7 +502,7 @@ class IngestWorker:
                     await self._refresh_registry()
                 await self._flush_side(store)
                 held = self.lease_holder
-                self.lease_holder = await store.take_lease(self.s.worker, self.s.lease_s)
+                self.lease_holder = await store.duties.take_lease(self.s.worker, self.s.lease_s)
                 if not self.lease_holder:
                     continue
                 if not held:  # (re)gained: everything published again
@@ -617,7 +512,7 @@ class IngestWorker:
                 await self._duty_round(store)
                 if now - last_save >= self.s.announce_save_s:
                     last_save = now
-                    await store.save_announced(self.announcements.dirty())
+                    await store.tables.save_announced(self.announcements.dirty())
                 if now - last_lag >= self.s.lag_interval_s:
                     last_lag = now
                     await self._publish_lag()
@@ -634,11 +529,11 @@ class IngestWorker:
         if self._failed:
             failed, self._failed[:] = list(self._failed), []
             kept = [x for x in self._keep(list(failed)) if isinstance(x, Quarantined)]
-            await store.quarantine(kept, self.s.worker)
+            await store.quarantine.keep(kept, self.s.worker)
             self._noted(kept)
         while self._answers:
             table, newest = self._answers[0]
-            await store.save_answer(table, newest)
+            await store.tables.save_answer(table, newest)
             self._answers.pop(0)
         cutoff = time.time() - 300
         for rid in [r for r, v in self.requests.items() if v[3] < cutoff]:
@@ -659,12 +554,12 @@ class IngestWorker:
             since = self._tails.setdefault(t, now)
             if now - since >= self.s.gap_grace_s:
                 finished[t] = said.finished
-        gaps, _filled = await store.scan(self.s.gap_grace_s, finished)
+        gaps, _filled = await store.duties.scan(self.s.gap_grace_s, finished)
         if gaps:
             announced = {t: s.announced for t, s in self.announcements.tables.items()}
-            for g in await store.claim_replays(gaps, self.s.replay_retry_s, announced):
+            for g in await store.duties.claim_replays(gaps, self.s.replay_retry_s, announced):
                 await self._ask_replay(g)
-        await store.verify_anchors()
+        await store.duties.verify_anchors()
         await self._promote(store)
         await self._recheck_chains(store)
         last = self._last_seqs = await store.last_seqs()
@@ -690,10 +585,10 @@ class IngestWorker:
     async def _promote(self, store: Store) -> None:
         """Quarantined rounds (``SEQ_NOT_ANNOUNCED``) their table has announced since:
         checked again from their original bytes and stored."""
-        waiting = await store.open_quarantine_tables(m.SEQ_NOT_ANNOUNCED)
+        waiting = await store.quarantine.open_tables(m.SEQ_NOT_ANNOUNCED)
         if not waiting:
             return
-        said = await store.announced_all()
+        said = await store.tables.announced_all()
         for tid in waiting:
             if tid in said:
                 self.announcements.merge(tid, said[tid][0], said[tid][1])
@@ -701,12 +596,12 @@ class IngestWorker:
             if keys is not None:
                 self.announcements.settle(tid, keys)
         announced = {t: self.announcements.announced(t) for t in waiting}
-        for sha, tid, raw, at in await store.announced_rounds(announced):
+        for sha, tid, raw, at in await store.quarantine.announced_rounds(announced):
             item = self.verifier.round(Incoming(tid, raw, at))
             out = await store.ingest([item], worker=self.s.worker)
             fate = out.fate.get(sha, "")
             if fate in ("stored", "duplicate", "conflict"):
-                await store.release(
+                await store.quarantine.release(
                     sha, "floor-ingest", f"announced by the table since; {fate} as a round"
                 )
                 self.stats.promoted += 1
@@ -720,14 +615,14 @@ class IngestWorker:
         their stored neighbours': a person released the round before them (a journal
         restored, reconciled by a technician) and they continue its chain. Checked
         without a change first: a round still out of order is left as it is."""
-        for sha, tid, raw, at in await store.quarantined_rounds(m.CHAIN_NOT_ADVANCING):
+        for sha, tid, raw, at in await store.quarantine.rounds(m.CHAIN_NOT_ADVANCING):
             item = self.verifier.round(Incoming(tid, raw, at))
             if not isinstance(item, Round) or await store.chain_ok(item) is not None:
                 continue
             out = await store.ingest([item], worker=self.s.worker)
             fate = out.fate.get(sha, "")
             if fate in ("stored", "duplicate", "conflict"):
-                await store.release(
+                await store.quarantine.release(
                     sha, "floor-ingest", f"its chain follows the rounds stored before it; {fate}"
                 )
                 self.stats.promoted += 1
@@ -837,30 +732,6 @@ class IngestWorker:
             tmp.replace(path)
 
 
-def record_message(
-    key: Any,
-    principal: str,
-    table: str,
-    seq: int,
-    round_id: str,
-    chain_seq: int | None,
-    chain_head: str | None,
-    at: str,
-) -> bytes:
-    """The floor's record of a table (``firmware_host/schemas/floor_record.json``),
-    sealed with the ingest's key (domain ``tablectl-floor-v1``, topic ``record``)."""
-    body = {
-        "schema_version": RECORD_SCHEMA_VERSION,
-        "table_id": table,
-        "seq": seq,
-        "round_id": round_id,
-        "chain": None if chain_seq is None else {"seq": chain_seq, "head": chain_head},
-        "at": at,
-        "principal": principal,
-    }
-    return seal(key, "record", body, domain=FLOOR_DOMAIN, float_free=True)
-
-
 def _iso(t: float) -> str:
     from datetime import UTC, datetime
 
@@ -918,3 +789,6 @@ async def run_worker(settings: IngestSettings) -> None:
     worker = IngestWorker(settings)
     with contextlib.suppress(asyncio.CancelledError):
         await worker.run()
+
+
+__all__ = ["IngestSettings", "IngestWorker", "WorkerStats", "record_message", "run_worker"]

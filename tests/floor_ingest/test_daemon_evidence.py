@@ -165,7 +165,7 @@ class Site:
     async def quarantined(self) -> list[dict[str, Any]]:
         store = await open_store(self.db)
         try:
-            return await store.quarantined(table=TABLE)
+            return await store.quarantine.messages(table=TABLE)
         finally:
             await store.close()
 
