@@ -227,8 +227,8 @@ class RoundStore:
         self._frames = frames
         self._retention = retention
 
-    def get_in_tx(self, db: sqlite3.Connection, round_id: str) -> RoundRecord:
-        """Round ``round_id`` as the open transaction sees it (:class:`RoundNotFound`)."""
+    def _get(self, db: sqlite3.Connection, round_id: str) -> RoundRecord:
+        """Round ``round_id`` as ``db`` sees it (:class:`RoundNotFound`)."""
         row = db.execute(
             f"SELECT {_ROUND_COLS} FROM rounds WHERE round_id = ?", (round_id,)
         ).fetchone()
@@ -239,7 +239,7 @@ class RoundStore:
     def unfinished_in_tx(self, db: sqlite3.Connection, round_id: str, what: str) -> RoundRecord:
         """Round ``round_id``, refused (:class:`RoundFinished`) if finished: checked in the
         open transaction that changes it (a bet cannot slip in after its round ended)."""
-        rnd = self.get_in_tx(db, round_id)
+        rnd = self._get(db, round_id)
         if rnd.finished:
             raise RoundFinished(
                 f"round {round_id} is already {rnd.status}"
@@ -313,10 +313,10 @@ class RoundStore:
             anchor = anchor_message(table_id, round_id, seq, phase, entry, now)
             self._outbox.enqueue_in_tx(db, [anchor], now)
             self._outbox.enqueue_in_tx(db, outbox, now)
-            return self.get_in_tx(db, round_id)
+            return self._get(db, round_id)
 
     def round(self, round_id: str) -> RoundRecord:
-        return self.get_in_tx(self._db.sql, round_id)
+        return self._get(self._db.sql, round_id)
 
     def set_phase(
         self,
@@ -354,7 +354,7 @@ class RoundStore:
                     (phase, dumps(stamps), dumps(outcome), round_id),
                 )
             self._outbox.enqueue_in_tx(db, outbox, now)
-            return self.get_in_tx(db, round_id)
+            return self._get(db, round_id)
 
     def _finish(
         self,
