@@ -59,14 +59,6 @@ WORKERS = int(os.environ.get("BENCH_FLOOR_WORKERS", "1"))
 JSON = Any
 
 
-class _Mosquitto(MosquittoProcess):
-    """Persistence saved every second (``autosave_interval 1``), not after every change."""
-
-    def config_text(self) -> str:
-        text = super().config_text()
-        return text.replace("autosave_on_changes true", "autosave_on_changes false")
-
-
 def _children_cpu(pid: int) -> float:
     """CPU seconds of ``pid`` and its direct children (PostgreSQL's backends)."""
     total = 0.0
@@ -129,7 +121,10 @@ def _verification_share(s0: dict[str, float], s1: dict[str, float]) -> dict[str,
 async def _level(
     n: int, window: float, d: Path, db: str, pg_pid: int | None, log: Callable[[str], None]
 ) -> dict[str, JSON]:
-    broker = _Mosquitto(d / f"mosquitto-{n}", extra_config="set_tcp_nodelay true")
+    # persistence saved every second (``autosave_interval 1``), not after every change
+    broker = MosquittoProcess(
+        d / f"mosquitto-{n}", extra_config="set_tcp_nodelay true", save_every_change=False
+    )
     broker.start()
     emu = Emulator(broker.host, broker.port, n, rate=1.0, chain=True, client_prefix=f"b{n}")
     registry = emu.write_registry(d / f"registry-{n}" / "tables.toml")

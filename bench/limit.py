@@ -252,13 +252,13 @@ async def _publisher_main(host: str, port: int, directory: str) -> None:
     # The commit's end: this listener runs before the link's, which hands the entries
     # to the client in that same after-commit step.
     committed: list[float] = []
-    journal.add_outbox_listener(lambda: committed.append(time.perf_counter()))
+    journal.outbox.add_listener(lambda: committed.append(time.perf_counter()))
     settings = MqttSettings(
         host=host, port=port, protocol=broker_protocol(host, port), client_id="bench-limit-link"
     )
-    link = FloorLink(settings, "bench-limit-link", journal)
-    journal.defer = link.after_publication  # as the daemon
-    journal.checkpoint_in_background()
+    link = FloorLink(settings, "bench-limit-link", journal.outbox)
+    journal.db.defer = link.after_publication  # as the daemon
+    journal.retention.checkpoint_in_background()
     link.start()
     seq = 0
     async with aiomqtt.Client(
@@ -291,7 +291,7 @@ async def _publisher_main(host: str, port: int, directory: str) -> None:
                 b = await body()
                 seq += 1
                 committed.clear()
-                journal.enqueue(OutboxMessage("rounds", b, round_id=f"r{seq}"))
+                journal.outbox.enqueue(OutboxMessage("rounds", b, round_id=f"r{seq}"))
                 reply(committed[0])
             elif cmd[0] == "drain-bare":
                 bs = [await body() for _ in range(int(cmd[1]))]
@@ -302,7 +302,7 @@ async def _publisher_main(host: str, port: int, directory: str) -> None:
                 bs = [await body() for _ in range(int(cmd[1]))]
                 last_acked = noting_last(link, link.stats.outbox_published + len(bs))
                 committed.clear()
-                journal.enqueue(*(OutboxMessage("rounds", b) for b in bs))
+                journal.outbox.enqueue(*(OutboxMessage("rounds", b) for b in bs))
                 # From the commit's end (as one round's latency): the link's listener
                 # fills its window right after that instant.
                 reply(await last_acked - committed[0])

@@ -401,7 +401,7 @@ async def _mqtt_overhead(
             host=host, port=port, protocol=broker_protocol(host, port), client_id="bench-link",
             max_inflight=1,
         )  # fmt: skip
-        link = FloorLink(settings, "bench-01", journal)
+        link = FloorLink(settings, "bench-01", journal.outbox)
         link.start()
         try:
             await link.wait_connected(10)
@@ -419,7 +419,7 @@ async def _mqtt_overhead(
                     for order in (0, 1) if r % 2 == 0 else (1, 0):
                         if order == 0:
                             done = link.stats.outbox_published + len(payloads)
-                            journal.enqueue(
+                            journal.outbox.enqueue(
                                 *(
                                     OutboxMessage("rounds", p, round_id=p["round_id"])
                                     for p in payloads

@@ -61,8 +61,7 @@ SLOWEST = 6
 def _install(path: str) -> None:
     """Wrap the daemon's functions so that each stage writes ``<perf_counter> <stage>``."""
     from drivers.common import DriverBase
-    from firmware_host.journal import Journal
-    from firmware_host.journal.outbox import Outbox
+    from firmware_host.journal import Outbox, Retention, RoundStore
     from firmware_host.mqtt.pump import OutboxPump
     from firmware_host.table.procedures import Procedure
 
@@ -84,7 +83,7 @@ def _install(path: str) -> None:
 
     before(DriverBase, "emit", "event", lambda _s, ev: type(ev).__name__ == "WinningNumber")
     before(Procedure, "try_result", "procedure")
-    before(Journal, "settle_round", "settled")
+    before(RoundStore, "settle_round", "settled")
     # The outbox's listeners run first after a COMMIT that queued entries (the round).
     before(Outbox, "_wake_listeners", "committed")
     from firmware_host.table.extension import TableExtensions
@@ -101,7 +100,7 @@ def _install(path: str) -> None:
 
         setattr(cls, name, wrapper)
 
-    after(Journal, "_retain", "retained")
+    after(Retention, "prune", "retained")
     after(TableExtensions, "round_settled", "hooks")
     send = OutboxPump.send
 

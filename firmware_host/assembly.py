@@ -39,8 +39,7 @@ from .integrity.software import SoftwareSettings
 from .journal import JournalSettings
 from .mqtt import MqttSettings
 from .risks import assess
-from .table.engine import BetCaps
-from .table.floor import bet_caps
+from .table.bets import BetCaps, bet_caps
 from .table.jackpot import JackpotSettings
 
 DAEMON_SPECS: dict[str, FieldSpec] = {

@@ -12,14 +12,14 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .auth import Principal
 from .console import local_time
 from .games.money import MoneyRules
 from .integrity.alerts import Alerts
 from .integrity.pace import DealerRoster, PaceMonitor
-from .journal import Journal
+from .journal import AuditLog, FaultStore, RecalledRound
 from .jsonio import JSON
 from .mqtt import FloorLink
 from .table.commands import CommandCall, Commands
@@ -29,13 +29,29 @@ from .table.reading import RequestError
 from .table.state import TableState
 
 
+class ConsoleJournal(Protocol):
+    """What the console shows of the journal and writes to it (``Journal`` is one): its
+    status and game recall (read across its parts), its chain (events, privileged
+    actions) and its latched faults."""
+
+    @property
+    def chain(self) -> AuditLog: ...
+
+    @property
+    def faults(self) -> FaultStore: ...
+
+    def get_status(self) -> dict[str, JSON]: ...
+
+    def recall(self, n: int = 10) -> list[RecalledRound]: ...
+
+
 @dataclass
 class TableConsoleBackend:
     """The console's view of one table (implements ``console.ConsoleBackend``)."""
 
     name: str
     engine: RoundEngine
-    journal: Journal
+    journal: ConsoleJournal
     link: FloorLink | None
     #: Device name -> driver.
     drivers: Mapping[str, Any]
@@ -62,7 +78,7 @@ class TableConsoleBackend:
             "journal": self.journal.get_status(),
             "mqtt": self.link.get_status() if self.link else None,
             "loop_lag_ms": round(self.loop_lag() * 1000, 1),
-            "faults": [f.code for f in self.journal.active_faults()],
+            "faults": [f.code for f in self.journal.faults.active()],
             "dealer": self.dealers.current() if self.dealers else None,
             "alerts": [
                 f"{a.id} {a.code}{f' {a.subject}' if a.subject else ''} ({a.severity}, {a.state})"
@@ -82,7 +98,7 @@ class TableConsoleBackend:
         test = getattr(drv, "self_test", None)
         if test is None:
             return {"device": device, "self_test": "not supported by this device"}
-        self.journal.append_event("device_self_test", {"device": device})
+        self.journal.chain.append_event("device_self_test", {"device": device})
         result = await test()
         return {
             "device": device,
@@ -121,11 +137,11 @@ class TableConsoleBackend:
     def events(self, n: int) -> JSON:
         return [
             f"{e.id} {local_time(e.at) or e.at} {e.kind} {json.dumps(e.data, ensure_ascii=True)}"
-            for e in self.journal.events(n)
+            for e in self.journal.chain.events(n)
         ]
 
     def faults(self) -> JSON:
-        return [f.to_json() for f in self.journal.active_faults()] or ["no latched fault"]
+        return [f.to_json() for f in self.journal.faults.active()] or ["no latched fault"]
 
     async def command(
         self,
@@ -173,10 +189,10 @@ class TableConsoleBackend:
         }
 
     def audit_event(self, kind: str, data: Mapping[str, JSON]) -> None:
-        self.journal.append_event(kind, dict(data))
+        self.journal.chain.append_event(kind, dict(data))
 
     def _privileged(self, action: str, who: str, why: str, **data: JSON) -> None:
-        self.journal.append_event(
+        self.journal.chain.append_event(
             "privileged_action", {"action": action, "operator": who, "why": why, **data}
         )
 
@@ -214,7 +230,7 @@ class TableConsoleBackend:
 
     def clear_fault(self, code: str, reason: str, who: str) -> JSON:
         self._privileged("clear_fault", who, reason, code=code)
-        fault = self.journal.clear_fault(code, by=who, reason=reason)
+        fault = self.journal.faults.clear_fault(code, by=who, reason=reason)
         self.state.refresh()
         return fault.to_json()
 

@@ -62,7 +62,7 @@ from .integrity.clock import ClockWatch, StepWatch
 from .integrity.monitor import IntegrityMonitor, max_payout_of
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
-from .journal import Journal, JournalError, StorageError, TableOwner
+from .journal import AuditLog, Journal, JournalError, StorageError, TableOwner
 from .journal.rounds import rules_digest
 from .jsonio import JSON
 from .logsetup import ProgressLine, RoundLog
@@ -196,9 +196,9 @@ class TableDaemon:
         )
         # Pruning and the extensions' hooks run after what a commit queued: on the next
         # loop turn until the floor link exists, then once the broker acknowledged it.
-        j.defer = asyncio.get_running_loop().call_soon
-        self._power_up(j)
-        if left := restore_lockout(self.lockout, j):
+        j.db.defer = asyncio.get_running_loop().call_soon
+        self._power_up(j.chain)
+        if left := restore_lockout(self.lockout, j.chain):
             log.warning("console locked for %d s more (a lockout from before the restart)", left)
         auth = Authenticator(plan.auth, cfg.table_id)
         self.notifier.status("comparing the journal with the floor")
@@ -215,18 +215,18 @@ class TableDaemon:
         )
         checked = await check.check_once()
 
-        faults = self.faults = LatchedFaults(j, storage=j.storage)
-        alerts = self.alerts = Alerts(j, publish=self._publish_alerts)
+        faults = self.faults = LatchedFaults(j.faults, storage=j.db.storage)
+        alerts = self.alerts = Alerts(j.alerts, j.db, publish=self._publish_alerts)
         software = self.software = SoftwareCheck(
-            plan.software, j, alerts, faults_changed=self._faults_changed
+            plan.software, j.chain, j.faults, alerts, faults_changed=self._faults_changed
         )
         software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
-        roster = self.dealers = DealerRoster(j, auth=plan.auth)
+        roster = self.dealers = DealerRoster(j.chain, auth=plan.auth)
         self.keypad_sign_in = KeypadSignInDesk(
             roster,
             self.console_settings.dealers,
             Lockout(self.console_settings.max_tries, self.console_settings.lockout_seconds),
-            j,
+            j.chain,
         )
         if plan.jackpot_params is not None:
             self.jackpot = self._jackpot(j, plan)
@@ -259,17 +259,17 @@ class TableDaemon:
         for line in plan.accepted_risk_lines:  # also in the retained state
             log.warning("running with an accepted risk: %s", line)
         # Each command's handler, registered by the part that answers it (table/commands.py).
-        commands = table_commands(engine, procedure, jackpot=self.jackpot)
+        commands = table_commands(engine, procedure, j, jackpot=self.jackpot)
         for part in (alerts, software, roster):
             part.register_commands(commands)
-        floor = self.floor = FloorRequests(engine, procedure, auth=auth, commands=commands)
+        floor = self.floor = FloorRequests(engine, procedure, j, auth=auth, commands=commands)
         link = self.link = FloorLink(
-            plan.mqtt, cfg.table_id, j, handler=floor.handle, identity=j.identity
+            plan.mqtt, cfg.table_id, j.outbox, handler=floor.handle, identity=j.outbox.identity
         )
         # The round reaches the floor before the table's own work after it competes with
         # the broker and the floor for the CPU (docs/performance.md, "after publication").
-        j.defer = link.after_publication
-        j.checkpoint_in_background()
+        j.db.defer = link.after_publication
+        j.retention.checkpoint_in_background()
         self.state = TableState(
             self.extensions,
             publish=link.set_state,
@@ -278,15 +278,15 @@ class TableDaemon:
             auth=auth.mode,
             result_source=plan.result_source,
             last_round=engine.last_round_id,
-            anchor=j.round_anchor,
+            anchor=j.rounds.anchor,
             accepted_risks=plan.accepted_risks,
             refused=floor.refusals.snapshot,
         )
         floor.refusals.listeners.append(self.state.refresh)
         # A storage fault raised or cleared: the retained state says so at once, and the
         # link retries what it could not mark published.
-        j.storage.add_listener(self.state.refresh)
-        j.storage.add_listener(link.storage_changed)
+        j.db.storage.add_listener(self.state.refresh)
+        j.db.storage.add_listener(link.storage_changed)
         self.round_log = RoundLog(self.extensions, cfg.money)
         if self.jackpot is not None and plan.jackpot is not None:
             sign = devices.get(plan.jackpot.sign) if plan.jackpot.sign else None
@@ -300,11 +300,11 @@ class TableDaemon:
                 sign=sign,
                 display_ms=plan.jackpot.display_ms,
             )
-        self._faces(devices, link, j)
+        self._faces(devices, link, j.chain)
         self.integrity = IntegrityMonitor(
             self.extensions,
             alerts=alerts,
-            journal=j,
+            chain=j.chain,
             table_id=cfg.table_id,
             result_device=cfg.game.result_device,
             settings=plan.integrity,
@@ -321,7 +321,7 @@ class TableDaemon:
         self.pace = PaceMonitor(
             self.extensions,
             roster=roster,
-            journal=j,
+            chain=j.chain,
             table_id=cfg.table_id,
             shift_start_hour=plan.integrity.shift_start_hour,
             shift_hours=plan.integrity.shift_hours,
@@ -329,7 +329,7 @@ class TableDaemon:
         steps = self.clock_steps = StepWatch(
             self.extensions,
             alerts=alerts,
-            journal=j,
+            chain=j.chain,
             table_id=cfg.table_id,
             tolerance_ms=plan.integrity.clock_step_tolerance_ms,
             synchronised=self._clock_synchronised,
@@ -352,7 +352,7 @@ class TableDaemon:
             )
 
         self.notifier.status("starting devices")
-        await devices.start(self._on_device_event, link, j)
+        await devices.start(self._on_device_event, link, j.chain)
         self._tasks.append(asyncio.create_task(procedure.run(), name="procedure"))
         self._tasks.append(asyncio.create_task(self.extensions.run_ticks(), name="extensions"))
         self._tasks.append(asyncio.create_task(software.run(), name="software-check"))
@@ -431,7 +431,7 @@ class TableDaemon:
         if self.link is not None:
             self.link.set_snapshot("alerts", body)
 
-    def _faces(self, devices: TableDevices, link: FloorLink, j: Journal) -> None:
+    def _faces(self, devices: TableDevices, link: FloorLink, chain: AuditLog) -> None:
         """The result board (``board`` topic and the board devices) and the statistics
         (``stats`` topic) of a table whose game has a result layout."""
         cfg = self.cfg
@@ -442,7 +442,7 @@ class TableDaemon:
                 game_id=cfg.game_id,
                 publish=lambda body: link.set_snapshot("board", body),
                 boards=[b for b in boards if isinstance(b, BoardDevice)],
-                shoe_log=j,
+                shoe_log=chain,
             )
         if TableStatistics.applies(cfg.game_id):
             self.statistics = TableStatistics(
@@ -481,13 +481,13 @@ class TableDaemon:
         self._resolve_in_flight()
         link.start()
 
-    def _power_up(self, j: Journal) -> None:
+    def _power_up(self, chain: AuditLog) -> None:
         digest = (
             config_digest(self.config_path)
             if self.config_path and self.config_path.exists()
             else None
         )
-        j.append_event(
+        chain.append_event(
             "power_up",
             {
                 "version": __version__,
@@ -498,9 +498,9 @@ class TableDaemon:
                 "pid": os.getpid(),
             },
         )
-        last = j.events(1, kind="config_loaded")
+        last = chain.events(1, kind="config_loaded")
         if digest and (not last or last[-1].data.get("config_sha256") != digest):
-            j.append_event(
+            chain.append_event(
                 "config_loaded", {"config": str(self.config_path), "config_sha256": digest}
             )
 
@@ -508,14 +508,15 @@ class TableDaemon:
         """The progressive jackpot of a table that offers one (61/2004 art. 10)."""
         assert plan.jackpot_params is not None and plan.jackpot is not None
         ctl = JackpotController(
-            journal,
+            journal.jackpot,
+            journal.db,
             plan.jackpot_params,
             meter_max=plan.jackpot.meter_max,
             currency=self.cfg.money.currency,
         )
         if not ctl.meter.balanced():
             # A jackpot meter mismatch is a latched fault: play stops until a technician clears it.
-            journal.set_fault(
+            journal.faults.set_fault(
                 "JACKPOT_METER_MISMATCH",
                 f"pool {ctl.meter.pool} + overflow {ctl.meter.overflow} != expected {ctl.meter.expected_total()}",
             )
@@ -544,7 +545,7 @@ class TableDaemon:
             if self.floor is not None:
                 self.floor.refusals.flush()  # the last window's counts, as evidence
             with contextlib.suppress(StorageError):  # a full disk: the guard logged it
-                self.journal.append_event("power_down", {"reason": reason})
+                self.journal.chain.append_event("power_down", {"reason": reason})
             self.journal.close()
         self.notifier.close()
 
@@ -628,7 +629,7 @@ class TableDaemon:
         try:
             new = load_config(self.config_path)
         except ConfigInvalid as exc:
-            self.journal.append_event("config_reload_refused", {"errors": exc.errors[:50]})
+            self.journal.chain.append_event("config_reload_refused", {"errors": exc.errors[:50]})
             log.error(
                 "reload refused: %d error(s); keeping the running configuration", len(exc.errors)
             )
@@ -661,7 +662,7 @@ class TableDaemon:
             "needs_restart": sorted(restart),
             "config_sha256": config_digest(self.config_path),
         }
-        self.journal.append_event("config_reload", result)
+        self.journal.chain.append_event("config_reload", result)
         log.info(
             "reload applied: %s%s",
             ", ".join(applied) or "no change",

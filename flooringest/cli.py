@@ -232,7 +232,8 @@ def _db(url: str, work: Callable[[], Coroutine[Any, Any, T]]) -> T:
 def cmd_run(args: argparse.Namespace) -> int:
     from firmware_host.logsetup import setup_logging
 
-    from .worker import IngestSettings, IngestWorker
+    from .settings import IngestSettings
+    from .worker import IngestWorker
 
     host, port, user, password = _broker(args.broker)
     signer = None
@@ -376,7 +377,7 @@ def cmd_registry_import(args: argparse.Namespace) -> int:
     async def run() -> dict[str, int]:
         store = await open_store(args.db)
         try:
-            return await store.import_registry(reg)
+            return await store.tables.import_registry(reg)
         finally:
             await store.close()
 
@@ -394,7 +395,7 @@ def cmd_registry_list(args: argparse.Namespace) -> int:
     async def run() -> list[dict[str, Any]]:
         store = await open_store(args.db)
         try:
-            return await store.registry_rows()
+            return await store.tables.registry_rows()
         finally:
             await store.close()
 
@@ -418,7 +419,7 @@ def cmd_quarantine_list(args: argparse.Namespace) -> int:
     async def run() -> list[dict[str, Any]]:
         store = await open_store(args.db)
         try:
-            return await store.quarantined(
+            return await store.quarantine.messages(
                 open_only=not args.all, table=args.table, code=args.code, limit=100000
             )
         finally:
@@ -454,7 +455,7 @@ def cmd_quarantine_release(args: argparse.Namespace) -> int:
     async def run() -> str | None:
         store = await open_store(args.db)
         try:
-            rows = await store.quarantined(open_only=False, sha256=args.sha256, limit=1)
+            rows = await store.quarantine.messages(open_only=False, sha256=args.sha256, limit=1)
             if not rows:
                 return f"no quarantined message {args.sha256}"
             q = rows[0]
@@ -466,7 +467,7 @@ def cmd_quarantine_release(args: argparse.Namespace) -> int:
                 return (
                     f"{args.sha256}: only the head of the message was kept; it cannot be released"
                 )
-            registry = await store.load_registry()
+            registry = await store.tables.load_registry()
             if q["table_id"] not in registry:
                 return f"table {q['table_id']!r} is not in the registry: import it first"
             said = Announcements()
@@ -476,7 +477,7 @@ def cmd_quarantine_release(args: argparse.Namespace) -> int:
             )
             if not isinstance(r, Round):
                 return f"refused: {r.code}: {r.message}"
-            return await store.release_round(r, args.sha256, args.by, args.reason)
+            return await store.quarantine.release_round(r, args.sha256, args.by, args.reason)
         finally:
             await store.close()
 

@@ -7,6 +7,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from firmware_host.auth.evidence import FLOOR_DOMAIN, seal
+
 from . import anchor
 
 #: Quarantine codes. The first six are found without the database, by the worker that
@@ -146,3 +148,31 @@ __all__ = [
     "readable",
     "round_of",
 ]
+
+
+#: ``schema_version`` of the floor's record of a table (``floor_record.json``).
+RECORD_SCHEMA_VERSION = 1
+
+
+def record_message(
+    key: Any,
+    principal: str,
+    table: str,
+    seq: int,
+    round_id: str,
+    chain_seq: int | None,
+    chain_head: str | None,
+    at: str,
+) -> bytes:
+    """The floor's record of a table (``firmware_host/schemas/floor_record.json``),
+    sealed with the ingest's key (domain ``tablectl-floor-v1``, topic ``record``)."""
+    body = {
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "table_id": table,
+        "seq": seq,
+        "round_id": round_id,
+        "chain": None if chain_seq is None else {"seq": chain_seq, "head": chain_head},
+        "at": at,
+        "principal": principal,
+    }
+    return seal(key, "record", body, domain=FLOOR_DOMAIN, float_free=True)

@@ -1,11 +1,12 @@
 """The floor's records: rounds exactly once, per-table sequence tracking, gaps, anchors,
 the registry of tables and the quarantine.
 
-Two backends behind one interface (:class:`Store`): PostgreSQL through asyncpg
+Two backends behind one interface (:mod:`flooringest.db`): PostgreSQL through asyncpg
 (``postgresql://...``), what a casino's back office runs, and SQLite
-(``sqlite:///path`` or a plain path), the embedded default for a single pit. The SQL
-is written once in the subset both speak (``?`` placeholders, rewritten to ``$n`` for
-PostgreSQL; ``ON CONFLICT``; ``RETURNING``).
+(``sqlite:///path`` or a plain path), the embedded default for a single pit. The
+:class:`Store` holds the rounds and, over the same database, its parts: the tables the
+floor knows and what they announced (:mod:`flooringest.tables`), the quarantine
+(:mod:`flooringest.quarantine`) and the duties (:mod:`flooringest.duties`).
 
 The schema (``docs/floor.md``, "Schema"):
 
@@ -37,20 +38,17 @@ messages only after it returns.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
-import re
-import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from . import anchor
 from . import messages as m
+from .db import Db, PostgresDb, SqliteDb, StoreError, count, is_postgres
+from .duties import Duties, Gap
 from .messages import Incoming, Quarantined, Round
-from .registry import Registry, entries_to_rows, from_rows
+from .quarantine import Quarantine
+from .tables import TableBook
 
 SCHEMA_VERSION = 2
 
@@ -160,18 +158,10 @@ CREATE TABLE IF NOT EXISTS floor_meta (
 )
 """
 
-#: The most bytes of a quarantined message kept whole; beyond (or not UTF-8), its
-#: first QUARANTINE_HEAD bytes only (``complete`` 0: it can never be released).
-QUARANTINE_MAX = 256 * 1024
-QUARANTINE_HEAD = 512
 #: The most open faults the lag and faults documents list (``faults_open`` counts all).
 FAULTS_SHOWN = 500
 #: Codes of what ``floor_rejects`` held before the quarantine (the lag's ``rejects``).
 REJECT_CODES = (m.NOT_JSON, m.NOT_A_ROUND)
-
-
-class StoreError(Exception):
-    """The database cannot be reached or refused a statement (retried by the worker)."""
 
 
 @dataclass
@@ -188,36 +178,6 @@ class Outcome:
     @property
     def rejects(self) -> int:
         return sum(1 for q in self.quarantined if q.code in REJECT_CODES)
-
-
-@dataclass(frozen=True, slots=True)
-class Gap:
-    """Rounds ``from_seq..to_seq`` of a table are missing. A *tail* gap (nothing after
-    ``from_seq - 1`` arrived) ends at the newest round the table announced finished
-    (``to_seq`` None only in a database of an earlier version)."""
-
-    table_id: str
-    from_seq: int
-    to_seq: int | None
-    found_at: float = field(default=0.0, compare=False)
-
-
-def _text(value: str) -> str:
-    """Text a database takes: PostgreSQL's text refuses U+0000."""
-    return value.replace("\x00", "\ufffd") if "\x00" in value else value
-
-
-def _kept(q: Quarantined) -> tuple[str, int]:
-    """What of a quarantined message is kept: ``(text, complete)``."""
-    if len(q.payload) <= QUARANTINE_MAX:
-        try:
-            text = q.payload.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            if "\x00" not in text:
-                return text, 1
-    return _text(q.payload[:QUARANTINE_HEAD].decode("utf-8", "replace")), 0
 
 
 #: The batch's insert on PostgreSQL, in one statement: each round checked against the
@@ -281,214 +241,19 @@ def _backwards(r: Round, prev_c: Any, next_c: Any) -> str:
     return f"chain at {r.chain.seq}, not before {next_c} of the table's round stored after it"
 
 
-# -- the two databases ----------------------------------------------------------------
-class _Db:
-    """The few calls the store makes, the same on both databases."""
-
-    dialect = "?"
-
-    async def execute(self, sql: str, *args: Any) -> int:
-        raise NotImplementedError
-
-    async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """``sql`` once per row of arguments (PostgreSQL: pipelined, not a round trip
-        per row: the duties update a row per table, a thousand tables every half
-        second)."""
-        raise NotImplementedError
-
-    def transaction(self) -> contextlib.AbstractAsyncContextManager[None]:
-        raise NotImplementedError
-
-    async def close(self) -> None:
-        raise NotImplementedError
-
-
-class _Sqlite(_Db):
-    """SQLite in WAL mode, ``synchronous=FULL`` (a commit is on disk). Statements run on
-    the event loop: a pit's load commits in milliseconds."""
-
-    dialect = "sqlite"
-
-    def __init__(self, path: str) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(path, isolation_level=None, timeout=30.0)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self._lock = asyncio.Lock()
-
-    def _run(self, sql: str, args: Sequence[Any]) -> sqlite3.Cursor:
-        try:
-            return self.db.execute(sql, tuple(args))
-        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
-            raise StoreError(f"sqlite: {exc}") from exc
-
-    async def execute(self, sql: str, *args: Any) -> int:
-        return self._run(sql, args).rowcount
-
-    async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-        return [tuple(r) for r in self._run(sql, args).fetchall()]
-
-    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        try:
-            self.db.executemany(sql, [tuple(r) for r in rows])
-        except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
-            raise StoreError(f"sqlite: {exc}") from exc
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
-        async with self._lock:
-            self._run("BEGIN IMMEDIATE", ())
-            try:
-                yield
-            except BaseException:
-                with contextlib.suppress(sqlite3.Error):
-                    self.db.execute("ROLLBACK")
-                raise
-            self._run("COMMIT", ())
-
-    async def script(self, sql: str) -> None:
-        self.db.executescript(sql)
-
-    async def close(self) -> None:
-        self.db.close()
-
-
-_QMARK = re.compile(r"\?")
-
-
-def _dollars(sql: str) -> str:
-    n = 0
-
-    def sub(_m: re.Match[str]) -> str:
-        nonlocal n
-        n += 1
-        return f"${n}"
-
-    return _QMARK.sub(sub, sql)
-
-
-class _Postgres(_Db):
-    """PostgreSQL through one asyncpg connection (each worker has its own)."""
-
-    dialect = "postgresql"
-
-    def __init__(self, dsn: str) -> None:
-        self.dsn = dsn
-        self.conn: Any = None
-        self._lock = asyncio.Lock()
-        self._tx: Any = None
-
-    async def connect(self, timeout: float = 10.0) -> None:
-        import asyncpg
-
-        try:
-            self.conn = await asyncpg.connect(self.dsn, timeout=timeout)
-        except Exception as exc:  # refused, unreachable, starting up, timed out
-            raise StoreError(f"postgresql: cannot connect: {exc}") from exc
-
-    async def _ensure(self) -> Any:
-        if self.conn is None or self.conn.is_closed():
-            await self.connect()
-        return self.conn
-
-    @staticmethod
-    def _error(exc: BaseException) -> StoreError:
-        return StoreError(f"postgresql: {type(exc).__name__}: {exc}")
-
-    @contextlib.asynccontextmanager
-    async def _turn(self) -> AsyncIterator[None]:
-        """One statement at a time on the connection (inside a transaction, the
-        transaction holds the lock already)."""
-        if self._tx is not None:
-            yield
-        else:
-            async with self._lock:
-                yield
-
-    async def execute(self, sql: str, *args: Any) -> int:
-
-        try:
-            async with self._turn():
-                conn = await self._ensure()
-                status = await conn.execute(_dollars(sql), *args)
-        except Exception as exc:  # asyncpg's errors, OSError, its internal state errors
-            await self._drop()
-            raise self._error(exc) from exc
-        tail = str(status).rsplit(" ", 1)[-1]
-        return int(tail) if tail.isdigit() else 0
-
-    async def fetch(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-
-        try:
-            async with self._turn():
-                conn = await self._ensure()
-                rows = await conn.fetch(_dollars(sql), *args)
-        except Exception as exc:  # asyncpg's errors, OSError, its internal state errors
-            await self._drop()
-            raise self._error(exc) from exc
-        return [tuple(r) for r in rows]
-
-    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if not rows:
-            return
-        try:
-            async with self._turn():
-                conn = await self._ensure()
-                await conn.executemany(_dollars(sql), rows)
-        except Exception as exc:  # asyncpg's errors, OSError, its internal state errors
-            await self._drop()
-            raise self._error(exc) from exc
-
-    async def _drop(self) -> None:
-        if self.conn is not None and self._tx is None:
-            with contextlib.suppress(Exception):
-                self.conn.terminate()
-            self.conn = None
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
-
-        async with self._lock:
-            conn = await self._ensure()
-            tx = conn.transaction()
-            try:
-                await tx.start()
-            except Exception as exc:  # asyncpg's errors, OSError, its internal state errors
-                await self._drop()
-                raise self._error(exc) from exc
-            self._tx = tx
-            try:
-                yield
-            except BaseException:
-                self._tx = None
-                with contextlib.suppress(Exception):
-                    await tx.rollback()
-                await self._drop()
-                raise
-            self._tx = None
-            try:
-                await tx.commit()
-            except Exception as exc:  # asyncpg's errors, OSError, its internal state errors
-                await self._drop()
-                raise self._error(exc) from exc
-
-    async def close(self) -> None:
-        if self.conn is not None:
-            with contextlib.suppress(Exception):
-                await self.conn.close(timeout=5)
-            self.conn = None
-
-
 # -- the store --------------------------------------------------------------------------
 class Store:
-    """The floor's records on one database (:func:`open_store`)."""
+    """The floor's records on one database (:func:`open_store`): the rounds, and the
+    parts that share the database: the tables the floor knows and what they announced
+    (``tables``), the quarantine (``quarantine``) and the duties (``duties``). A batch
+    is one transaction across them (:meth:`ingest`)."""
 
-    def __init__(self, db: _Db, url: str) -> None:
+    def __init__(self, db: Db, url: str) -> None:
         self.db = db
         self.url = url
+        self.tables = TableBook(db)
+        self.quarantine = Quarantine(db, self.tables)
+        self.duties = Duties(db, self.tables)
 
     @property
     def dialect(self) -> str:
@@ -679,12 +444,12 @@ class Store:
                         m.CHAIN_NOT_ADVANCING, why, r.received_at, r.seq, r.round_id, r.sha256,
                     )
                 )  # fmt: skip
-            await self._quarantine(quarantine, worker)
+            await self.quarantine.keep_in_tx(quarantine, worker)
             out.quarantined = quarantine
             for q in quarantine:
                 out.fate[q.sha256] = q.code
             if out.duplicates:
-                await self._count(f"duplicates:{worker}", out.duplicates)
+                await count(self.db, f"duplicates:{worker}", out.duplicates)
 
         leftovers = (
             len(inserted) < len(fresh) or others or quarantine or held or later or out.duplicates
@@ -773,288 +538,13 @@ class Store:
             passed[r.table_id] = (r.seq, r.chain.seq)
         return bad
 
-    async def _quarantine(self, items: Sequence[Quarantined], worker: str) -> None:
-        """Keep quarantined messages (inside the caller's transaction): one row per
-        message (its SHA-256); the same bytes again count as seen again."""
-        if not items:
-            return
-        per_code: dict[str, int] = {}
-        for q in items:
-            text, complete = _kept(q)
-            per_code[q.code] = per_code.get(q.code, 0) + 1
-            await self.db.execute(
-                "INSERT INTO floor_quarantine (sha256, topic, table_id, seq, round_id, code, "
-                "message, payload, complete, received_at, last_seen, seen, worker) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?) "
-                "ON CONFLICT (sha256) DO UPDATE SET seen = floor_quarantine.seen + 1, "
-                "last_seen = excluded.last_seen, "
-                "code = CASE WHEN floor_quarantine.released_at IS NULL THEN excluded.code "
-                "ELSE floor_quarantine.code END, "
-                "message = CASE WHEN floor_quarantine.released_at IS NULL THEN excluded.message "
-                "ELSE floor_quarantine.message END",
-                q.sha256,
-                _text(q.topic),
-                _text(q.table_id),
-                q.seq,
-                None if q.round_id is None else _text(q.round_id),
-                q.code,
-                _text(q.message),
-                text,
-                complete,
-                q.received_at,
-                q.received_at,
-                worker,
-            )
-        for code, n in sorted(per_code.items()):
-            await self._count(f"quarantined:{code}", n)
 
-    async def quarantine(self, items: Sequence[Quarantined], worker: str) -> None:
-        """Keep quarantined messages in a transaction of their own (anchors, states and
-        answers that failed their check: nothing to acknowledge after it)."""
-        async with self.db.transaction():
-            await self._quarantine(items, worker)
 
-    async def _count(self, name: str, n: int) -> None:
-        await self.db.execute(
-            "INSERT INTO floor_counters (name, value) VALUES (?, ?) "
-            "ON CONFLICT (name) DO UPDATE SET value = floor_counters.value + excluded.value",
-            name,
-            n,
-        )
 
-    # -- the duties: one worker at a time ---------------------------------------------
-    async def take_lease(self, holder: str, seconds: float) -> bool:
-        """Whether ``holder`` runs the duties for the next ``seconds`` (it held the
-        lease, or the lease ran out)."""
-        now = time.time()
-        async with self.db.transaction():
-            n = await self.db.execute(
-                "UPDATE floor_lease SET holder = ?, until = ? "
-                "WHERE name = 'duties' AND (holder = ? OR until < ?)",
-                holder,
-                now + seconds,
-                holder,
-                now,
-            )
-        return n == 1
 
-    async def scan(
-        self, grace_s: float, finished: dict[str, int] | None = None
-    ) -> tuple[list[Gap], int]:
-        """Bring ``floor_tables`` and ``floor_gaps`` up to date; return the gaps open
-        longer than ``grace_s`` (a round in another worker's batch is not a gap yet)
-        and the number of gaps filled since the last scan.
 
-        ``finished``: per table, the newest round it announced finished, in a message
-        it signed (its ``anchor``, its ``state``: :class:`flooringest.verify.
-        Announcements`): when it is beyond the table's last stored seq, the rounds
-        between are a *tail* gap (no later round will show it)."""
-        now = time.time()
-        async with self.db.transaction():
-            # Tables seen for the first time: tracked from the first round seen.
-            await self.db.execute(
-                "INSERT INTO floor_tables (table_id, first_seq, contiguous_seq, last_seq, "
-                "anchored_seq, updated_at) "
-                "SELECT table_id, MIN(seq), MIN(seq) - 1, MIN(seq) - 1, MIN(seq) - 1, ? "
-                "FROM floor_rounds WHERE table_id NOT IN (SELECT table_id FROM floor_tables) "
-                "GROUP BY table_id",
-                now,
-            )
-            rows = await self.db.fetch(
-                "SELECT t.table_id, t.contiguous_seq, t.last_seq, r.seq FROM floor_tables t "
-                "JOIN floor_rounds r ON r.table_id = t.table_id AND r.seq > t.contiguous_seq "
-                "ORDER BY t.table_id, r.seq"
-            )
-            above: dict[str, tuple[int, int, list[int]]] = {}
-            for tid, contig, last, seq in rows:
-                above.setdefault(tid, (int(contig), int(last), []))[2].append(int(seq))
-            gaps_now: dict[tuple[str, int], int | None] = {}
-            updates: list[tuple[int, int, float, str]] = []
-            for tid, (contig, last, seqs) in above.items():
-                c = contig
-                for s in seqs:
-                    if s == c + 1:
-                        c = s
-                    else:
-                        break
-                expected = c + 1
-                for s in seqs:
-                    if s <= c:
-                        continue
-                    if s > expected:
-                        gaps_now[(tid, expected)] = s - 1
-                    expected = s + 1
-                updates.append((c, max(last, seqs[-1]), now, tid))
-            await self.db.executemany(
-                "UPDATE floor_tables SET contiguous_seq = ?, last_seq = ?, updated_at = ? "
-                "WHERE table_id = ?",
-                updates,
-            )
-            if finished:
-                gaps_now.update(await self._tails(finished))
-            known = {
-                (str(t), int(f)): (None if to is None else int(to), float(found), req, int(n))
-                for t, f, to, found, req, n in await self.db.fetch(
-                    "SELECT table_id, from_seq, to_seq, found_at, requested_at, requests "
-                    "FROM floor_gaps"
-                )
-            }
-            filled = 0
-            for key, (to, _found, _req, _n) in known.items():
-                if key not in gaps_now or gaps_now[key] != to:
-                    await self.db.execute(
-                        "DELETE FROM floor_gaps WHERE table_id = ? AND from_seq = ?", *key
-                    )
-                    if key not in gaps_now:
-                        filled += 1
-            for (tid, frm), to in gaps_now.items():
-                if (tid, frm) not in known or known[(tid, frm)][0] != to:
-                    await self.db.execute(
-                        "INSERT INTO floor_gaps (table_id, from_seq, to_seq, found_at, "
-                        "requested_at, requests) VALUES (?, ?, ?, ?, ?, ?)",
-                        tid,
-                        frm,
-                        to,
-                        known[(tid, frm)][1] if (tid, frm) in known else now,
-                        known[(tid, frm)][2] if (tid, frm) in known else None,
-                        known[(tid, frm)][3] if (tid, frm) in known else 0,
-                    )
-            if filled:
-                await self._count("gaps_repaired", filled)
-            old = await self.db.fetch(
-                "SELECT table_id, from_seq, to_seq, found_at FROM floor_gaps WHERE found_at <= ? "
-                "ORDER BY table_id, from_seq",
-                now - grace_s,
-            )
-        return [
-            Gap(str(t), int(f), None if to is None else int(to), float(fa)) for t, f, to, fa in old
-        ], filled
 
-    async def _tails(self, finished: dict[str, int]) -> dict[tuple[str, int], int | None]:
-        """Tail gaps: tables whose newest finished round announced is beyond the last
-        stored one."""
-        out: dict[tuple[str, int], int | None] = {}
-        items = sorted((t, n) for t, n in finished.items() if n > 0)
-        for i in range(0, len(items), 500):
-            chunk = dict(items[i : i + 500])
-            marks = ", ".join("?" for _ in chunk)
-            for tid, last in await self.db.fetch(
-                f"SELECT table_id, last_seq FROM floor_tables WHERE table_id IN ({marks})",
-                *chunk,
-            ):
-                if chunk[str(tid)] > int(last):
-                    out[(str(tid), int(last) + 1)] = chunk[str(tid)]
-        return out
 
-    async def claim_replays(
-        self, gaps: Sequence[Gap], retry_s: float, announced: dict[str, int] | None = None
-    ) -> list[Gap]:
-        """The gaps to ask a replay for now (never asked, or asked ``retry_s`` ago),
-        marked asked, each cut at the newest round its table announced (``announced``,
-        with what ``floor_announced`` holds): nothing beyond it is ever asked, and a
-        gap beyond the newest round the table answered it has (after the gap was
-        found) is not asked again."""
-        now = time.time()
-        due: list[Gap] = []
-        async with self.db.transaction():
-            said = await self.announced_all()
-            for g in gaps:
-                a, _f, answered, answered_at = said.get(g.table_id, (0, 0, None, None))
-                newest = max(a, (announced or {}).get(g.table_id, 0))
-                if (
-                    answered is not None
-                    and answered_at is not None
-                    and answered_at >= g.found_at
-                    and g.from_seq > answered
-                ):
-                    continue  # the table said it has nothing from there: asking is vain
-                if g.from_seq > newest:
-                    continue  # beyond anything the table announced: never asked
-                to = newest if g.to_seq is None else min(g.to_seq, newest)
-                held = await self.db.fetch(
-                    "SELECT COUNT(DISTINCT seq) FROM floor_quarantine WHERE table_id = ? "
-                    "AND released_at IS NULL AND complete = 1 AND topic = 'rounds' "
-                    "AND code IN (?, ?) AND seq BETWEEN ? AND ?",
-                    g.table_id,
-                    m.SEQ_NOT_ANNOUNCED,
-                    m.CHAIN_NOT_ADVANCING,
-                    g.from_seq,
-                    to,
-                )
-                if held and int(held[0][0]) == to - g.from_seq + 1:
-                    continue  # the floor holds them, signed, awaiting a decision: not asked
-                n = await self.db.execute(
-                    "UPDATE floor_gaps SET requested_at = ?, requests = requests + 1 "
-                    "WHERE table_id = ? AND from_seq = ? "
-                    "AND (requested_at IS NULL OR requested_at <= ?)",
-                    now,
-                    g.table_id,
-                    g.from_seq,
-                    now - retry_s,
-                )
-                if n:
-                    due.append(Gap(g.table_id, g.from_seq, to, g.found_at))
-        return due
-
-    async def verify_anchors(self, limit: int = 5000) -> int:
-        """The anchor step (:mod:`flooringest.anchor`): check, in ``seq`` order, the
-        rounds each table holds contiguously beyond the last one checked; record the
-        faults; returns the rounds checked."""
-        now = time.time()
-        checked = 0
-        async with self.db.transaction():
-            # A round's anchor, when well formed, is in its own columns (parse() put it
-            # there): its payload is read (and parsed again) only when it has none, to
-            # tell a malformed anchor from an absent one. check() reads nothing else.
-            rows = await self.db.fetch(
-                "SELECT t.table_id, t.chain_seq, t.chain_head, r.seq, r.round_id, "
-                "r.chain_seq, r.chain_head, CASE WHEN r.chain_seq IS NULL THEN r.payload END "
-                "FROM floor_tables t JOIN floor_rounds r ON r.table_id = t.table_id "
-                "AND r.seq > t.anchored_seq AND r.seq <= t.contiguous_seq "
-                "ORDER BY t.table_id, r.seq LIMIT ?",
-                limit,
-            )
-            state: dict[str, tuple[anchor.ChainPoint | None, int, int]] = {}
-            for tid, cseq, chead, seq, rid, rseq, rhead, payload in rows:
-                prev, _last, without = state.get(
-                    tid,
-                    (anchor.ChainPoint(int(cseq), str(chead)) if cseq is not None else None, 0, 0),
-                )
-                doc: Any
-                if rseq is not None:
-                    doc = {"chain": {"seq": int(rseq), "head": str(rhead)}}
-                else:
-                    try:
-                        doc = json.loads(payload)
-                    except (TypeError, ValueError):  # stored rounds are JSON (parse() checked)
-                        doc = None
-                v = anchor.check(prev, doc)
-                if v.fault:
-                    await self.db.execute(
-                        "INSERT INTO floor_anchor_faults (table_id, seq, round_id, code, message, "
-                        "found_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                        tid,
-                        seq,
-                        rid,
-                        v.code,
-                        v.message,
-                        now,
-                    )
-                state[tid] = (
-                    v.point if v.point is not None else prev,
-                    int(seq),
-                    without + (1 if v.code == anchor.ABSENT else 0),
-                )
-                checked += 1
-            await self.db.executemany(
-                "UPDATE floor_tables SET anchored_seq = ?, chain_seq = ?, chain_head = ?, "
-                "without_chain = without_chain + ? WHERE table_id = ?",
-                [
-                    (last, point.seq if point else None, point.head if point else None, w, tid)
-                    for tid, (point, last, w) in state.items()
-                ],
-            )
-        return checked
 
     # -- what the status shows ----------------------------------------------------------
     async def lag(self) -> dict[str, Any]:
@@ -1075,7 +565,7 @@ class Store:
                 "announced_seq": None,
                 "gaps": [],
             }
-        for tid, (a, _f, _ans, _at) in (await self.announced_all()).items():
+        for tid, (a, _f, _ans, _at) in (await self.tables.announced_all()).items():
             if tid in tables:
                 tables[tid]["announced_seq"] = a
         gaps = await self.db.fetch(
@@ -1164,278 +654,23 @@ class Store:
             )
         ]
 
-    async def anchor_faults(self) -> list[dict[str, Any]]:
-        return [
-            {"table_id": t, "seq": int(s), "round_id": r, "code": c, "message": m}
-            for t, s, r, c, m in await self.db.fetch(
-                "SELECT table_id, seq, round_id, code, message FROM floor_anchor_faults "
-                "ORDER BY table_id, seq"
-            )
-        ]
 
-    # -- the registry -----------------------------------------------------------------------
-    async def registry_digest(self) -> str:
-        rows = await self.db.fetch("SELECT value FROM floor_meta WHERE name = 'registry_digest'")
-        return str(rows[0][0]) if rows else ""
 
-    async def import_registry(self, reg: Registry) -> dict[str, int]:
-        """Make ``floor_registry`` hold exactly ``reg``: tables added, changed (game,
-        pit or keys), removed (revoked: their messages are ``UNKNOWN_TABLE`` from now
-        on). Idempotent: the same registry again changes nothing."""
-        now = time.time()
-        counts = {"tables": len(reg), "added": 0, "changed": 0, "removed": 0}
-        async with self.db.transaction():
-            if await self.registry_digest() == reg.digest:
-                return counts
-            have = {
-                str(t): (g, p, k)
-                for t, g, p, k in await self.db.fetch(
-                    "SELECT table_id, game, pit, keys FROM floor_registry"
-                )
-            }
-            for tid, game, pit, keys, key_ids in entries_to_rows(reg):
-                old = have.pop(tid, None)
-                if old == (game, pit, keys):
-                    continue
-                counts["added" if old is None else "changed"] += 1
-                await self.db.execute(
-                    "INSERT INTO floor_registry (table_id, game, pit, keys, key_ids, imported_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET "
-                    "game = excluded.game, pit = excluded.pit, keys = excluded.keys, "
-                    "key_ids = excluded.key_ids, imported_at = excluded.imported_at",
-                    tid,
-                    game,
-                    pit,
-                    keys,
-                    key_ids,
-                    now,
-                )
-            for tid in have:
-                counts["removed"] += 1
-                await self.db.execute("DELETE FROM floor_registry WHERE table_id = ?", tid)
-            await self.db.execute(
-                "INSERT INTO floor_meta (name, value) VALUES ('registry_digest', ?) "
-                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                reg.digest,
-            )
-        return counts
 
-    async def load_registry(self) -> Registry:
-        return from_rows(
-            await self.db.fetch("SELECT table_id, game, pit, keys FROM floor_registry")
-        )
 
-    async def registry_rows(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "table_id": str(t),
-                "game": str(g),
-                "pit": p,
-                "key_ids": json.loads(k),
-                "imported_at": float(at),
-            }
-            for t, g, p, k, at in await self.db.fetch(
-                "SELECT table_id, game, pit, key_ids, imported_at FROM floor_registry "
-                "ORDER BY table_id"
-            )
-        ]
 
-    # -- what the tables announced ---------------------------------------------------------
-    async def announced_all(self) -> dict[str, tuple[int, int, int | None, float | None]]:
-        """Per table: ``(announced, finished, answered, answered_at)``."""
-        return {
-            str(t): (
-                int(a),
-                int(f),
-                None if n is None else int(n),
-                None if at is None else float(at),
-            )
-            for t, a, f, n, at in await self.db.fetch(
-                "SELECT table_id, announced_seq, finished_seq, answered_seq, answered_at "
-                "FROM floor_announced"
-            )
-        }
 
-    async def save_announced(self, rows: Sequence[tuple[str, int, int]]) -> None:
-        """``(table, announced, finished)`` a worker verified: each only raised."""
-        if not rows:
-            return
-        now = time.time()
-        await self.db.executemany(
-            "INSERT INTO floor_announced (table_id, announced_seq, finished_seq, updated_at) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET "
-            "announced_seq = CASE WHEN excluded.announced_seq > floor_announced.announced_seq "
-            "THEN excluded.announced_seq ELSE floor_announced.announced_seq END, "
-            "finished_seq = CASE WHEN excluded.finished_seq > floor_announced.finished_seq "
-            "THEN excluded.finished_seq ELSE floor_announced.finished_seq END, "
-            "updated_at = excluded.updated_at",
-            [(t, a, f, now) for t, a, f in rows],
-        )
 
-    async def save_answer(self, table: str, newest: int) -> None:
-        """The table answered a replay request: its newest round is ``newest`` (the
-        announced seq may only grow; the finished one follows the table's word)."""
-        now = time.time()
-        await self.db.execute(
-            "INSERT INTO floor_announced (table_id, announced_seq, finished_seq, answered_seq, "
-            "answered_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (table_id) DO "
-            "UPDATE SET announced_seq = CASE WHEN excluded.announced_seq > "
-            "floor_announced.announced_seq THEN excluded.announced_seq ELSE "
-            "floor_announced.announced_seq END, finished_seq = CASE WHEN "
-            "excluded.finished_seq < floor_announced.finished_seq THEN excluded.finished_seq "
-            "ELSE floor_announced.finished_seq END, answered_seq = excluded.answered_seq, "
-            "answered_at = excluded.answered_at, updated_at = excluded.updated_at",
-            table,
-            newest,
-            newest,
-            newest,
-            now,
-            now,
-        )
 
-    # -- the quarantine ------------------------------------------------------------------------
-    async def quarantined(
-        self,
-        *,
-        open_only: bool = True,
-        table: str | None = None,
-        code: str | None = None,
-        sha256: str | None = None,
-        limit: int = 1000,
-    ) -> list[dict[str, Any]]:
-        """Quarantined messages, oldest first (``payload`` as kept)."""
-        where, args = [], []
-        if open_only:
-            where.append("released_at IS NULL")
-        for col, val in (("table_id", table), ("code", code), ("sha256", sha256)):
-            if val is not None:
-                where.append(f"{col} = ?")
-                args.append(val)
-        sql = (
-            "SELECT sha256, topic, table_id, seq, round_id, code, message, payload, complete, "
-            "received_at, last_seen, seen, worker, released_at, released_by, release_reason "
-            "FROM floor_quarantine"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + " ORDER BY received_at, sha256 LIMIT ?"
-        )
-        keys = ("sha256", "topic", "table_id", "seq", "round_id", "code", "message", "payload",
-                "complete", "received_at", "last_seen", "seen", "worker", "released_at",
-                "released_by", "release_reason")  # fmt: skip
-        out = []
-        for row in await self.db.fetch(sql, *args, limit):
-            d = dict(zip(keys, row, strict=True))
-            d["complete"] = bool(d["complete"])
-            d["seq"] = None if d["seq"] is None else int(d["seq"])
-            d["seen"] = int(d["seen"])
-            out.append(d)
-        return out
 
-    async def announced_rounds(
-        self, announced: dict[str, int], limit: int = 500
-    ) -> list[tuple[str, str, bytes, float]]:
-        """Open ``SEQ_NOT_ANNOUNCED`` rounds their table has announced since
-        (``announced``: per table, with ``floor_announced``): ``(sha256, table,
-        original bytes, received_at)``, for the duties to promote."""
-        said = {t: a for t, (a, _f, _n, _at) in (await self.announced_all()).items()}
-        for t, a in announced.items():
-            said[t] = max(a, said.get(t, 0))
-        out = []
-        for sha, tid, seq, payload, at in await self.db.fetch(
-            "SELECT sha256, table_id, seq, payload, received_at FROM floor_quarantine "
-            "WHERE released_at IS NULL AND code = ? AND complete = 1 "
-            "ORDER BY table_id, seq LIMIT ?",
-            m.SEQ_NOT_ANNOUNCED,
-            limit * 4,
-        ):
-            if seq is not None and int(seq) <= said.get(str(tid), 0):
-                out.append((str(sha), str(tid), str(payload).encode("utf-8"), float(at)))
-                if len(out) >= limit:
-                    break
-        return out
 
-    async def quarantined_rounds(
-        self, code: str, limit: int = 200
-    ) -> list[tuple[str, str, bytes, float]]:
-        """Open quarantined rounds of ``code``, kept whole, in (table, seq) order:
-        ``(sha256, table, original bytes, received_at)``."""
-        return [
-            (str(sha), str(tid), str(payload).encode("utf-8"), float(at))
-            for sha, tid, payload, at in await self.db.fetch(
-                "SELECT sha256, table_id, payload, received_at FROM floor_quarantine "
-                "WHERE released_at IS NULL AND code = ? AND complete = 1 AND topic = 'rounds' "
-                "ORDER BY table_id, seq LIMIT ?",
-                code,
-                limit,
-            )
-        ]
 
     async def chain_ok(self, r: Round) -> str | None:
         """Why ``r``'s chain does not lie between its stored neighbours' (None: it does).
         Changes nothing."""
         return (await self._chain_check([r])).get(r.round_id)
 
-    async def release(self, sha256: str, by: str, reason: str) -> None:
-        """Mark a quarantined message released (stored as a round, or accepted)."""
-        await self.db.execute(
-            "UPDATE floor_quarantine SET released_at = ?, released_by = ?, release_reason = ? "
-            "WHERE sha256 = ? AND released_at IS NULL",
-            time.time(),
-            by,
-            reason,
-            sha256,
-        )
 
-    async def release_round(self, r: Round, sha256: str, by: str, reason: str) -> str | None:
-        """A person accepts a quarantined round after review: stored as the round if its
-        slot (round id, table and seq) is free, the release recorded, in one
-        transaction. Returns why not, or None when stored."""
-        now = time.time()
-        async with self.db.transaction():
-            rows = await self.db.fetch(
-                "SELECT released_at FROM floor_quarantine WHERE sha256 = ?", sha256
-            )
-            if not rows:
-                return f"no quarantined message {sha256}"
-            if rows[0][0] is not None:
-                return f"{sha256} was released already"
-            taken = await self.db.fetch(
-                "SELECT round_id, seq FROM floor_rounds WHERE round_id = ? "
-                "OR (table_id = ? AND seq = ?)",
-                r.round_id,
-                r.table_id,
-                r.seq,
-            )
-            if taken:
-                return (
-                    f"the slot is not free: round {taken[0][0]} (seq {taken[0][1]}) is stored "
-                    f"for table {r.table_id}"
-                )
-            await self.db.execute(
-                "INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, sha256, "
-                "chain_seq, chain_head, received_at, committed_at, worker) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                r.round_id,
-                r.table_id,
-                r.seq,
-                r.status,
-                r.text,
-                r.sha256,
-                r.chain.seq if r.chain else None,
-                r.chain.head if r.chain else None,
-                r.received_at,
-                now,
-                f"release:{by}",
-            )
-            await self.db.execute(
-                "UPDATE floor_quarantine SET released_at = ?, released_by = ?, "
-                "release_reason = ? WHERE sha256 = ?",
-                now,
-                by,
-                reason,
-                sha256,
-            )
-            await self._count("released", 1)
-        return None
 
     # -- the floor's record of each table ---------------------------------------------------
     async def last_seqs(self) -> dict[str, int]:
@@ -1469,16 +704,6 @@ class Store:
                             None if ch is None else str(ch)))  # fmt: skip
         return out
 
-    async def open_quarantine_tables(self, code: str) -> list[str]:
-        """The tables with a message quarantined under ``code`` and not released."""
-        return [
-            str(t)
-            for (t,) in await self.db.fetch(
-                "SELECT DISTINCT table_id FROM floor_quarantine "
-                "WHERE released_at IS NULL AND code = ?",
-                code,
-            )
-        ]
 
 
 def _fault(source: str, tid: Any, code: Any, n: Any, first: Any, last: Any) -> dict[str, Any]:
@@ -1492,19 +717,15 @@ def _fault(source: str, tid: Any, code: Any, n: Any, first: Any, last: Any) -> d
     }
 
 
-def is_postgres(url: str) -> bool:
-    return url.startswith(("postgresql://", "postgres://"))
-
-
 async def open_store(url: str) -> Store:
     """``postgresql://user@host:port/db`` or ``sqlite:///path`` (or a plain path)."""
     if is_postgres(url):
-        pg = _Postgres(url)
+        pg = PostgresDb(url)
         await pg.connect()
         store = Store(pg, url)
     else:
         path = url[len("sqlite://") :] if url.startswith("sqlite://") else url
-        store = Store(_Sqlite(path), url)
+        store = Store(SqliteDb(path), url)
     await store.init()
     return store
 
@@ -1517,5 +738,6 @@ __all__ = [
     "Round",
     "Store",
     "StoreError",
+    "is_postgres",
     "open_store",
 ]

@@ -1,6 +1,6 @@
 """What the ingest worker writes to the broker itself, apart from the worker
-(``flooringest.worker``): the floor's signed record of a table, the PUBACKs of a
-batch in one write, and the end of its tasks."""
+(``flooringest.worker``): the PUBACKs of a batch in one write, and the end of its
+tasks (the floor's signed record of a table is ``messages.record_message``)."""
 
 from __future__ import annotations
 
@@ -10,37 +10,10 @@ from typing import Any
 
 import aiomqtt
 
-from firmware_host.auth.evidence import FLOOR_DOMAIN, seal
 from firmware_host.timefmt import iso_utc
 
-#: ``schema_version`` of the floor's record of a table (``floor_record.json``) and of
-#: the faults document.
-RECORD_SCHEMA_VERSION = 1
+#: ``schema_version`` of the faults document.
 FAULTS_SCHEMA_VERSION = 1
-
-
-def record_message(
-    key: Any,
-    principal: str,
-    table: str,
-    seq: int,
-    round_id: str,
-    chain_seq: int | None,
-    chain_head: str | None,
-    at: str,
-) -> bytes:
-    """The floor's record of a table (``firmware_host/schemas/floor_record.json``),
-    sealed with the ingest's key (domain ``tablectl-floor-v1``, topic ``record``)."""
-    body = {
-        "schema_version": RECORD_SCHEMA_VERSION,
-        "table_id": table,
-        "seq": seq,
-        "round_id": round_id,
-        "chain": None if chain_seq is None else {"seq": chain_seq, "head": chain_head},
-        "at": at,
-        "principal": principal,
-    }
-    return seal(key, "record", body, domain=FLOOR_DOMAIN, float_free=True)
 
 
 def _iso(t: float) -> str:

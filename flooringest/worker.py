@@ -26,7 +26,7 @@ and they are duplicates.
 
 **Shared subscription.** ``$share/<group>/<prefix>/tables/+/rounds``: the broker
 hands each message to one worker of the group. One table's rounds are spread over the
-workers, so sequence gaps are found in the database (``Store.scan``), after a grace
+workers, so sequence gaps are found in the database (``Duties.scan``), after a grace
 period, not in a worker's memory.
 
 **The duties** (one worker at a time, a lease in the database): gaps found and asked
@@ -62,19 +62,12 @@ from firmware_host.progress import LinkWatch, Since, every
 from firmware_host.timefmt import iso_utc, utc_now
 
 from . import messages as m
-from .messages import Incoming, Quarantined, Round
+from .messages import RECORD_SCHEMA_VERSION, Incoming, Quarantined, Round, record_message
 from .registry import Registry, RegistryError, load_file
 from .settings import IngestSettings, WorkerStats
 from .store import Gap, Store, StoreError, open_store
 from .verify import Announcements, Verifier, replay_answer
-from .wire import (
-    FAULTS_SCHEMA_VERSION,
-    RECORD_SCHEMA_VERSION,
-    _end_tasks,
-    _iso,
-    _puback_all,
-    record_message,
-)
+from .wire import FAULTS_SCHEMA_VERSION, _end_tasks, _iso, _puback_all
 
 __all__ = [
     "FAULTS_SCHEMA_VERSION",
@@ -95,7 +88,6 @@ TABLES_SEEN_MAX = 10000
 
 class IngestWorker:
     """Run with :meth:`run` until cancelled (or :meth:`stop`)."""
-
     def __init__(
         self,
         settings: IngestSettings,
@@ -185,7 +177,7 @@ class IngestWorker:
             if self.s.registry_file:
                 await self._import_file(startup=True)
             await self._refresh_registry(force=True)
-            for tid, (a, f, _n, _at) in (await self.store.announced_all()).items():
+            for tid, (a, f, _n, _at) in (await self.store.tables.announced_all()).items():
                 if tid in self.registry:
                     self.announcements.merge(tid, a, f)
         except BaseException:
@@ -247,7 +239,7 @@ class IngestWorker:
             for line in exc.lines:
                 log.error("floor-ingest %s: registry not imported: %s", self.s.worker, line)
             return
-        counts = await self.duty_store.import_registry(reg)
+        counts = await self.duty_store.tables.import_registry(reg)
         if counts["added"] or counts["changed"] or counts["removed"]:
             log.info(
                 "floor-ingest %s: registry %s imported: %d tables (%d added, %d changed, "
@@ -258,10 +250,10 @@ class IngestWorker:
     async def _refresh_registry(self, *, force: bool = False) -> None:
         store = self.duty_store
         assert store is not None
-        digest = await store.registry_digest()
+        digest = await store.tables.registry_digest()
         if not force and (digest == self.registry.digest or (not digest and not self.registry)):
             return  # unchanged (a database never given a registry has no digest)
-        reg = await store.load_registry()
+        reg = await store.tables.load_registry()
         self.registry = reg
         self.verifier.registry = reg
         self.announcements.forget(reg)
@@ -539,7 +531,7 @@ class IngestWorker:
                     await self._refresh_registry()
                 await self._flush_side(store)
                 held = self.lease_holder
-                self.lease_holder = await store.take_lease(self.s.worker, self.s.lease_s)
+                self.lease_holder = await store.duties.take_lease(self.s.worker, self.s.lease_s)
                 self.database.up()  # it answers (the one line after an outage)
                 if not self.lease_holder:
                     continue
@@ -550,7 +542,7 @@ class IngestWorker:
                 await self._duty_round(store)
                 if now - last_save >= self.s.announce_save_s:
                     last_save = now
-                    await store.save_announced(self.announcements.dirty())
+                    await store.tables.save_announced(self.announcements.dirty())
                 if now - last_lag >= self.s.lag_interval_s:
                     last_lag = now
                     await self._publish_lag()
@@ -567,11 +559,11 @@ class IngestWorker:
         if self._failed:
             failed, self._failed[:] = list(self._failed), []
             kept = [x for x in self._keep(list(failed)) if isinstance(x, Quarantined)]
-            await store.quarantine(kept, self.s.worker)
+            await store.quarantine.keep(kept, self.s.worker)
             self._noted(kept)
         while self._answers:
             table, newest = self._answers[0]
-            await store.save_answer(table, newest)
+            await store.tables.save_answer(table, newest)
             self._answers.pop(0)
         cutoff = time.time() - 300
         for rid in [r for r, v in self.requests.items() if v[3] < cutoff]:
@@ -592,12 +584,12 @@ class IngestWorker:
             since = self._tails.setdefault(t, now)
             if now - since >= self.s.gap_grace_s:
                 finished[t] = said.finished
-        gaps, _filled = await store.scan(self.s.gap_grace_s, finished)
+        gaps, _filled = await store.duties.scan(self.s.gap_grace_s, finished)
         if gaps:
             announced = {t: s.announced for t, s in self.announcements.tables.items()}
-            for g in await store.claim_replays(gaps, self.s.replay_retry_s, announced):
+            for g in await store.duties.claim_replays(gaps, self.s.replay_retry_s, announced):
                 await self._ask_replay(g)
-        await store.verify_anchors()
+        await store.duties.verify_anchors()
         await self._promote(store)
         await self._recheck_chains(store)
         last = self._last_seqs = await store.last_seqs()
@@ -623,10 +615,10 @@ class IngestWorker:
     async def _promote(self, store: Store) -> None:
         """Quarantined rounds (``SEQ_NOT_ANNOUNCED``) their table has announced since:
         checked again from their original bytes and stored."""
-        waiting = await store.open_quarantine_tables(m.SEQ_NOT_ANNOUNCED)
+        waiting = await store.quarantine.open_tables(m.SEQ_NOT_ANNOUNCED)
         if not waiting:
             return
-        said = await store.announced_all()
+        said = await store.tables.announced_all()
         for tid in waiting:
             if tid in said:
                 self.announcements.merge(tid, said[tid][0], said[tid][1])
@@ -634,12 +626,12 @@ class IngestWorker:
             if keys is not None:
                 self.announcements.settle(tid, keys)
         announced = {t: self.announcements.announced(t) for t in waiting}
-        for sha, tid, raw, at in await store.announced_rounds(announced):
+        for sha, tid, raw, at in await store.quarantine.announced_rounds(announced):
             item = self.verifier.round(Incoming(tid, raw, at))
             out = await store.ingest([item], worker=self.s.worker)
             fate = out.fate.get(sha, "")
             if fate in ("stored", "duplicate", "conflict"):
-                await store.release(
+                await store.quarantine.release(
                     sha, "floor-ingest", f"announced by the table since; {fate} as a round"
                 )
                 self.stats.promoted += 1
@@ -653,14 +645,14 @@ class IngestWorker:
         their stored neighbours': a person released the round before them (a journal
         restored, reconciled by a technician) and they continue its chain. Checked
         without a change first: a round still out of order is left as it is."""
-        for sha, tid, raw, at in await store.quarantined_rounds(m.CHAIN_NOT_ADVANCING):
+        for sha, tid, raw, at in await store.quarantine.rounds(m.CHAIN_NOT_ADVANCING):
             item = self.verifier.round(Incoming(tid, raw, at))
             if not isinstance(item, Round) or await store.chain_ok(item) is not None:
                 continue
             out = await store.ingest([item], worker=self.s.worker)
             fate = out.fate.get(sha, "")
             if fate in ("stored", "duplicate", "conflict"):
-                await store.release(
+                await store.quarantine.release(
                     sha, "floor-ingest", f"its chain follows the rounds stored before it; {fate}"
                 )
                 self.stats.promoted += 1
@@ -787,3 +779,6 @@ async def run_worker(settings: IngestSettings) -> None:
     worker = IngestWorker(settings)
     with contextlib.suppress(asyncio.CancelledError):
         await worker.run()
+
+
+__all__ = ["IngestSettings", "IngestWorker", "WorkerStats", "record_message", "run_worker"]

@@ -159,34 +159,29 @@ def _relay_main(port: int, host: str, target_port: int) -> None:
     asyncio.run(run())
 
 
-class SavingEverySecond(MosquittoProcess):
-    """mosquitto whose persistence is saved once a second, not after every change
-    (with thousands of queued messages a save per message stalls the broker for
-    seconds: its bridge's keepalive then times out). What it acknowledged in the last
-    second before a crash may be lost: the floor repairs that with ``replay_rounds``."""
-
-    def config_text(self) -> str:
-        return (
-            super().config_text().replace("autosave_on_changes true", "autosave_on_changes false")
-        )
-
-
 class PitAndFloor:
     """A floor broker, a pit broker bridged to it through a :class:`LinkCut`.
 
     ``save_every_change``: both brokers save after every change (as
-    ``config/broker/`` recommends for one table's broker); else once a second."""
+    ``config/broker/`` recommends for one table's broker); else once a second (with
+    thousands of queued messages a save per message stalls the broker for seconds: its
+    bridge's keepalive then times out; what it acknowledged in the last second before a
+    crash may be lost, which the floor repairs with ``replay_rounds``)."""
 
     def __init__(
         self, workdir: Path, *, pit_name: str = "pit1", save_every_change: bool = True
     ) -> None:
-        kind = MosquittoProcess if save_every_change else SavingEverySecond
-        self.floor = kind(workdir / "floor-broker", extra_config="set_tcp_nodelay true")
+        self.floor = MosquittoProcess(
+            workdir / "floor-broker",
+            extra_config="set_tcp_nodelay true",
+            save_every_change=save_every_change,
+        )
         self.cable = LinkCut(self.floor.host, self.floor.port)
-        self.pit = kind(
+        self.pit = MosquittoProcess(
             workdir / f"{pit_name}-broker",
             extra_config="set_tcp_nodelay true\n"
             + pit_bridge_config(pit_name, LOOPBACK, self.cable.port),
+            save_every_change=save_every_change,
         )
 
     def start(self) -> None:

@@ -206,12 +206,14 @@ def test_the_floor_door_refuses_a_5000_digit_stake_with_its_request_id(tmp_path:
     from firmware_host.table.floor import FloorRequests
     from firmware_host.table.procedures import ManualProcedure, ProcedureContext
 
-    e = RoundEngine(load_config(ROOT / "config" / "roulette.toml"), Journal(tmp_path / "j.db"))
+    j = Journal(tmp_path / "j.db")
+    e = RoundEngine(load_config(ROOT / "config" / "roulette.toml"), j)
     rid = e.open_betting().round_id
     # an unsigned table: the rules core's refusal is what this test is about
     floor = FloorRequests(
         e,
         ManualProcedure(ProcedureContext(e)),
+        j,
         auth=Authenticator(AuthSettings(signatures=False), e.cfg.table_id),
     )
     payload = (
@@ -283,12 +285,14 @@ def test_figure_names_work_at_every_door_59_2004_art_1(
     from firmware_host.table.procedures import ManualProcedure, ProcedureContext
 
     cfg = load_config(ROOT / "config" / "fish-prawn-crab.toml")
-    e = RoundEngine(cfg, Journal(tmp_path / "j.db"))
+    j = Journal(tmp_path / "j.db")
+    e = RoundEngine(cfg, j)
     rid = e.open_betting().round_id
     e.close_betting()
     floor = FloorRequests(
         e,
         ManualProcedure(ProcedureContext(e)),
+        j,
         auth=Authenticator(AuthSettings(signatures=False), e.cfg.table_id),
     )
     answer = floor.handle_command_request(
@@ -296,7 +300,7 @@ def test_figure_names_work_at_every_door_59_2004_art_1(
         b'{"dice": ["fish", "crab", "rooster"]}}}' % rid.encode()
     )
     assert answer["status"] == "ok", answer
-    assert e.journal.round(answer["data"]["round_id"]).outcome["dice"] == [1, 5, 6]
+    assert j.rounds.round(answer["data"]["round_id"]).outcome["dice"] == [1, 5, 6]
 
 
 def test_fantan_zero_with_buttons_from_the_command_line_art_3_2(

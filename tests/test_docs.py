@@ -44,7 +44,7 @@ def test_every_registered_section_key_is_documented() -> None:
     from firmware_host.integrity.software import SOFTWARE_SPECS
     from firmware_host.journal import JOURNAL_SPECS
     from firmware_host.mqtt import MQTT_SPECS
-    from firmware_host.table.floor import BETS_SPECS
+    from firmware_host.table.bets import BETS_SPECS
     from firmware_host.table.jackpot import JACKPOT_SPECS
 
     text = (ROOT / "docs" / "configuration.md").read_text()

@@ -243,7 +243,7 @@ async def test_point5_ctrl_c_is_journaled_as_such(monkeypatch: pytest.MonkeyPatc
     from firmware_host.journal import Journal
 
     with Journal(t.tmp / "journal.sqlite3", readonly=True) as j:
-        last = j.events(1, kind="power_down")
+        last = j.chain.events(1, kind="power_down")
     assert last[-1].data["reason"] == "demo interrupted (Ctrl-C)"
 
 

@@ -15,15 +15,18 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from firmware_host.config import FieldSpec
 
 from ..base import DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase
-from ..reflink.display import DisplayDriver
-from ..reflink.driver import SERIAL_SETTINGS, resolve_settings
+from ..link import Backoff
+from ..reflink.display import DisplayState, DisplaySync
+from ..reflink.driver import SERIAL_SETTINGS, RefSession, resolve_settings
+from ..transport import Opener
 from .codec import GAME_IDS, MAX_HISTORY, MESSAGE_KINDS, PROFILE, BoardResynced, check_number
 from .layouts import (
     LAYOUTS,
@@ -76,33 +79,19 @@ def _check_lamps(settings: Mapping[str, Any]) -> list[str]:
     return [f"lamps.{k}: lamp number must be an integer 0..2039" for k in bad]
 
 
-class BoardDisplay:
-    """What both board drivers share: the layout, area -> lamp, number history."""
+class BoardFace:
+    """What a board shows, as both board drivers keep it (``driver.face``): the layout,
+    area -> lamp, the lit areas, the number and its history, the phase message."""
 
-    settings: dict[str, Any]
-
-    def _init_display(self) -> None:
-        self.layout: str = self.settings["layout"]
-        self.lamps: dict[str, int] = lamp_map(self.layout, self.settings["lamps"] or None)
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        self.layout: str = settings["layout"]
+        self.lamps: dict[str, int] = lamp_map(self.layout, settings["lamps"] or None)
         self.history: collections.deque[int] = collections.deque(
-            maxlen=self.settings["history"] or None
+            maxlen=settings["history"] or None
         )
         self.current: int | None = None
         self.lit_areas: tuple[str, ...] = ()
         self.message: tuple[str, str] = ("idle", "")
-
-    async def show_areas(self, areas: Iterable[str], *, blink: bool = False) -> bool:
-        """Light exactly these areas; False if the board did not take it (each driver)."""
-        raise NotImplementedError
-
-    async def show_sicbo(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(sicbo_areas(dice))
-
-    async def show_fish_prawn_crab(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(fpc_areas(dice))
-
-    async def show_dice(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(self.areas_for_dice(dice))
 
     def areas_for_dice(self, dice: Sequence[int]) -> tuple[str, ...]:
         areas = _DICE_LAYOUTS.get(self.layout)
@@ -115,7 +104,9 @@ class BoardDisplay:
             raise LayoutError(f"a {self.layout} board does not show numbers")
         return self.layout
 
-    def _push_number(self, number: int, history: Sequence[int] | None) -> tuple[int, ...]:
+    def push_number(self, number: int, history: Sequence[int] | None) -> tuple[int, ...]:
+        """``number`` shown now: the previous one goes to the history (or ``history``,
+        most recent first, replaces it); the history to show, most recent first."""
         game = self._number_game()
         check_number(game, number)
         if history is not None:
@@ -128,7 +119,12 @@ class BoardDisplay:
         self.current = number
         return tuple(reversed(self.history))
 
-    def display_status(self) -> dict[str, Any]:
+    def clear(self) -> None:
+        """Nothing shown (the lit areas are set by the driver's ``show_areas``)."""
+        self.current = None
+        self.history.clear()
+
+    def status(self) -> dict[str, Any]:
         return {
             "layout": self.layout,
             "areas": list(self.lit_areas),
@@ -137,7 +133,8 @@ class BoardDisplay:
             "message": {"kind": self.message[0], "text": self.message[1]},
         }
 
-    def _message_fields(self, kind: str, text: str) -> dict[str, Any]:
+    def message_fields(self, kind: str, text: str) -> dict[str, Any]:
+        """Keep the phase message; its fields as the board takes them."""
         if kind not in MESSAGE_KINDS:
             raise ValueError(
                 f"message kind must be one of {', '.join(MESSAGE_KINDS)}, got {kind!r}"
@@ -149,17 +146,41 @@ class BoardDisplay:
         }
 
 
-class BoardDriver(BoardDisplay, DisplayDriver[BoardResynced]):
-    """The reference RS-485 board. Several boards may share one port (one bus)."""
+class BoardDriver(DriverBase[BoardResynced]):
+    """The reference RS-485 board. Several boards may share one port (one bus): each
+    holds its reflink session (``ref``), its display (``screen``) and what it shows
+    (``face``)."""
 
     driver_name = "board-ref"
     profile = PROFILE
     SETTINGS: ClassVar[dict[str, FieldSpec]] = {**SERIAL_SETTINGS, **_DISPLAY_SETTINGS}
     FAULT_CONDITIONS = frozenset({"LAMP_FAILURE"})
 
-    def __init__(self, name: str, settings: Mapping[str, Any], **kwargs: Any) -> None:
-        super().__init__(name, settings, **kwargs)
-        self._init_display()
+    def __init__(
+        self,
+        name: str,
+        settings: Mapping[str, Any],
+        *,
+        opener: Opener | None = None,
+        pin_factory: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+        backoff: Backoff | None = None,
+    ) -> None:
+        super().__init__(name, clock=clock)
+        self.settings = resolve_settings(self.SETTINGS, settings, f"devices.{name}")
+        self.pin_factory = pin_factory
+        self.ref = RefSession(
+            self,
+            PROFILE,
+            self.settings,
+            fault_conditions=self.FAULT_CONDITIONS,
+            resync=lambda reason: self.screen.resync(reason),
+            opener=opener,
+            backoff=backoff,
+        )
+        self.screen = DisplaySync(self, self.ref, state=self.display_state, resynced=self.resynced)
+        self.face = BoardFace(self.settings)
+        self.layout = self.face.layout
         #: Display layers, in the order a resync sends them: message name -> fields.
         self.layers: dict[str, dict[str, Any]] = {}
 
@@ -167,24 +188,39 @@ class BoardDriver(BoardDisplay, DisplayDriver[BoardResynced]):
     def check_settings(cls, settings: Mapping[str, Any]) -> list[str]:
         return _check_lamps(settings)
 
+    async def start(self) -> None:
+        await self.ref.start()
+
+    async def stop(self) -> None:
+        await self.ref.stop()
+
     async def _show(self, name: str, **values: Any) -> bool:
         """Keep the layer, send it; False if the board did not take it (offline)."""
         if name == "CLEAR":
             self.layers.clear()
         else:
             self.layers[name] = values
-        return await self.display(name, **values)
+        return await self.screen.display(name, **values)
 
     async def show_areas(self, areas: Iterable[str], *, blink: bool = False) -> bool:
         """Light exactly these areas (names absent from the lamp map are skipped)."""
-        self.lit_areas = tuple(areas)
-        lamps = lamps_for(self.lit_areas, self.lamps)
+        self.face.lit_areas = tuple(areas)
+        lamps = lamps_for(self.face.lit_areas, self.face.lamps)
         return await self._show("LAMPS", mode=int(blink), bitmap=bitmap(lamps))
+
+    async def show_sicbo(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(sicbo_areas(dice))
+
+    async def show_fish_prawn_crab(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(fpc_areas(dice))
+
+    async def show_dice(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(self.face.areas_for_dice(dice))
 
     async def show_number(self, number: int, history: Sequence[int] | None = None) -> bool:
         """Show a roulette or fantan number; the previous one goes to the history
         (or give ``history``, most recent first)."""
-        hist = self._push_number(number, history)
+        hist = self.face.push_number(number, history)
         return await self._show(
             "NUMBER", game=GAME_IDS[self.layout], number=number, history=bytes(hist)
         )
@@ -199,29 +235,30 @@ class BoardDriver(BoardDisplay, DisplayDriver[BoardResynced]):
     async def show_message(self, kind: str, text: str = "") -> bool:
         """The phase message (``place_your_bets``, ``no_more_bets``, ``result``, ``void``
         with its reason, ``idle``); a board of version 1.0 has none: kept, not sent."""
-        values = self._message_fields(kind, text)
+        values = self.face.message_fields(kind, text)
         if not self._has_messages():
             self.layers["MESSAGE"] = values
             return True
         return await self._show("MESSAGE", **values)
 
     def _has_messages(self) -> bool:
-        return not self.ident or int(self.ident.get("minor", 0)) >= 1
+        return not self.ref.ident or int(self.ref.ident.get("minor", 0)) >= 1
 
     async def lamp_test(self, ms: int = 3000) -> bool:
-        async with self._lock:
+        async with self.screen.lock:
             try:
-                await self.command("LAMP_TEST", ms=ms)
+                await self.ref.command("LAMP_TEST", ms=ms)
             except (DeviceTimeout, LinkError):
                 return False
         return True
 
     async def clear(self) -> bool:
-        self.lit_areas, self.current = (), None
-        self.history.clear()
+        self.face.lit_areas = ()
+        self.face.clear()
         return await self._show("CLEAR")
 
-    def display_state(self) -> list[tuple[str, dict[str, Any]]]:
+    def display_state(self) -> DisplayState:
+        """The messages that rebuild the whole board, in the order they are sent."""
         layers = [
             (name, values)
             for name, values in self.layers.items()
@@ -232,15 +269,15 @@ class BoardDriver(BoardDisplay, DisplayDriver[BoardResynced]):
     def resynced(self, reason: str, messages: int) -> BoardResynced:
         return BoardResynced(device=self.name, reason=reason, messages=messages)
 
-    def status_extra(self) -> dict[str, Any]:
-        return {"board": self.display_status()}
+    def get_status(self) -> dict[str, Any]:
+        return {**super().get_status(), **self.ref.get_status(), "board": self.face.status()}
 
 
-class GpioBoardDriver(BoardDisplay, DriverBase[BoardResynced]):
+class GpioBoardDriver(DriverBase[BoardResynced]):
     """A board of LEDs on GPIO pins (gpiozero ``LEDBoard``); lamp ``i`` is ``pins[i]``.
 
     It can light areas and numbers (the number's own lamp, e.g. area ``"17"``);
-    it has no history or road display.
+    it has no history or road display. What it shows is its ``face``.
     """
 
     driver_name = "board-gpio"
@@ -265,7 +302,8 @@ class GpioBoardDriver(BoardDisplay, DriverBase[BoardResynced]):
     ) -> None:
         super().__init__(name)
         self.settings = resolve_settings(self.SETTINGS, settings, f"devices.{name}")
-        self._init_display()
+        self.face = BoardFace(self.settings)
+        self.layout = self.face.layout
         self.pin_factory = pin_factory
         self.leds: Any = None
         self._test_task: asyncio.Task[None] | None = None
@@ -340,13 +378,22 @@ class GpioBoardDriver(BoardDisplay, DriverBase[BoardResynced]):
         return list(self._lit)
 
     async def show_areas(self, areas: Iterable[str], *, blink: bool = False) -> bool:
-        self.lit_areas = tuple(areas)
-        self._lit, self._blink = lamps_for(self.lit_areas, self.lamps), blink
+        self.face.lit_areas = tuple(areas)
+        self._lit, self._blink = lamps_for(self.face.lit_areas, self.face.lamps), blink
         self._apply()
         return self.leds is not None
 
+    async def show_sicbo(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(sicbo_areas(dice))
+
+    async def show_fish_prawn_crab(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(fpc_areas(dice))
+
+    async def show_dice(self, dice: Sequence[int]) -> bool:
+        return await self.show_areas(self.face.areas_for_dice(dice))
+
     async def show_number(self, number: int, history: Sequence[int] | None = None) -> bool:
-        self._push_number(number, history)
+        self.face.push_number(number, history)
         return await self.show_areas([str(number)])
 
     async def show_road(self, entries: Iterable[RoadEntry | str]) -> bool:
@@ -354,12 +401,11 @@ class GpioBoardDriver(BoardDisplay, DriverBase[BoardResynced]):
 
     async def show_message(self, kind: str, text: str = "") -> bool:
         """Kept for the status: an LED board has no text display."""
-        self._message_fields(kind, text)
+        self.face.message_fields(kind, text)
         return self.leds is not None
 
     async def clear(self) -> bool:
-        self.current = None
-        self.history.clear()
+        self.face.clear()
         return await self.show_areas(())
 
     async def lamp_test(self, ms: int = 3000) -> bool:
@@ -379,7 +425,7 @@ class GpioBoardDriver(BoardDisplay, DriverBase[BoardResynced]):
     def get_status(self) -> dict[str, Any]:
         out = super().get_status()
         out["board"] = {
-            **self.display_status(),
+            **self.face.status(),
             "lamps": self.lit,
             "testing": self._test_task is not None,
         }

@@ -1,63 +1,71 @@
 """What the reflink output devices (the result board, the jackpot sign) share: a
 display command never fails because the device is offline.
 
-:meth:`DisplayDriver.display` sends a display change at once when the device answers;
+Each holds a :class:`DisplaySync` beside its :class:`~drivers.reflink.driver.RefSession`.
+:meth:`DisplaySync.display` sends a display change at once when the device answers;
 otherwise (offline, or the change not acknowledged) it counts it as deferred, asks
 for a resync and returns False. The driver keeps what it shows in its own terms, and
-:meth:`DisplayDriver.resync` (called by :class:`~drivers.reflink.driver.RefDriver`
-after every (re)identification: port back, device restarted, state lost) sends the
-whole of it again, in the order :meth:`DisplayDriver.display_state` gives.
+:meth:`DisplaySync.resync` (the session's ``resync``, called after every
+(re)identification: port back, device restarted, state lost) sends the whole of it
+again, in the order the driver's ``state`` gives.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any
 
-from ..base import DeviceTimeout, LinkError
-from ..common import E
-from .driver import RefDriver
+from ..base import DeviceEvent, DeviceTimeout, LinkError
+from ..common import DriverBase
+from .driver import RefSession
+
+#: The messages that rebuild a whole display, in the order they are sent.
+DisplayState = list[tuple[str, dict[str, Any]]]
 
 
-class DisplayDriver(RefDriver[E]):
-    """A reflink device that shows what the table tells it; subclasses say what
-    rebuilds their display (:meth:`display_state`) and which event reports a resync
-    (:meth:`resynced`)."""
+class DisplaySync:
+    """A reflink display's changes and resyncs, one exchange with the device at a time.
 
-    def __init__(self, name: str, settings: Mapping[str, Any], **kwargs: Any) -> None:
-        super().__init__(name, settings, **kwargs)
+    ``state``: the messages that rebuild the whole display; ``resynced``: the event
+    reporting that the device was sent its whole state again (reason, messages)."""
+
+    def __init__(
+        self,
+        driver: DriverBase[Any],
+        ref: RefSession,
+        *,
+        state: Callable[[], DisplayState],
+        resynced: Callable[[str, int], DeviceEvent],
+    ) -> None:
+        self._driver = driver
+        self._ref = ref
+        self._state = state
+        self._resynced = resynced
         #: One exchange with the device at a time: a display change, a resync, a test.
-        self._lock = asyncio.Lock()
+        self.lock = asyncio.Lock()
 
     async def display(self, name: str, **values: Any) -> bool:
         """Send a display change; False if the device did not take it (it is offline, or
         did not acknowledge): the change is deferred to the next resync."""
-        if not self.online:
-            self.counters["display_deferred"] += 1
+        if not self._ref.online:
+            self._driver.counters["display_deferred"] += 1
             return False
-        async with self._lock:
+        async with self.lock:
             try:
-                await self.command(name, **values)
+                await self._ref.command(name, **values)
             except (DeviceTimeout, LinkError):
-                self.counters["display_deferred"] += 1
-                self._need_resync = self._need_resync or "display change not acknowledged"
-                self._wake.set()  # poll now: the poll decides whether the device is offline
+                self._driver.counters["display_deferred"] += 1
+                # poll now: the poll decides whether the device is offline
+                self._ref.resync_soon("display change not acknowledged")
                 return False
         return True
 
-    def display_state(self) -> list[tuple[str, dict[str, Any]]]:
-        """The messages that rebuild the whole display, in the order they are sent."""
-        raise NotImplementedError
-
-    def resynced(self, reason: str, messages: int) -> E:
-        """The event reporting that the device was sent its whole state again."""
-        raise NotImplementedError
-
     async def resync(self, reason: str) -> int:
-        async with self._lock:
-            messages = self.display_state()
+        """Send the whole display again; return how many messages were sent."""
+        async with self.lock:
+            messages = self._state()
             for name, values in messages:
-                await self.command(name, **values)
-        self.emit(self.resynced(reason, len(messages)))
+                await self._ref.command(name, **values)
+        self._driver.emit(self._resynced(reason, len(messages)))
         return len(messages)

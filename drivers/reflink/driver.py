@@ -1,7 +1,8 @@
-"""The host-side driver every reflink device shares (shoe, shaker, board, sign).
+"""What every reflink device's driver shares (shoe, shaker, board, sign): its session.
 
-It follows the driver contract (``start``/``stop``/``events``/``get_status``,
-``health``, ``frames``) and does what is common to every profile:
+A reflink driver (a :class:`~drivers.common.DriverBase`: the driver contract,
+``start``/``stop``/``events``/``get_status``, ``health``, ``frames``) holds one
+:class:`RefSession`, which does what is common to every profile:
 
 - opens the port (serial URL, or USB bulk) through a reconnecting
   :class:`drivers.transport.Link`, shared by the devices of one RS-485 bus;
@@ -11,13 +12,13 @@ It follows the driver contract (``start``/``stop``/``events``/``get_status``,
   ``poll_ms`` + (``retries`` + 1) x ``ack_timeout_ms``), FAULT on a protocol
   mismatch or an active fault condition, else ONLINE;
 - after every (re)identification (port back, device restarted, STATUS says its
-  state was lost) calls :meth:`RefDriver.resync` so output devices get their
-  whole display state again;
-- decodes the device's own messages and hands them to :meth:`RefDriver.on_message`.
+  state was lost) calls the driver's ``resync`` so output devices get their whole
+  display state again;
+- decodes the device's own messages and hands them to the driver's ``on_message``.
 
 A vendor protocol riding on reflink is a new :class:`~drivers.reflink.messages.Profile`
-plus a subclass; one with its own framing is a separate driver emitting the same
-events (see ``docs/protocols/reflink.md``, "Vendor protocols").
+plus a driver holding a session; one with its own framing is a separate driver
+emitting the same events (see ``docs/protocols/reflink.md``, "Vendor protocols").
 """
 
 from __future__ import annotations
@@ -25,14 +26,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Callable, Hashable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Hashable, Mapping
+from typing import Any
 
 from firmware_host.config import ConfigInvalid, FieldSpec, validate_fields
 
 from ..base import CodecError, DeviceTimeout, DriverError, HealthState, LinkError
-from ..common import DriverBase, E
+from ..common import DriverBase
 from ..link import Backoff, LinkState
 from ..transport import Opener, serial_opener
 from .aio import ReflinkHost, acquire_host, release_host, wait_event
@@ -126,38 +126,75 @@ def resolve_settings(
     return out
 
 
-class RefDriver(DriverBase[E]):
-    """Base of the reflink drivers; subclasses set ``profile`` and handle messages."""
+async def _no_resync(reason: str) -> int:
+    return 0
 
-    profile: ClassVar[Profile]
-    SETTINGS: ClassVar[dict[str, FieldSpec]] = SERIAL_SETTINGS
-    #: STATUS condition codes that make the device FAULT (the others are informational).
-    FAULT_CONDITIONS: ClassVar[frozenset[str]] = frozenset()
+
+def serial_port(settings: Mapping[str, Any]) -> tuple[Opener, Hashable]:
+    """The opener of a serial reflink device and its bus key (one link per port)."""
+    port = settings["port"]
+    return serial_opener(port, baudrate=settings["baud"]), ("serial", port)
+
+
+def usb_port(settings: Mapping[str, Any], backend: Any = None) -> tuple[Opener, Hashable]:
+    """The opener of a reflink device on USB bulk endpoints and its bus key."""
+    from ..usb import parse_usb_url, usb_opener
+
+    ident = parse_usb_url(settings["usb"])
+    opener = usb_opener(
+        ident.vendor_id,
+        ident.product_id,
+        serial_number=ident.serial_number,
+        interface=settings["interface"],
+        reset_after=settings["reset_after"],
+        backend=backend,
+    )
+    return opener, ("usb", settings["usb"])
+
+
+class RefSession:
+    """One reflink device's session, held by its driver (``driver.ref``).
+
+    ``driver``: whose name, clock, counters and health the session keeps;
+    ``settings``: the driver's resolved settings (:data:`SERIAL_SETTINGS` or
+    :data:`USB_SETTINGS` keys); ``port``: the opener and its bus key (by default the
+    serial port of the settings); ``fault_conditions``: the STATUS condition codes
+    that make the device FAULT (the others are informational); ``on_message``: what the
+    driver does with a message the device sent on its own (an event); ``resync``: sends
+    the device its whole state again, returns how many messages it sent."""
 
     def __init__(
         self,
-        name: str,
+        driver: DriverBase[Any],
+        profile: Profile,
         settings: Mapping[str, Any],
         *,
+        fault_conditions: frozenset[str] = frozenset(),
+        on_message: Callable[[Message, bytes], None] = lambda msg, wire: None,
+        resync: Callable[[str], Awaitable[int]] = _no_resync,
         opener: Opener | None = None,
-        pin_factory: Any = None,
-        clock: Callable[[], float] = time.monotonic,
+        port: tuple[Opener, Hashable] | None = None,
         backoff: Backoff | None = None,
     ) -> None:
-        super().__init__(name, clock=clock)
-        self.settings = resolve_settings(self.SETTINGS, settings, f"devices.{name}")
-        s = self.settings
+        self.driver = driver
+        self.name = driver.name
+        #: The driver's frame log (the host logs every frame to and from the device).
+        self.frames = driver.frames
+        self.profile = profile
+        self.fault_conditions = fault_conditions
+        self._on_message = on_message
+        self._resync = resync
+        s = settings
         self.address: int = s.get("address", 0)
         self.timers = LinkTimers(ack_timeout=s["ack_timeout_ms"] / 1000, max_retries=s["retries"])
         self.poll_interval: float = s["poll_ms"] / 1000
         self.offline_after: int = s["offline_after"]
-        self.pin_factory = pin_factory
         self._backoff = backoff
         if opener is not None:
             self._opener: Opener = opener
             self._bus_key: Hashable = ("opener", id(opener))
         else:
-            self._opener, self._bus_key = self.make_opener()
+            self._opener, self._bus_key = port if port is not None else serial_port(settings)
         self._host: ReflinkHost | None = None
         self._poll_task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -170,19 +207,16 @@ class RefDriver(DriverBase[E]):
         self.ident: dict[str, Any] = {}
         self.conditions: list[str] = []
         self._protocol_fault = ""
-        self._latched: dict[str, str] = {}  # fault code -> message, until cleared
+        #: Fault code -> message, until cleared (``latch_fault``, ``clear_latched``).
+        self.latched: dict[str, str] = {}
         self.misses = 0
-
-    # -- configuration --------------------------------------------------------------------
-    def make_opener(self) -> tuple[Opener, Hashable]:
-        port = self.settings["port"]
-        return serial_opener(port, baudrate=self.settings["baud"]), ("serial", port)
 
     # -- contract -------------------------------------------------------------------------
     async def start(self) -> None:
         if self._poll_task is not None:
             return
         opener, key = self._opener, self._bus_key
+        driver = self.driver
         host = acquire_host(
             key,
             lambda: ReflinkHost(
@@ -190,13 +224,13 @@ class RefDriver(DriverBase[E]):
                 name=f"reflink {self.name}",
                 timers=self.timers,
                 backoff=self._backoff,
-                clock=self.clock,
+                clock=driver.clock,
             ),
         )
         host.attach(self.address, self)
         self._host = host
         self._link_up = host.up
-        self.set_health(HealthState.OFFLINE, "CONNECTING", "opening the port")
+        driver.set_health(HealthState.OFFLINE, "CONNECTING", "opening the port")
         await host.start()
         self._poll_task = asyncio.create_task(self._poll_loop(), name=f"{self.name} poll")
 
@@ -211,32 +245,31 @@ class RefDriver(DriverBase[E]):
             host.detach(self.address)
             await release_host(self._bus_key, host)
         self._identified = self._answering = self._link_up = False
-        self.set_health(HealthState.OFFLINE, "STOPPED", "stopped")
-        self.hub.close()
+        self.driver.set_health(HealthState.OFFLINE, "STOPPED", "stopped")
+        self.driver.hub.close()
 
     def get_status(self) -> dict[str, Any]:
-        out = super().get_status()
+        """What the session adds to its driver's status."""
         host = self._host
-        out.update(
-            {
-                "profile": self.profile.name,
-                "address": self.address,
-                "ident": dict(self.ident),
-                "conditions": list(self.conditions),
-                "latched_faults": dict(self._latched),
-                "link": host.endpoint.counters.to_json() if host is not None else {},
-                "port": host.link.stats.to_json() if host is not None else {},
-            }
-        )
-        out.update(self.status_extra())
-        return out
-
-    def status_extra(self) -> dict[str, Any]:
-        return {}
+        return {
+            "profile": self.profile.name,
+            "address": self.address,
+            "ident": dict(self.ident),
+            "conditions": list(self.conditions),
+            "latched_faults": dict(self.latched),
+            "link": host.endpoint.counters.to_json() if host is not None else {},
+            "port": host.link.stats.to_json() if host is not None else {},
+        }
 
     @property
     def online(self) -> bool:
         return self._identified and self._answering
+
+    def resync_soon(self, reason: str) -> None:
+        """The device must be sent its whole state again: poll now (the poll decides
+        whether it is offline), then resync."""
+        self._need_resync = self._need_resync or reason
+        self._wake.set()
 
     # -- commands -------------------------------------------------------------------------
     async def request(self, name: str, **values: Any) -> Message | None:
@@ -248,17 +281,18 @@ class RefDriver(DriverBase[E]):
         if host is None:
             raise LinkError(f"{self.name}: not started")
         payload = self.profile.encode(name, **values)
-        self.counters[f"tx.{name}"] += 1
+        counters = self.driver.counters
+        counters[f"tx.{name}"] += 1
         reply = await host.request(payload, self.address)
         if not reply:
             return None
         try:
             msg = self.profile.decode(reply, Sender.DEVICE)
         except MessageError as exc:
-            self.counters["bad_replies"] += 1
+            counters["bad_replies"] += 1
             raise CodecError(f"{self.name}: bad reply to {name}: {exc}") from exc
         if msg.name == "REFUSED":
-            self.counters["refused"] += 1
+            counters["refused"] += 1
             raise CommandRefused(f"{self.name}: {name} refused: {msg['text']}", msg["reason"])
         return msg
 
@@ -268,38 +302,39 @@ class RefDriver(DriverBase[E]):
 
     # -- fault bookkeeping --------------------------------------------------------------------
     def latch_fault(self, code: str, message: str) -> None:
-        self._latched[code] = message
+        self.latched[code] = message
         self.update_health()
 
     def clear_latched(self, code: str | None = None) -> None:
         if code is None:
-            self._latched.clear()
+            self.latched.clear()
         else:
-            self._latched.pop(code, None)
+            self.latched.pop(code, None)
         self.update_health()
 
     def update_health(self) -> None:
+        set_health = self.driver.set_health
         if not self._link_up:
-            self.set_health(HealthState.OFFLINE, "LINK_DOWN", self._link_reason)
+            set_health(HealthState.OFFLINE, "LINK_DOWN", self._link_reason)
         elif self._no_answer:
-            self.set_health(
+            set_health(
                 HealthState.OFFLINE,
                 "NO_ANSWER",
                 f"no answer after {self.timers.max_retries} retransmissions",
             )
         elif not self._answering:
-            self.set_health(HealthState.OFFLINE, "IDENTIFYING", "waiting for IDENT")
+            set_health(HealthState.OFFLINE, "IDENTIFYING", "waiting for IDENT")
         elif self._protocol_fault:
-            self.set_health(HealthState.FAULT, "PROTOCOL_MISMATCH", self._protocol_fault)
-        elif faults := [c for c in self.conditions if c in self.FAULT_CONDITIONS]:
-            self.set_health(HealthState.FAULT, faults[0], ", ".join(faults))
-        elif self._latched:
-            code, msg = next(iter(self._latched.items()))
-            self.set_health(HealthState.FAULT, code, msg)
+            set_health(HealthState.FAULT, "PROTOCOL_MISMATCH", self._protocol_fault)
+        elif faults := [c for c in self.conditions if c in self.fault_conditions]:
+            set_health(HealthState.FAULT, faults[0], ", ".join(faults))
+        elif self.latched:
+            code, msg = next(iter(self.latched.items()))
+            set_health(HealthState.FAULT, code, msg)
         elif not self._identified:
-            self.set_health(HealthState.OFFLINE, "IDENTIFYING", "waiting for IDENT")
+            set_health(HealthState.OFFLINE, "IDENTIFYING", "waiting for IDENT")
         else:
-            self.set_health(HealthState.ONLINE)
+            set_health(HealthState.ONLINE)
 
     # -- the poll loop ------------------------------------------------------------------------
     async def _poll_loop(self) -> None:
@@ -309,14 +344,14 @@ class RefDriver(DriverBase[E]):
                     await self._identify()
                 if self._identified and self._need_resync:
                     reason, self._need_resync = self._need_resync, ""
-                    sent = await self.resync(reason)
-                    self.counters["resyncs"] += 1
+                    sent = await self._resync(reason)
+                    self.driver.counters["resyncs"] += 1
                     log.info("%s: resynchronised (%s, %d messages)", self.name, reason, sent)
                 if self._identified:
                     await self._ping()
             except DeviceTimeout:
                 self.misses += 1
-                self.counters["no_answer"] += 1
+                self.driver.counters["no_answer"] += 1
                 await self._note_usb_timeout()
                 if self.misses < self.offline_after:
                     continue  # poll again at once: one lost exchange is not a lost device
@@ -325,7 +360,7 @@ class RefDriver(DriverBase[E]):
             except LinkError as exc:
                 self._lost(str(exc))
             except (CodecError, CommandRefused) as exc:
-                self.counters["poll_errors"] += 1
+                self.driver.counters["poll_errors"] += 1
                 log.warning("%s: %s", self.name, exc)
             self._wake.clear()
             await wait_event(self._wake, self.poll_interval)
@@ -383,30 +418,23 @@ class RefDriver(DriverBase[E]):
                 self._wake.set()
         self.update_health()
 
-    async def resync(self, reason: str) -> int:
-        """Send the device its whole state again; return how many messages were sent."""
-        return 0
-
     # -- from the host end ------------------------------------------------------------------------
     def on_reflink_message(self, payload: bytes, wire: bytes) -> None:
         try:
             msg = self.profile.decode(payload, Sender.DEVICE)
         except MessageError as exc:
-            self.counters["bad_messages"] += 1
+            self.driver.counters["bad_messages"] += 1
             log.warning("%s: undecodable message %s: %s", self.name, payload.hex(" "), exc)
             return
-        self.counters[f"rx.{msg.name}"] += 1
+        self.driver.counters[f"rx.{msg.name}"] += 1
         try:
-            self.on_message(msg, wire)
+            self._on_message(msg, wire)
         except MessageError as exc:
-            self.counters["bad_messages"] += 1
+            self.driver.counters["bad_messages"] += 1
             log.warning("%s: invalid %s: %s", self.name, msg.name, exc)
 
-    def on_message(self, msg: Message, wire: bytes) -> None:
-        """A message the device sent on its own (an event)."""
-
     def on_reflink_peer_restarted(self) -> None:
-        self.counters["device_restarts"] += 1
+        self.driver.counters["device_restarts"] += 1
         self._identified = False
         self._need_resync = "device restarted"
         self._wake.set()

@@ -6,14 +6,18 @@ Registry name: ``shaker-ref``. Events: :mod:`drivers.shaker.events`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
 from firmware_host.config import FieldSpec
 
+from ..common import DriverBase
 from ..gpio import DebouncedInput, require_pin_factory
-from ..reflink.driver import SERIAL_SETTINGS, RefDriver
+from ..link import Backoff
+from ..reflink.driver import SERIAL_SETTINGS, RefSession, resolve_settings
 from ..reflink.messages import Message
+from ..transport import Opener
 from .codec import PROFILE, ShakerTracker
 from .events import (
     Bell,
@@ -53,14 +57,36 @@ _SHAKER_SETTINGS: dict[str, FieldSpec] = {
 }
 
 
-class ShakerDriver(RefDriver[ShakerEvent]):
+class ShakerDriver(DriverBase[ShakerEvent]):
+    """The shaker: its reflink session (``ref``), the dome sensor and the bell."""
+
     driver_name = "shaker-ref"
     profile = PROFILE
     SETTINGS: ClassVar[dict[str, FieldSpec]] = {**SERIAL_SETTINGS, **_SHAKER_SETTINGS}
     FAULT_CONDITIONS = frozenset({"MOTOR_FAULT", "CAMERA_FAULT"})
 
-    def __init__(self, name: str, settings: Mapping[str, Any], **kwargs: Any) -> None:
-        super().__init__(name, settings, **kwargs)
+    def __init__(
+        self,
+        name: str,
+        settings: Mapping[str, Any],
+        *,
+        opener: Opener | None = None,
+        pin_factory: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+        backoff: Backoff | None = None,
+    ) -> None:
+        super().__init__(name, clock=clock)
+        self.settings = resolve_settings(self.SETTINGS, settings, f"devices.{name}")
+        self.pin_factory = pin_factory
+        self.ref = RefSession(
+            self,
+            PROFILE,
+            self.settings,
+            fault_conditions=self.FAULT_CONDITIONS,
+            on_message=self.on_message,
+            opener=opener,
+            backoff=backoff,
+        )
         self.tracker = ShakerTracker(name, self.settings["dice"])
         self.dome: DebouncedInput | None = None
         self.bell: DebouncedInput | None = None
@@ -71,7 +97,7 @@ class ShakerDriver(RefDriver[ShakerEvent]):
         return [(k, settings[k]) for k in ("dome_pin", "bell_pin") if settings.get(k) is not None]
 
     async def start(self) -> None:
-        await super().start()
+        await self.ref.start()
         if self.dome is None and self.bell is None:
             self._start_gpio()
 
@@ -80,7 +106,7 @@ class ShakerDriver(RefDriver[ShakerEvent]):
             if inp is not None:
                 inp.close()
         self.dome = self.bell = None
-        await super().stop()
+        await self.ref.stop()
 
     def _start_gpio(self) -> None:
         s = self.settings
@@ -138,31 +164,34 @@ class ShakerDriver(RefDriver[ShakerEvent]):
 
     def _bell_stuck(self, ts: float) -> None:
         self.emit(InputStuck(device=self.name, monotonic=ts, input="bell"))
-        self.latch_fault("BELL_STUCK", "the bell button is held down")
+        self.ref.latch_fault("BELL_STUCK", "the bell button is held down")
 
     def _bell_unstuck(self, ts: float, held: float) -> None:
         self.emit(InputStuck(device=self.name, monotonic=ts, input="bell", stuck=False))
-        self.clear_latched("BELL_STUCK")
+        self.ref.clear_latched("BELL_STUCK")
 
     # -- commands ---------------------------------------------------------------------
     async def request_shake(self) -> None:
         """Ask for a shake; ShakeRequested, ShakeStarted, ShakeFinished and DiceRead follow."""
-        await self.command("SHAKE")
+        await self.ref.command("SHAKE")
 
     async def read_dice(self) -> None:
         """Ask for the dice to be read again (no shake)."""
-        await self.command("READ")
+        await self.ref.command("READ")
 
     # -- events -------------------------------------------------------------------------
     def on_message(self, msg: Message, wire: bytes) -> None:
+        """A message the shaker sent on its own: its events."""
         for ev in self.tracker.apply(msg, wire):
             if isinstance(ev, ShakerFault):
                 self.counters[f"fault.{ev.fault}"] += 1
             self.emit(ev)
 
-    def status_extra(self) -> dict[str, Any]:
+    def get_status(self) -> dict[str, Any]:
         last: DiceRead | None = self.tracker.last
         return {
+            **super().get_status(),
+            **self.ref.get_status(),
             "shaker": {
                 "dice": self.tracker.dice,
                 "dome_open": self.dome_open,

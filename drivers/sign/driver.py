@@ -8,13 +8,17 @@ sent again, whole, when the sign answers again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from firmware_host.config import FieldSpec
 
-from ..reflink.display import DisplayDriver
-from ..reflink.driver import SERIAL_SETTINGS
+from ..common import DriverBase
+from ..link import Backoff
+from ..reflink.display import DisplayState, DisplaySync
+from ..reflink.driver import SERIAL_SETTINGS, RefSession, resolve_settings
+from ..transport import Opener
 from .codec import PROFILE, SignResynced, format_amount
 
 _SIGN_SETTINGS: dict[str, FieldSpec] = {
@@ -36,18 +40,47 @@ _SIGN_SETTINGS: dict[str, FieldSpec] = {
 }
 
 
-class SignDriver(DisplayDriver[SignResynced]):
+class SignDriver(DriverBase[SignResynced]):
+    """The jackpot sign: its reflink session (``ref``) and display (``screen``)."""
+
     driver_name = "sign-ref"
     profile = PROFILE
     SETTINGS: ClassVar[dict[str, FieldSpec]] = {**SERIAL_SETTINGS, **_SIGN_SETTINGS}
     FAULT_CONDITIONS = frozenset({"DISPLAY_FAULT"})
 
-    def __init__(self, name: str, settings: Mapping[str, Any], **kwargs: Any) -> None:
-        super().__init__(name, settings, **kwargs)
+    def __init__(
+        self,
+        name: str,
+        settings: Mapping[str, Any],
+        *,
+        opener: Opener | None = None,
+        pin_factory: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+        backoff: Backoff | None = None,
+    ) -> None:
+        super().__init__(name, clock=clock)
+        self.settings = resolve_settings(self.SETTINGS, settings, f"devices.{name}")
+        self.pin_factory = pin_factory
+        self.ref = RefSession(
+            self,
+            PROFILE,
+            self.settings,
+            fault_conditions=self.FAULT_CONDITIONS,
+            resync=lambda reason: self.screen.resync(reason),
+            opener=opener,
+            backoff=backoff,
+        )
+        self.screen = DisplaySync(self, self.ref, state=self.display_state, resynced=self.resynced)
         self.amount: int | None = None
         self.currency: str = self.settings["currency"]
         self.fault_text: str | None = None
         self.hit: tuple[int, str, float | None] | None = None  # amount, text, until (monotonic)
+
+    async def start(self) -> None:
+        await self.ref.start()
+
+    async def stop(self) -> None:
+        await self.ref.stop()
 
     def _amount_fields(self, amount: int, currency: str | None = None) -> dict[str, Any]:
         if isinstance(amount, bool) or not isinstance(amount, int) or not 0 <= amount < 1 << 64:
@@ -72,25 +105,28 @@ class SignDriver(DisplayDriver[SignResynced]):
         self.currency = fields["currency"]
         if self.hit is not None and self.hit[2] is None:
             self.hit = None
-        return await self.display("AMOUNT", **fields, label=self.settings["label"])
+        return await self.screen.display("AMOUNT", **fields, label=self.settings["label"])
 
     async def show_hit(self, amount: int, message: str = "JACKPOT", seconds: int = 30) -> bool:
         """A jackpot hit: ``message`` and the amount won, for ``seconds`` (0: until the next amount)."""
         fields = self._amount_fields(amount)
         self.hit = (amount, message, self.clock() + seconds if seconds else None)
-        return await self.display("HIT", **fields, text=message, seconds=seconds)
+        return await self.screen.display("HIT", **fields, text=message, seconds=seconds)
 
     async def set_fault(self, message: str) -> bool:
         """Alternate the amount with ``message`` until :meth:`clear_fault`."""
         self.fault_text = message
-        return await self.display("FAULT", text=message, period_ms=self.settings["fault_period_ms"])
+        return await self.screen.display(
+            "FAULT", text=message, period_ms=self.settings["fault_period_ms"]
+        )
 
     async def clear_fault(self) -> bool:
         self.fault_text = None
-        return await self.display("FAULT_CLEAR")
+        return await self.screen.display("FAULT_CLEAR")
 
-    def display_state(self) -> list[tuple[str, dict[str, Any]]]:
-        out: list[tuple[str, dict[str, Any]]] = []
+    def display_state(self) -> DisplayState:
+        """The messages that rebuild the whole sign, in the order they are sent."""
+        out: DisplayState = []
         if self.amount is not None:
             out.append(
                 ("AMOUNT", {**self._amount_fields(self.amount), "label": self.settings["label"]})
@@ -110,9 +146,11 @@ class SignDriver(DisplayDriver[SignResynced]):
     def resynced(self, reason: str, messages: int) -> SignResynced:
         return SignResynced(device=self.name, reason=reason, messages=messages)
 
-    def status_extra(self) -> dict[str, Any]:
+    def get_status(self) -> dict[str, Any]:
         s = self.settings
         return {
+            **super().get_status(),
+            **self.ref.get_status(),
             "sign": {
                 "amount": self.amount,
                 "currency": self.currency,

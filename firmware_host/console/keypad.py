@@ -22,6 +22,7 @@ from typing import Any
 
 from drivers.keypad.events import KeypadSignIn
 
+from ..journal import AuditLog
 from ..jsonio import JSON
 from .lockout import Lockout, restore_lockout
 from .settings import check_pin, decoy_hash
@@ -40,16 +41,16 @@ class KeypadSignInDesk:
         roster: Any,
         dealers: Mapping[str, tuple[str, str]],
         lockout: Lockout,
-        journal: Any,
+        chain: AuditLog,
     ) -> None:
         self.roster = roster
         self.dealers = dict(dealers)
         self.lockout = lockout
-        self.journal = journal
+        self.chain = chain
         self.decoy = decoy_hash({n: h for n, (_, h) in self.dealers.items()})
         self._tasks: set[asyncio.Task[str]] = set()
         self._busy = asyncio.Lock()
-        if left := restore_lockout(lockout, journal, kinds=KINDS):
+        if left := restore_lockout(lockout, chain, kinds=KINDS):
             log.warning("keypad sign-in locked for %d s more (from before the restart)", left)
 
     async def on_device_event(self, device: str, event: object) -> None:
@@ -68,7 +69,7 @@ class KeypadSignInDesk:
             where: dict[str, JSON] = {"device": device, "dealer_number": number}
             left = self.lockout.locked()
             if left:
-                self.journal.append_event(
+                self.chain.append_event(
                     "keypad_sign_in_refused", {**where, "locked_for_s": round(left)}
                 )
                 log.warning("keypad sign-in of dealer %s refused: locked for %d s", number, left)
@@ -77,9 +78,9 @@ class KeypadSignInDesk:
             stored = known[1] if known is not None else self.decoy
             good = await asyncio.to_thread(check_pin, event.pin, stored)
             if not good or known is None:
-                self.journal.append_event("keypad_sign_in_failed", where)
+                self.chain.append_event("keypad_sign_in_failed", where)
                 if self.lockout.fail():
-                    self.journal.append_event(
+                    self.chain.append_event(
                         "keypad_lockout",
                         {**where, "seconds": self.lockout.seconds,
                          "until_epoch": self.lockout.until_wall},

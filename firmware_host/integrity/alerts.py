@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from datetime import datetime
-from typing import Protocol
 
-from ..journal import AlertRecord, JournalError
+from ..journal import AlertRecord, AlertStore, Database, JournalError
 from ..jsonio import JSON
 from ..table.commands import CommandCall, Commands
 from ..table.reading import MAX_REASON, RequestError
@@ -23,45 +21,22 @@ from .codes import ALERT_CODES
 log = logging.getLogger(__name__)
 
 
-class AlertJournal(Protocol):
-    def raise_alert(
-        self,
-        code: str,
-        message: str,
-        *,
-        severity: str = ...,
-        subject: str = ...,
-        evidence: JSON = ...,
-        momentary: bool = ...,
-        at: datetime | None = ...,
-    ) -> tuple[AlertRecord, bool]: ...
-
-    def acknowledge_alert(
-        self, alert_id: int, *, by: str, reason: str, at: datetime | None = ...
-    ) -> AlertRecord: ...
-
-    def end_condition(
-        self, code: str, subject: str = ..., *, evidence: JSON = ..., at: datetime | None = ...
-    ) -> AlertRecord | None: ...
-
-    def active_alerts(self) -> list[AlertRecord]: ...
-
-    def after_commit(self, callback: Callable[[], None]) -> None: ...
-
-
 class Alerts:
     """Raise, acknowledge and end alerts; publish the retained snapshot after each.
 
-    ``publish``: the retained ``alerts`` topic's setter (the floor link's
-    ``set_snapshot`` bound to ``alerts``), or None (tests, tools)."""
+    ``store``: the journal's alerts; ``db``: its database (the snapshot is published
+    once the change commits); ``publish``: the retained ``alerts`` topic's setter (the
+    floor link's ``set_snapshot`` bound to ``alerts``), or None (tests, tools)."""
 
     def __init__(
         self,
-        journal: AlertJournal,
+        store: AlertStore,
+        db: Database,
         *,
         publish: Callable[[Mapping[str, JSON]], None] | None = None,
     ) -> None:
-        self.journal = journal
+        self.store = store
+        self._db = db
         self._publish = publish
         self._listeners: list[Callable[[], None]] = []
 
@@ -81,7 +56,7 @@ class Alerts:
         """Raise ``code`` (a code of :data:`~.codes.ALERT_CODES`: its severity and whether
         it lasts come from there unless ``severity`` says otherwise)."""
         spec = ALERT_CODES[code]
-        rec, new = self.journal.raise_alert(
+        rec, new = self.store.raise_alert(
             code,
             message,
             severity=severity or spec.severity,
@@ -95,14 +70,14 @@ class Alerts:
         return rec
 
     def acknowledge(self, alert_id: int, *, by: str, reason: str) -> AlertRecord:
-        rec = self.journal.acknowledge_alert(alert_id, by=by, reason=reason)
+        rec = self.store.acknowledge_alert(alert_id, by=by, reason=reason)
         log.info("alert %d (%s) acknowledged by %s: %s", alert_id, rec.code, by, reason)
         self._changed()
         return rec
 
     def end(self, code: str, subject: str = "", *, evidence: JSON = None) -> AlertRecord | None:
         """The condition behind ``code`` is over (it clears once acknowledged)."""
-        rec = self.journal.end_condition(code, subject, evidence=evidence)
+        rec = self.store.end_condition(code, subject, evidence=evidence)
         if rec is not None:
             self._changed()
         return rec
@@ -130,7 +105,7 @@ class Alerts:
         return {"alert": rec.to_json()}
 
     def active(self) -> list[AlertRecord]:
-        return self.journal.active_alerts()
+        return self.store.active()
 
     def codes(self) -> list[str]:
         """The codes of the active alerts (``state``, ``tablectl status``)."""
@@ -158,4 +133,4 @@ class Alerts:
                 except Exception:  # a display must never stop an alert
                     log.exception("alerts: listener failed")
 
-        self.journal.after_commit(after)
+        self._db.after_commit(after)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..journal import AuditLog
 from ..jsonio import JSON
 from ..table.extension import TableExtension, TableExtensions
 from ..timefmt import iso_utc, utc_now
@@ -170,7 +171,7 @@ class StepWatch(TableExtension):
         extensions: TableExtensions | None,
         *,
         alerts: Alerts,
-        journal: Any,
+        chain: AuditLog,
         table_id: str,
         tolerance_ms: int,
         wall: Callable[[], datetime] = utc_now,
@@ -178,7 +179,7 @@ class StepWatch(TableExtension):
         synchronised: Callable[[], bool | None] = lambda: None,
     ) -> None:
         self.alerts = alerts
-        self.journal = journal
+        self.chain = chain
         self.table_id = table_id
         self.tolerance_ms = tolerance_ms
         self.wall = wall
@@ -218,7 +219,7 @@ class StepWatch(TableExtension):
         if not self.tolerance_ms:
             return None
         latest: tuple[datetime, Any] | None = None
-        for ev in self.journal.events(recent):
+        for ev in self.chain.events(recent):
             try:
                 at = datetime.fromisoformat(str(ev.at).replace("Z", "+00:00"))
             except ValueError:
@@ -244,7 +245,7 @@ class StepWatch(TableExtension):
             "step_ms": step_ms, **times, "tolerance_ms": self.tolerance_ms,
             "synchronised": synced,
         }  # fmt: skip
-        table_event(self.journal, self.table_id, "clock_step", data, at=self.wall())
+        table_event(self.chain, self.table_id, "clock_step", data, at=self.wall())
         way = "forwards" if step_ms > 0 else "backwards"
         state = {True: "while the time service reported it synchronised",
                  False: "while the time service reported it unsynchronised",

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
-from ..journal import OutboxMessage
+from ..journal import AuditLog, OutboxMessage
 from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc
 
 
 def table_event(
-    journal: Any,
+    chain: AuditLog,
     table_id: str,
     kind: str,
     data: Mapping[str, JSON],
@@ -31,7 +30,7 @@ def table_event(
     if round_id is not None:
         payload["round_id"] = round_id
     payload["data"] = dict(data)
-    journal.append_event(
+    chain.append_event(
         kind, {**data, "round_id": round_id} if round_id is not None else dict(data),
         outbox=[OutboxMessage("events", payload, qos=1, retain=False, round_id=round_id)],
     )  # fmt: skip

@@ -29,6 +29,7 @@ from drivers.shoe.events import (
 
 from ..games.base import Bet, DiscreteGame, Game
 from ..games.money import MoneyRules, settle_amounts
+from ..journal import AuditLog
 from ..jsonio import JSON
 from ..table.extension import RoundHistory, TableExtension, TableExtensions
 from ..timefmt import utc_now
@@ -85,7 +86,7 @@ class IntegrityMonitor(TableExtension):
         extensions: TableExtensions,
         *,
         alerts: Alerts,
-        journal: Any,
+        chain: AuditLog,
         table_id: str,
         result_device: str | None,
         settings: IntegritySettings,
@@ -103,7 +104,7 @@ class IntegrityMonitor(TableExtension):
         self.currency = currency
         #: The most a bet can be paid (:func:`max_payout_of`), None: not known.
         self.max_payout = max_payout
-        self.journal = journal
+        self.chain = chain
         self.table_id = table_id
         self.result_device = result_device
         self.settings = settings
@@ -308,7 +309,7 @@ class IntegrityMonitor(TableExtension):
 
     def _event(self, kind: str, data: Mapping[str, JSON], round_id: str | None) -> None:
         """An event of the audit log, published on ``events`` in the same transaction."""
-        table_event(self.journal, self.table_id, kind, data, at=self.clock(), round_id=round_id)
+        table_event(self.chain, self.table_id, kind, data, at=self.clock(), round_id=round_id)
 
     # -- devices ------------------------------------------------------------------------
     async def on_device_event(self, device: str, event: DeviceEvent) -> None:

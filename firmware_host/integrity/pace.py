@@ -35,10 +35,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from ..auth import AuthSettings
-from ..journal import OutboxMessage, RoundRecord
+from ..journal import AuditLog, OutboxMessage, RoundRecord
 from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..table.commands import CommandCall, Commands
@@ -56,21 +55,21 @@ class DealerRoster:
 
     def __init__(
         self,
-        journal: Any,
+        chain: AuditLog,
         *,
         clock: Callable[[], datetime] = utc_now,
         auth: AuthSettings | None = None,
     ) -> None:
         """``auth``: who is bound to which dealer (None: nobody may sign in another
         dealer by command, a principal only its own name)."""
-        self.journal = journal
+        self.chain = chain
         self.clock = clock
         self.auth = auth
         self.on_duty: str | None = None
         self.since: str | None = None
         self._listeners: list[Callable[[str | None, str | None], None]] = []
-        last = journal.events(1, kind="dealer_signed_in")
-        out = journal.events(1, kind="dealer_signed_out")
+        last = chain.events(1, kind="dealer_signed_in")
+        out = chain.events(1, kind="dealer_signed_out")
         if last and (not out or out[-1].id < last[-1].id):
             self.on_duty = str(last[-1].data["dealer"])
             self.since = str(last[-1].at)
@@ -94,7 +93,7 @@ class DealerRoster:
         data: dict[str, JSON] = {"dealer": dealer, "via": via, "by": by, "replaces": old}
         if authority is not None:
             data["authority"] = authority
-        ev = self.journal.append_event("dealer_signed_in", data)
+        ev = self.chain.append_event("dealer_signed_in", data)
         self.on_duty, self.since = dealer, str(ev.at)
         for cb in list(self._listeners):
             cb(old, dealer)
@@ -104,7 +103,7 @@ class DealerRoster:
         old = self.on_duty
         if old is None:
             raise RequestError("NO_DEALER", "no dealer is signed in at this table")
-        self.journal.append_event("dealer_signed_out", {"dealer": old, "via": via, "by": by})
+        self.chain.append_event("dealer_signed_out", {"dealer": old, "via": via, "by": by})
         self.on_duty = self.since = None
         for cb in list(self._listeners):
             cb(old, None)
@@ -216,7 +215,7 @@ class PaceMonitor(TableExtension):
         extensions: TableExtensions,
         *,
         roster: DealerRoster,
-        journal: Any,
+        chain: AuditLog,
         table_id: str,
         shift_start_hour: int = 6,
         shift_hours: int = 8,
@@ -224,7 +223,7 @@ class PaceMonitor(TableExtension):
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.roster = roster
-        self.journal = journal
+        self.chain = chain
         self.table_id = table_id
         self.start_hour = shift_start_hour
         self.hours = shift_hours
@@ -316,7 +315,7 @@ class PaceMonitor(TableExtension):
                 "schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": self.table_id,
                 "event": "shift_report", "at": iso_utc(now), "data": report,
             }  # fmt: skip
-            self.journal.append_event(
+            self.chain.append_event(
                 "shift_report", report, outbox=[OutboxMessage("events", payload)]
             )
             ended, at = self.shift, now - timedelta(seconds=mono - self.shift.ends)

@@ -45,8 +45,15 @@ class SoftwareMismatch(CodedError, RuntimeError):
     code = FAULT
 
 
-class CheckJournal(Protocol):
+class CheckChain(Protocol):
+    """Where a check is recorded (the journal's chain)."""
+
     def append_event(self, kind: str, data: JSON = ...) -> Event: ...
+
+
+class CheckFaults(Protocol):
+    """Where a mismatch is latched (the journal's faults)."""
+
     def set_fault(self, code: str, message: str, data: JSON = ...) -> tuple[Fault, bool]: ...
 
 
@@ -56,7 +63,8 @@ class SoftwareCheck:
     def __init__(
         self,
         settings: SoftwareSettings,
-        journal: CheckJournal,
+        chain: CheckChain,
+        faults: CheckFaults,
         alerts: Alerts | None,
         *,
         prefix: Path | None = None,
@@ -64,7 +72,8 @@ class SoftwareCheck:
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.settings = settings
-        self.journal = journal
+        self.chain = chain
+        self.faults = faults
         self.alerts = alerts
         self.prefix = prefix
         self.faults_changed = faults_changed
@@ -91,7 +100,7 @@ class SoftwareCheck:
         """Journal what a check found; on a mismatch latch the fault, raise the alert."""
         self.last = v
         data = _capped({"trigger": trigger, "by": by, **v.to_json()})
-        self.journal.append_event("software_verified", data)
+        self.chain.append_event("software_verified", data)
         if v.ok:
             log.info("%s (%s)", v.summary(), trigger)
             if self.alerts is not None:
@@ -102,7 +111,7 @@ class SoftwareCheck:
             for line in v.differences()[:20]:
                 log.error("  %s", line)
             facts = _capped({"trigger": trigger, **v.to_json()})
-            _, new = self.journal.set_fault(FAULT, v.reason, facts)
+            _, new = self.faults.set_fault(FAULT, v.reason, facts)
             if self.alerts is not None:
                 causes = self._causes(v.reason, trigger)
                 message = v.reason if len(causes) == 1 else (

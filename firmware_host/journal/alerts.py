@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..jsonio import JSON, canonical_json
-from .audit import AuditLog
+from .chain import AuditLog
+from .database import Database
 from .errors import JournalError
 
 #: Severities, least to most severe.
@@ -111,8 +112,12 @@ def _alert(r: sqlite3.Row) -> AlertRecord:
     )
 
 
-class AlertStore(AuditLog):
+class AlertStore:
     """The ``alerts`` table and its events in the audit chain."""
+
+    def __init__(self, db: Database, chain: AuditLog) -> None:
+        self._db = db
+        self._chain = chain
 
     def _open_alert(self, db: sqlite3.Connection, code: str, subject: str) -> AlertRecord | None:
         row = db.execute(
@@ -139,8 +144,8 @@ class AlertStore(AuditLog):
         if not code:
             raise ValueError("alert code must not be empty")
         evidence = json.loads(canonical_json(evidence))
-        now = self._now(at)
-        with self._tx("raise_alert") as db:
+        now = self._db.now(at)
+        with self._db.tx("raise_alert") as db:
             old = self._open_alert(db, code, subject)
             if old is None:
                 cur = db.execute(
@@ -158,7 +163,7 @@ class AlertStore(AuditLog):
                     (severity, message, canonical_json(evidence), now, count,
                      int(not momentary), alert_id),
                 )  # fmt: skip
-            self._append_event(
+            self._chain.append_in_tx(
                 db,
                 "alert_raised",
                 {"alert_id": alert_id, "code": code, "subject": subject, "severity": severity,
@@ -175,8 +180,8 @@ class AlertStore(AuditLog):
         audit chain); cleared at once if its condition is over."""
         if not reason.strip():
             raise ValueError("acknowledging an alert needs a reason")
-        now = self._now(at)
-        with self._tx("acknowledge_alert") as db:
+        now = self._db.now(at)
+        with self._db.tx("acknowledge_alert") as db:
             row = db.execute(f"SELECT {_COLS} FROM alerts WHERE id = ?", (alert_id,)).fetchone()
             if row is None or row[13] is not None:
                 raise AlertNotFound(f"no active alert {alert_id}")
@@ -191,7 +196,7 @@ class AlertStore(AuditLog):
                 "WHERE id = ?",
                 (now, by, reason, alert_id),
             )
-            self._append_event(
+            self._chain.append_in_tx(
                 db,
                 "alert_acknowledged",
                 {"alert_id": alert_id, "code": old.code, "subject": old.subject, "by": by,
@@ -209,8 +214,8 @@ class AlertStore(AuditLog):
     ) -> AlertRecord | None:
         """The condition behind ``code`` about ``subject`` is over: the alert clears if it
         was acknowledged, else it waits for its acknowledgement. None: no such alert."""
-        now = self._now(at)
-        with self._tx("end_alert_condition") as db:
+        now = self._db.now(at)
+        with self._db.tx("end_alert_condition") as db:
             old = self._open_alert(db, code, subject)
             if old is None or not old.condition:
                 return old
@@ -229,17 +234,19 @@ class AlertStore(AuditLog):
                                  "why": why}  # fmt: skip
         if evidence is not None:
             data["evidence"] = json.loads(canonical_json(evidence))
-        self._append_event(db, "alert_cleared", data, now)
+        self._chain.append_in_tx(db, "alert_cleared", data, now)
 
-    def active_alerts(self) -> list[AlertRecord]:
+    def active(self) -> list[AlertRecord]:
         """Every alert not cleared yet, oldest first."""
         return [
             _alert(r)
-            for r in self._db.execute(
+            for r in self._db.sql.execute(
                 f"SELECT {_COLS} FROM alerts WHERE cleared_at IS NULL ORDER BY id"
             )
         ]
 
-    def alert(self, alert_id: int) -> AlertRecord | None:
-        row = self._db.execute(f"SELECT {_COLS} FROM alerts WHERE id = ?", (alert_id,)).fetchone()
+    def get(self, alert_id: int) -> AlertRecord | None:
+        row = self._db.sql.execute(
+            f"SELECT {_COLS} FROM alerts WHERE id = ?", (alert_id,)
+        ).fetchone()
         return _alert(row) if row is not None else None

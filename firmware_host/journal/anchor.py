@@ -118,18 +118,25 @@ class AnchorFinding:
 
 
 class ChainView(Protocol):
-    """What :func:`check_against_anchors` needs of a journal (``Journal`` is one)."""
+    """What :func:`check_anchor` needs of the chain (``AuditLog`` is one)."""
 
-    def chain_head(self) -> tuple[int, str]: ...
+    def head(self) -> tuple[int, str]: ...
 
-    def chain_hash_at(self, event_id: int) -> str | None: ...
+    def hash_at(self, event_id: int) -> str | None: ...
+
+
+class SeqView(Protocol):
+    """What :func:`check_anchor` needs of the rounds (``RoundStore`` is one)."""
 
     def last_seq(self, table_id: str | None = None) -> int: ...
 
 
-def check_anchor(journal: ChainView, anchor: Anchor, table_id: str | None = None) -> AnchorFinding:
-    """Does ``journal`` (a :class:`ChainView`) still hold everything up to ``anchor``?"""
-    head_id, _ = journal.chain_head()
+def check_anchor(
+    chain: ChainView, rounds: SeqView, anchor: Anchor, table_id: str | None = None
+) -> AnchorFinding:
+    """Does the journal (its ``chain`` and ``rounds``) still hold everything up to
+    ``anchor``?"""
+    head_id, _ = chain.head()
     if anchor.chain_seq > head_id:
         missing = (
             f"entry {anchor.chain_seq}"
@@ -143,7 +150,7 @@ def check_anchor(journal: ChainView, anchor: Anchor, table_id: str | None = None
             f"the journal's chain ends at entry {head_id}, the floor holds entry "
             f"{anchor.chain_seq} ({anchor.source or 'anchor'}): chain {missing} missing",
         )
-    have = journal.chain_hash_at(anchor.chain_seq)
+    have = chain.hash_at(anchor.chain_seq)
     if have != anchor.chain_head:
         return AnchorFinding(
             anchor,
@@ -154,7 +161,7 @@ def check_anchor(journal: ChainView, anchor: Anchor, table_id: str | None = None
             "not the journal the floor heard from (restored, replaced or rewritten)",
         )
     if anchor.round_seq is not None:
-        last = journal.last_seq(table_id)
+        last = rounds.last_seq(table_id)
         if anchor.round_seq > last:
             return AnchorFinding(
                 anchor,
@@ -166,7 +173,7 @@ def check_anchor(journal: ChainView, anchor: Anchor, table_id: str | None = None
 
 
 def check_against_anchors(
-    journal: ChainView, anchors: Iterable[Anchor], table_id: str | None = None
+    chain: ChainView, rounds: SeqView, anchors: Iterable[Anchor], table_id: str | None = None
 ) -> list[AnchorFinding]:
     """Every anchor that says the journal lacks something (empty: it lacks nothing)."""
-    return [f for a in anchors if not (f := check_anchor(journal, a, table_id)).ok]
+    return [f for a in anchors if not (f := check_anchor(chain, rounds, a, table_id)).ok]

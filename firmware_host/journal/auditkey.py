@@ -1,6 +1,6 @@
 """The table's audit key: the per-table secret that keys the journal's hash chain.
 
-The chain (``audit.py``) is an HMAC-SHA256 chain: without this key, nobody who can
+The chain (``chain.py``) is an HMAC-SHA256 chain: without this key, nobody who can
 write the journal file can recompute it after an edit. The key lives in a file of its
 own, named by ``[journal] audit_key`` (default: ``audit.key`` beside the journal),
 never in the journal. The file holds 32 random bytes as 64 hex digits and is created

@@ -18,8 +18,10 @@ from typing import Literal
 
 from ..games.base import Bet
 from ..jsonio import JSON, canonical_json
+from .chain import AuditLog
+from .database import Database
 from .errors import BetConflict, BetNotFound, PhaseNotAllowed
-from .outbox import OutboxMessage
+from .outbox import Outbox, OutboxMessage
 from .rounds import RoundStore
 from .storage import loads_or_none
 
@@ -72,8 +74,16 @@ def _bet(row: sqlite3.Row) -> BetRecord:
     )  # fmt: skip
 
 
-class BetStore(RoundStore):
+class BetStore:
     """Place, cancel and read the bets of a round."""
+
+    def __init__(
+        self, db: Database, *, chain: AuditLog, outbox: Outbox, rounds: RoundStore
+    ) -> None:
+        self._db = db
+        self._chain = chain
+        self._outbox = outbox
+        self._rounds = rounds
 
     def place_bet(
         self,
@@ -112,8 +122,8 @@ class BetStore(RoundStore):
         if isinstance(seat, bool) or not isinstance(seat, int):
             raise ValueError(f"seat must be an integer, got {seat!r}")
         sel = canonical_json(selection)
-        now = self._now(at)
-        with self._tx("place_bet") as db:
+        now = self._db.now(at)
+        with self._db.tx("place_bet") as db:
             row = db.execute(
                 f"SELECT {_BET_COLS} FROM bets WHERE round_id = ? AND bet_id = ?",
                 (round_id, bet_id),
@@ -127,7 +137,7 @@ class BetStore(RoundStore):
                         f"stake {existing.stake}"
                     )
                 return existing, False
-            rnd = self._open_round_for_change(db, round_id, "take bets")
+            rnd = self._rounds.unfinished_in_tx(db, round_id, "take bets")
             if phases is not None and rnd.phase not in set(phases):
                 raise PhaseNotAllowed(
                     f"round {round_id} is in phase {rnd.phase!r}: bets are not accepted"
@@ -137,7 +147,7 @@ class BetStore(RoundStore):
                 "placed_at, principal) VALUES (?, ?, ?, ?, ?, ?, 'placed', ?, ?)",
                 (round_id, bet_id, seat, bet_type, sel, stake, now, principal),
             )
-            self._append_event(
+            self._chain.append_in_tx(
                 db,
                 "bet_placed",
                 {
@@ -151,7 +161,7 @@ class BetStore(RoundStore):
                 },
                 now,
             )
-            self._enqueue(db, outbox, now)
+            self._outbox.enqueue_in_tx(db, outbox, now)
             return BetRecord(
                 round_id, bet_id, seat, bet_type, json.loads(sel), stake, "placed", now, None,
                 principal,
@@ -167,8 +177,8 @@ class BetStore(RoundStore):
         outbox: Sequence[OutboxMessage] = (),
     ) -> tuple[BetRecord, bool]:
         """Cancel a bet; idempotent (cancelling a cancelled bet returns it and ``False``)."""
-        now = self._now(at)
-        with self._tx("cancel_bet") as db:
+        now = self._db.now(at)
+        with self._db.tx("cancel_bet") as db:
             row = db.execute(
                 f"SELECT {_BET_COLS} FROM bets WHERE round_id = ? AND bet_id = ?",
                 (round_id, bet_id),
@@ -178,7 +188,7 @@ class BetStore(RoundStore):
             existing = _bet(row)
             if existing.status == "cancelled":
                 return existing, False
-            rnd = self._open_round_for_change(db, round_id, "cancel bets")
+            rnd = self._rounds.unfinished_in_tx(db, round_id, "cancel bets")
             if phases is not None and rnd.phase not in set(phases):
                 raise PhaseNotAllowed(
                     f"round {round_id} is in phase {rnd.phase!r}: bets cannot be cancelled"
@@ -188,8 +198,10 @@ class BetStore(RoundStore):
                 "WHERE round_id = ? AND bet_id = ?",
                 (now, round_id, bet_id),
             )
-            self._append_event(db, "bet_cancelled", {"round_id": round_id, "bet_id": bet_id}, now)
-            self._enqueue(db, outbox, now)
+            self._chain.append_in_tx(
+                db, "bet_cancelled", {"round_id": round_id, "bet_id": bet_id}, now
+            )
+            self._outbox.enqueue_in_tx(db, outbox, now)
             row = db.execute(
                 f"SELECT {_BET_COLS} FROM bets WHERE round_id = ? AND bet_id = ?",
                 (round_id, bet_id),
@@ -198,7 +210,7 @@ class BetStore(RoundStore):
 
     def bet(self, round_id: str, bet_id: str) -> BetRecord | None:
         """One bet of a round (placed or cancelled), or None (unknown, or pruned)."""
-        row = self._db.execute(
+        row = self._db.sql.execute(
             f"SELECT {_BET_COLS} FROM bets WHERE round_id = ? AND bet_id = ?",
             (round_id, bet_id),
         ).fetchone()
@@ -209,4 +221,4 @@ class BetStore(RoundStore):
         sql = f"SELECT {_BET_COLS} FROM bets WHERE round_id = ?"
         if not include_cancelled:
             sql += " AND status = 'placed'"
-        return [_bet(r) for r in self._db.execute(sql + " ORDER BY id", (round_id,))]
+        return [_bet(r) for r in self._db.sql.execute(sql + " ORDER BY id", (round_id,))]

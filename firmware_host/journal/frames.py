@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Literal
 
 from ..jsonio import JSON
-from .connection import Connection
+from .database import Database
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +38,13 @@ class RawFrame:
         }
 
 
-class FrameStore(Connection):
+class FrameStore:
     """Keep and read raw device frames."""
 
-    def add_raw_frame(
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def add(
         self,
         round_id: str | None,
         device: str,
@@ -51,24 +54,26 @@ class FrameStore(Connection):
         at: datetime | None = None,
     ) -> int:
         """Keep one raw device frame (committed without its own fsync; see the module docstring)."""
-        return self.add_raw_frames([(round_id, device, direction, data)], at=at)[0]
+        return self.add_many([(round_id, device, direction, data)], at=at)[0]
 
-    def add_raw_frames(
+    def add_many(
         self,
         frames: Iterable[tuple[str | None, str, Literal["rx", "tx"], bytes]],
         *,
         at: datetime | None = None,
     ) -> list[int]:
-        now = self._now(at)
-        with self._tx("add_raw_frames", durable=False) as db:
-            return self._insert_frames(db, frames, now)
+        """Keep raw device frames ``(round_id, device, direction, data)`` in one write."""
+        now = self._db.now(at)
+        with self._db.tx("add_raw_frames", durable=False) as db:
+            return self.insert_in_tx(db, frames, now)
 
     @staticmethod
-    def _insert_frames(
+    def insert_in_tx(
         db: sqlite3.Connection,
         frames: Iterable[tuple[str | None, str, Literal["rx", "tx"], bytes]],
         now: str,
     ) -> list[int]:
+        """Write ``frames`` in the open transaction (a settlement's own)."""
         ids = []
         for round_id, device, direction, data in frames:
             cur = db.execute(
@@ -79,10 +84,11 @@ class FrameStore(Connection):
             ids.append(int(cur.lastrowid or 0))
         return ids
 
-    def raw_frames(self, round_id: str) -> list[RawFrame]:
+    def of_round(self, round_id: str) -> list[RawFrame]:
+        """The raw frames kept against ``round_id``, in the order they came."""
         return [
             RawFrame(r[0], r[1], r[2], r[3], bytes(r[4]), r[5])
-            for r in self._db.execute(
+            for r in self._db.sql.execute(
                 "SELECT id, round_id, device, direction, data, at FROM raw_frames "
                 "WHERE round_id = ? ORDER BY id",
                 (round_id,),

@@ -3,8 +3,8 @@
 The state of each jackpot (meters, parameters...) is saved in the same transaction
 as the round that changed it (``settle_round(jackpot_state=...)``), so a meter can
 never be ahead of or behind the settled rounds. A hit is paid in two steps: recorded
-(:meth:`JackpotStore.record_jackpot_hit`, or within the winning round's settlement)
-and then confirmed paid (:meth:`JackpotStore.confirm_jackpot_payment`); hits recorded
+(:meth:`JackpotStore.record_hit`, or within the winning round's settlement)
+and then confirmed paid (:meth:`JackpotStore.confirm_payment`); hits recorded
 but unpaid are finished after a restart.
 
 Every write here appends its entry to the audit chain in the same transaction: the
@@ -21,9 +21,10 @@ from datetime import datetime
 from typing import Any
 
 from ..jsonio import JSON, canonical_json, dumps
-from .audit import AuditLog
+from .chain import AuditLog
+from .database import Database
 from .errors import JackpotHitConflict, JackpotHitNotFound
-from .outbox import OutboxMessage
+from .outbox import Outbox, OutboxMessage
 from .storage import loads_or_none
 
 #: Jackpot name used when a table has one progressive (the usual case).
@@ -32,7 +33,7 @@ DEFAULT_JACKPOT = "progressive"
 
 @dataclass(frozen=True, slots=True)
 class JackpotHit:
-    """A jackpot hit to record (step 1 of 2; :meth:`JackpotStore.confirm_jackpot_payment` is 2)."""
+    """A jackpot hit to record (step 1 of 2; :meth:`JackpotStore.confirm_payment` is 2)."""
 
     hit_id: str
     amount: int
@@ -78,10 +79,15 @@ def _hit(row: sqlite3.Row) -> JackpotHitRecord:
     )
 
 
-class JackpotStore(AuditLog):
+class JackpotStore:
     """Save jackpot states; record hits and their payments (each an event of the chain)."""
 
-    def _save_jackpot(
+    def __init__(self, db: Database, chain: AuditLog, outbox: Outbox) -> None:
+        self._db = db
+        self._chain = chain
+        self._outbox = outbox
+
+    def save_in_tx(
         self,
         db: sqlite3.Connection,
         name: str,
@@ -95,11 +101,13 @@ class JackpotStore(AuditLog):
             "updated_at = excluded.updated_at",
             (name, dumps(dict(state)), round_id, now),
         )
-        self._append_event(
+        self._chain.append_in_tx(
             db, "jackpot_saved", {"name": name, "round_id": round_id, "state": dict(state)}, now
         )
 
-    def _record_hit(self, db: sqlite3.Connection, hit: JackpotHit, now: str) -> JackpotHitRecord:
+    def record_hit_in_tx(
+        self, db: sqlite3.Connection, hit: JackpotHit, now: str
+    ) -> JackpotHitRecord:
         if isinstance(hit.amount, bool) or not isinstance(hit.amount, int) or hit.amount < 0:
             raise ValueError(
                 f"jackpot hit amount must be a non-negative integer, got {hit.amount!r}"
@@ -130,7 +138,7 @@ class JackpotStore(AuditLog):
             "VALUES (?, ?, ?, ?, ?, ?)",
             (hit.hit_id, hit.name, hit.round_id, hit.amount, dumps(hit.details), now),
         )
-        self._append_event(
+        self._chain.append_in_tx(
             db,
             "jackpot_hit",
             {
@@ -146,12 +154,12 @@ class JackpotStore(AuditLog):
             hit.hit_id, hit.name, hit.round_id, hit.amount, hit.details, now, None, None
         )
 
-    def jackpot_state(self, name: str = DEFAULT_JACKPOT) -> JSON:
+    def state(self, name: str = DEFAULT_JACKPOT) -> JSON:
         """The last saved state (meters, parameters...) of jackpot ``name``, or None."""
-        row = self._db.execute("SELECT state FROM jackpot WHERE name = ?", (name,)).fetchone()
+        row = self._db.sql.execute("SELECT state FROM jackpot WHERE name = ?", (name,)).fetchone()
         return None if row is None else loads_or_none(row[0])
 
-    def save_jackpot_state(
+    def save_state(
         self,
         state: Mapping[str, JSON],
         *,
@@ -161,14 +169,14 @@ class JackpotStore(AuditLog):
         at: datetime | None = None,
     ) -> None:
         """Save a jackpot state on its own (parameter change, adjustment), with its events."""
-        now = self._now(at)
-        with self._tx("save_jackpot_state") as db:
-            self._save_jackpot(db, name, state, None, now)
+        now = self._db.now(at)
+        with self._db.tx("save_jackpot_state") as db:
+            self.save_in_tx(db, name, state, None, now)
             for kind, data in events:
-                self._append_event(db, kind, data, now)
-            self._enqueue(db, outbox, now)
+                self._chain.append_in_tx(db, kind, data, now)
+            self._outbox.enqueue_in_tx(db, outbox, now)
 
-    def record_jackpot_hit(
+    def record_hit(
         self,
         hit: JackpotHit,
         *,
@@ -180,15 +188,15 @@ class JackpotStore(AuditLog):
 
         Idempotent by ``hit_id`` (same content: returns the existing record).
         """
-        now = self._now(at)
-        with self._tx("record_jackpot_hit") as db:
-            rec = self._record_hit(db, hit, now)
+        now = self._db.now(at)
+        with self._db.tx("record_jackpot_hit") as db:
+            rec = self.record_hit_in_tx(db, hit, now)
             if rec.recorded_at == now and state is not None:
-                self._save_jackpot(db, hit.name, state, hit.round_id, now)
-            self._enqueue(db, outbox, now)
+                self.save_in_tx(db, hit.name, state, hit.round_id, now)
+            self._outbox.enqueue_in_tx(db, outbox, now)
             return rec
 
-    def confirm_jackpot_payment(
+    def confirm_payment(
         self,
         hit_id: str,
         payment: JSON = None,
@@ -198,8 +206,8 @@ class JackpotStore(AuditLog):
         at: datetime | None = None,
     ) -> tuple[JackpotHitRecord, bool]:
         """Step 2 of a hit: payment confirmed. Idempotent: returns ``(record, changed)``."""
-        now = self._now(at)
-        with self._tx("confirm_jackpot_payment") as db:
+        now = self._db.now(at)
+        with self._db.tx("confirm_jackpot_payment") as db:
             row = db.execute(
                 f"SELECT {_HIT_COLS} FROM jackpot_hits WHERE hit_id = ?", (hit_id,)
             ).fetchone()
@@ -213,27 +221,27 @@ class JackpotStore(AuditLog):
                 (now, dumps(payment), hit_id),
             )
             if state is not None:
-                self._save_jackpot(db, existing.name, state, existing.round_id, now)
-            self._append_event(
+                self.save_in_tx(db, existing.name, state, existing.round_id, now)
+            self._chain.append_in_tx(
                 db,
                 "jackpot_paid",
                 {"hit_id": hit_id, "amount": existing.amount, "payment": payment},
                 now,
             )
-            self._enqueue(db, outbox, now)
+            self._outbox.enqueue_in_tx(db, outbox, now)
             row = db.execute(
                 f"SELECT {_HIT_COLS} FROM jackpot_hits WHERE hit_id = ?", (hit_id,)
             ).fetchone()
             return _hit(row), True
 
-    def jackpot_hit(self, hit_id: str) -> JackpotHitRecord | None:
+    def hit(self, hit_id: str) -> JackpotHitRecord | None:
         """One recorded hit by its id, or None."""
-        row = self._db.execute(
+        row = self._db.sql.execute(
             f"SELECT {_HIT_COLS} FROM jackpot_hits WHERE hit_id = ?", (hit_id,)
         ).fetchone()
         return None if row is None else _hit(row)
 
-    def jackpot_hits(self, limit: int = 25, *, name: str | None = None) -> list[JackpotHitRecord]:
+    def hits(self, limit: int = 25, *, name: str | None = None) -> list[JackpotHitRecord]:
         """The last ``limit`` hits, newest first."""
         sql = f"SELECT {_HIT_COLS} FROM jackpot_hits"
         args: list[Any] = []
@@ -241,13 +249,13 @@ class JackpotStore(AuditLog):
             sql += " WHERE name = ?"
             args.append(name)
         args.append(limit)
-        return [_hit(r) for r in self._db.execute(sql + " ORDER BY id DESC LIMIT ?", args)]
+        return [_hit(r) for r in self._db.sql.execute(sql + " ORDER BY id DESC LIMIT ?", args)]
 
-    def unpaid_jackpot_hits(self) -> list[JackpotHitRecord]:
+    def unpaid_hits(self) -> list[JackpotHitRecord]:
         """Hits recorded but not confirmed paid, oldest first (to finish after a restart)."""
         return [
             _hit(r)
-            for r in self._db.execute(
+            for r in self._db.sql.execute(
                 f"SELECT {_HIT_COLS} FROM jackpot_hits WHERE paid_at IS NULL ORDER BY id"
             )
         ]

@@ -20,7 +20,7 @@ from datetime import datetime
 from ..auth.identity import TableIdentity
 from ..jsonio import JSON, dumps
 from ..topics import check_relative_topic
-from .connection import Connection
+from .database import Database
 
 log = logging.getLogger(__name__)
 
@@ -75,24 +75,31 @@ def _outbox(row: sqlite3.Row) -> OutboxEntry:
     return OutboxEntry(row[0], row[1], bytes(row[2]), row[3], bool(row[4]), row[5], row[6], row[7])
 
 
-class Outbox(Connection):
+class Outbox:
     """Queue messages inside journal transactions; hand them to the publisher in order.
 
-    Methods of the other parts taking ``outbox=`` write those messages in their own
-    transaction, so a lifecycle event is published if and only if the change it
-    announces is committed.
+    The parts taking ``outbox=`` write those messages in their own transaction
+    (:meth:`enqueue_in_tx`), so a lifecycle event is published if and only if the change
+    it announces is committed.
     """
 
-    #: Called after each commit that queued outbox entries (set by ``Journal``).
-    _listeners: list[Callable[[], None]]
-    #: Signs what the outbox holds (set by ``Journal``; None: unsigned, tests only).
-    _identity: TableIdentity | None
+    def __init__(self, db: Database, identity: TableIdentity | None = None) -> None:
+        self._db = db
+        #: Signs what the outbox holds (None: unsigned, library use and tests).
+        self.identity = identity
+        #: Called after each commit that queued outbox entries.
+        self._listeners: list[Callable[[], None]] = []
 
-    def add_outbox_listener(self, callback: Callable[[], None]) -> None:
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a journal transaction is open: entries queued now may still roll back."""
+        return self._db.in_transaction
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` after each commit that queued outbox entries (wakes publishers)."""
         self._listeners.append(callback)
 
-    def remove_outbox_listener(self, callback: Callable[[], None]) -> None:
+    def remove_listener(self, callback: Callable[[], None]) -> None:
         with contextlib.suppress(ValueError):
             self._listeners.remove(callback)
 
@@ -103,7 +110,7 @@ class Outbox(Connection):
             except Exception:  # a listener must never undo a committed transaction
                 log.exception("outbox listener failed")
 
-    def _enqueue(
+    def enqueue_in_tx(
         self, db: sqlite3.Connection, messages: Iterable[OutboxMessage], now: str
     ) -> list[int]:
         """Write ``messages`` in the open transaction; the listeners run after its commit."""
@@ -117,7 +124,7 @@ class Outbox(Connection):
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (
                     m.topic,
-                    _payload_bytes(m.topic, m.payload, self._identity),
+                    _payload_bytes(m.topic, m.payload, self.identity),
                     m.qos,
                     int(m.retain),
                     m.round_id,
@@ -125,35 +132,35 @@ class Outbox(Connection):
                 ),
             )
             ids.append(int(cur.lastrowid or 0))
-        if ids and self._wake_listeners not in self._after_commit:
-            self._after_commit.append(self._wake_listeners)
+        if ids:
+            self._db.once_after_commit(self._wake_listeners)
         return ids
 
     def enqueue(self, *messages: OutboxMessage) -> list[int]:
         """Queue messages for publication on their own (one transaction); return their ids."""
-        now = self._now()
-        with self._tx("enqueue") as db:
-            return self._enqueue(db, messages, now)
+        now = self._db.now()
+        with self._db.tx("enqueue") as db:
+            return self.enqueue_in_tx(db, messages, now)
 
-    def outbox_pending(self, limit: int = 100, *, after_id: int = 0) -> list[OutboxEntry]:
+    def pending(self, limit: int = 100, *, after_id: int = 0) -> list[OutboxEntry]:
         """Unpublished entries in publication order (ascending id)."""
         return [
             _outbox(r)
-            for r in self._db.execute(
+            for r in self._db.sql.execute(
                 "SELECT e.id, e.topic, e.payload, e.qos, e.retain, e.round_id, e.created_at, "
                 f"NULL FROM outbox_entries e WHERE e.id > ? AND {_UNMARKED} ORDER BY e.id LIMIT ?",
                 (after_id, limit),
             )
         ]
 
-    def outbox_pending_count(self) -> int:
+    def pending_count(self) -> int:
         return int(
-            self._db.execute(f"SELECT COUNT(*) FROM outbox_entries e WHERE {_UNMARKED}").fetchone()[
-                0
-            ]
+            self._db.sql.execute(
+                f"SELECT COUNT(*) FROM outbox_entries e WHERE {_UNMARKED}"
+            ).fetchone()[0]
         )
 
-    def outbox_mark_published(self, ids: int | Iterable[int], *, at: datetime | None = None) -> int:
+    def mark_published(self, ids: int | Iterable[int], *, at: datetime | None = None) -> int:
         """Mark entries published (after the broker's PUBACK); returns how many changed.
 
         Committed without its own fsync: losing a mark on power failure only means
@@ -164,16 +171,16 @@ class Outbox(Connection):
         id_list = [ids] if isinstance(ids, int) else list(ids)
         if not id_list:
             return 0
-        now = self._now(at)
-        with self._tx("outbox_mark_published", durable=False) as db:
+        now = self._db.now(at)
+        with self._db.tx("outbox_mark_published", durable=False) as db:
             return db.execute(
                 "INSERT OR IGNORE INTO outbox_published (id, published_at) SELECT id, ? "
                 "FROM outbox_entries WHERE id IN (SELECT value FROM json_each(?))",
                 (now, json.dumps([int(i) for i in id_list])),
             ).rowcount
 
-    def outbox_entry(self, entry_id: int) -> OutboxEntry | None:
-        row = self._db.execute(
+    def entry(self, entry_id: int) -> OutboxEntry | None:
+        row = self._db.sql.execute(
             f"SELECT {_OUTBOX_COLS} FROM outbox WHERE id = ?", (entry_id,)
         ).fetchone()
         return None if row is None else _outbox(row)

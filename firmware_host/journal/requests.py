@@ -3,7 +3,7 @@
 The floor re-sends a request it got no answer to, with the same ``request_id``
 (``docs/mqtt.md``). The table must then answer what it answered the first time and do
 nothing again. So the answer to a request is written here **in the transaction of the
-change it answers** (:meth:`~.connection.Connection.transaction`): a crash before the
+change it answers** (:meth:`~.database.Database.transaction`): a crash before the
 commit leaves neither the change nor the answer (the retry acts, once), a crash after
 it leaves both (the retry gets the answer, and acts nothing).
 
@@ -20,7 +20,7 @@ hours or more) and as long as the round it names keeps its bets in the journal
 (a jackpot payment, GLI's two-person rule), until the second one comes.
 
 Every answer is evidence (what the table told the floor, to whom): writing it appends a
-``request_answered`` entry to the audit chain in the same transaction (``audit.py``:
+``request_answered`` entry to the audit chain in the same transaction (``chain.py``:
 principal, request id, topic, digest, round, verified, the SHA-256 of the answer as
 stored), and retention's deletions append ``requests_pruned``; ``tablectl audit verify``
 checks every row against them. ``approvals`` are not chained: they are working state
@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ..jsonio import JSON, dumps, loads_or_none
-from .audit import AuditLog
+from .chain import AuditLog
+from .database import Database
 from .errors import JournalError
 
 
@@ -92,12 +93,16 @@ def _request(row: sqlite3.Row) -> RequestRecord:
     )
 
 
-class RequestStore(AuditLog):
+class RequestStore:
     """Journaled answers by request id; approvals of two-person actions."""
+
+    def __init__(self, db: Database, chain: AuditLog) -> None:
+        self._db = db
+        self._chain = chain
 
     def answered(self, principal: str, request_id: str) -> RequestRecord | None:
         """The journaled answer to ``principal``'s request ``request_id``, if any."""
-        row = self._db.execute(
+        row = self._db.sql.execute(
             f"SELECT {_REQ_COLS} FROM requests WHERE principal = ? AND request_id = ?",
             (principal, request_id),
         ).fetchone()
@@ -118,9 +123,9 @@ class RequestStore(AuditLog):
         """Journal the answer to a request: inside the open transaction (the change it
         answers), or in one of its own. :class:`RequestIdTaken` if the principal already
         used ``request_id``."""
-        now = self._now(at)
+        now = self._db.now(at)
         text = dumps(answer)
-        with self._tx("record_answer") as db:
+        with self._db.tx("record_answer") as db:
             try:
                 db.execute(
                     f"INSERT INTO requests ({_REQ_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -130,7 +135,7 @@ class RequestStore(AuditLog):
                 raise RequestIdTaken(
                     f"request id {request_id!r} of {principal!r} is already answered"
                 ) from exc
-            self._append_event(
+            self._chain.append_in_tx(
                 db,
                 "request_answered",
                 {
@@ -146,11 +151,11 @@ class RequestStore(AuditLog):
             )
         return RequestRecord(principal, request_id, topic, digest, round_id, verified, answer, now)
 
-    def requests_answered(self, limit: int = 50) -> list[RequestRecord]:
+    def recent(self, limit: int = 50) -> list[RequestRecord]:
         """The last ``limit`` journaled answers, newest first (console, tests)."""
         return [
             _request(r)
-            for r in self._db.execute(
+            for r in self._db.sql.execute(
                 f"SELECT {_REQ_COLS} FROM requests ORDER BY id DESC LIMIT ?", (limit,)
             )
         ]
@@ -167,8 +172,8 @@ class RequestStore(AuditLog):
     ) -> list[str]:
         """Record ``principal``'s approval of ``action`` on ``subject`` (idempotent);
         return every principal who approved it so far, first first."""
-        now = self._now(at)
-        with self._tx("approve") as db:
+        now = self._db.now(at)
+        with self._db.tx("approve") as db:
             db.execute(
                 "INSERT OR IGNORE INTO approvals (action, subject, principal, request_id, at) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -179,7 +184,7 @@ class RequestStore(AuditLog):
     def approvals(self, action: str, subject: str) -> list[str]:
         return [
             r[0]
-            for r in self._db.execute(
+            for r in self._db.sql.execute(
                 "SELECT principal FROM approvals WHERE action = ? AND subject = ? "
                 "ORDER BY at, rowid",
                 (action, subject),
@@ -188,5 +193,5 @@ class RequestStore(AuditLog):
 
     def clear_approvals(self, action: str, subject: str) -> None:
         """Forget the approvals of a finished action (in the transaction that finishes it)."""
-        with self._tx("clear_approvals") as db:
+        with self._db.tx("clear_approvals") as db:
             db.execute("DELETE FROM approvals WHERE action = ? AND subject = ?", (action, subject))

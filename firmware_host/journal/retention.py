@@ -11,7 +11,7 @@ for every hundredth of the window, :data:`EDGE_SPACING`). A
 round's ``detail`` says what is left of it: ``full``, ``no_frames`` or ``summary``. Pruning runs after each finished round, in a
 transaction of its own without an fsync (losing it on power failure only means it
 runs again); in the daemon it runs once the broker has acknowledged the round
-(``Connection.defer``), and asks for a checkpoint of the WAL, done on a thread of its
+(``Database.defer``), and asks for a checkpoint of the WAL, done on a thread of its
 own (``checkpoint_in_background``, ``checkpoint.py``). Dropping a round's bets and settlement payload appends a
 ``rounds_pruned`` entry to the audit chain in that transaction, and dropping answers
 a ``requests_pruned`` entry, so an audit tells what retention pruned from rows deleted
@@ -21,11 +21,13 @@ behind the journal's back.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
 from ..timefmt import iso_utc
-from .audit import AuditLog
+from .chain import AuditLog
 from .checkpoint import Checkpointer
+from .database import Database
 from .errors import JournalError
 
 log = logging.getLogger(__name__)
@@ -37,55 +39,74 @@ log = logging.getLogger(__name__)
 EDGE_SPACING = 100
 
 
-class Retention(AuditLog):
-    """Prune what is past the retention windows (set by ``Journal``)."""
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """What the journal keeps (the ``[journal]`` options of the same names); checked
+    when made, before the journal's file is opened."""
 
     #: Finished rounds whose raw frames are kept (at least 10: recall of the last 10 games).
-    raw_frame_rounds: int
+    raw_frame_rounds: int = 100
     #: Finished rounds whose bets and settlement payload are kept (>= ``raw_frame_rounds``).
-    full_rounds: int
+    full_rounds: int = 10000
     #: Published outbox entries kept after publication.
-    published_outbox_keep: int
+    published_outbox_keep: int = 1000
     #: Hours an answer to a floor request is kept at least (24 or more).
-    request_keep_hours: int
-    #: WAL checkpoints after finished rounds, on a thread (checkpoint_in_background).
-    _checkpointer: Checkpointer | None = None
-    #: Pruning passes so far (the windows' edges are looked for every EDGE_SPACING-th).
-    _edges_due: int = 0
+    request_keep_hours: int = 24
+
+    def __post_init__(self) -> None:
+        if self.raw_frame_rounds < 10:
+            raise ValueError("raw_frame_rounds must be at least 10 (recall of the last 10 games)")
+        if self.full_rounds < self.raw_frame_rounds:
+            raise ValueError("full_rounds must be at least raw_frame_rounds")
+        if self.request_keep_hours < 24:
+            raise ValueError("request_keep_hours must be at least 24 (docs/mqtt.md)")
+
+
+class Retention:
+    """Prune what is past the retention :class:`Windows`."""
+
+    def __init__(self, db: Database, chain: AuditLog, windows: Windows | None = None) -> None:
+        self._db = db
+        self._chain = chain
+        self.windows = windows if windows is not None else Windows()
+        #: WAL checkpoints after finished rounds, on a thread (checkpoint_in_background).
+        self.checkpointer: Checkpointer | None = None
+        #: Pruning passes so far (the windows' edges are looked for every EDGE_SPACING-th).
+        self._edges_due = 0
 
     def checkpoint_in_background(self) -> None:
         """From now on the WAL is checkpointed after finished rounds by a thread of its
         own (``checkpoint.py``), not by SQLite inside a commit (the daemon's choice)."""
-        if self._checkpointer is None and not self.readonly:
-            self._checkpointer = Checkpointer(self.path)
+        if self.checkpointer is None and not self._db.readonly:
+            self.checkpointer = Checkpointer(self._db.path)
 
     def close(self) -> None:
-        if self._checkpointer is not None:
-            self._checkpointer.close()
-            self._checkpointer = None
-        super().close()
+        """Stop the checkpoints' thread (the journal closes its database after)."""
+        if self.checkpointer is not None:
+            self.checkpointer.close()
+            self.checkpointer = None
 
-    def _retain_later(self) -> None:
-        """Prune after a finished round: at once, or deferred (:attr:`defer`): then a
-        failure is logged, not raised (the round is committed; pruning runs again after
+    def prune_later(self) -> None:
+        """Prune after a finished round: at once, or deferred (``Database.defer``): then
+        a failure is logged, not raised (the round is committed; pruning runs again after
         the next one), and nothing runs once the journal is closed."""
-        if self.defer is None:
-            self._retain()
+        if self._db.defer is None:
+            self.prune()
             return
 
         def run() -> None:
-            if self._closed:
+            if self._db.closed:
                 return
             try:
-                self._retain()
+                self.prune()
             except JournalError as exc:
                 log.warning("journal: retention failed, retried after the next round: %s", exc)
 
-        self.defer(run)
+        self._db.defer(run)
 
-    def _retain(self) -> None:
+    def prune(self) -> None:
         """Prune raw frames, full detail and published outbox entries past the windows."""
-        db = self._db
+        db = self._db.sql
 
         def nth_finished(n: int) -> int | None:
             row = db.execute(
@@ -100,11 +121,11 @@ class Retention(AuditLog):
         def edge(n: int) -> int | None:
             return nth_finished(n) if due % max(1, n // EDGE_SPACING) == 0 else None
 
-        frames_edge = edge(self.raw_frame_rounds)
-        full_edge = edge(self.full_rounds)
+        frames_edge = edge(self.windows.raw_frame_rounds)
+        full_edge = edge(self.windows.full_rounds)
         pub = db.execute("SELECT MAX(id) FROM outbox_published").fetchone()[0]
-        requests_edge = iso_utc(self._clock() - timedelta(hours=self.request_keep_hours))
-        with self._tx("retention", durable=False):
+        requests_edge = iso_utc(self._db.clock() - timedelta(hours=self.windows.request_keep_hours))
+        with self._db.tx("retention", durable=False):
             # Through the index on ``at``: only the requests past the window are read
             # (ordered by id, SQLite scanned every request kept, 24 hours of them, after
             # every round: 2 ms after 120 rounds of 100 bets here, growing with traffic).
@@ -119,8 +140,11 @@ class Retention(AuditLog):
                     "DELETE FROM requests WHERE principal = ? AND request_id = ?",
                     [(r[0], r[1]) for r in gone],
                 )
-                self._append_event(
-                    db, "requests_pruned", {"requests": [[r[0], r[1]] for r in gone]}, self._now()
+                self._chain.append_in_tx(
+                    db,
+                    "requests_pruned",
+                    {"requests": [[r[0], r[1]] for r in gone]},
+                    self._db.now(),
                 )
             if frames_edge is not None:
                 old = [
@@ -155,15 +179,17 @@ class Retention(AuditLog):
                     db.execute("DELETE FROM settlements WHERE round_id = ?", (rid,))
                     db.execute("UPDATE rounds SET detail = 'summary' WHERE round_id = ?", (rid,))
                 if old:
-                    self._append_event(db, "rounds_pruned", {"round_ids": old}, self._now())
+                    self._chain.append_in_tx(
+                        db, "rounds_pruned", {"round_ids": old}, self._db.now()
+                    )
             if pub is not None:
                 # A published entry and its mark go together (an entry not marked stays).
-                last = int(pub) - self.published_outbox_keep
+                last = int(pub) - self.windows.published_outbox_keep
                 db.execute(
                     "DELETE FROM outbox_entries WHERE id <= ? "
                     "AND id IN (SELECT id FROM outbox_published WHERE id <= ?)",
                     (last, last),
                 )
                 db.execute("DELETE FROM outbox_published WHERE id <= ?", (last,))
-        if self._checkpointer is not None:
-            self._checkpointer.round_finished()
+        if self.checkpointer is not None:
+            self.checkpointer.round_finished()

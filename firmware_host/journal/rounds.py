@@ -4,7 +4,10 @@ A crash at any instant leaves every round either fully settled (round row,
 settlement payload, outbox entry, jackpot state, all in one transaction) or not
 settled at all, and a round can never be settled or voided twice:
 :meth:`RoundStore.settle_round` and :meth:`RoundStore.void_round` refuse a round
-that is already finished.
+that is already finished. Settling or voiding writes, in that one transaction, through
+the parts it takes as collaborators (their ``*_in_tx`` writers): the jackpot's state and
+hits, the chain's entries, the outbox's messages and the raw frames that carried the
+result.
 
 This module is also the one place that numbers rounds: :meth:`RoundStore.next_seq`
 (the table's next sequence number) and :func:`new_round_id`. A sequence number the
@@ -12,7 +15,7 @@ floor has already seen is never given again, even by a journal that lost its tai
 the start-up check against the floor records the floor's last ``seq`` (``meta``
 ``seq_floor:<table_id>``) and numbering continues above it.
 
-Each round's opening and finish append its entry to the audit chain (``audit.py``) in
+Each round's opening and finish append its entry to the audit chain (``chain.py``) in
 the same transaction, and queue the retained ``anchor`` (``anchor.py``) before the
 round's own messages; a finished round's payload carries its chain position
 (``chain``).
@@ -33,11 +36,12 @@ from ..auth.identity import TableIdentity
 from ..jsonio import JSON, canonical_json, canonical_json_nofloat, dumps
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from .anchor import ANCHOR_TOPIC
-from .audit import Event
+from .chain import AuditLog, Event
+from .database import Database
 from .errors import RoundExists, RoundFinished, RoundInFlight, RoundNotFound
 from .frames import FrameStore
 from .jackpot import DEFAULT_JACKPOT, JackpotHit, JackpotStore
-from .outbox import OutboxMessage
+from .outbox import Outbox, OutboxMessage
 from .retention import Retention
 from .storage import loads_or_none
 
@@ -199,10 +203,32 @@ def _round(row: sqlite3.Row) -> RoundRecord:
     )
 
 
-class RoundStore(JackpotStore, FrameStore, Retention):
-    """Open, move, settle and void rounds; read them back."""
+class RoundStore:
+    """Open, move, settle and void rounds; read them back.
 
-    def _get_round(self, db: sqlite3.Connection, round_id: str) -> RoundRecord:
+    A round's settlement or void is one transaction that also writes through its
+    collaborators: the jackpot's state and hits, the chain's entries, the outbox's
+    messages and raw frames; then retention prunes."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        chain: AuditLog,
+        outbox: Outbox,
+        jackpot: JackpotStore,
+        frames: FrameStore,
+        retention: Retention,
+    ) -> None:
+        self._db = db
+        self._chain = chain
+        self._outbox = outbox
+        self._jackpot = jackpot
+        self._frames = frames
+        self._retention = retention
+
+    def _get(self, db: sqlite3.Connection, round_id: str) -> RoundRecord:
+        """Round ``round_id`` as ``db`` sees it (:class:`RoundNotFound`)."""
         row = db.execute(
             f"SELECT {_ROUND_COLS} FROM rounds WHERE round_id = ?", (round_id,)
         ).fetchone()
@@ -210,10 +236,10 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             raise RoundNotFound(f"no round {round_id!r} in the journal")
         return _round(row)
 
-    def _open_round_for_change(
-        self, db: sqlite3.Connection, round_id: str, what: str
-    ) -> RoundRecord:
-        rnd = self._get_round(db, round_id)
+    def unfinished_in_tx(self, db: sqlite3.Connection, round_id: str, what: str) -> RoundRecord:
+        """Round ``round_id``, refused (:class:`RoundFinished`) if finished: checked in the
+        open transaction that changes it (a bet cannot slip in after its round ended)."""
+        rnd = self._get(db, round_id)
         if rnd.finished:
             raise RoundFinished(
                 f"round {round_id} is already {rnd.status}"
@@ -225,7 +251,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
     # -- rounds ------------------------------------------------------------------
     def next_seq(self, table_id: str) -> int:
         """The sequence number the table's next round gets (its last one + 1)."""
-        return _next_seq(self._db, table_id)
+        return _next_seq(self._db.sql, table_id)
 
     def open_round(
         self,
@@ -246,8 +272,8 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         Refuses (:class:`RoundInFlight`) while another round of the table is unfinished
         unless ``allow_concurrent``.
         """
-        now = self._now(at)
-        with self._tx("open_round") as db:
+        now = self._db.now(at)
+        with self._db.tx("open_round") as db:
             if not allow_concurrent:
                 row = db.execute(
                     # ``+table_id``: through the index of rounds in flight (a few), not
@@ -271,7 +297,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
                 raise RoundExists(
                     f"round {round_id!r} or seq {seq} of table {table_id} already exists"
                 ) from exc
-            entry = self._append_event(
+            entry = self._chain.append_in_tx(
                 db,
                 "round_opened",
                 {
@@ -284,12 +310,13 @@ class RoundStore(JackpotStore, FrameStore, Retention):
                 },
                 now,
             )
-            self._enqueue(db, [anchor_message(table_id, round_id, seq, phase, entry, now)], now)
-            self._enqueue(db, outbox, now)
-            return self._get_round(db, round_id)
+            anchor = anchor_message(table_id, round_id, seq, phase, entry, now)
+            self._outbox.enqueue_in_tx(db, [anchor], now)
+            self._outbox.enqueue_in_tx(db, outbox, now)
+            return self._get(db, round_id)
 
     def round(self, round_id: str) -> RoundRecord:
-        return self._get_round(self._db, round_id)
+        return self._get(self._db.sql, round_id)
 
     def set_phase(
         self,
@@ -311,9 +338,9 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             raise ValueError(
                 f"use settle_round/void_round to finish a round, not set_phase({phase!r})"
             )
-        now = self._now(at)
-        with self._tx("set_phase") as db:
-            rnd = self._open_round_for_change(db, round_id, f"move it to phase {phase!r}")
+        now = self._db.now(at)
+        with self._db.tx("set_phase") as db:
+            rnd = self.unfinished_in_tx(db, round_id, f"move it to phase {phase!r}")
             stamps = dict(rnd.timestamps)
             stamps.setdefault(phase, now)
             if outcome is None:
@@ -326,8 +353,8 @@ class RoundStore(JackpotStore, FrameStore, Retention):
                     "UPDATE rounds SET phase = ?, timestamps = ?, outcome = ? WHERE round_id = ?",
                     (phase, dumps(stamps), dumps(outcome), round_id),
                 )
-            self._enqueue(db, outbox, now)
-            return self._get_round(db, round_id)
+            self._outbox.enqueue_in_tx(db, outbox, now)
+            return self._get(db, round_id)
 
     def _finish(
         self,
@@ -352,9 +379,9 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             raise ValueError(f"payload round_id {payload.get('round_id')!r} is not {round_id!r}")
         if payload.get("status", status) != status:
             raise ValueError(f"payload status {payload.get('status')!r} is not {status!r}")
-        now = self._now(at)
-        with self._tx(op) as db:
-            rnd = self._open_round_for_change(db, round_id, "settle or void it again")
+        now = self._db.now(at)
+        with self._db.tx(op) as db:
+            rnd = self.unfinished_in_tx(db, round_id, "settle or void it again")
             stamps = dict(rnd.timestamps)
             stamps.setdefault(status, now)
             final_outcome = outcome if outcome is not None else rnd.outcome
@@ -382,11 +409,11 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             if cur.rowcount != 1:  # cannot happen inside BEGIN IMMEDIATE; belt and braces
                 raise RoundFinished(f"round {round_id} changed under the transaction")
             for hit in jackpot_hits:
-                self._record_hit(db, hit, now)
+                self._jackpot.record_hit_in_tx(db, hit, now)
             if jackpot_state is not None:
-                self._save_jackpot(db, jackpot_name, jackpot_state, round_id, now)
+                self._jackpot.save_in_tx(db, jackpot_name, jackpot_state, round_id, now)
             for kind, data in events:
-                self._append_event(db, kind, data, now)
+                self._chain.append_in_tx(db, kind, data, now)
             # The round's closing entry comes last, so its position (published with the
             # round) anchors everything the round wrote.
             closing: dict[str, JSON] = {
@@ -405,14 +432,14 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             withheld = self.withheld(rnd.table_id, rnd.seq)
             if withheld is not None:
                 closing["withheld"] = withheld
-            entry = self._append_event(
+            entry = self._chain.append_in_tx(
                 db, "round_settled" if status == "settled" else "round_void", closing, now
             )
             chain: dict[str, JSON] = {"seq": entry.id, "head": entry.hash}
-            body = _body(payload, canonical, chain, self._identity)
+            body = _body(payload, canonical, chain, self._outbox.identity)
             if withheld is None:
                 anchor = anchor_message(rnd.table_id, round_id, rnd.seq, status, entry, now)
-                (_, outbox_id) = self._enqueue(
+                (_, outbox_id) = self._outbox.enqueue_in_tx(
                     db,
                     [anchor, OutboxMessage(ROUNDS_TOPIC, body.encode("utf-8"), 1, False, round_id)],
                     now,
@@ -424,11 +451,11 @@ class RoundStore(JackpotStore, FrameStore, Retention):
                 "VALUES (?, ?, ?, ?, ?)",
                 (round_id, status, body, outbox_id, now),
             )
-            self._enqueue(db, outbox, now)
-            self._insert_frames(db, ((round_id, *f) for f in raw_frames), now)
+            self._outbox.enqueue_in_tx(db, outbox, now)
+            self._frames.insert_in_tx(db, ((round_id, *f) for f in raw_frames), now)
         if isinstance(payload, MutableMapping):
             payload["chain"] = chain
-        self._retain_later()
+        self._retention.prune_later()
         return outbox_id
 
     def settle_round(
@@ -524,10 +551,8 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         """The highest round ``seq`` the floor was found to hold beyond this journal
         (recorded when the journal was found behind it; 0 if never): no round at or
         below it is ever numbered, published or replayed again by this journal."""
-        row = self._db.execute(
-            "SELECT value FROM meta WHERE key = ?", (f"seq_floor:{table_id}",)
-        ).fetchone()
-        return int(row[0]) if row else 0
+        value = self._db.meta(f"seq_floor:{table_id}")
+        return int(value) if value is not None else 0
 
     def withheld(self, table_id: str, seq: int) -> str | None:
         """Why round ``seq`` must be withheld (voided for the journal only, never
@@ -546,7 +571,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         """:meth:`seq_floor` of ``table_id``, or the highest of any table when unknown."""
         if isinstance(table_id, str):
             return self.seq_floor(table_id)
-        row = self._db.execute(
+        row = self._db.sql.execute(
             "SELECT MAX(CAST(value AS INTEGER)) FROM meta WHERE key LIKE 'seq\\_floor:%' ESCAPE '\\'"
         ).fetchone()
         return int(row[0]) if row and row[0] is not None else 0
@@ -554,19 +579,19 @@ class RoundStore(JackpotStore, FrameStore, Retention):
     def last_seq(self, table_id: str | None = None) -> int:
         """The highest round ``seq`` the journal holds (of ``table_id``), 0 if none."""
         if table_id is None:
-            row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM rounds").fetchone()
+            row = self._db.sql.execute("SELECT COALESCE(MAX(seq), 0) FROM rounds").fetchone()
         else:
-            row = self._db.execute(
+            row = self._db.sql.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM rounds WHERE table_id = ?", (table_id,)
             ).fetchone()
         return int(row[0])
 
-    def round_anchor(self) -> dict[str, JSON] | None:
+    def anchor(self) -> dict[str, JSON] | None:
         """The latest round's chain position, as the retained ``anchor`` says it:
         ``{"round_id", "seq", "phase", "chain": {"seq", "head"}}``; None before any round.
 
         Always a durable position: round openings and finishes commit with a flush."""
-        row = self._db.execute(
+        row = self._db.sql.execute(
             "SELECT id, hash, kind, data FROM events WHERE kind IN "
             "('round_opened', 'round_settled', 'round_void') ORDER BY id DESC LIMIT 1"
         ).fetchone()
@@ -578,7 +603,9 @@ class RoundStore(JackpotStore, FrameStore, Retention):
         rid = data.get("round_id")
         seq = data.get("seq")
         if not isinstance(seq, int):  # a round_void entry written before the chain covered rounds
-            found = self._db.execute("SELECT seq FROM rounds WHERE round_id = ?", (rid,)).fetchone()
+            found = self._db.sql.execute(
+                "SELECT seq FROM rounds WHERE round_id = ?", (rid,)
+            ).fetchone()
             seq = int(found[0]) if found else None
         table_id = data.get("table_id")
         if isinstance(seq, int) and seq <= self._floor_above(table_id):
@@ -593,23 +620,23 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             "chain": {"seq": int(row[0]), "head": str(row[1])},
         }
 
-    def in_flight_rounds(self, table_id: str | None = None) -> list[RoundRecord]:
+    def in_flight(self, table_id: str | None = None) -> list[RoundRecord]:
         """Rounds neither settled nor voided, oldest first (what a restart must resolve)."""
         sql = f"SELECT {_ROUND_COLS} FROM rounds WHERE status IS NULL"
         args: tuple[str, ...] = ()
         if table_id is not None:
             sql += " AND +table_id = ?"  # through the index of rounds in flight
             args = (table_id,)
-        return [_round(r) for r in self._db.execute(sql + " ORDER BY id", args)]
+        return [_round(r) for r in self._db.sql.execute(sql + " ORDER BY id", args)]
 
     def settlement(self, round_id: str) -> JSON:
         """The published payload of a finished round (None if in flight or pruned)."""
-        row = self._db.execute(
+        row = self._db.sql.execute(
             "SELECT payload FROM settlements WHERE round_id = ?", (round_id,)
         ).fetchone()
         return None if row is None else loads_or_none(row[0])
 
-    def rounds_summary(
+    def summary(
         self, limit: int = 100, *, before_seq: int | None = None, table_id: str | None = None
     ) -> list[RoundRecord]:
         """Round rows (kept forever) newest first; page with ``before_seq``."""
@@ -622,7 +649,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             sql += " AND seq < ?"
             args.append(before_seq)
         args.append(limit)
-        return [_round(r) for r in self._db.execute(sql + " ORDER BY id DESC LIMIT ?", args)]
+        return [_round(r) for r in self._db.sql.execute(sql + " ORDER BY id DESC LIMIT ?", args)]
 
     def replay_rounds(
         self, table_id: str, from_seq: int, to_seq: int | None = None, *, limit: int = 1000
@@ -643,7 +670,7 @@ class RoundStore(JackpotStore, FrameStore, Retention):
     ) -> list[tuple[int, int]]:
         """:meth:`replay_rounds`, returning ``(seq, outbox id)`` of each round queued: the
         ``replay_rounds`` command (``table/floor.py``) answers with the range it queued."""
-        now = self._now()
+        now = self._db.now()
         sql = (
             "SELECT r.seq, r.round_id, s.payload FROM rounds r "
             "JOIN settlements s ON s.round_id = r.round_id WHERE r.table_id = ? AND r.seq >= ? "
@@ -654,11 +681,11 @@ class RoundStore(JackpotStore, FrameStore, Retention):
             sql += " AND r.seq <= ?"
             args.append(to_seq)
         args.append(limit)
-        with self._tx("replay_rounds") as db:
+        with self._db.tx("replay_rounds") as db:
             rows = db.execute(sql + " ORDER BY r.seq LIMIT ?", args).fetchall()
             msgs = [
                 OutboxMessage(ROUNDS_TOPIC, text.encode("utf-8"), 1, False, rid)
                 for _seq, rid, text in rows
             ]
-            ids = self._enqueue(db, msgs, now)
+            ids = self._outbox.enqueue_in_tx(db, msgs, now)
         return [(int(row[0]), oid) for row, oid in zip(rows, ids, strict=True)]

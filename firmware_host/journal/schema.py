@@ -160,7 +160,7 @@ ALTER TABLE bets ADD COLUMN principal TEXT;
 """
 
 # Version 3 (issue 15): the audit chain covers every row that moves money and every
-# answered request (``audit.py``): rows written before it have no chain entry of their
+# answered request (``chain.py``): rows written before it have no chain entry of their
 # own. Record where they end, so that ``tablectl audit verify`` reports them as written
 # before the chain covered them instead of as rows slipped in behind the journal's
 # back. (The first keyed chain entry copies this record; it is read from there, under

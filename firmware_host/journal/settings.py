@@ -145,7 +145,7 @@ class JournalSettings:
         except BaseException:
             lock.release()
             raise
-        journal.hold(lock)
+        journal.db.hold(lock)
         if owner is not None:
             try:
                 journal.claim(owner)

@@ -1,9 +1,30 @@
-"""The :class:`Journal`: every part of the journal over one connection.
+"""The :class:`Journal`: the parts of the journal over one database, and what reads
+across them.
 
-Each concern is a mixin over :class:`~.connection.Connection` in its own module
-(outbox, audit chain and faults, jackpot, raw frames, retention, rounds, bets);
-``Journal`` sets the state they share, opens the file, and adds what reads across
-them (game recall, the status snapshot).
+Each concern is an object of its own in its own module, with its own small interface,
+all sharing the one :class:`~.database.Database` (the connection, its one transaction
+at a time, the storage guard, ``meta`` and the clock):
+
+- ``journal.db``: :class:`~.database.Database`; transactions (``transaction``,
+  ``after_commit``, ``on_rollback``, ``later``), the storage guard;
+- ``journal.outbox``: :class:`~.outbox.Outbox`; ``journal.chain``:
+  :class:`~.chain.AuditLog`, the keyed chain; ``journal.faults``:
+  :class:`~.faults.FaultStore`, the latched faults;
+- ``journal.jackpot``: :class:`~.jackpot.JackpotStore`; ``journal.frames``:
+  :class:`~.frames.FrameStore`; ``journal.retention``: :class:`~.retention.Retention`;
+- ``journal.rounds``: :class:`~.rounds.RoundStore`; ``journal.bets``:
+  :class:`~.bets.BetStore`; ``journal.requests``: :class:`~.requests.RequestStore`;
+  ``journal.alerts``: :class:`~.alerts.AlertStore`.
+
+A part that writes what others record takes them as collaborators and calls their
+``*_in_tx`` writers inside its own transaction: settling a round writes the round, its
+settlement, its outbox entries, the jackpot's state and hits, its raw frames and its
+chain entries in ONE transaction (``RoundStore.settle_round``). Every public write of a
+part is one transaction, or a savepoint of the one open (``Database.transaction``).
+
+``Journal`` builds the parts, opens and closes the file, and keeps only what reads
+across them: game recall, the audit, the start-up checks against its own chain and the
+floor, which table it serves (``claim``) and the status snapshot.
 """
 
 from __future__ import annotations
@@ -14,20 +35,25 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from ..auth.identity import TableIdentity
 from ..jsonio import JSON
 from ..timefmt import utc_now
 from .alerts import AlertStore
 from .anchor import ANCHOR_TOPIC, Anchor, AnchorFinding, check_against_anchors
-from .audit import Fault
 from .auditkey import AuditKey
 from .bets import BetRecord, BetStore
+from .chain import AuditLog
+from .database import Database
 from .errors import JournalCorrupt, JournalError
-from .frames import RawFrame
+from .faults import Fault, FaultStore
+from .frames import FrameStore, RawFrame
+from .jackpot import JackpotStore
+from .outbox import Outbox
 from .requests import RequestStore
-from .rounds import RoundRecord
+from .retention import Retention, Windows
+from .rounds import RoundRecord, RoundStore
 
 if TYPE_CHECKING:
     from .verify_model import AuditReport
@@ -68,12 +94,13 @@ class RecalledRound:
         }
 
 
-class Journal(BetStore, RequestStore, AlertStore):
-    """The table's journal. Not thread-safe: use it from one thread (the event loop).
+class Journal:
+    """The table's journal: its parts over one database. Not thread-safe: use it from
+    one thread (the event loop).
 
-    Every public method that writes is one atomic transaction. Methods taking
-    ``outbox=`` write those messages in the same transaction, so a lifecycle event
-    is published if and only if the change it announces is committed.
+    Every public method of a part that writes is one atomic transaction. Methods taking
+    ``outbox=`` write those messages in the same transaction, so a lifecycle event is
+    published if and only if the change it announces is committed.
     """
 
     def __init__(
@@ -90,50 +117,67 @@ class Journal(BetStore, RequestStore, AlertStore):
         audit_key: AuditKey | None = None,
         identity: TableIdentity | None = None,
     ) -> None:
-        """``audit_key`` keys the audit chain (``audit.py``); the daemon always gives
+        """``audit_key`` keys the audit chain (``chain.py``); the daemon always gives
         it. Without one the chain is plain SHA-256 (library use and tests), and a
         journal whose chain is keyed refuses chain writes. ``identity`` signs what the
         outbox holds (every round, anchor and event the table publishes); the daemon
         always gives it, and records a change of identity key in the chain."""
-        if raw_frame_rounds < 10:
-            raise ValueError("raw_frame_rounds must be at least 10 (recall of the last 10 games)")
-        if full_rounds < raw_frame_rounds:
-            raise ValueError("full_rounds must be at least raw_frame_rounds")
-        self.raw_frame_rounds = raw_frame_rounds
-        self.full_rounds = full_rounds
-        self.published_outbox_keep = published_outbox_keep
-        if request_keep_hours < 24:
-            raise ValueError("request_keep_hours must be at least 24 (docs/mqtt.md)")
-        self.request_keep_hours = request_keep_hours
-        self._listeners = []
-        self._audit_key = audit_key
-        self._identity = identity
-        self._chain_key_id = None
-        super().__init__(path, integrity_check=integrity_check, clock=clock, readonly=readonly)
+        windows = Windows(raw_frame_rounds, full_rounds, published_outbox_keep, request_keep_hours)
+        self.db = Database(path, integrity_check=integrity_check, clock=clock, readonly=readonly)
         try:
-            self._init_chain()
-            self._record_identity()
+            self.outbox = Outbox(self.db, identity)
+            self.chain = AuditLog(self.db, self.outbox, audit_key)
+            self.faults = FaultStore(self.db, self.chain)
+            self.jackpot = JackpotStore(self.db, self.chain, self.outbox)
+            self.frames = FrameStore(self.db)
+            self.retention = Retention(self.db, self.chain, windows)
+            self.rounds = RoundStore(
+                self.db,
+                chain=self.chain,
+                outbox=self.outbox,
+                jackpot=self.jackpot,
+                frames=self.frames,
+                retention=self.retention,
+            )
+            self.bets = BetStore(self.db, chain=self.chain, outbox=self.outbox, rounds=self.rounds)
+            self.requests = RequestStore(self.db, self.chain)
+            self.alerts = AlertStore(self.db, self.chain)
+            self.db.on_storage_recovered(self._storage_recovered)
+            self._record_identity(identity)
         except BaseException:
-            self.close()
+            self.db.close()  # no checkpoint thread runs yet, no lock is held yet
             raise
 
-    def _record_identity(self) -> None:
+    @property
+    def path(self) -> str:
+        return self.db.path
+
+    def close(self) -> None:
+        """Stop the checkpoints' thread, close the file and release the state lock."""
+        self.retention.close()
+        self.db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _record_identity(self, identity: TableIdentity | None) -> None:
         """The first start with an identity key, and every change of it (a rotation),
         is an ``identity_key`` entry of the chain: which key signed the table's messages
         from when (the floor's registry must hold it)."""
-        identity = self._identity
-        if identity is None or self.readonly:
+        if identity is None or self.db.readonly:
             return
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'identity_key_id'").fetchone()
-        previous = row[0] if row else None
+        previous = self.db.meta("identity_key_id")
         if previous == identity.key_id:
             return
-        with self._tx("identity_key") as db:
-            self._append_event(
+        with self.db.tx("identity_key") as db:
+            self.chain.append_in_tx(
                 db,
                 "identity_key",
                 {"key_id": identity.key_id, "previous": previous, "path": identity.path},
-                self._now(),
+                self.db.now(),
             )
             db.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('identity_key_id', ?)",
@@ -146,15 +190,16 @@ class Journal(BetStore, RequestStore, AlertStore):
         (new, or written before issue 29: its rounds say which table and game it
         served) records its owner in the chain (``journal_table``); a change of the
         rules options of the same game is recorded (``rules_changed``)."""
+        sql = self.db.sql
         meta = dict(
-            self._db.execute(
+            sql.execute(
                 "SELECT key, value FROM meta WHERE key IN "
                 "('owner_table_id', 'owner_game', 'owner_rules_sha256')"
             ).fetchall()
         )
         known = (meta.get("owner_table_id"), meta.get("owner_game"))
         if known == (None, None):
-            row = self._db.execute(
+            row = sql.execute(
                 "SELECT table_id, game FROM rounds ORDER BY id DESC LIMIT 1"
             ).fetchone()
             known = (row[0], row[1]) if row else (None, None)
@@ -164,15 +209,15 @@ class Journal(BetStore, RequestStore, AlertStore):
                 f"configuration is for table {owner.table_id} ({owner.game}): a journal "
                 "serves one table and one game (changing a table's game: docs/install.md)"
             )
-        if self.readonly:
+        if self.db.readonly:
             return
         first = "owner_table_id" not in meta
         changed = not first and meta.get("owner_rules_sha256") != owner.rules_sha256
         if not first and not changed:
             return
-        with self._tx("journal_table") as db:
+        with self.db.tx("journal_table") as db:
             if first:
-                self._append_event(
+                self.chain.append_in_tx(
                     db,
                     "journal_table",
                     {
@@ -180,14 +225,14 @@ class Journal(BetStore, RequestStore, AlertStore):
                         "game": owner.game,
                         "rules_sha256": owner.rules_sha256,
                     },
-                    self._now(),
+                    self.db.now(),
                 )
             else:
-                self._append_event(
+                self.chain.append_in_tx(
                     db,
                     "rules_changed",
                     {"from": meta.get("owner_rules_sha256"), "to": owner.rules_sha256},
-                    self._now(),
+                    self.db.now(),
                 )
             db.executemany(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
@@ -198,28 +243,23 @@ class Journal(BetStore, RequestStore, AlertStore):
                 ],
             )
 
-    @property
-    def identity(self) -> TableIdentity | None:
-        """The key that signs the table's messages (None: unsigned, library use)."""
-        return self._identity
-
     def recall(self, n: int = 10) -> list[RecalledRound]:
         """The last ``n`` rounds (newest first) with bets, settlement payload and raw frames."""
         return [
             RecalledRound(
                 rnd,
-                tuple(self.bets(rnd.round_id)),
-                self.settlement(rnd.round_id),
-                tuple(self.raw_frames(rnd.round_id)),
+                tuple(self.bets.bets(rnd.round_id)),
+                self.rounds.settlement(rnd.round_id),
+                tuple(self.frames.of_round(rnd.round_id)),
             )
-            for rnd in self.rounds_summary(n)
+            for rnd in self.rounds.summary(n)
         ]
 
     def _storage_recovered(self, fault: dict[str, JSON]) -> None:
         """A storage fault cleared: the episode goes to the event log (best effort: a
         failure here latches the fault again, which the guard logs)."""
         with contextlib.suppress(JournalError):
-            self.append_event("storage_fault_cleared", fault)
+            self.chain.append_event("storage_fault_cleared", fault)
 
     def audit(
         self,
@@ -235,7 +275,7 @@ class Journal(BetStore, RequestStore, AlertStore):
 
         return audit_journal(
             self,
-            key if key is not None else self._audit_key,
+            key if key is not None else self.chain.key,
             anchors=anchors,
             floor_rounds=floor_rounds,
         )
@@ -252,8 +292,8 @@ class Journal(BetStore, RequestStore, AlertStore):
         from .verify import audit_journal
 
         try:
-            head, _ = self.chain_head()
-            return audit_journal(self, self._audit_key, since=max(1, head - entries + 1))
+            head, _ = self.chain.head()
+            return audit_journal(self, self.chain.key, since=max(1, head - entries + 1))
         except sqlite3.DatabaseError as exc:  # a damaged page the open's quick check missed
             raise JournalCorrupt(f"{self.path}: {exc}") from exc
 
@@ -264,7 +304,7 @@ class Journal(BetStore, RequestStore, AlertStore):
         """What the journal lacks of what the floor holds (``anchors``: the retained
         ``anchor`` and ``state`` the table last published): empty when it lacks nothing."""
         try:
-            return check_against_anchors(self, anchors, table_id)
+            return check_against_anchors(self.chain, self.rounds, anchors, table_id)
         except sqlite3.DatabaseError as exc:
             raise JournalCorrupt(f"{self.path}: {exc}") from exc
 
@@ -280,22 +320,22 @@ class Journal(BetStore, RequestStore, AlertStore):
         """Latch ``JOURNAL_BEHIND_FLOOR`` (play stops until a technician clears it) and
         make sure no ``seq`` the floor has seen is given again: in ONE transaction, the
         fault, its chain entry (what is missing) and the floor's last ``seq`` (``meta``
-        ``seq_floor:<table_id>``; :meth:`next_seq` continues above it).
+        ``seq_floor:<table_id>``; ``RoundStore.next_seq`` continues above it).
 
         ``findings``: what the floor's anchors say is missing; ``damage``: rows the
         journal's own recent chain describes and no longer holds (:meth:`check_recent`);
         ``anchors``: every anchor the floor holds (for its last ``seq``)."""
         if not findings and not damage:
             raise ValueError("nothing is missing: there is no fault to latch")
-        now = self._now(at)
+        now = self.db.now(at)
         seqs = [
             a.round_seq
             for a in [*anchors, *(f.anchor for f in findings)]
             if a.round_seq is not None
         ]
         floor_seq = max(seqs, default=0)
-        head_id, head = self.chain_head()
-        last = self.last_seq(table_id)
+        head_id, head = self.chain.head()
+        last = self.rounds.last_seq(table_id)
         missing = "; ".join(
             [
                 *(f.reason for f in findings),
@@ -325,7 +365,7 @@ class Journal(BetStore, RequestStore, AlertStore):
             "journal": {"chain": {"seq": head_id, "head": head}, "last_seq": last},
             "seq_floor": floor_seq,
         }
-        with self._tx("latch_behind_floor") as db:
+        with self.db.tx("latch_behind_floor") as db:
             key = f"seq_floor:{table_id}"
             row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
             if row is None or int(row[0]) < floor_seq:
@@ -341,19 +381,19 @@ class Journal(BetStore, RequestStore, AlertStore):
                 "(SELECT 1 FROM outbox_published p WHERE p.id = e.id)",
                 (now, ANCHOR_TOPIC, table_id, floor_seq),
             )
-            fault, _ = self._set_fault(db, "JOURNAL_BEHIND_FLOOR", message, data, now)
+            fault, _ = self.faults.set_in_tx(db, "JOURNAL_BEHIND_FLOOR", message, data, now)
             return fault
 
     def get_status(self) -> dict[str, JSON]:
         """A snapshot for ``status`` on the console and the daemon's health."""
         return {
-            "storage": self.storage.get_status(),
+            "storage": self.db.storage.get_status(),
             "path": self.path,
-            "schema_version": self.schema_version,
-            "outbox_pending": self.outbox_pending_count(),
-            "in_flight_rounds": [r.round_id for r in self.in_flight_rounds()],
-            "active_faults": [f.code for f in self.active_faults()],
-            "chain": dict(zip(("seq", "head"), self.chain_head(), strict=True)),
-            "audit_key_id": self.audit_key_id,
-            "commit_latency": self.commit_latency(),
+            "schema_version": self.db.schema_version,
+            "outbox_pending": self.outbox.pending_count(),
+            "in_flight_rounds": [r.round_id for r in self.rounds.in_flight()],
+            "active_faults": [f.code for f in self.faults.active()],
+            "chain": dict(zip(("seq", "head"), self.chain.head(), strict=True)),
+            "audit_key_id": self.chain.key_id,
+            "commit_latency": self.db.commit_latency(),
         }

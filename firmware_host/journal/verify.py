@@ -1,7 +1,7 @@
 """The audit: every row that moves money checked against the keyed chain, and the
 chain against the floor's anchors (``tablectl audit verify``).
 
-:func:`audit_journal` walks the chain once (``audit.walk_chain``: every link and every
+:func:`audit_journal` walks the chain once (``chain.walk_chain``: every link and every
 HMAC), building what each money row must hold from the entries that describe it, then
 reads every row and compares:
 
@@ -47,8 +47,8 @@ from typing import Any
 
 from ..jsonio import JSON
 from .anchor import Anchor, check_anchor
-from .audit import Event, walk_chain
 from .auditkey import AuditKey
+from .chain import Event, walk_chain
 from .requests import answer_digest
 from .rounds import payload_digest, rules_digest
 from .verify_model import (
@@ -82,7 +82,7 @@ def audit_journal(
     ``since`` > 1 checks only the chain from that entry on and the rows those entries
     describe (their content, and that none is missing): the start-up check that a
     journal still holds what it recently wrote (:meth:`Journal.check_recent`)."""
-    db = journal._db
+    db = journal.db.sql
     # A damaged page may hold bytes that are not UTF-8: read them as they are, so the row
     # is named as differing instead of the audit stopping on it.
     text_factory = db.text_factory
@@ -118,7 +118,7 @@ def _audit(
             }
         )
         exp.scope_hits = sorted({*exp.hits, *exp.paid})
-    report = AuditReport(walk.report, key_id=journal.audit_key_id)
+    report = AuditReport(walk.report, key_id=journal.chain.key_id)
     problems = report.problems
     chain = walk.report
     if not chain.ok:
@@ -724,11 +724,11 @@ def _check_requests(
 
 
 def _check_anchor(journal: Any, anchor: Anchor, report: AuditReport) -> None:
-    finding = check_anchor(journal, anchor)
+    finding = check_anchor(journal.chain, journal.rounds, anchor)
     report.anchors += 1
     if finding.ok:
         return
-    head_id, _ = journal.chain_head()
+    head_id, _ = journal.chain.head()
     position = head_id + 1 if finding.kind == "missing" else anchor.chain_seq
     row = (
         f"chain entries after {head_id}"

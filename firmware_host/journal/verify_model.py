@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..jsonio import JSON, canonical_json
-from .audit import CHAIN_KEYED, ChainReport, Event
+from .chain import CHAIN_KEYED, ChainReport, Event
 
 _SCALARS = (str, int, type(None))
 
@@ -242,12 +242,10 @@ def _uncovered(journal: Any, exp: _Expected) -> dict[str, Any]:
     """Where rows written before the chain covered rows end (ids, jackpot names)."""
     if exp.uncovered is not None:
         return dict(exp.uncovered)
-    if journal.audit_key_id is None:  # an unkeyed journal: take meta's word (library use)
-        row = journal._db.execute(
-            "SELECT value FROM meta WHERE key = 'uncovered_before'"
-        ).fetchone()
-        if row is not None:
-            return dict(json.loads(row[0]))
+    if journal.chain.key_id is None:  # an unkeyed journal: take meta's word (library use)
+        value = journal.db.meta("uncovered_before")
+        if value is not None:
+            return dict(json.loads(value))
     return {}
 
 

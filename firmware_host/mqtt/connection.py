@@ -86,7 +86,7 @@ class Connection:
                 'PUBACK has no reason code); use protocol = "5" (docs/mqtt.md)',
                 self.settings.protocol,
             )
-        self.journal.add_outbox_listener(self.pump.outbox_grew)
+        self.journal.add_listener(self.pump.outbox_grew)
         worker = asyncio.create_task(self.requests.serve(), name="floor-link-requests")
         stable_after = min(STABLE_CONNECTION_S, self.settings.reconnect_max_ms / 1000)
         attempt = 0
@@ -132,7 +132,7 @@ class Connection:
             worker.cancel()
             with contextlib.suppress(BaseException):
                 await worker
-            self.journal.remove_outbox_listener(self.pump.outbox_grew)
+            self.journal.remove_listener(self.pump.outbox_grew)
             self.connected.clear()
 
     def make_client(self) -> _AckClient:

@@ -51,7 +51,7 @@ class FloorLink:
         self,
         settings: MqttSettings,
         table_id: str,
-        journal: OutboxJournal,
+        outbox: OutboxJournal,
         *,
         handler: Handler | None = None,
         software_version: str = __version__,
@@ -60,10 +60,11 @@ class FloorLink:
         identity: TableIdentity | None = None,
     ) -> None:
         """``identity`` signs what the link publishes itself (snapshots, answers, the
-        will: ``auth/evidence.py``; the outbox is signed already); default the journal's."""
+        will: ``auth/evidence.py``; the outbox is signed already); default the outbox's.
+        ``outbox``: the journal's outbox part (``Journal.outbox``)."""
         self.settings = settings
         self.table_id = table_id
-        self._journal = journal
+        self._outbox = outbox
         self.topics = TableTopics(settings.prefix, table_id)
         self.root = self.topics.root
         self.client_id = settings.client_id or f"tablectl-{table_id}"
@@ -72,7 +73,7 @@ class FloorLink:
         #: not (``undetectable``, 3.1.1): part of every ``state`` payload from the start.
         self.refusals = settings.refusals
         self.backoff = Backoff(settings, rng)
-        seal = sealer(identity if identity is not None else journal.identity)
+        seal = sealer(identity if identity is not None else outbox.identity)
         self.wake = Wake()
         #: What the broker refuses now, by (code, topic); the retained ``state`` lists it.
         self.faults = LinkFaults(
@@ -99,12 +100,12 @@ class FloorLink:
         )
         #: The "published" marks of what the broker took, and the journal's storage
         #: faults waited out.
-        self.marks = OutboxMarks(journal, self.backoff)
+        self.marks = OutboxMarks(outbox, self.backoff)
         self.after = AfterPublication(self.wake.event)
         stopping = self._stopping = asyncio.Event()
         self.pump = OutboxPump(
             settings,
-            journal,
+            outbox,
             topics=self.topics,
             stats=self.stats,
             snapshots=self.snapshots,
@@ -122,7 +123,7 @@ class FloorLink:
             client_id=self.client_id,
             topics=self.topics,
             stats=self.stats,
-            journal=journal,
+            journal=outbox,
             snapshots=self.snapshots,
             responses=self.responses,
             requests=self.requests,
@@ -264,7 +265,7 @@ class FloorLink:
     def get_status(self) -> dict[str, JSON]:
         s = self.stats
         try:
-            pending: int | None = self._journal.outbox_pending_count()
+            pending: int | None = self._outbox.pending_count()
         except JournalError:
             pending = None
         status: dict[str, JSON] = {

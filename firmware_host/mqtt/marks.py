@@ -64,7 +64,7 @@ class OutboxMarks:
             self._defer(ids)
             return
         try:
-            self.journal.outbox_mark_published(ids)
+            self.journal.mark_published(ids)
         except JournalError as exc:
             self._defer(ids)
             self.failed("mark", exc)
@@ -78,7 +78,7 @@ class OutboxMarks:
         if not self.unmarked or not self.ready("mark", time.monotonic()):
             return
         try:
-            self.journal.outbox_mark_published(list(self.unmarked))
+            self.journal.mark_published(list(self.unmarked))
         except JournalError as exc:
             self.failed("mark", exc)
             return

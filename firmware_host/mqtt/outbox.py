@@ -1,5 +1,5 @@
-"""What the link takes from the journal: its outbox, typed by what each part uses (any
-journal with these methods fits; the link sees nothing else of it).
+"""What the link takes from the journal: its outbox part (``journal/outbox.py``), typed
+by what each of the link's parts uses (the link sees nothing else of the journal).
 
 - :class:`OutboxMarker`: the "published" marks (``marks.py``);
 - :class:`OutboxReader`: the entries not yet published, in id order (``pump.py``);
@@ -17,7 +17,7 @@ from ..journal import OutboxEntry
 
 
 class OutboxMarker(Protocol):
-    def outbox_mark_published(self, ids: list[int]) -> object:
+    def mark_published(self, ids: list[int]) -> object:
         """Mark the entries ``ids`` published, in one transaction (raises
         :class:`~firmware_host.journal.JournalError` when the journal cannot write)."""
         ...
@@ -29,24 +29,22 @@ class OutboxReader(Protocol):
         """Whether a transaction is open (its entries may still roll back)."""
         ...
 
-    def outbox_pending(self, limit: int, *, after_id: int) -> list[OutboxEntry]:
+    def pending(self, limit: int, *, after_id: int) -> list[OutboxEntry]:
         """At most ``limit`` entries not marked published, after ``after_id``, by id."""
         ...
 
-    def outbox_pending_count(self) -> int: ...
+    def pending_count(self) -> int: ...
 
 
 class OutboxJournal(OutboxReader, OutboxMarker, Protocol):
-    @property
-    def identity(self) -> TableIdentity | None:
-        """The key that signs the table's messages (None: unsigned)."""
-        ...
+    identity: TableIdentity | None
+    """The key that signs the table's messages (None: unsigned)."""
 
-    def add_outbox_listener(self, callback: Callable[[], None]) -> None:
+    def add_listener(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` after each commit that queued outbox entries."""
         ...
 
-    def remove_outbox_listener(self, callback: Callable[[], None]) -> None: ...
+    def remove_listener(self, callback: Callable[[], None]) -> None: ...
 
 
 __all__ = ["OutboxJournal", "OutboxMarker", "OutboxReader"]

@@ -149,7 +149,7 @@ class OutboxPump:
         if self.responses or self.marks.waiting or self.unconfirmed:
             return True
         try:
-            if self.journal.outbox_pending_count():
+            if self.journal.pending_count():
                 return True
         except JournalError:
             return True
@@ -205,7 +205,7 @@ class OutboxPump:
             ahead = sum(1 for i in skip if i > self.outbox_after)
             wanted = 1 if self.careful else room - len(batch)
             try:
-                entries = self.journal.outbox_pending(wanted + ahead, after_id=self.outbox_after)
+                entries = self.journal.pending(wanted + ahead, after_id=self.outbox_after)
             except JournalError as exc:
                 self.marks.failed("read", exc)
                 entries = []

@@ -258,7 +258,7 @@ def cmd_audit_events(args: argparse.Namespace) -> int:
 
     path = _existing_journal(_journal_path(args.journal), given=bool(args.journal))
     with Journal(path, readonly=True) as j:
-        for ev in j.events(args.n):
+        for ev in j.chain.events(args.n):
             print(printable(json.dumps(ev.to_json(), ensure_ascii=False)))
     return 0
 

@@ -14,7 +14,9 @@ committed. A result is settled in the transaction that records it: the outcome, 
 settlement, its outbox entries, the jackpot meter and the raw frames that carried the
 result are committed together, before anything is published.
 
-Collaborators come through the constructor: the journal, the progressive jackpot
+Collaborators come through the constructor: the parts of the journal it writes
+through (:class:`~.journaling.RoundJournal`: its database, rounds, bets, raw frames, chain and
+outbox, and the rounds' history the extensions rebuild from), the progressive jackpot
 (which takes part in each settle and void), what stops play (latched faults), and the
 table's extensions, told of every committed phase change, settled and voided round.
 
@@ -47,23 +49,21 @@ from ..games.errors import BetError, RulesError
 from ..journal import (
     BetConflict,
     BetNotFound,
-    BetRecord,
-    Journal,
     OutboxMessage,
     PhaseNotAllowed,
     RoundFinished,
-    RoundNotFound,
     RoundRecord,
     StorageError,
     new_round_id,
 )
-from ..jsonio import JSON, canonical_json
+from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..timefmt import iso_utc, utc_now
 from .ahead import Ahead
-from .bets import BetAnswer, BetCaps
-from .extension import TableExtensions
+from .bets import BetAnswer, BetCaps, answer_again, pruned
+from .extension import RoundHistory, TableExtensions
 from .jackpot import JackpotController
+from .journaling import RoundJournal
 from .payload import refunds, round_payload, void_body
 from .phase import Phase
 
@@ -72,7 +72,16 @@ log = logging.getLogger(__name__)
 #: A raw device frame: (device, direction, data).
 Frame = tuple[str, Literal["rx", "tx"], bytes]
 
-__all__ = ["BetAnswer", "BetCaps", "Frame", "Phase", "RoundEngine", "RoundFault", "StaleRound"]
+__all__ = [
+    "BetAnswer",
+    "BetCaps",
+    "Frame",
+    "Phase",
+    "RoundEngine",
+    "RoundFault",
+    "RoundJournal",
+    "StaleRound",
+]
 
 
 class RoundFault(RulesError):
@@ -94,13 +103,23 @@ class StaleRound(RoundFault):
         self.current = current
 
 
+@contextlib.contextmanager
+def _writing() -> Iterator[None]:
+    """A journal write that a storage fault refuses as a :class:`RoundFault` with the
+    fault's code (nothing was committed; the guard logged it once)."""
+    try:
+        yield
+    except StorageError as exc:
+        raise RoundFault(exc.message, code=exc.code) from None
+
+
 class RoundEngine:
     """Rounds of one table, journaled. Not thread-safe: call it from the event loop."""
 
     def __init__(
         self,
         cfg: TableConfig,
-        journal: Journal,
+        journal: RoundJournal,
         *,
         jackpot: JackpotController | None = None,
         play_stop: Callable[[], str | None] | None = None,
@@ -114,19 +133,25 @@ class RoundEngine:
         opens while it says so; ``extensions``: told of every committed change (after
         the commit: inside a grouped transaction, once it commits); ``caps``: how many
         bets and how much stake a round and a seat may hold."""
-        #: The dealer on duty, in every round payload (``integrity/pace.py``).
-        self._dealer = dealer
+        #: The dealer on duty, in every round payload (``integrity/pace.py``; issue 19).
+        self._dealer: Callable[[], JSON] = dealer if dealer is not None else lambda: None
         self.cfg = cfg
         self.game = cfg.game
         self.rules = cfg.rules
-        self.journal = journal
+        self._db = journal.db
+        self._rounds = journal.rounds
+        self._journal_bets = journal.bets
+        self._frames = journal.frames
+        self._chain = journal.chain
+        self._outbox = journal.outbox
+        self._history: RoundHistory = journal
         self.jackpot = jackpot
         self._play_stop = play_stop or (lambda: None)
         self.extensions = extensions if extensions is not None else TableExtensions()
         self._clock = clock
         self.caps = caps or BetCaps()
         self._current: RoundRecord | None = None
-        in_flight = journal.in_flight_rounds(cfg.table_id)
+        in_flight = self._rounds.in_flight(cfg.table_id)
         self._current = in_flight[-1] if in_flight else None
         #: The bets in play in one round, as journaled: ``(round_id, {bet_id: Bet})`` in
         #: the order placed. Kept beside the journal (which stays the record) so that a
@@ -143,9 +168,6 @@ class RoundEngine:
     @property
     def phase(self) -> Phase:
         return Phase(self._current.phase) if self._current else Phase.IDLE
-
-    def rules_json(self) -> JSON:
-        return self.game.rules_json(self.rules)
 
     def get_status(self) -> dict[str, JSON]:
         cur = self._current
@@ -184,14 +206,14 @@ class RoundEngine:
 
     def _bets_of(self, round_id: str) -> dict[str, Bet]:
         if self._bets is None or self._bets[0] != round_id:
-            records = self.journal.bets(round_id, include_cancelled=False)
+            records = self._journal_bets.bets(round_id, include_cancelled=False)
             self._bets = (round_id, {b.bet_id: b.to_bet() for b in records})
         return self._bets[1]
 
     def _notify_phase(self) -> None:
         phase, rnd = self.phase, self._current
-        self.journal.after_commit(self._later(lambda: self.extensions.phase_changed(phase, rnd)))
-        self.journal.on_rollback(self._resync)
+        self._db.after_commit(self._later(lambda: self.extensions.phase_changed(phase, rnd)))
+        self._db.on_rollback(self._resync)
 
     def _later(self, hook: Callable[[], None]) -> Callable[[], None]:
         """``hook`` (an extension's), run after the commit through the journal's
@@ -199,12 +221,12 @@ class RoundEngine:
         (the extensions' work comes after the publication, never before it). Every hook
         goes through the same deferrer (``new_shoe`` and ``resumed`` too), so they keep
         their order."""
-        return lambda: self.journal.later(hook)
+        return lambda: self._db.later(hook)
 
     def _resync(self) -> None:
         """The transaction that held our last change rolled back: take the round in
         flight and its bets from the journal again (the journal is the record)."""
-        in_flight = self.journal.in_flight_rounds(self.cfg.table_id)
+        in_flight = self._rounds.in_flight(self.cfg.table_id)
         self._current = in_flight[-1] if in_flight else None
         self._bets = None
         if self.jackpot is not None:
@@ -220,7 +242,8 @@ class RoundEngine:
             raise RoundFault(f"{what} must name its round_id", code="MALFORMED_REQUEST")
         if cur is None:
             raise StaleRound(
-                f"{what} names round {round_id}; no round is in progress" + self._last_round_note(),
+                f"{what} names round {round_id}; no round is in progress"
+                + (f" (the last round was {last})" if (last := self.last_round_id()) else ""),
                 None,
             )
         if cur.round_id != round_id:
@@ -233,12 +256,8 @@ class RoundEngine:
 
     def last_round_id(self) -> str | None:
         """The table's latest round, in flight or finished (what opening betting follows)."""
-        last = self.journal.rounds_summary(1, table_id=self.cfg.table_id)
+        last = self._rounds.summary(1, table_id=self.cfg.table_id)
         return last[0].round_id if last else None
-
-    def _last_round_note(self) -> str:
-        last = self.last_round_id()
-        return f" (the last round was {last})" if last else ""
 
     def check_follows(self, after_round_id: object, command: str = "open_betting") -> None:
         """Opening betting (and a new shoe) names the round it follows (None on a table
@@ -260,8 +279,8 @@ class RoundEngine:
         ``device_problem``...) against the round in flight, and write it to the event log."""
         log.warning("%s: %s", kind, data)
         with contextlib.suppress(StorageError):  # the storage fault is logged once
-            self.journal.enqueue(self._event(kind, data))
-            self.journal.append_event(kind, dict(data))
+            self._outbox.enqueue(self._event(kind, data))
+            self._chain.append_event(kind, dict(data))
 
     def _require(self, phases: Iterable[Phase], what: str) -> RoundRecord:
         allowed = set(phases)
@@ -274,15 +293,6 @@ class RoundEngine:
         assert self._current is not None or Phase.IDLE in allowed
         return self._current  # type: ignore[return-value]
 
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """A journal write that a storage fault refuses as a :class:`RoundFault` with
-        the fault's code (nothing was committed; the guard logged it once)."""
-        try:
-            yield
-        except StorageError as exc:
-            raise RoundFault(exc.message, code=exc.code) from None
-
     # -- dealer / procedure operations -------------------------------------------
     def open_betting(self, *, source: str = "dealer") -> RoundRecord:
         """Start a new round with betting open (art. 3 of each regulation: after the
@@ -291,18 +301,18 @@ class RoundEngine:
         stopped = self._play_stop()
         if stopped:
             raise RoundFault(stopped, code="PLAY_STOPPED")
-        storage = self.journal.storage.blocked()
+        storage = self._db.storage.blocked()
         if storage is not None:
             raise RoundFault(storage.message, code=storage.code)
         at = self._clock()
-        with self._writing():
-            seq = self.journal.next_seq(self.cfg.table_id)
+        with _writing():
+            seq = self._rounds.next_seq(self.cfg.table_id)
             round_id = new_round_id(self.cfg.table_id, seq)
             msg = self._event("betting_open", {"source": source, "seq": seq}, round_id)
-            self._current = self.journal.open_round(
+            self._current = self._rounds.open_round(
                 self.cfg.table_id,
                 self.cfg.game_id,
-                self.rules_json(),
+                self.game.rules_json(self.rules),
                 round_id=round_id,
                 seq=seq,
                 phase=Phase.OPEN.value,
@@ -315,8 +325,8 @@ class RoundEngine:
     def close_betting(self, *, source: str = "dealer") -> RoundRecord:
         """No more bets (the bell, the wheel's state 4, a dealer command)."""
         rnd = self._require([Phase.OPEN], "close betting")
-        with self._writing():
-            self._current = self.journal.set_phase(
+        with _writing():
+            self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.CLOSED.value,
                 at=self._clock(),
@@ -333,8 +343,8 @@ class RoundEngine:
         """A voided throw (dice stacked or tilted, 57/2004 art. 3 3)-4)): the round goes
         back to betting open; bets stay and new bets may be added."""
         rnd = self._require([Phase.CLOSED, Phase.OPEN], "void the throw")
-        with self._writing():
-            self._current = self.journal.set_phase(
+        with _writing():
+            self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.OPEN.value,
                 at=self._clock(),
@@ -348,15 +358,15 @@ class RoundEngine:
         """A null spin (60/2004 art. 2 2)-3)): the ball is launched again; the bets stay
         locked (no new bets, art. 3 2)) and the next spin's number decides the round."""
         rnd = self._require([Phase.OPEN, Phase.CLOSED], "void the spin")
-        with self._writing():
-            self._current = self.journal.set_phase(
+        with _writing():
+            self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.CLOSED.value,
                 at=self._clock(),
                 outbox=[self._event("spin_void", {"reason": reason, "source": source})],
             )
         with contextlib.suppress(StorageError):
-            self.journal.append_event(
+            self._chain.append_event(
                 "spin_void", {"round_id": rnd.round_id, "reason": reason, "source": source}
             )
         self._notify_phase()
@@ -368,12 +378,12 @@ class RoundEngine:
         a result board start again). ``after_seq``: the last round of the old shoe (a
         round in flight belongs to the new one)."""
         cur = self._current
-        after = cur.seq - 1 if cur is not None else self.journal.next_seq(self.cfg.table_id) - 1
+        after = cur.seq - 1 if cur is not None else self._rounds.next_seq(self.cfg.table_id) - 1
         data: dict[str, JSON] = {"source": source, "after_seq": after}
         if shuffle is not None:
             data["shuffle"] = shuffle
-        self.journal.append_event("new_shoe", data, outbox=[self._event("new_shoe", data)])
-        self.journal.later(lambda: self.extensions.new_shoe(data))  # after the hooks before it
+        self._chain.append_event("new_shoe", data, outbox=[self._event("new_shoe", data)])
+        self._db.later(lambda: self.extensions.new_shoe(data))  # after the hooks before it
         return data
 
     def record_frames(self, frames: Sequence[Frame], round_id: str | None = None) -> None:
@@ -383,7 +393,7 @@ class RoundEngine:
             round_id = self._current.round_id
         if frames:
             with contextlib.suppress(StorageError):  # frames are evidence, not state
-                self.journal.add_raw_frames([(round_id, *f) for f in frames])
+                self._frames.add_many([(round_id, *f) for f in frames])
 
     def place_bet(
         self, raw: object, *, round_id: str | None = None, principal: str | None = None
@@ -401,13 +411,13 @@ class RoundEngine:
         bet_id = bet_id if isinstance(bet_id, str) else ""
         cur = self._current
         if round_id is not None and bet_id:
-            known = self.journal.bet(round_id, bet_id)
+            known = self._journal_bets.bet(round_id, bet_id)
             if known is not None:
-                return self._answer_again(known, raw, principal)
+                return answer_again(self.game, self.rules, known, raw, principal)
             if cur is None or cur.round_id != round_id:
-                pruned = self._pruned(round_id)
-                if pruned is not None:
-                    return BetAnswer(False, bet_id, "ROUND_PRUNED", pruned, round_id)
+                gone = pruned(self._rounds, round_id)
+                if gone is not None:
+                    return BetAnswer(False, bet_id, "ROUND_PRUNED", gone, round_id)
                 return BetAnswer(
                     False,
                     bet_id,
@@ -431,7 +441,7 @@ class RoundEngine:
             )
         assert self._current is not None
         rid = self._current.round_id
-        storage = self.journal.storage.blocked()
+        storage = self._db.storage.blocked()
         if storage is not None:
             return BetAnswer(False, bet_id, storage.code, storage.message, rid)
         try:
@@ -455,15 +465,15 @@ class RoundEngine:
                     "void game; it plays in this game (61/2004 art. 11 1))",
                     rid,
                 )
-        if self.journal.bet(rid, bet.bet_id) is None:
-            capped = self._over_caps(bet, rid)
+        if self._journal_bets.bet(rid, bet.bet_id) is None:
+            capped = self.caps.refusal(bet, list(self._bets_of(rid).values()), rid)
             if capped is not None:
                 return capped
         try:
             # one transaction (or the request's): what the extensions journal of a new
             # bet (a large transaction) commits with it, or neither does
-            with self.journal.transaction():
-                record, created = self.journal.place_bet(
+            with self._db.transaction():
+                record, created = self._journal_bets.place_bet(
                     rid, bet, phases=[Phase.OPEN.value], principal=principal
                 )
                 if created:
@@ -499,89 +509,8 @@ class RoundEngine:
                 rid,
             )
         self._bets_of(rid)[record.bet_id] = record.to_bet()
-        self.journal.on_rollback(self._resync)
+        self._db.on_rollback(self._resync)
         return BetAnswer(True, bet.bet_id, round_id=rid, bet=record.to_bet().to_json())
-
-    def _pruned(self, round_id: str) -> str | None:
-        """Why nothing can be said of a bet in ``round_id`` any more (a round whose bets
-        the journal no longer keeps, ``[journal] full_rounds``), or None."""
-        try:
-            rnd = self.journal.round(round_id)
-        except RoundNotFound:
-            return None
-        if rnd.detail != "summary":
-            return None
-        return (
-            f"round {round_id} finished at {rnd.finished_at} and its bets are no longer kept "
-            "in full here ([journal] full_rounds): the floor's copy of its settlement says "
-            "what was settled"
-        )
-
-    def _answer_again(self, known: BetRecord, raw: object, principal: str | None) -> BetAnswer:
-        """The answer to a place of a bet already journaled (a retry, in any phase)."""
-        rid = known.round_id
-        if known.principal != principal:
-            return BetAnswer(
-                False,
-                known.bet_id,
-                "BET_ID_CONFLICT",
-                f"bet id {known.bet_id!r} is already used in round {rid} by another principal",
-                rid,
-            )
-        try:  # the content, as the rules core reads it (limits may have changed since)
-            bet = self.game.parse_bet(self.rules, raw, None)
-        except BetError as exc:
-            return BetAnswer(False, known.bet_id, exc.code, exc.message, rid)
-        if (bet.seat, bet.bet_type, canonical_json(bet.selection), bet.stake) != known.content():
-            return BetAnswer(
-                False,
-                known.bet_id,
-                "BET_ID_CONFLICT",
-                f"bet id {known.bet_id!r} is already used in round {rid} by "
-                f"{known.bet_type} {canonical_json(known.selection)} stake {known.stake}",
-                rid,
-            )
-        if known.status != "placed":
-            return BetAnswer(
-                False,
-                known.bet_id,
-                "BET_ID_CANCELLED",
-                f"bet {known.bet_id!r} was cancelled in round {rid}; a new bet needs a new bet_id",
-                rid,
-            )
-        return BetAnswer(True, known.bet_id, round_id=rid, bet=known.to_bet().to_json())
-
-    def _over_caps(self, bet: Bet, rid: str) -> BetAnswer | None:
-        """A refusal if ``bet`` would take its round or seat over ``caps`` (``[bets]``)."""
-        caps = self.caps
-        held = list(self._bets_of(rid).values())
-        seat = [b for b in held if b.seat == bet.seat]
-        checks = (
-            (caps.max_bets_per_round, len(held) + 1, "ROUND_BET_CAP", "bets in the round"),
-            (caps.max_bets_per_seat, len(seat) + 1, "SEAT_BET_CAP", f"bets of seat {bet.seat}"),
-            (
-                caps.max_round_stakes,
-                sum(b.stake for b in held) + bet.stake,
-                "ROUND_EXPOSURE_LIMIT",
-                "stakes in the round",
-            ),
-            (
-                caps.max_seat_stakes,
-                sum(b.stake for b in seat) + bet.stake,
-                "SEAT_EXPOSURE_LIMIT",
-                f"stakes of seat {bet.seat}",
-            ),
-        )
-        for cap, would_be, code, what in checks:
-            if cap is not None and would_be > cap:
-                return BetAnswer(
-                    False,
-                    bet.bet_id,
-                    code,
-                    f"the bet would bring the {what} to {would_be}; the table's cap is {cap}",
-                    rid,
-                )
-        return None
 
     def cancel_bet(
         self, bet_id: object, *, round_id: str | None = None, principal: str | None = None
@@ -593,7 +522,7 @@ class RoundEngine:
             return BetAnswer(False, "", "BET_MALFORMED", "cancel needs a bet_id string")
         cur = self._current
         rid = round_id if round_id is not None else (cur.round_id if cur else None)
-        known = self.journal.bet(rid, bet_id) if rid is not None else None
+        known = self._journal_bets.bet(rid, bet_id) if rid is not None else None
         if known is not None and known.principal != principal:
             return BetAnswer(
                 False,
@@ -627,7 +556,7 @@ class RoundEngine:
         assert self._current is not None
         rid = self._current.round_id
         try:
-            self.journal.cancel_bet(rid, bet_id, phases=[Phase.OPEN.value])
+            self._journal_bets.cancel_bet(rid, bet_id, phases=[Phase.OPEN.value])
         except BetNotFound:
             return BetAnswer(
                 False, bet_id, "BET_NOT_FOUND", f"no bet {bet_id!r} in round {rid}", rid
@@ -637,7 +566,7 @@ class RoundEngine:
         except StorageError as exc:
             return BetAnswer(False, bet_id, exc.code, exc.message, rid)
         self._bets_of(rid).pop(bet_id, None)
-        self.journal.on_rollback(self._resync)
+        self._db.on_rollback(self._resync)
         return BetAnswer(True, bet_id, round_id=rid)
 
     def bets(self) -> list[Bet]:
@@ -651,8 +580,8 @@ class RoundEngine:
         blackjack double/split/insurance): validated by the rules core, journaled."""
         rnd = self._require([Phase.CLOSED], "add a decision bet")
         bet = self.game.parse_bet(self.rules, raw, self.cfg.limits)
-        with self._writing(), self.journal.transaction():
-            record, created = self.journal.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
+        with _writing(), self._db.transaction():
+            record, created = self._journal_bets.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
             if created:
                 self.extensions.bet_placed(rnd.round_id, record.to_bet())
         if record.status != "placed":
@@ -722,11 +651,11 @@ class RoundEngine:
         stamps.setdefault("result", iso_utc(at))
         rnd = dataclasses.replace(rnd, timestamps=stamps)
         payload = round_payload(
-            self.cfg, rnd, "settled", body, at, extras=extras, dealer=self.dealer()
+            self.cfg, rnd, "settled", body, at, extras=extras, dealer=self._dealer()
         )
         try:
-            with self._writing():
-                self.journal.settle_round(
+            with _writing():
+                self._rounds.settle_round(
                     rnd.round_id,
                     canonical,
                     payload,
@@ -743,9 +672,9 @@ class RoundEngine:
             raise
         if jackpot is not None:
             hit = bool(hits)
-            self.journal.after_commit(lambda: jackpot.committed(hit))
+            self._db.after_commit(lambda: jackpot.committed(hit))
         self._current = None
-        self.journal.after_commit(self._later(lambda: self.extensions.round_settled(payload)))
+        self._db.after_commit(self._later(lambda: self.extensions.round_settled(payload)))
         self._notify_phase()
         return payload
 
@@ -758,8 +687,8 @@ class RoundEngine:
 
     def _void(self, rnd: RoundRecord, reason: str, source: str) -> Mapping[str, JSON]:
         self.ahead.stop()
-        with self._writing():
-            bets = self.journal.bets(rnd.round_id, include_cancelled=False)
+        with _writing():
+            bets = self._journal_bets.bets(rnd.round_id, include_cancelled=False)
         refunded = refunds([b.to_bet() for b in bets])
         jackpot = self.jackpot
         jp_state = None
@@ -773,11 +702,11 @@ class RoundEngine:
         body = void_body(rnd, refunded)
         at = self._clock()
         payload = round_payload(
-            self.cfg, rnd, "void", body, at, void_reason=reason, extras=extras, dealer=self.dealer()
+            self.cfg, rnd, "void", body, at, void_reason=reason, extras=extras, dealer=self._dealer()
         )
         try:
-            with self._writing():
-                self.journal.void_round(
+            with _writing():
+                self._rounds.void_round(
                     rnd.round_id,
                     reason,
                     payload,
@@ -791,15 +720,11 @@ class RoundEngine:
                 jackpot.discard()
             raise
         if jackpot is not None:
-            self.journal.after_commit(lambda: jackpot.committed(False))
+            self._db.after_commit(lambda: jackpot.committed(False))
         self._current = None
-        self.journal.after_commit(self._later(lambda: self.extensions.round_voided(payload)))
+        self._db.after_commit(self._later(lambda: self.extensions.round_voided(payload)))
         self._notify_phase()
         return payload
-
-    def dealer(self) -> JSON:
-        """The dealer on duty, as every round payload names them (issue 19)."""
-        return self._dealer() if self._dealer is not None else None
 
     # -- restart -----------------------------------------------------------------
     def resume(self) -> list[Mapping[str, JSON]]:
@@ -811,10 +736,10 @@ class RoundEngine:
         recorded (published on ``rounds`` like any void).
         """
         done = []
-        for rnd in self.journal.in_flight_rounds(self.cfg.table_id):
+        for rnd in self._rounds.in_flight(self.cfg.table_id):
             self._current = rnd
             reason = f"controller restarted in phase {rnd.phase!r} before the result was read"
             done.append(self._void(rnd, reason, "restart"))
         self._current = None
-        self.journal.later(lambda: self.extensions.resumed(done, self.journal))  # hooks in order
+        self._db.later(lambda: self.extensions.resumed(done, self._history))  # hooks in order
         return done

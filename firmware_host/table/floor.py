@@ -58,21 +58,20 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from .. import boundedjson
 from ..auth import AUTH_FIELDS, BET_PERMISSIONS, Authenticator, AuthError, Principal
 from ..auth.policy import PRINCIPAL_NAME
 from ..commands import CommandSpec
-from ..config import FieldSpec, register_section, validate_fields
 from ..games.errors import CodedError
-from ..games.money import MAX_STAKE, parse_json_int
+from ..games.money import parse_json_int
 from ..journal import STORAGE_CODES, StorageError
 from ..jsonio import JSON
 from ..schemas import response
 from .commands import PREPARED, CommandCall, Commands, Deferred
-from .engine import BetAnswer, BetCaps, RoundEngine, StaleRound
+from .engine import BetAnswer, RoundEngine, StaleRound
 from .jackpot import JackpotController
+from .journaling import FloorJournal
 from .procedures import Procedure
 from .reading import (
     MAX_BET_ID,
@@ -141,52 +140,6 @@ def content_digest(request: Mapping[str, JSON]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-# -- [bets]: what a round and a seat may hold ------------------------------------------
-BETS_SPECS: dict[str, FieldSpec] = {
-    "max_bets_per_round": FieldSpec(
-        "int", 1000, doc="bets a round may hold (ROUND_BET_CAP beyond)", range=(1, 100_000)
-    ),
-    "max_bets_per_seat": FieldSpec(
-        "int", 100, doc="bets one seat may hold in a round (SEAT_BET_CAP)", range=(1, 100_000)
-    ),
-    "max_round_stakes": FieldSpec(
-        "int",
-        None,
-        doc="stakes a round may hold, minor units (ROUND_EXPOSURE_LIMIT; default 100 times "
-        "limits.max_stake)",
-        range=(1, MAX_STAKE * 100_000),
-    ),
-    "max_seat_stakes": FieldSpec(
-        "int",
-        None,
-        doc="stakes one seat may hold in a round, minor units (SEAT_EXPOSURE_LIMIT; default "
-        "10 times limits.max_stake)",
-        range=(1, MAX_STAKE * 100_000),
-    ),
-}
-
-
-def _validate_bets(data: Any, path: str, errors: list[str]) -> dict[str, Any]:
-    return validate_fields(BETS_SPECS, data, path, errors)
-
-
-register_section("bets", _validate_bets)
-
-
-def bet_caps(section: Mapping[str, Any] | None, max_stake: int) -> BetCaps:
-    """``[bets]`` as the round engine applies it; the stake caps default to multiples
-    of the table's maximum stake (10 a seat, 100 a round)."""
-    s: Mapping[str, Any] = section if section is not None else {}
-
-    def get(key: str) -> Any:
-        return s[key] if key in s else BETS_SPECS[key].default
-
-    return BetCaps(
-        max_bets_per_round=get("max_bets_per_round"),
-        max_bets_per_seat=get("max_bets_per_seat"),
-        max_round_stakes=get("max_round_stakes") or 100 * max_stake,
-        max_seat_stakes=get("max_seat_stakes") or 10 * max_stake,
-    )
 
 
 class _NotJournaled(Exception):
@@ -213,12 +166,15 @@ class FloorRequests:
     that implements it (``table/commands.py``); by default the round engine's, the
     ``procedure``'s and the ``jackpot``'s (:func:`~.round_commands.table_commands`).
     ``replay_rounds`` is the floor's own (rate-limited per principal:
-    ``replay_budgets``). ``auth``: who may send what."""
+    ``replay_budgets``). ``auth``: who may send what.
+    ``journal``: the parts of the journal the requests use
+    (:class:`~.journaling.FloorJournal`)."""
 
     def __init__(
         self,
         engine: RoundEngine,
         procedure: Procedure,
+        journal: FloorJournal,
         *,
         auth: Authenticator,
         jackpot: JackpotController | None = None,
@@ -227,15 +183,19 @@ class FloorRequests:
     ) -> None:
         self.engine = engine
         self.replay_budgets = replay_budgets or ReplayBudgets()
-        self.commands = commands or table_commands(engine, procedure, jackpot=jackpot)
+        self.commands = commands or table_commands(engine, procedure, journal, jackpot=jackpot)
         self.commands.register("replay_rounds", self.replay)
-        self.journal = engine.journal
+        self._db = journal.db
+        self._requests = journal.requests
+        self._chain = journal.chain
+        self._rounds = journal.rounds
+        self._jackpots = journal.jackpot
         self.procedure = procedure
         self.auth = auth
         self.table_id = engine.cfg.table_id
         #: Requests refused before authorisation: counted, never journaled one by one.
         self.refusals = RefusalLedger(
-            self.journal, known=auth.settings.principals, clock=auth.clock
+            self._chain, known=auth.settings.principals, clock=auth.clock
         )
         engine.extensions.add(self.refusals)  # its window flushes on the table's tick
         self.counters = {
@@ -300,7 +260,7 @@ class FloorRequests:
             return self._count(bets, self._unjournaled(spec, data, who, rid))
         digest = content_digest(data)
         try:
-            before = self.journal.answered(who.name, rid)
+            before = self._requests.answered(who.name, rid)
         except StorageError as exc:
             return self._count(bets, self._unwritten(bets, rid, who, data, exc))
         if before is not None:
@@ -348,17 +308,17 @@ class FloorRequests:
             )
         # A latched storage fault is checked outside the transaction: its probe write
         # can only clear the fault from there (inside, it would be a savepoint).
-        storage = self.journal.storage.blocked()
+        storage = self._db.storage.blocked()
         if storage is not None:
             return self._count(bets, self._unwritten(bets, rid, who, data, storage))
         try:
-            with self.journal.transaction():
+            with self._db.transaction():
                 acted = self._bet(data, who, rid) if bets else self._command(data, who, rid)
                 if acted.answer.get("code") in STORAGE_CODES:
                     # The journal failed under the engine: nothing acted. A transient
                     # refusal is never journaled as the answer a retry would get.
                     raise _NotJournaled(acted.answer)
-                self.journal.record_answer(
+                self._requests.record_answer(
                     who.name,
                     rid,
                     topic=topic,
@@ -611,7 +571,7 @@ class FloorRequests:
         acted_on = result.get("round_id") if isinstance(result, dict) else None
         # The audit chain names who did it, as the table established it (in the same
         # transaction as the change and its answer).
-        self.journal.append_event(
+        self._chain.append_event(
             "floor_command",
             {
                 "command": command,
@@ -638,10 +598,10 @@ class FloorRequests:
         if last is not None and last < first:
             raise RequestError("MALFORMED_REQUEST", f"to_seq {last} is before from_seq {first}")
         limit = min(REPLAY_MAX_ROUNDS, budget.available())
-        queued = self.journal.replay_range(self.table_id, first, last, limit=limit)
+        queued = self._rounds.replay_range(self.table_id, first, last, limit=limit)
         budget.spend(len(queued))
         seqs = [seq for seq, _ in queued]
-        newest = self.journal.next_seq(self.table_id) - 1
+        newest = self._rounds.next_seq(self.table_id) - 1
         # More to ask for: the limit cut the range short (the rounds after the last one
         # queued, up to to_seq or the table's newest round).
         end = newest if last is None else min(last, newest)

@@ -43,11 +43,22 @@ import json
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ..auth.evidence import FLOOR_DOMAIN, EvidenceError, open_sealed
-from ..journal import Anchor, AnchorError, AnchorFinding, FaultNotFound, Journal, StorageError
+from ..journal import (
+    Anchor,
+    AnchorError,
+    AnchorFinding,
+    AuditReport,
+    Fault,
+    FaultNotFound,
+    FaultStore,
+    StorageError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +150,32 @@ def anchors_from(
 DAMAGE_KEPT = 200
 
 
-def damage(journal: Journal, recent: int = RECENT) -> list[str]:
+class CheckedJournal(Protocol):
+    """What the check uses of the journal (``Journal`` is one): its checks against its
+    own recent chain and against the floor's anchors, the latch of a journal behind the
+    floor (all read across its parts), and its latched faults."""
+
+    @property
+    def faults(self) -> FaultStore: ...
+
+    def check_recent(self, entries: int = ...) -> AuditReport: ...
+
+    def check_against_floor(
+        self, anchors: Sequence[Anchor], table_id: str | None = None
+    ) -> list[AnchorFinding]: ...
+
+    def latch_behind_floor(
+        self,
+        table_id: str,
+        findings: Sequence[AnchorFinding],
+        *,
+        damage: Sequence[str] = ...,
+        anchors: Sequence[Anchor] = ...,
+        at: datetime | None = None,
+    ) -> Fault: ...
+
+
+def damage(journal: CheckedJournal, recent: int = RECENT) -> list[str]:
     """Rows the journal's last ``recent`` chain entries describe and it no longer holds
     as recorded (:meth:`~firmware_host.journal.Journal.check_recent`), each named; empty
     when it holds them all. Damage a technician already acknowledged (it was in the
@@ -149,16 +185,16 @@ def damage(journal: Journal, recent: int = RECENT) -> list[str]:
     if report.ok:
         return []
     found = [str(p) for p in report.ordered()[:DAMAGE_KEPT]]
-    cleared = journal.last_cleared_fault(BEHIND)
+    cleared = journal.faults.last_cleared(BEHIND)
     known = cleared.data.get("damage", []) if cleared and isinstance(cleared.data, dict) else []
     return [d for d in found if d not in set(known)]
 
 
-def acknowledged_anchors(journal: Journal) -> set[tuple[int, str]]:
+def acknowledged_anchors(faults: FaultStore) -> set[tuple[int, str]]:
     """The floor's anchors of the last ``JOURNAL_BEHIND_FLOOR`` a technician cleared: the
     broker keeps them retained until the table's next round, and they are not latched
     again at every start meanwhile."""
-    cleared = journal.last_cleared_fault(BEHIND)
+    cleared = faults.last_cleared(BEHIND)
     floor = cleared.data.get("floor", []) if cleared and isinstance(cleared.data, dict) else []
     out: set[tuple[int, str]] = set()
     for a in floor:
@@ -169,7 +205,7 @@ def acknowledged_anchors(journal: Journal) -> set[tuple[int, str]]:
 
 
 def assess(
-    journal: Journal, table_id: str, anchors: Sequence[Anchor], *, recent: int = RECENT
+    journal: CheckedJournal, table_id: str, anchors: Sequence[Anchor], *, recent: int = RECENT
 ) -> tuple[list[AnchorFinding], list[str]]:
     """What the journal lacks: according to the floor's ``anchors``, and according to
     its own recent chain (:func:`damage`). Both empty: it holds everything."""
@@ -181,7 +217,7 @@ class JournalFloorCheck:
 
     def __init__(
         self,
-        journal: Journal,
+        journal: CheckedJournal,
         table_id: str,
         read: Reader,
         *,
@@ -240,7 +276,7 @@ class JournalFloorCheck:
                     exc,
                 )
                 return False
-            _, new = self.journal.set_fault(
+            _, new = self.journal.faults.set_fault(
                 UNCHECKED,
                 "the floor's broker could not be reached at start-up, so the journal could not "
                 "be compared with what the table last published; no round opens until the "
@@ -255,7 +291,8 @@ class JournalFloorCheck:
         self.findings = [
             f
             for f in self.journal.check_against_floor(anchors, self.table_id)
-            if (f.anchor.chain_seq, f.anchor.chain_head) not in acknowledged_anchors(self.journal)
+            if (f.anchor.chain_seq, f.anchor.chain_head)
+            not in acknowledged_anchors(self.journal.faults)
         ]
         if self.findings:
             self.journal.latch_behind_floor(self.table_id, self.findings, anchors=anchors)
@@ -269,7 +306,7 @@ class JournalFloorCheck:
             log.info("floor check: the broker holds no anchor of this table (a new table?)")
         self.checked = True
         with contextlib.suppress(FaultNotFound):
-            self.journal.clear_fault(
+            self.journal.faults.clear_fault(
                 UNCHECKED,
                 by="table",
                 reason="checked against the floor: "

@@ -51,7 +51,7 @@ from ..games import jackpot as jp
 from ..games.base import Bet, Game, Settlement
 from ..games.errors import CodedError
 from ..games.money import MoneyRules
-from ..journal import JackpotHit, Journal
+from ..journal import Database, JackpotHit, JackpotStore
 from ..jsonio import JSON
 from ..timefmt import iso_utc, utc_now
 from .extension import RoundHistory, TableExtension, TableExtensions
@@ -243,9 +243,13 @@ class JackpotShare:
 @dataclass
 class JackpotController:
     """The table's jackpot: meter state, its part of each settle and void, privileged
-    changes. Watchers (:meth:`watch`) hear of every committed change of the meter."""
+    changes. Watchers (:meth:`watch`) hear of every committed change of the meter.
 
-    journal: Journal
+    ``store``: the journal's jackpot part (states, hits); ``db``: its database (a
+    payment's watchers are told once the transaction that confirms it commits)."""
+
+    store: JackpotStore
+    db: Database
     params: jp.JackpotParams
     meter_max: int | None = None
     currency: str = "MOP"
@@ -254,10 +258,10 @@ class JackpotController:
     _watchers: list[Callable[[bool], None]] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        saved = self.journal.jackpot_state(NAME)
+        saved = self.store.state(NAME)
         if saved is None:
             self.meter = new_meter(self.params, self.meter_max)
-            self.journal.save_jackpot_state(
+            self.store.save_state(
                 self.meter.to_json(),
                 name=NAME,
                 events=[("jackpot_installed", {"seed": self.params.seed})],
@@ -267,7 +271,7 @@ class JackpotController:
             if self.params != self.meter.state.params and self.params != self.meter.pending:
                 # The configured parameters changed: they take effect after the next hit.
                 self.meter = replace(self.meter, pending=self.params)
-                self.journal.save_jackpot_state(
+                self.store.save_state(
                     self.meter.to_json(),
                     name=NAME,
                     events=[
@@ -374,7 +378,7 @@ class JackpotController:
 
     # -- privileged operations (console) ------------------------------------------
     def _save(self, meter: Meter, event: str, data: Mapping[str, JSON]) -> JSON:
-        self.journal.save_jackpot_state(meter.to_json(), name=NAME, events=[(event, dict(data))])
+        self.store.save_state(meter.to_json(), name=NAME, events=[(event, dict(data))])
         self.meter = meter
         self._changed(True)
         return self.get_status()
@@ -413,7 +417,7 @@ class JackpotController:
         two-person rule applies: ``[auth] two_person``). Hits are paid in the order they
         were recorded (the module docstring): an earlier unpaid hit is paid first."""
         first = self.locked()
-        hit = self.journal.jackpot_hit(hit_id)
+        hit = self.store.hit(hit_id)
         if first is not None and hit is not None and not hit.paid and first.hit_id != hit_id:
             raise CodedError(
                 f"hit {hit_id} waits for hit {first.hit_id} (recorded first) to be paid: "
@@ -421,19 +425,19 @@ class JackpotController:
                 code="JACKPOT_HIT_OUT_OF_ORDER",
             )
         by: JSON = who if isinstance(who, str) else list(who)
-        record, changed = self.journal.confirm_jackpot_payment(hit_id, {"by": by, "note": reason})
+        record, changed = self.store.confirm_payment(hit_id, {"by": by, "note": reason})
         if changed:
-            self.journal.after_commit(lambda: self._changed(True))  # the lock moves on
+            self.db.after_commit(lambda: self._changed(True))  # the lock moves on
         return {"hit_id": hit_id, "paid": True, "already": not changed, "amount": record.amount}
 
     def locked(self) -> Any:
         """The first hit not yet paid (what every display shows until it is), or None."""
-        unpaid = [h for h in self.journal.unpaid_jackpot_hits() if h.name == NAME]
+        unpaid = [h for h in self.store.unpaid_hits() if h.name == NAME]
         return unpaid[0] if unpaid else None
 
     def lock_payload(self) -> JSON:
         """``locked`` of the ``jackpot`` topic: the hit every display shows, or None."""
-        unpaid = [h for h in self.journal.unpaid_jackpot_hits() if h.name == NAME]
+        unpaid = [h for h in self.store.unpaid_hits() if h.name == NAME]
         if not unpaid:
             return None
         h = unpaid[0]
@@ -451,7 +455,7 @@ class JackpotController:
     # -- status ----------------------------------------------------------------------
     def display_payload(self) -> dict[str, JSON]:
         """The ``jackpot`` topic's payload (``jackpot.json``, without its common head)."""
-        hits = self.journal.jackpot_hits(1, name=NAME)
+        hits = self.store.hits(1, name=NAME)
         last: JSON = None
         if hits:  # as jackpot.json's `hit` says (the journal's record has more)
             h = hits[0]
@@ -480,8 +484,8 @@ class JackpotController:
             "carried_bets": [b.to_json() for b in m.state.carried],
             "meters": m.to_json()["meters"],
             "balanced": m.balanced(),
-            "unpaid_hits": [h.to_json() for h in self.journal.unpaid_jackpot_hits()],
-            "last_hits": [h.to_json() for h in self.journal.jackpot_hits(25, name=NAME)],
+            "unpaid_hits": [h.to_json() for h in self.store.unpaid_hits()],
+            "last_hits": [h.to_json() for h in self.store.hits(25, name=NAME)],
             "at": iso_utc(utc_now()),
         }
 

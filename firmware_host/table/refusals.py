@@ -29,7 +29,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Protocol
 
 from ..journal import StorageError
 from ..jsonio import JSON
@@ -56,6 +56,12 @@ def _rows(counts: Counter[_Key]) -> list[JSON]:
     ]
 
 
+class RefusalChain(Protocol):
+    """Where the counts go (the journal's chain)."""
+
+    def append_event(self, kind: str, data: JSON = ...) -> object: ...
+
+
 class RefusalLedger(TableExtension):
     """Counts of the requests refused before authorisation (see the module docstring)."""
 
@@ -63,13 +69,13 @@ class RefusalLedger(TableExtension):
 
     def __init__(
         self,
-        journal: Any,
+        chain: RefusalChain,
         *,
         known: Iterable[str] = (),
         clock: Callable[[], datetime] = utc_now,
         window_s: float = WINDOW_S,
     ) -> None:
-        self.journal = journal
+        self.chain = chain
         self.known = frozenset(known)
         self.clock = clock
         self.window_s = window_s
@@ -139,7 +145,7 @@ class RefusalLedger(TableExtension):
             "counts": _rows(self._window),
         }
         try:
-            self.journal.append_event("requests_refused", data)
+            self.chain.append_event("requests_refused", data)
         except StorageError:
             return False  # the guard logged the fault once; the counts are kept
         top = ", ".join(f"{p} {c} {n}" for (p, _, c), n in self._window.most_common(5))

@@ -10,10 +10,12 @@ refunded, the outcome and totals); the floor's answers are ``docs/mqtt.md``'s.
 from __future__ import annotations
 
 from ..commands import CATALOGUE, Catalogue
+from ..journal import AuditLog, JackpotStore, RequestStore
 from ..jsonio import JSON
 from .commands import CommandCall, Commands
 from .engine import RoundEngine, StaleRound
 from .jackpot import JackpotController
+from .journaling import FloorJournal
 from .procedures import Procedure
 from .reading import MAX_REQUEST_ID, RequestError, identifier, reason_text
 
@@ -21,21 +23,25 @@ from .reading import MAX_REQUEST_ID, RequestError, identifier, reason_text
 def table_commands(
     engine: RoundEngine,
     procedure: Procedure,
+    journal: FloorJournal,
     *,
     jackpot: JackpotController | None = None,
     catalogue: Catalogue = CATALOGUE,
 ) -> Commands:
     """The table's :class:`~.commands.Commands` with the handlers of the round engine,
     the procedure and the jackpot registered (the other parts register theirs:
-    ``register_commands``)."""
+    ``register_commands``); ``journal``: the parts they write through (the chain for a
+    console operator's privileged actions, the jackpot's hits and the approvals)."""
     commands = Commands(engine, catalogue)
-    RoundCommands(engine, procedure).register_commands(commands)
+    RoundCommands(engine, procedure, journal.chain).register_commands(commands)
     if jackpot is None:
         commands.unavailable(
             "jackpot_paid", "NOT_SUPPORTED", "this table has no progressive jackpot"
         )
     else:
-        JackpotPayments(engine, jackpot).register_commands(commands)
+        JackpotPayments(
+            engine, jackpot, hits=journal.jackpot, approvals=journal.requests
+        ).register_commands(commands)
     return commands
 
 
@@ -47,9 +53,10 @@ class RoundCommands:
     """The round's commands: the engine's phases, results and voids, the procedure's
     decisions and deal setups, and ``status``."""
 
-    def __init__(self, engine: RoundEngine, procedure: Procedure) -> None:
+    def __init__(self, engine: RoundEngine, procedure: Procedure, chain: AuditLog) -> None:
         self.engine = engine
         self.procedure = procedure
+        self.chain = chain
 
     def register_commands(self, commands: Commands) -> None:
         for name, handler in (
@@ -77,7 +84,7 @@ class RoundCommands:
         """A console operator's action, in the audit chain with who and why (the floor's
         are its ``floor_command`` entries)."""
         if call.console:
-            self.engine.journal.append_event(
+            self.chain.append_event(
                 "privileged_action",
                 {"action": call.name, "operator": call.operator, "why": why, **data},
             )
@@ -139,17 +146,24 @@ class JackpotPayments:
     first confirmation is journaled as an approval, the second (by someone else)
     confirms the payment."""
 
-    def __init__(self, engine: RoundEngine, jackpot: JackpotController) -> None:
+    def __init__(
+        self,
+        engine: RoundEngine,
+        jackpot: JackpotController,
+        *,
+        hits: JackpotStore,
+        approvals: RequestStore,
+    ) -> None:
         self.engine = engine
-        self.journal = engine.journal
         self.jackpot = jackpot
+        self.hits, self.approvals = hits, approvals
 
     def register_commands(self, commands: Commands) -> None:
         commands.register("jackpot_paid", self.paid)
 
     def paid(self, call: CommandCall) -> JSON:
         hit_id = identifier(call.args.get("hit_id"), "jackpot_paid's 'hit_id'", MAX_REQUEST_ID)
-        hit = self.journal.jackpot_hit(hit_id)
+        hit = self.hits.hit(hit_id)
         if hit is None:
             raise RequestError("JACKPOT_HIT_NOT_FOUND", f"no jackpot hit {hit_id!r}")
         if hit.round_id != call.round_id:
@@ -165,19 +179,19 @@ class JackpotPayments:
         if not call.two_person:
             out = self.jackpot.confirm_payment(hit_id, who=who)
             return {**out, "round_id": hit.round_id} if isinstance(out, dict) else out
-        before = self.journal.approvals("jackpot_paid", hit_id)
+        before = self.approvals.approvals("jackpot_paid", hit_id)
         if who in before:
             raise RequestError(
                 "SECOND_PRINCIPAL_REQUIRED",
                 f"hit {hit_id} is confirmed by {who}; a second, different principal "
                 "must confirm the payment",
             )
-        approved = self.journal.approve("jackpot_paid", hit_id, who, call.request_id or "")
+        approved = self.approvals.approve("jackpot_paid", hit_id, who, call.request_id or "")
         if len(approved) < 2:
             return {"hit_id": hit_id, "round_id": hit.round_id, "paid": False,
                     "confirmed_by": approved, "amount": hit.amount}  # fmt: skip
         out = self.jackpot.confirm_payment(hit_id, who=approved)
-        self.journal.clear_approvals("jackpot_paid", hit_id)
+        self.approvals.clear_approvals("jackpot_paid", hit_id)
         result = dict(out) if isinstance(out, dict) else {}
         result.update({"round_id": hit.round_id, "confirmed_by": approved})
         return result

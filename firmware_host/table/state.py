@@ -12,27 +12,30 @@ from .extension import TableExtension, TableExtensions
 from .phase import Phase
 
 
-class FaultJournal(Protocol):
-    def active_faults(self) -> list[Fault]: ...
+class ActiveFaults(Protocol):
+    """What :class:`LatchedFaults` reads of the journal's faults (``FaultStore`` is one)."""
+
+    def active(self) -> list[Fault]: ...
 
 
 class LatchedFaults:
     """Faults that survive a restart until a technician clears them from the console
     (GLI-style); while any is latched no round opens.
 
-    ``storage``: the journal's storage guard; its fault (``DISK_FULL``, ``JOURNAL_IO``)
-    is listed with them while it lasts (it clears itself when the journal writes again,
-    and cannot be journaled while it lasts)."""
+    ``faults``: the journal's latched faults; ``storage``: the journal's storage guard,
+    whose fault (``DISK_FULL``, ``JOURNAL_IO``) is listed with them while it lasts (it
+    clears itself when the journal writes again, and cannot be journaled while it
+    lasts)."""
 
-    def __init__(self, journal: FaultJournal, *, storage: StorageGuard | None = None) -> None:
-        self.journal = journal
+    def __init__(self, faults: ActiveFaults, *, storage: StorageGuard | None = None) -> None:
+        self.faults = faults
         self.storage = storage
         self._last: list[dict[str, JSON]] = []
 
     def _journaled(self) -> list[dict[str, JSON]]:
         with contextlib.suppress(StorageError):  # unreadable for now: the last known list
             self._last = [
-                {"code": f.code, "message": f.message} for f in self.journal.active_faults()
+                {"code": f.code, "message": f.message} for f in self.faults.active()
             ]
         return list(self._last)
 

@@ -147,7 +147,7 @@ def test_the_duplicated_member_vector_of_docs_security_md(tmp_path: Path) -> Non
     )
     auth = Authenticator(settings, "MO-R-07", keys={"floor-pos": (key.public_key(),)},
                          clock=t.clock)  # fmt: skip
-    floor = FloorRequests(t.engine, t.floor.procedure, auth=auth)
+    floor = FloorRequests(t.engine, t.floor.procedure, t.journal, auth=auth)
     answer = floor.answer("bets/request", raw)
     expected = json.loads(blocks["duplicate_answer"])
     assert {k: answer.get(k) for k in expected} == expected, answer

@@ -45,11 +45,11 @@ def test_create_load_and_refusals(tmp_path: Path) -> None:
 def test_a_new_table_gets_one_an_existing_journal_without_one_is_refused(tmp_path: Path) -> None:
     s = JournalSettings(path=str(tmp_path / "journal.sqlite3"))
     with s.open() as j:  # a new table: key created beside the journal, with its .pub
-        assert j.identity is not None
+        assert j.outbox.identity is not None
         assert (tmp_path / "identity.key").exists() and (tmp_path / "identity.pub").exists()
-        first = j.identity.key_id
+        first = j.outbox.identity.key_id
     with s.open() as j:
-        assert j.identity is not None and j.identity.key_id == first
+        assert j.outbox.identity is not None and j.outbox.identity.key_id == first
     (tmp_path / "identity.key").unlink()
     with pytest.raises(IdentityKeyError) as exc:
         s.open()
@@ -64,7 +64,7 @@ def test_the_chain_records_the_key_and_each_change_of_it(tmp_path: Path) -> None
         with Journal(path, audit_key=key, identity=identity):
             pass
     with Journal(path, audit_key=key) as j:
-        entries = [e.data for e in j.events() if e.kind == "identity_key"]
+        entries = [e.data for e in j.chain.events() if e.kind == "identity_key"]
         assert [(e["key_id"], e["previous"]) for e in entries] == [
             (one.key_id, None),
             (two.key_id, one.key_id),
@@ -76,16 +76,16 @@ def test_what_the_journal_queues_is_signed_by_the_table(tmp_path: Path) -> None:
     identity = TableIdentity.create(tmp_path / "identity.key")
     public = load_public_key(public_path(tmp_path / "identity.key"))
     with Journal(tmp_path / "j.sqlite3", identity=identity) as j:
-        r = j.open_round("T1", "roulette", {})
-        j.enqueue(OutboxMessage("events", {"table_id": "T1", "event": "betting_open"}))
-        j.void_round(r.round_id, "test", {"table_id": "T1", "round_id": r.round_id, "seq": 1})
-        entries = j.outbox_pending(10)
+        r = j.rounds.open_round("T1", "roulette", {})
+        j.outbox.enqueue(OutboxMessage("events", {"table_id": "T1", "event": "betting_open"}))
+        j.rounds.void_round(r.round_id, "test", {"table_id": "T1", "round_id": r.round_id, "seq": 1})
+        entries = j.outbox.pending(10)
         assert [e.topic for e in entries] == ["anchor", "events", "anchor", "rounds"]
         for e in entries:
             payload, _ = open_sealed(e.payload, e.topic, [public])
             assert payload["table_id"] == "T1"
         rnd = json.loads(entries[-1].payload)
-        assert j.settlement(r.round_id) == rnd  # journaled as published, signature and all
+        assert j.rounds.settlement(r.round_id) == rnd  # journaled as published, signature and all
         assert j.audit().ok
 
 

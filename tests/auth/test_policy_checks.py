@@ -232,7 +232,7 @@ def test_the_retained_state_lists_the_accepted_risks(tmp_path: Path) -> None:
     published: list[dict[str, Any]] = []
 
     class NoFaults:
-        def active_faults(self) -> list[Any]:
+        def active(self) -> list[Any]:
             return []
 
     state = TableState(

@@ -146,11 +146,11 @@ def round_payload(
 
 def play_round(journal: Journal, table_id: str = "t1", stakes: tuple[int, ...] = (100, 200)) -> str:
     """Open, bet, settle one round; returns its round_id."""
-    rnd = journal.open_round(table_id, "roulette", {"regulation": "60/2004"})
+    rnd = journal.rounds.open_round(table_id, "roulette", {"regulation": "60/2004"})
     for i, s in enumerate(stakes):
-        journal.place_bet(
+        journal.bets.place_bet(
             rnd.round_id, {"bet_id": f"b{i}", "seat": i % 8, "bet_type": "red", "stake": s}
         )
-    journal.set_phase(rnd.round_id, "closed")
-    journal.settle_round(rnd.round_id, 18, round_payload(rnd, list(stakes)))
+    journal.rounds.set_phase(rnd.round_id, "closed")
+    journal.rounds.settle_round(rnd.round_id, 18, round_payload(rnd, list(stakes)))
     return rnd.round_id

@@ -72,7 +72,7 @@ def table(tmp_path: Path) -> Table:
     floor = tmp_path / "floor.jsonl"
     lines = [
         bytes(m.payload).decode()
-        for m in j.outbox_pending(10_000)
+        for m in j.outbox.pending(10_000)
         if m.topic in ("rounds", "anchor")
     ]
     floor.write_text("\n".join(lines) + "\n")
@@ -344,7 +344,7 @@ def test_a_cleared_fault_behind_the_journals_back_is_named(
 ) -> None:
     key = AuditKey.create(tmp_path / "audit.key")
     with Journal(tmp_path / "j.sqlite3", audit_key=key) as j:
-        j.set_fault("JACKPOT_METER_MISMATCH", "pool 100 + overflow 0 != expected 90")
+        j.faults.set_fault("JACKPOT_METER_MISMATCH", "pool 100 + overflow 0 != expected 90")
     db = attacker(tmp_path / "j.sqlite3")
     db.execute("UPDATE faults SET cleared_at = '2026-01-01T00:00:00.000Z', cleared_by = 'x'")
     rc = main(["audit", "verify", "--journal", str(tmp_path / "j.sqlite3"),
@@ -405,7 +405,7 @@ def test_a_new_table_gets_its_key_an_existing_journal_without_one_is_refused(
 
     settings = JournalSettings(path=str(tmp_path / "j.sqlite3"))
     with settings.open() as j:  # a new table: its first start is its install
-        assert j.audit_key_id == AuditKey.load(tmp_path / "audit.key").key_id
+        assert j.chain.key_id == AuditKey.load(tmp_path / "audit.key").key_id
     assert stat.S_IMODE(os.stat(tmp_path / "audit.key").st_mode) == 0o600
     (tmp_path / "audit.key").rename(tmp_path / "elsewhere.key")
     with pytest.raises(AuditKeyError) as exc:

@@ -113,12 +113,12 @@ async def test_login_recall_void_and_audit(table) -> None:  # type: ignore[no-un
     assert "protocol: 3.1.1" in status and "refusals: undetectable" in status
     assert "a publication the broker refuses cannot be detected" in status
     # the journal's chain head and the audit key it is keyed with (issue 15)
-    seq, head = d.journal.chain_head()
-    assert head in status and str(seq) in status and d.journal.audit_key_id in status
+    seq, head = d.journal.chain.head()
+    assert head in status and str(seq) in status and d.journal.chain.key_id in status
     # a privileged command needs a login
     e.open_betting()
     e.place_bet({"bet_id": "b", "seat": 2, "bet_type": "fan", "selection": 1, "stake": 500})
-    old = d.journal.rounds_summary(2)[1].round_id
+    old = d.journal.rounds.summary(2)[1].round_id
     now = e.current.round_id
     refused = await term.cmd(f"void {now} dealer error")
     assert "needs an operator login" in refused and e.phase.value == "open"
@@ -130,7 +130,7 @@ async def test_login_recall_void_and_audit(table) -> None:  # type: ignore[no-un
     assert "STALE_ROUND" in stale and now in stale and e.phase.value == "open"
     voided = await term.cmd(f"void {now} bets placed after the bell", prompt=b"# ")
     assert "refunded: 1" in voided and e.phase.value == "idle"
-    events = d.journal.events(50)
+    events = d.journal.chain.events(50)
     priv = [ev for ev in events if ev.kind == "privileged_action"]
     assert (
         priv
@@ -138,7 +138,7 @@ async def test_login_recall_void_and_audit(table) -> None:  # type: ignore[no-un
         and priv[-1].data["why"] == "bets placed after the bell"
     )
     assert any(ev.kind == "console_login" and ev.data["operator"] == "tech1" for ev in events)
-    assert d.journal.verify_chain().ok
+    assert d.journal.chain.verify().ok
 
 
 async def test_lockout_after_five_wrong_pins(table) -> None:  # type: ignore[no-untyped-def]
@@ -152,7 +152,7 @@ async def test_lockout_after_five_wrong_pins(table) -> None:  # type: ignore[no-
     assert "console locked" in out
     out = await term.cmd("login tech1")
     assert "console locked" in out  # even the right PIN is not asked for now
-    kinds = [ev.kind for ev in d.journal.events(50)]
+    kinds = [ev.kind for ev in d.journal.chain.events(50)]
     assert kinds.count("console_login_failed") == 5 and "console_lockout" in kinds
 
 
@@ -186,7 +186,7 @@ async def test_nothing_typed_is_shown_while_locked(table, tmp_path: Path) -> Non
     writer.close()
     st = await console_query(str(tmp_path / "console.sock"), "status json")
     assert '"table_id":"con-1"' in st.replace(" ", "")
-    events = d.journal.events(50)
+    events = d.journal.chain.events(50)
     assert not any(PIN in str(ev.data) for ev in events)
 
 

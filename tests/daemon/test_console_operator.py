@@ -84,7 +84,7 @@ class FakeBackend:
     def audit_event(self, kind: str, data: Mapping[str, JSON]) -> None:
         self.events_seen.append((kind, data))
         if self.journal is not None:
-            self.journal.append_event(kind, dict(data))
+            self.journal.chain.append_event(kind, dict(data))
 
     async def command(
         self,
@@ -274,12 +274,12 @@ async def test_the_lockout_survives_a_restart(tmp_path: Path) -> None:
     wall[0] += 100
     with Journal(tmp_path / "j.sqlite3") as j:
         fresh = Lockout(3, 300, clock=lambda: 5.0, wall=lambda: wall[0])
-        assert restore_lockout(fresh, j) == pytest.approx(200)
+        assert restore_lockout(fresh, j.chain) == pytest.approx(200)
         s = session(FakeBackend(journal=j), fresh)
         assert "console locked" in (await s.handle("login alice"))[0]
     wall[0] += 250  # past the lockout's end
     with Journal(tmp_path / "j.sqlite3") as j:
-        assert restore_lockout(Lockout(3, 300, wall=lambda: wall[0]), j) == 0
+        assert restore_lockout(Lockout(3, 300, wall=lambda: wall[0]), j.chain) == 0
 
 
 async def test_wrong_pins_before_a_restart_still_count(tmp_path: Path) -> None:
@@ -289,7 +289,7 @@ async def test_wrong_pins_before_a_restart_still_count(tmp_path: Path) -> None:
         await login(s, "alice", "0001")
     with Journal(tmp_path / "j.sqlite3") as j:
         fresh = Lockout(3, 300)
-        restore_lockout(fresh, j)
+        restore_lockout(fresh, j.chain)
         assert fresh.failures == 2
         s = session(FakeBackend(journal=j), fresh)
         assert "console locked" in (await login(s, "alice", "0002"))[0]

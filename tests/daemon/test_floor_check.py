@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def engine(j: Journal) -> RoundEngine:
     """A fantan table's engine, stopped by latched faults as the daemon's is."""
     return RoundEngine(
-        load_config(ROOT / "config" / "fantan.toml"), j, play_stop=LatchedFaults(j).play_stop
+        load_config(ROOT / "config" / "fantan.toml"), j, play_stop=LatchedFaults(j.faults).play_stop
     )
 
 
@@ -56,10 +56,10 @@ class Floor:
         self.take(j)
 
     def take(self, j: Journal) -> None:
-        for m in j.outbox_pending(100_000):
+        for m in j.outbox.pending(100_000):
             if m.topic == "anchor":
                 self.retained["anchor"] = m.payload
-        j.outbox_mark_published([m.id for m in j.outbox_pending(100_000)])
+        j.outbox.mark_published([m.id for m in j.outbox.pending(100_000)])
 
     async def read(self) -> Mapping[str, bytes]:
         if self.fail is not None:
@@ -83,7 +83,7 @@ async def test_a_journal_that_holds_everything_passes(tmp_path: Path, key: Audit
     floor = Floor(j)
     check = JournalFloorCheck(j, "fantan-01", floor.read)
     assert await check.check_once() and check.findings == []
-    assert j.active_faults() == []
+    assert j.faults.active() == []
 
 
 async def test_a_restored_backup_is_caught_and_no_seq_is_reused(
@@ -103,7 +103,7 @@ async def test_a_restored_backup_is_caught_and_no_seq_is_reused(
         restored, "fantan-01", floor.read, on_change=lambda: changed.append(1)
     )
     assert await check.check_once()
-    (fault,) = restored.active_faults()
+    (fault,) = restored.faults.active()
     assert fault.code == BEHIND and changed
     assert "chain entries 11..19 missing" in fault.message or "chain entries" in fault.message
     assert "rounds 3..5 (3 round(s)) the floor holds are not in the journal" in fault.message
@@ -112,15 +112,15 @@ async def test_a_restored_backup_is_caught_and_no_seq_is_reused(
     with pytest.raises(RoundFault) as exc:
         e2.open_betting()
     assert exc.value.code == "PLAY_STOPPED" and BEHIND in exc.value.message
-    restored.clear_fault(BEHIND, by="tech1", reason="rounds 3-5 reconciled with the floor's copy")
+    restored.faults.clear_fault(BEHIND, by="tech1", reason="rounds 3-5 reconciled with the floor's copy")
     # A restart before the next round: the broker still holds the floor's anchor, which
     # the technician acknowledged; it is not latched again.
     assert await JournalFloorCheck(restored, "fantan-01", floor.read).check_once()
-    assert restored.active_faults() == []
+    assert restored.faults.active() == []
     rnd = e2.open_betting()
     assert rnd.seq == 6 and rnd.seq > max(r["seq"] for r in later)  # never reused
     assert rnd.round_id not in {r["round_id"] for r in later}
-    kinds = [ev.kind for ev in restored.events(20)]
+    kinds = [ev.kind for ev in restored.chain.events(20)]
     assert "fault_latched" in kinds and "fault_cleared" in kinds
     assert restored.audit().ok, str(restored.audit())
 
@@ -134,10 +134,10 @@ async def test_another_journal_with_as_many_entries_is_caught(
     floor = Floor(a)
     b = Journal(tmp_path / "b.sqlite3", audit_key=key)
     play(engine(b), 2)
-    assert b.chain_head()[0] == a.chain_head()[0]
+    assert b.chain.head()[0] == a.chain.head()[0]
     check = JournalFloorCheck(b, "fantan-01", floor.read)
     assert await check.check_once()
-    (fault,) = b.active_faults()
+    (fault,) = b.faults.active()
     assert fault.code == BEHIND and "not the journal the floor heard from" in fault.message
 
 
@@ -151,16 +151,16 @@ async def test_an_unreachable_broker_stops_play_until_the_check_succeeds(
     floor.fail = ConnectionError("broker down")
     check = JournalFloorCheck(j, "fantan-01", floor.read, retry_min=0.01, retry_max=0.02)
     assert not await check.check_once()
-    assert [f.code for f in j.active_faults()] == [UNCHECKED]
+    assert [f.code for f in j.faults.active()] == [UNCHECKED]
     with pytest.raises(RoundFault):
         e.open_betting()
     task = asyncio.create_task(check.until_checked())
     await asyncio.sleep(0.1)
-    assert not task.done() and [f.code for f in j.active_faults()] == [UNCHECKED]
+    assert not task.done() and [f.code for f in j.faults.active()] == [UNCHECKED]
     floor.fail = None  # the broker is back
     await asyncio.wait_for(task, 5)
-    assert j.active_faults() == [] and check.checked
-    cleared = j.events(5, kind="fault_cleared")[-1]
+    assert j.faults.active() == [] and check.checked
+    cleared = j.chain.events(5, kind="fault_cleared")[-1]
     assert cleared.data["code"] == UNCHECKED and cleared.data["by"] == "table"
     e.open_betting()
 
@@ -185,11 +185,11 @@ async def test_a_simulated_table_plays_while_the_broker_is_unreachable_and_is_ch
         old, "fantan-01", floor.read, retry_min=0.01, retry_max=0.02, simulated=True
     )
     assert not await check.check_once()
-    assert old.active_faults() == []  # plays meanwhile
+    assert old.faults.active() == []  # plays meanwhile
     engine(old).open_betting()
     floor.fail = None
     await asyncio.wait_for(check.until_checked(), 5)
-    assert [f.code for f in old.active_faults()] == [BEHIND]
+    assert [f.code for f in old.faults.active()] == [BEHIND]
 
 
 async def test_a_full_disk_during_the_retries_does_not_end_them(
@@ -204,21 +204,21 @@ async def test_a_full_disk_during_the_retries_does_not_end_them(
     check = JournalFloorCheck(j, "fantan-01", floor.read, retry_min=0.01, retry_max=0.02)
     assert not await check.check_once()
     full = {"on": True}
-    clear = j.clear_fault
+    clear = j.faults.clear_fault
 
     def clear_or_full(*args: Any, **kwargs: Any) -> Any:
         if full["on"]:
             raise JournalFull("the disk is full (test)")
         return clear(*args, **kwargs)
 
-    monkeypatch.setattr(j, "clear_fault", clear_or_full)
+    monkeypatch.setattr(j.faults, "clear_fault", clear_or_full)
     floor.fail = None  # the broker is back, the disk is full
     task = asyncio.create_task(check.until_checked())
     await asyncio.sleep(0.2)
-    assert not task.done() and [f.code for f in j.active_faults()] == [UNCHECKED]
+    assert not task.done() and [f.code for f in j.faults.active()] == [UNCHECKED]
     full["on"] = False
     await asyncio.wait_for(task, 5)
-    assert j.active_faults() == [] and check.checked
+    assert j.faults.active() == [] and check.checked
 
 
 async def test_a_technicians_clear_is_not_undone_by_the_retries(
@@ -229,10 +229,10 @@ async def test_a_technicians_clear_is_not_undone_by_the_retries(
     floor.fail = ConnectionError("broker down")
     check = JournalFloorCheck(j, "fantan-01", floor.read, retry_min=0.01, retry_max=0.02)
     assert not await check.check_once()
-    j.clear_fault(UNCHECKED, by="tech1", reason="broker room flooded; playing without the floor")
+    j.faults.clear_fault(UNCHECKED, by="tech1", reason="broker room flooded; playing without the floor")
     task = asyncio.create_task(check.until_checked())
     await asyncio.sleep(0.1)
-    assert j.active_faults() == []
+    assert j.faults.active() == []
     task.cancel()
 
 
@@ -242,7 +242,7 @@ async def test_an_unreadable_retained_anchor_is_ignored(tmp_path: Path, key: Aud
     floor = Floor(j)
     floor.retained = {"anchor": b"{not json", "state": b'{"table_id": "other", "anchor": null}'}
     assert await JournalFloorCheck(j, "fantan-01", floor.read).check_once()
-    assert j.active_faults() == []
+    assert j.faults.active() == []
 
 
 # -- the daemon, with a broker ---------------------------------------------------------------
@@ -302,7 +302,7 @@ async def test_the_daemon_latches_a_restored_journal_and_says_what_is_missing(
     d = daemon(tmp_path, amqtt_broker, live)
     await d.start()
     assert d.engine is not None and d.link is not None
-    assert d.journal is not None and d.journal.active_faults() == []  # the same journal
+    assert d.journal is not None and d.journal.faults.active() == []  # the same journal
     play(d.engine, 3)
     await d.link.wait_idle(10)
     anchor = await retained(amqtt_broker, "anchor", lambda a: a["seq"] == 5)
@@ -316,7 +316,7 @@ async def test_the_daemon_latches_a_restored_journal_and_says_what_is_missing(
     await d.start()
     try:
         assert d.engine is not None and d.journal is not None and d.link is not None
-        (fault,) = d.journal.active_faults()
+        (fault,) = d.journal.faults.active()
         assert fault.code == BEHIND and fault.data["seq_floor"] == 5, fault
         assert "rounds 3..5" in fault.message
         with pytest.raises(RoundFault):
@@ -347,12 +347,12 @@ async def test_the_daemon_waits_for_an_unreachable_broker_then_checks(tmp_path: 
     broker = EmbeddedBroker(port=port)
     try:
         assert d.journal is not None and d.engine is not None and d.link is not None
-        assert [f.code for f in d.journal.active_faults()] == [UNCHECKED]
+        assert [f.code for f in d.journal.faults.active()] == [UNCHECKED]
         with pytest.raises(RoundFault):
             d.engine.open_betting()
         assert not d.link.connected
         await broker.start()
-        await wait_for(lambda: d.journal is not None and d.journal.active_faults() == [])
+        await wait_for(lambda: d.journal is not None and d.journal.faults.active() == [])
         await d.link.wait_connected(10)
         d.engine.open_betting()
     finally:
@@ -371,12 +371,12 @@ async def test_rows_the_journals_own_recent_chain_lost_are_caught_without_the_fl
     floor = Floor(j)
     floor.fail = ConnectionError("broker down")
     lost = rounds[1]["round_id"]
-    j._db.execute("DELETE FROM settlements WHERE round_id = ?", (lost,))
+    j.db.sql.execute("DELETE FROM settlements WHERE round_id = ?", (lost,))
     check = JournalFloorCheck(j, "fantan-01", floor.read)
     assert not await check.check_once()
-    codes = sorted(f.code for f in j.active_faults())
+    codes = sorted(f.code for f in j.faults.active())
     assert codes == [BEHIND, UNCHECKED]
-    (behind,) = [f for f in j.active_faults() if f.code == BEHIND]
+    (behind,) = [f for f in j.faults.active() if f.code == BEHIND]
     assert f"settlement of round {lost}" in behind.message and "missing" in behind.message
 
 
@@ -386,19 +386,19 @@ async def test_damage_a_technician_acknowledged_is_not_latched_again_at_every_st
     j = Journal(tmp_path / "j.sqlite3", audit_key=key)
     e = engine(j)
     rounds = play(e, 3)
-    j._db.execute("DELETE FROM settlements WHERE round_id = ?", (rounds[0]["round_id"],))
+    j.db.sql.execute("DELETE FROM settlements WHERE round_id = ?", (rounds[0]["round_id"],))
     floor = Floor(j)
     assert await JournalFloorCheck(j, "fantan-01", floor.read).check_once()
-    assert [f.code for f in j.active_faults()] == [BEHIND]
-    j.clear_fault(BEHIND, by="tech1", reason="round 1's payload restored from the floor's copy")
+    assert [f.code for f in j.faults.active()] == [BEHIND]
+    j.faults.clear_fault(BEHIND, by="tech1", reason="round 1's payload restored from the floor's copy")
     # The next start finds the same damage: acknowledged, not latched again...
     assert await JournalFloorCheck(j, "fantan-01", floor.read).check_once()
-    assert j.active_faults() == []
+    assert j.faults.active() == []
     # ...but new damage is.
-    j._db.execute("DELETE FROM settlements WHERE round_id = ?", (rounds[2]["round_id"],))
+    j.db.sql.execute("DELETE FROM settlements WHERE round_id = ?", (rounds[2]["round_id"],))
     check = JournalFloorCheck(j, "fantan-01", floor.read)
     assert await check.check_once()
-    (fault,) = j.active_faults()
+    (fault,) = j.faults.active()
     assert rounds[2]["round_id"] in fault.message and rounds[0]["round_id"] not in fault.message
 
 
@@ -453,7 +453,7 @@ async def test_an_index_page_older_than_its_table_is_caught_and_the_rows_named(
     and the start-up check latches the fault even though the floor's anchor matches."""
     image, late = mixed_image(tmp_path, key, "before")
     j = Journal(image, audit_key=key)
-    assert [j.settlement(rid) for rid in late] == [None, None]  # what the journal can read
+    assert [j.rounds.settlement(rid) for rid in late] == [None, None]  # what the journal can read
     floor = Floor(j)  # the floor's anchor matches the journal's chain
     assert j.check_against_floor([]) == []
     report = j.audit()
@@ -466,7 +466,7 @@ async def test_an_index_page_older_than_its_table_is_caught_and_the_rows_named(
     check = JournalFloorCheck(j, "fantan-01", floor.read)
     assert await check.check_once()
     assert check.findings == []  # the anchor alone sees nothing
-    (fault,) = j.active_faults()
+    (fault,) = j.faults.active()
     assert fault.code == BEHIND
     assert late[0] in fault.message and late[1] in fault.message
 

@@ -31,7 +31,7 @@ TABLE = "fantan-01"
 
 def engine(j: Journal) -> RoundEngine:
     return RoundEngine(
-        load_config(ROOT / "config" / "fantan.toml"), j, play_stop=LatchedFaults(j).play_stop
+        load_config(ROOT / "config" / "fantan.toml"), j, play_stop=LatchedFaults(j.faults).play_stop
     )
 
 
@@ -59,13 +59,13 @@ class Floor:
 
     def take(self, j: Journal) -> None:
         """The broker takes what the journal's outbox holds; the ingest stores it."""
-        for m in j.outbox_pending(100_000):
+        for m in j.outbox.pending(100_000):
             if m.topic == "anchor":
                 self.retained["anchor"] = m.payload
             if m.topic == "rounds":
                 r = json.loads(m.payload)
                 self.rounds.setdefault(r["seq"], r)
-        j.outbox_mark_published([m.id for m in j.outbox_pending(100_000)])
+        j.outbox.mark_published([m.id for m in j.outbox.pending(100_000)])
         top = self.rounds[max(self.rounds)]
         record = {
             "schema_version": 1, "table_id": TABLE, "seq": top["seq"],
@@ -113,14 +113,14 @@ async def test_the_floor_record_catches_a_journal_whose_own_anchor_was_rolled_ba
     del floor.retained["anchor"]  # the table's own retained anchor says nothing any more
     check = JournalFloorCheck(restored, TABLE, floor.read, record_keys=[ingest.public_key()])
     assert await check.check_once()
-    (fault,) = restored.active_faults()
+    (fault,) = restored.faults.active()
     assert fault.code == BEHIND
     assert "the floor's record" in fault.message and "Rounds continue from seq 6" in fault.message
     # Without the ingest's key the same record is not the floor's word: not latched.
     again = journal(pristine, key)
     check = JournalFloorCheck(again, TABLE, floor.read, record_keys=[])
     assert await check.check_once()
-    assert [f.code for f in again.active_faults()] == []
+    assert [f.code for f in again.faults.active()] == []
 
 
 async def test_a_record_not_signed_by_the_floor_ingest_is_ignored(
@@ -145,7 +145,7 @@ async def test_a_record_not_signed_by_the_floor_ingest_is_ignored(
         floor.retained[FLOOR_RECORD] = raw
         check = JournalFloorCheck(j, TABLE, floor.read, record_keys=[ingest.public_key()])
         assert await check.check_once()
-        assert j.active_faults() == []
+        assert j.faults.active() == []
     assert sum("ignoring the floor's record" in r.message for r in caplog.records) == len(forged)
 
 
@@ -182,31 +182,31 @@ async def test_two_successive_restores_are_both_refused_and_no_seq_is_reused(
         restored = journal(image, key)
         check = JournalFloorCheck(restored, TABLE, floor.read, record_keys=record_keys)
         assert await check.check_once()
-        (fault,) = restored.active_faults()
+        (fault,) = restored.faults.active()
         assert fault.code == BEHIND, image
         assert "Rounds continue from seq 7" in fault.message
         e2 = engine(restored)
         e2.resume()  # the daemon resolves what was in flight once the check is made
         if image == newer:
-            (rnd5,) = [r for r in restored.rounds_summary(10) if r.seq == 5]
+            (rnd5,) = [r for r in restored.rounds.summary(10) if r.seq == 5]
             assert rnd5.status == "void"
-            row = restored._db.execute(
+            row = restored.db.sql.execute(
                 "SELECT outbox_id FROM settlements WHERE round_id = ?", (rnd5.round_id,)
             ).fetchone()
             assert row[0] == WITHHELD
-            assert restored.replay_range(TABLE, 5, 5) == []
+            assert restored.rounds.replay_range(TABLE, 5, 5) == []
         # What this journal would publish: no anchor of a round the floor holds, and
         # rounds only as the floor has them (the copy's own settled rounds, same bytes).
-        pending = restored.outbox_pending(1000)
+        pending = restored.outbox.pending(1000)
         assert [m for m in pending if m.topic == "anchor"] == []
         for m in pending:
             if m.topic == "rounds":
                 r = json.loads(m.payload)
                 assert r["seq"] <= last and r == floor.rounds[r["seq"]], r["seq"]
-        assert restored.round_anchor() is None  # state never announces an older anchor
+        assert restored.rounds.anchor() is None  # state never announces an older anchor
         floor.take(restored)  # the broker gets what it publishes: its anchor untouched
         assert floor.retained["anchor"] == broker_anchor
-        restored.clear_fault(BEHIND, by="tech1", reason=f"restored from {image.name}")
+        restored.faults.clear_fault(BEHIND, by="tech1", reason=f"restored from {image.name}")
         rnd = e2.open_betting()
         assert rnd.seq == 7  # never a seq the floor has seen
         assert restored.audit().ok, str(restored.audit())

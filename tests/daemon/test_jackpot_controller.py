@@ -33,8 +33,13 @@ DEALER_AK = ["AD", "KC", "7C", "4S", "2S"]
 
 
 def engine(tmp_path: Path, meter_max: int | None = None) -> RoundEngine:
-    j = Journal(tmp_path / "j.sqlite3")
-    return RoundEngine(CFG, j, jackpot=JackpotController(j, PARAMS, meter_max=meter_max))
+    return engine_of(Journal(tmp_path / "j.sqlite3"), meter_max)
+
+
+def engine_of(j: Journal, meter_max: int | None = None) -> RoundEngine:
+    return RoundEngine(
+        CFG, j, jackpot=JackpotController(j.jackpot, j.db, PARAMS, meter_max=meter_max)
+    )
 
 
 def play(e: RoundEngine, hands: dict[int, list[str]], jackpot_seats: set[int], tag: str) -> dict:
@@ -79,12 +84,12 @@ def test_royal_hit_is_recorded_then_paid_in_two_steps(tmp_path: Path) -> None:
     assert hit["hand"] == "royal_flush" and hit["prize"] == max(
         pool + 1400, PARAMS.royal_flush_fixed
     )
-    assert [h.hit_id for h in e.journal.unpaid_jackpot_hits()] == [hit["hit_id"]]
+    assert [h.hit_id for h in e.jackpot.store.unpaid_hits()] == [hit["hit_id"]]
     assert e.jackpot.meter.pool == PARAMS.seed  # art. 10 8): restarts at the seed
     first = e.jackpot.confirm_payment(hit["hit_id"], who="attendant")
     again = e.jackpot.confirm_payment(hit["hit_id"], who="attendant")
     assert first["already"] is False and again["already"] is True
-    assert e.journal.unpaid_jackpot_hits() == []
+    assert e.jackpot.store.unpaid_hits() == []
     assert e.jackpot.meter.balanced()
 
 
@@ -138,12 +143,13 @@ def test_void_deal_carries_jackpot_bets_to_the_next_game(tmp_path: Path) -> None
 
 
 def test_state_survives_restart(tmp_path: Path) -> None:
-    e = engine(tmp_path)
+    first = Journal(tmp_path / "j.sqlite3")
+    e = engine_of(first)
     play(e, {1: NOTHING}, {1}, "r1")
     pool = e.jackpot.meter.pool
-    e.journal.close()
+    first.close()
     j = Journal(tmp_path / "j.sqlite3")
-    c = JackpotController(j, PARAMS)
+    c = JackpotController(j.jackpot, j.db, PARAMS)
     assert c.meter.pool == pool and c.meter.balanced()
 
 

@@ -43,7 +43,7 @@ RULES = {"regulation": "60/2004"}
 
 
 def outbox_rows(j: Journal) -> list[tuple[Any, ...]]:
-    return j._db.execute(
+    return j.db.sql.execute(
         "SELECT id, topic, round_id, published_at FROM outbox ORDER BY id"
     ).fetchall()
 
@@ -52,10 +52,10 @@ def outbox_rows(j: Journal) -> list[tuple[Any, ...]]:
 
 
 def test_opens_in_wal_mode_with_full_synchronous_commits(journal: Journal) -> None:
-    assert journal._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert journal._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-    assert journal.schema_version == DB_SCHEMA_VERSION
-    assert journal._db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert journal.db.sql.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert journal.db.sql.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert journal.db.schema_version == DB_SCHEMA_VERSION
+    assert journal.db.sql.execute("PRAGMA foreign_keys").fetchone()[0] == 1
 
 
 def test_reopening_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> None:
@@ -63,8 +63,8 @@ def test_reopening_keeps_data_and_does_not_migrate_again(tmp_path: Path) -> None
     with Journal(p) as j:
         rid = play_round(j)
     with Journal(p) as j:
-        assert j.round(rid).status == "settled"
-        assert j.schema_version == DB_SCHEMA_VERSION
+        assert j.rounds.round(rid).status == "settled"
+        assert j.db.schema_version == DB_SCHEMA_VERSION
 
 
 def test_a_newer_journal_schema_is_refused(tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_a_corrupted_page_fails_the_integrity_check(tmp_path: Path) -> None:
     with Journal(p) as j:
         for _ in range(30):
             play_round(j, stakes=(100,) * 20)
-        j._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        j.db.sql.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = bytearray(p.read_bytes())
     page = 4096
     assert len(data) > 6 * page
@@ -107,9 +107,9 @@ def test_readonly_journal_reads_but_refuses_writes(tmp_path: Path) -> None:
     with Journal(p) as writer:
         rid = play_round(writer)
         ro = Journal(p, readonly=True)
-        assert ro.round(rid).status == "settled"
+        assert ro.rounds.round(rid).status == "settled"
         with pytest.raises(JournalError) as exc:
-            ro.append_event("power_up", {})
+            ro.chain.append_event("power_up", {})
         assert exc.value.code == "JOURNAL_READONLY"
         ro.close()
 
@@ -121,62 +121,62 @@ def test_open_round_assigns_increasing_seq_per_table(journal: Journal) -> None:
     seqs = []
     for _ in range(3):
         rid = play_round(journal, "t1")
-        seqs.append(journal.round(rid).seq)
-    other = journal.open_round("t2", "roulette", RULES)
+        seqs.append(journal.rounds.round(rid).seq)
+    other = journal.rounds.open_round("t2", "roulette", RULES)
     assert seqs == [1, 2, 3]
     assert other.seq == 1
     assert other.round_id.startswith("t2-000001-")
 
 
 def test_a_second_round_cannot_open_while_one_is_in_flight(journal: Journal) -> None:
-    journal.open_round("t1", "roulette", RULES)
+    journal.rounds.open_round("t1", "roulette", RULES)
     with pytest.raises(RoundInFlight):
-        journal.open_round("t1", "roulette", RULES)
-    journal.open_round("t1", "roulette", RULES, allow_concurrent=True)
-    assert len(journal.in_flight_rounds("t1")) == 2
+        journal.rounds.open_round("t1", "roulette", RULES)
+    journal.rounds.open_round("t1", "roulette", RULES, allow_concurrent=True)
+    assert len(journal.rounds.in_flight("t1")) == 2
 
 
 def test_round_ids_and_seqs_are_unique(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES, round_id="R1")
+    r = journal.rounds.open_round("t1", "roulette", RULES, round_id="R1")
     with pytest.raises(RoundExists):
-        journal.open_round("t1", "roulette", RULES, round_id="R1", allow_concurrent=True)
+        journal.rounds.open_round("t1", "roulette", RULES, round_id="R1", allow_concurrent=True)
     with pytest.raises(RoundExists):
-        journal.open_round("t1", "roulette", RULES, seq=r.seq, allow_concurrent=True)
+        journal.rounds.open_round("t1", "roulette", RULES, seq=r.seq, allow_concurrent=True)
 
 
 def test_set_phase_records_first_entry_time_and_outcome(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES)
-    journal.set_phase(r.round_id, "closed")
-    journal.set_phase(r.round_id, "open")  # a voided throw reopens betting (57/2004 art. 3 4))
-    again = journal.set_phase(r.round_id, "closed")
+    r = journal.rounds.open_round("t1", "roulette", RULES)
+    journal.rounds.set_phase(r.round_id, "closed")
+    journal.rounds.set_phase(r.round_id, "open")  # a voided throw reopens betting (57/2004 art. 3 4))
+    again = journal.rounds.set_phase(r.round_id, "closed")
     assert (
-        again.timestamps["closed"] == journal.set_phase(r.round_id, "closed").timestamps["closed"]
+        again.timestamps["closed"] == journal.rounds.set_phase(r.round_id, "closed").timestamps["closed"]
     )
-    res = journal.set_phase(r.round_id, "result", outcome=[1, 2, 3])
+    res = journal.rounds.set_phase(r.round_id, "result", outcome=[1, 2, 3])
     assert res.outcome == [1, 2, 3] and res.phase == "result"
     assert set(res.timestamps) == {"open", "closed", "result"}
     with pytest.raises(ValueError):
-        journal.set_phase(r.round_id, "settled")
+        journal.rounds.set_phase(r.round_id, "settled")
 
 
 def test_unknown_round_is_reported(journal: Journal) -> None:
     with pytest.raises(RoundNotFound):
-        journal.round("nope")
+        journal.rounds.round("nope")
     with pytest.raises(RoundNotFound):
-        journal.settle_round("nope", 1, {})
+        journal.rounds.settle_round("nope", 1, {})
 
 
 def test_settle_commits_round_payload_and_outbox_entry_together(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES)
+    r = journal.rounds.open_round("t1", "roulette", RULES)
     payload = round_payload(r, [100])
-    outbox_id = journal.settle_round(r.round_id, 18, payload, {"pool": 123})
-    rnd = journal.round(r.round_id)
+    outbox_id = journal.rounds.settle_round(r.round_id, 18, payload, {"pool": 123})
+    rnd = journal.rounds.round(r.round_id)
     assert (rnd.status, rnd.phase, rnd.outcome) == ("settled", "settled", 18)
     assert rnd.finished_at is not None and rnd.timestamps["settled"] == rnd.finished_at
-    stored = journal.settlement(r.round_id)
+    stored = journal.rounds.settlement(r.round_id)
     assert isinstance(stored, dict) and stored.pop("signature")  # signed by the table
     assert stored == payload
-    entry = journal.outbox_entry(outbox_id)
+    entry = journal.outbox.entry(outbox_id)
     assert entry is not None
     assert (entry.topic, entry.qos, entry.retain, entry.round_id) == (
         "rounds",
@@ -188,142 +188,142 @@ def test_settle_commits_round_payload_and_outbox_entry_together(journal: Journal
         payload, signature=json.loads(entry.payload)["signature"]
     )
     assert entry.payload.decode() == json.dumps(
-        journal.settlement(r.round_id), separators=(",", ":")
+        journal.rounds.settlement(r.round_id), separators=(",", ":")
     )
-    assert journal.jackpot_state() == {"pool": 123}
+    assert journal.jackpot.state() == {"pool": 123}
     assert rnd.summary == {"bets": 1, "totals": payload["totals"], "jackpot": payload["jackpot"]}
 
 
 def test_nothing_is_settled_twice(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES)
+    r = journal.rounds.open_round("t1", "roulette", RULES)
     payload = round_payload(r, [100])
-    journal.settle_round(r.round_id, 18, payload, {"pool": 1})
-    before = (outbox_rows(journal), journal.settlement(r.round_id), journal.jackpot_state())
+    journal.rounds.settle_round(r.round_id, 18, payload, {"pool": 1})
+    before = (outbox_rows(journal), journal.rounds.settlement(r.round_id), journal.jackpot.state())
     other = dict(payload, outcome=0)
     with pytest.raises(RoundFinished) as exc:
-        journal.settle_round(r.round_id, 0, other, {"pool": 2})
+        journal.rounds.settle_round(r.round_id, 0, other, {"pool": 2})
     assert exc.value.code == "ROUND_FINISHED"
     with pytest.raises(RoundFinished):
-        journal.void_round(r.round_id, "late void", round_payload(r, [100], status="void"))
-    assert (outbox_rows(journal), journal.settlement(r.round_id), journal.jackpot_state()) == before
-    assert journal.round(r.round_id).outcome == 18
+        journal.rounds.void_round(r.round_id, "late void", round_payload(r, [100], status="void"))
+    assert (outbox_rows(journal), journal.rounds.settlement(r.round_id), journal.jackpot.state()) == before
+    assert journal.rounds.round(r.round_id).outcome == 18
 
 
 def test_a_voided_round_is_never_settled(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES)
-    journal.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 100})
-    journal.void_round(
+    r = journal.rounds.open_round("t1", "roulette", RULES)
+    journal.bets.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 100})
+    journal.rounds.void_round(
         r.round_id, "chip in the wheel (60/2004 art. 2)", round_payload(r, [100], status="void")
     )
-    rnd = journal.round(r.round_id)
+    rnd = journal.rounds.round(r.round_id)
     assert (rnd.status, rnd.void_reason) == ("void", "chip in the wheel (60/2004 art. 2)")
     with pytest.raises(RoundFinished):
-        journal.settle_round(r.round_id, 18, round_payload(r, [100]))
-    assert [e.kind for e in journal.events() if e.kind != "identity_key"] == [
+        journal.rounds.settle_round(r.round_id, 18, round_payload(r, [100]))
+    assert [e.kind for e in journal.chain.events() if e.kind != "identity_key"] == [
         "round_opened",
         "bet_placed",
         "round_void",
     ]
     with pytest.raises(ValueError):
-        journal.void_round(r.round_id, "", {})
+        journal.rounds.void_round(r.round_id, "", {})
 
 
 def test_a_failure_inside_settle_rolls_everything_back(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES)
+    r = journal.rounds.open_round("t1", "roulette", RULES)
     notified = []
-    journal.add_outbox_listener(lambda: notified.append(1))
+    journal.outbox.add_listener(lambda: notified.append(1))
     bad_state = {"pool": {1, 2}}  # a set is not JSON: fails after the round row was updated
     with pytest.raises(TypeError):
-        journal.settle_round(r.round_id, 18, round_payload(r, [100]), bad_state)
-    rnd = journal.round(r.round_id)
+        journal.rounds.settle_round(r.round_id, 18, round_payload(r, [100]), bad_state)
+    rnd = journal.rounds.round(r.round_id)
     assert rnd.status is None and rnd.phase == "open"
-    assert journal.settlement(r.round_id) is None
+    assert journal.rounds.settlement(r.round_id) is None
     # Only the opening's retained anchor is left: nothing of the failed settlement.
     assert [row[1] for row in outbox_rows(journal)] == ["anchor"] and notified == []
-    journal.settle_round(r.round_id, 18, round_payload(r, [100]))  # and it can still settle
+    journal.rounds.settle_round(r.round_id, 18, round_payload(r, [100]))  # and it can still settle
     assert notified == [1]
 
 
 def test_payload_must_belong_to_the_round(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES)
+    r = journal.rounds.open_round("t1", "roulette", RULES)
     with pytest.raises(ValueError):
-        journal.settle_round(r.round_id, 18, dict(round_payload(r, [1]), round_id="other"))
+        journal.rounds.settle_round(r.round_id, 18, dict(round_payload(r, [1]), round_id="other"))
     with pytest.raises(ValueError):
-        journal.settle_round(r.round_id, 18, round_payload(r, [1], status="void"))
-    assert journal.round(r.round_id).status is None
+        journal.rounds.settle_round(r.round_id, 18, round_payload(r, [1], status="void"))
+    assert journal.rounds.round(r.round_id).status is None
 
 
 def test_in_flight_rounds_and_recorded_outcome_survive_reopen(tmp_path: Path) -> None:
     p = tmp_path / "j.sqlite3"
     with Journal(p) as j:
         play_round(j)
-        r = j.open_round("t1", "sicbo", {"regulation": "57/2004"})
-        j.place_bet(r.round_id, {"bet_id": "x", "bet_type": "big", "stake": 500})
-        j.set_phase(r.round_id, "result", outcome=[2, 3, 6])
+        r = j.rounds.open_round("t1", "sicbo", {"regulation": "57/2004"})
+        j.bets.place_bet(r.round_id, {"bet_id": "x", "bet_type": "big", "stake": 500})
+        j.rounds.set_phase(r.round_id, "result", outcome=[2, 3, 6])
     with Journal(p) as j:
-        (rnd,) = j.in_flight_rounds()
+        (rnd,) = j.rounds.in_flight()
         assert (rnd.round_id, rnd.phase, rnd.outcome) == (r.round_id, "result", [2, 3, 6])
-        assert [b.bet_id for b in j.bets(r.round_id)] == ["x"]
+        assert [b.bet_id for b in j.bets.bets(r.round_id)] == ["x"]
 
 
 # -- bets --------------------------------------------------------------------------------
 
 
 def test_place_bet_is_idempotent_by_bet_id(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES)
+    r = journal.rounds.open_round("t1", "roulette", RULES)
     bet = {"bet_id": "b1", "seat": 3, "bet_type": "split", "selection": [17, 20], "stake": 500}
-    first, created = journal.place_bet(r.round_id, bet)
-    again, created_again = journal.place_bet(r.round_id, dict(bet))
+    first, created = journal.bets.place_bet(r.round_id, bet)
+    again, created_again = journal.bets.place_bet(r.round_id, dict(bet))
     assert created and not created_again
     assert again == first
     with pytest.raises(BetConflict) as exc:
-        journal.place_bet(r.round_id, dict(bet, stake=600))
+        journal.bets.place_bet(r.round_id, dict(bet, stake=600))
     assert exc.value.code == "BET_DUPLICATE_ID"
     with pytest.raises(BetConflict):
-        journal.place_bet(r.round_id, dict(bet, selection=[17, 18]))
-    assert len(journal.bets(r.round_id)) == 1
+        journal.bets.place_bet(r.round_id, dict(bet, selection=[17, 18]))
+    assert len(journal.bets.bets(r.round_id)) == 1
 
 
 def test_selection_compared_canonically(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES)
-    journal.place_bet(
+    r = journal.rounds.open_round("t1", "roulette", RULES)
+    journal.bets.place_bet(
         r.round_id, {"bet_id": "b", "bet_type": "x", "selection": {"a": 1, "b": 2}, "stake": 1}
     )
-    _, created = journal.place_bet(
+    _, created = journal.bets.place_bet(
         r.round_id, {"bet_id": "b", "bet_type": "x", "selection": {"b": 2, "a": 1}, "stake": 1}
     )
     assert not created
 
 
 def test_bets_refused_outside_allowed_phases_and_after_finish(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES)
-    journal.set_phase(r.round_id, "closed")
+    r = journal.rounds.open_round("t1", "roulette", RULES)
+    journal.rounds.set_phase(r.round_id, "closed")
     with pytest.raises(PhaseNotAllowed):
-        journal.place_bet(
+        journal.bets.place_bet(
             r.round_id, {"bet_id": "late", "bet_type": "red", "stake": 1}, phases=["open"]
         )
-    journal.settle_round(r.round_id, 1, round_payload(r, []))
+    journal.rounds.settle_round(r.round_id, 1, round_payload(r, []))
     with pytest.raises(RoundFinished):
-        journal.place_bet(r.round_id, {"bet_id": "late", "bet_type": "red", "stake": 1})
+        journal.bets.place_bet(r.round_id, {"bet_id": "late", "bet_type": "red", "stake": 1})
 
 
 @pytest.mark.parametrize("stake", [0, -5, 1.5, True, "100"])
 def test_journal_refuses_non_positive_or_non_integer_stakes(journal: Journal, stake: Any) -> None:
-    r = journal.open_round("t1", "roulette", RULES)
+    r = journal.rounds.open_round("t1", "roulette", RULES)
     with pytest.raises(ValueError):
-        journal.place_bet(r.round_id, {"bet_id": "b", "bet_type": "red", "stake": stake})
+        journal.bets.place_bet(r.round_id, {"bet_id": "b", "bet_type": "red", "stake": stake})
 
 
 def test_cancel_bet_is_idempotent(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES)
-    journal.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 100})
-    rec, changed = journal.cancel_bet(r.round_id, "a")
+    r = journal.rounds.open_round("t1", "roulette", RULES)
+    journal.bets.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 100})
+    rec, changed = journal.bets.cancel_bet(r.round_id, "a")
     assert changed and rec.status == "cancelled" and rec.cancelled_at
-    rec2, changed2 = journal.cancel_bet(r.round_id, "a")
+    rec2, changed2 = journal.bets.cancel_bet(r.round_id, "a")
     assert not changed2 and rec2 == rec
     with pytest.raises(BetNotFound):
-        journal.cancel_bet(r.round_id, "zz")
-    assert journal.bets(r.round_id, include_cancelled=False) == []
+        journal.bets.cancel_bet(r.round_id, "zz")
+    assert journal.bets.bets(r.round_id, include_cancelled=False) == []
 
 
 @settings(
@@ -342,15 +342,15 @@ def test_cancel_bet_is_idempotent(journal: Journal) -> None:
 def test_bets_match_a_plain_model_under_any_sequence(tmp_path_factory: Any, ops: list[Any]) -> None:
     """Whatever the sequence of places and cancels, the journal agrees with a dict model."""
     j = Journal(tmp_path_factory.mktemp("j") / "j.sqlite3")
-    r = j.open_round("t1", "roulette", RULES)
+    r = j.rounds.open_round("t1", "roulette", RULES)
     model: dict[str, tuple[int, str]] = {}  # bet_id -> (stake, status)
     for op, bet_id, stake in ops:
         if op == "place":
             if bet_id in model and model[bet_id][0] != stake:
                 with pytest.raises(BetConflict):
-                    j.place_bet(r.round_id, {"bet_id": bet_id, "bet_type": "red", "stake": stake})
+                    j.bets.place_bet(r.round_id, {"bet_id": bet_id, "bet_type": "red", "stake": stake})
             else:
-                rec, created = j.place_bet(
+                rec, created = j.bets.place_bet(
                     r.round_id, {"bet_id": bet_id, "bet_type": "red", "stake": stake}
                 )
                 assert created == (bet_id not in model)
@@ -358,12 +358,12 @@ def test_bets_match_a_plain_model_under_any_sequence(tmp_path_factory: Any, ops:
                 assert rec.status == model[bet_id][1]
         elif bet_id not in model:
             with pytest.raises(BetNotFound):
-                j.cancel_bet(r.round_id, bet_id)
+                j.bets.cancel_bet(r.round_id, bet_id)
         else:
-            _, changed = j.cancel_bet(r.round_id, bet_id)
+            _, changed = j.bets.cancel_bet(r.round_id, bet_id)
             assert changed == (model[bet_id][1] == "placed")
             model[bet_id] = (model[bet_id][0], "cancelled")
-    assert {b.bet_id: (b.stake, b.status) for b in j.bets(r.round_id)} == model
+    assert {b.bet_id: (b.stake, b.status) for b in j.bets.bets(r.round_id)} == model
     j.close()
 
 
@@ -371,12 +371,12 @@ def test_bets_match_a_plain_model_under_any_sequence(tmp_path_factory: Any, ops:
 
 
 def test_outbox_pending_is_in_commit_order_and_marks_are_idempotent(journal: Journal) -> None:
-    r = journal.open_round("t1", "roulette", RULES, outbox=[OutboxMessage("events", {"e": "open"})])
-    journal.set_phase(r.round_id, "closed", outbox=[OutboxMessage("events", {"e": "closed"})])
-    journal.settle_round(r.round_id, 18, round_payload(r, [100]))
-    journal.enqueue(OutboxMessage("jackpot", b"raw", qos=1, retain=True))
+    r = journal.rounds.open_round("t1", "roulette", RULES, outbox=[OutboxMessage("events", {"e": "open"})])
+    journal.rounds.set_phase(r.round_id, "closed", outbox=[OutboxMessage("events", {"e": "closed"})])
+    journal.rounds.settle_round(r.round_id, 18, round_payload(r, [100]))
+    journal.outbox.enqueue(OutboxMessage("jackpot", b"raw", qos=1, retain=True))
     # Each round's retained anchor goes before that round's own messages (anchor.py).
-    everything = journal.outbox_pending()
+    everything = journal.outbox.pending()
     assert [e.topic for e in everything] == [
         "anchor",
         "events",
@@ -386,38 +386,38 @@ def test_outbox_pending_is_in_commit_order_and_marks_are_idempotent(journal: Jou
         "jackpot",
     ]
     assert [e.id for e in everything] == sorted(e.id for e in everything)
-    assert journal.outbox_mark_published([e.id for e in everything if e.topic == "anchor"]) == 2
-    pending = journal.outbox_pending()
+    assert journal.outbox.mark_published([e.id for e in everything if e.topic == "anchor"]) == 2
+    pending = journal.outbox.pending()
     assert [e.topic for e in pending] == ["events", "events", "rounds", "jackpot"]
     assert pending[3].retain and pending[3].payload == b"raw"
     ids = [e.id for e in pending]
-    assert journal.outbox_mark_published([ids[2], ids[0]]) == 2
-    assert journal.outbox_mark_published(ids[0]) == 0
-    assert [e.id for e in journal.outbox_pending()] == [ids[1], ids[3]]
-    assert [e.id for e in journal.outbox_pending(1)] == [ids[1]]
-    assert [e.id for e in journal.outbox_pending(after_id=ids[1])] == [ids[3]]
-    assert journal.outbox_pending_count() == 2
+    assert journal.outbox.mark_published([ids[2], ids[0]]) == 2
+    assert journal.outbox.mark_published(ids[0]) == 0
+    assert [e.id for e in journal.outbox.pending()] == [ids[1], ids[3]]
+    assert [e.id for e in journal.outbox.pending(1)] == [ids[1]]
+    assert [e.id for e in journal.outbox.pending(after_id=ids[1])] == [ids[3]]
+    assert journal.outbox.pending_count() == 2
 
 
 @pytest.mark.parametrize("topic", ["", "a/+/b", "#", "a//b", "/a", "a/", "$SYS/x"])
 def test_outbox_refuses_unpublishable_topics(journal: Journal, topic: str) -> None:
     with pytest.raises(ValueError):
-        journal.enqueue(OutboxMessage(topic, {}))
-    assert journal.outbox_pending() == []
+        journal.outbox.enqueue(OutboxMessage(topic, {}))
+    assert journal.outbox.pending() == []
 
 
 def test_listeners_run_only_after_commits_that_queue_messages(journal: Journal) -> None:
     calls = []
-    journal.add_outbox_listener(lambda: calls.append("x"))
-    r = journal.open_round("t1", "roulette", RULES)  # queues the round's anchor
+    journal.outbox.add_listener(lambda: calls.append("x"))
+    r = journal.rounds.open_round("t1", "roulette", RULES)  # queues the round's anchor
     assert calls == ["x"]
-    journal.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 1})
+    journal.bets.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 1})
     assert calls == ["x"]
-    journal.set_phase(r.round_id, "closed", outbox=[OutboxMessage("events", {})])
+    journal.rounds.set_phase(r.round_id, "closed", outbox=[OutboxMessage("events", {})])
     assert calls == ["x", "x"]
     with pytest.raises(RoundFinished):
-        journal.settle_round(r.round_id, 1, round_payload(r, [1]))
-        journal.settle_round(r.round_id, 1, round_payload(r, [1]))
+        journal.rounds.settle_round(r.round_id, 1, round_payload(r, [1]))
+        journal.rounds.settle_round(r.round_id, 1, round_payload(r, [1]))
     assert calls == ["x", "x", "x"]
 
 
@@ -427,11 +427,11 @@ def test_listeners_run_only_after_commits_that_queue_messages(journal: Journal) 
 def test_recall_returns_rounds_newest_first_in_full(journal: Journal) -> None:
     rids = []
     for i in range(3):
-        r = journal.open_round("t1", "roulette", RULES)
-        journal.add_raw_frame(r.round_id, "wheel", "rx", f"*5;{i}\r".encode())
-        journal.add_raw_frames([(r.round_id, "wheel", "tx", b"ACK")])
-        journal.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 100})
-        journal.settle_round(r.round_id, i, round_payload(r, [100]))
+        r = journal.rounds.open_round("t1", "roulette", RULES)
+        journal.frames.add(r.round_id, "wheel", "rx", f"*5;{i}\r".encode())
+        journal.frames.add_many([(r.round_id, "wheel", "tx", b"ACK")])
+        journal.bets.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 100})
+        journal.rounds.settle_round(r.round_id, i, round_payload(r, [100]))
         rids.append(r.round_id)
     rec = journal.recall(2)
     assert [x.round.round_id for x in rec] == rids[::-1][:2]
@@ -448,14 +448,14 @@ def test_retention_keeps_frames_of_last_n_rounds_and_summaries_forever(tmp_path:
     )
     rids = []
     for i in range(20):
-        r = j.open_round("t1", "roulette", RULES)
-        j.add_raw_frame(r.round_id, "wheel", "rx", bytes([i]))
-        j.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 100})
-        j.settle_round(r.round_id, i, round_payload(r, [100]))
-        j.outbox_mark_published([e.id for e in j.outbox_pending()])
+        r = j.rounds.open_round("t1", "roulette", RULES)
+        j.frames.add(r.round_id, "wheel", "rx", bytes([i]))
+        j.bets.place_bet(r.round_id, {"bet_id": "a", "bet_type": "red", "stake": 100})
+        j.rounds.settle_round(r.round_id, i, round_payload(r, [100]))
+        j.outbox.mark_published([e.id for e in j.outbox.pending()])
         rids.append(r.round_id)
-    live = j.open_round("t1", "roulette", RULES)
-    j.add_raw_frame(live.round_id, "wheel", "rx", b"live")
+    live = j.rounds.open_round("t1", "roulette", RULES)
+    j.frames.add(live.round_id, "wheel", "rx", b"live")
     play_round(j, "t2")  # one more finished round; the in-flight one is never pruned
     rec = {x.round.round_id: x for x in j.recall(30)}
     for k, rid in enumerate(reversed(rids)):  # k = 0 is the newest finished of the 20
@@ -468,9 +468,9 @@ def test_retention_keeps_frames_of_last_n_rounds_and_summaries_forever(tmp_path:
         else:
             assert x.round.detail == "summary" and x.frames == () and x.settlement is None
             assert x.bets == () and x.round.summary["totals"]["stakes"] == 100
-    assert len(j.rounds_summary(100)) == 22
-    assert [f.data for f in j.raw_frames(live.round_id)] == [b"live"]
-    published = j._db.execute(
+    assert len(j.rounds.summary(100)) == 22
+    assert [f.data for f in j.frames.of_round(live.round_id)] == [b"live"]
+    published = j.db.sql.execute(
         "SELECT COUNT(*) FROM outbox WHERE published_at IS NOT NULL"
     ).fetchone()[0]
     assert published <= 6
@@ -489,24 +489,24 @@ def test_jackpot_hit_is_recorded_then_paid_and_neither_lost_nor_repeated(tmp_pat
     p = tmp_path / "j.sqlite3"
     hit = JackpotHit("H1", 2_500_000, round_id=None, details={"seat": 3, "hand": "royal_flush"})
     with Journal(p) as j:
-        r = j.open_round("t1", "stud-poker", {"regulation": "61/2004"})
-        j.settle_round(r.round_id, {}, round_payload(r, []), {"pool": 100}, jackpot_hits=[hit])
+        r = j.rounds.open_round("t1", "stud-poker", {"regulation": "61/2004"})
+        j.rounds.settle_round(r.round_id, {}, round_payload(r, []), {"pool": 100}, jackpot_hits=[hit])
     with Journal(p) as j:  # "crash" between the two steps: the hit is still there, unpaid
-        (unpaid,) = j.unpaid_jackpot_hits()
+        (unpaid,) = j.jackpot.unpaid_hits()
         assert (unpaid.hit_id, unpaid.amount, unpaid.paid) == ("H1", 2_500_000, False)
-        assert j.jackpot_state() == {"pool": 100}
-        assert j.record_jackpot_hit(hit).recorded_at == unpaid.recorded_at  # idempotent
+        assert j.jackpot.state() == {"pool": 100}
+        assert j.jackpot.record_hit(hit).recorded_at == unpaid.recorded_at  # idempotent
         with pytest.raises(JackpotHitConflict):
-            j.record_jackpot_hit(JackpotHit("H1", 1))
-        paid, changed = j.confirm_jackpot_payment(
+            j.jackpot.record_hit(JackpotHit("H1", 1))
+        paid, changed = j.jackpot.confirm_payment(
             "H1", {"by": "cage"}, state={"pool": 100, "hits": 1}
         )
         assert changed and paid.paid and paid.payment == {"by": "cage"}
-        _, changed = j.confirm_jackpot_payment("H1", {"by": "cage"})
+        _, changed = j.jackpot.confirm_payment("H1", {"by": "cage"})
         assert not changed
-        assert j.unpaid_jackpot_hits() == []
-        assert j.jackpot_state() == {"pool": 100, "hits": 1}
-        assert [e.kind for e in j.events()] == [
+        assert j.jackpot.unpaid_hits() == []
+        assert j.jackpot.state() == {"pool": 100, "hits": 1}
+        assert [e.kind for e in j.chain.events()] == [
             "round_opened",
             "jackpot_hit",
             "jackpot_saved",
@@ -514,13 +514,13 @@ def test_jackpot_hit_is_recorded_then_paid_and_neither_lost_nor_repeated(tmp_pat
             "jackpot_saved",
             "jackpot_paid",  # the payment, with the state it leaves
         ]
-        assert j.verify_chain().ok
+        assert j.chain.verify().ok
 
 
 def test_jackpot_history_keeps_the_last_hits_newest_first(journal: Journal) -> None:
     for i in range(30):
-        journal.record_jackpot_hit(JackpotHit(f"H{i}", i))
-    hits = journal.jackpot_hits(25)
+        journal.jackpot.record_hit(JackpotHit(f"H{i}", i))
+    hits = journal.jackpot.hits(25)
     assert len(hits) == 25 and hits[0].hit_id == "H29" and hits[-1].hit_id == "H5"
 
 
@@ -530,18 +530,18 @@ def test_jackpot_history_keeps_the_last_hits_newest_first(journal: Journal) -> N
 def test_latched_faults_survive_restart_until_cleared(tmp_path: Path) -> None:
     p = tmp_path / "j.sqlite3"
     with Journal(p) as j:
-        f, new = j.set_fault("JACKPOT_METER_MISMATCH", "meter 100 != journal 90", {"meter": 100})
+        f, new = j.faults.set_fault("JACKPOT_METER_MISMATCH", "meter 100 != journal 90", {"meter": 100})
         assert new
-        _, again = j.set_fault("JACKPOT_METER_MISMATCH", "second report")
+        _, again = j.faults.set_fault("JACKPOT_METER_MISMATCH", "second report")
         assert not again
     with Journal(p) as j:
-        assert [x.code for x in j.active_faults()] == ["JACKPOT_METER_MISMATCH"]
-        cleared = j.clear_fault("JACKPOT_METER_MISMATCH", by="tech-7", reason="meter recalibrated")
+        assert [x.code for x in j.faults.active()] == ["JACKPOT_METER_MISMATCH"]
+        cleared = j.faults.clear_fault("JACKPOT_METER_MISMATCH", by="tech-7", reason="meter recalibrated")
         assert cleared.cleared_by == "tech-7"
         with pytest.raises(FaultNotFound):
-            j.clear_fault("JACKPOT_METER_MISMATCH", by="x", reason="y")
-        assert j.active_faults() == []
-        ev = j.events()
+            j.faults.clear_fault("JACKPOT_METER_MISMATCH", by="x", reason="y")
+        assert j.faults.active() == []
+        ev = j.chain.events()
         assert [e.kind for e in ev] == ["fault_latched", "fault_cleared"]
         assert ev[1].data == {
             "code": "JACKPOT_METER_MISMATCH",
@@ -549,9 +549,9 @@ def test_latched_faults_survive_restart_until_cleared(tmp_path: Path) -> None:
             "reason": "meter recalibrated",
         }
     with Journal(p) as j:
-        assert j.active_faults() == []
-        j.set_fault("JACKPOT_METER_MISMATCH", "again")  # can latch again after a clear
-        assert len(j.active_faults()) == 1
+        assert j.faults.active() == []
+        j.faults.set_fault("JACKPOT_METER_MISMATCH", "again")  # can latch again after a clear
+        assert len(j.faults.active()) == 1
 
 
 # -- configuration ----------------------------------------------------------------------------------
@@ -577,7 +577,7 @@ def test_journal_section_is_validated_with_paths() -> None:
 
 def test_settings_open_a_journal(tmp_path: Path) -> None:
     j = JournalSettings(path=str(tmp_path / "sub" / "j.sqlite3"), raw_frame_rounds=10).open()
-    assert j.raw_frame_rounds == 10 and Path(j.path).exists()
+    assert j.retention.windows.raw_frame_rounds == 10 and Path(j.path).exists()
     j.close()
 
 
@@ -590,12 +590,12 @@ def test_commit_latency_is_measured_and_reported(
     """settle_round with 100 bets: one fsync'd transaction. Printed for docs/performance.md."""
     wall = []
     for _ in range(60):
-        r = journal.open_round("t1", "roulette", RULES)
+        r = journal.rounds.open_round("t1", "roulette", RULES)
         payload = round_payload(r, [100] * 100)
         t0 = time.perf_counter()
-        journal.settle_round(r.round_id, 18, payload)
+        journal.rounds.settle_round(r.round_id, 18, payload)
         wall.append(time.perf_counter() - t0)
-    lat = journal.commit_latency()
+    lat = journal.db.commit_latency()
     assert lat["settle_round"]["count"] == 60 and lat["open_round"]["count"] == 60
     p50 = statistics.median(wall) * 1e3
     with capsys.disabled():
@@ -606,21 +606,21 @@ def test_commit_latency_is_measured_and_reported(
 
 def test_replay_rounds_requeues_the_same_bytes_in_seq_order(journal: Journal) -> None:
     rids = [play_round(journal) for _ in range(4)]
-    first = {e.round_id: e.payload for e in journal.outbox_pending() if e.topic == "rounds"}
-    journal.outbox_mark_published([e.id for e in journal.outbox_pending()])
-    ids = journal.replay_rounds("t1", 2, 3)
-    again = journal.outbox_pending()
+    first = {e.round_id: e.payload for e in journal.outbox.pending() if e.topic == "rounds"}
+    journal.outbox.mark_published([e.id for e in journal.outbox.pending()])
+    ids = journal.rounds.replay_rounds("t1", 2, 3)
+    again = journal.outbox.pending()
     assert [e.id for e in again] == ids
     assert [e.round_id for e in again] == rids[1:3]
     assert [e.payload for e in again] == [first[r] for r in rids[1:3]]
-    assert journal.replay_rounds("t1", 99) == []
-    r = journal.open_round("t1", "roulette", RULES)  # in flight: nothing to replay
-    assert journal.replay_rounds("t1", r.seq) == []
+    assert journal.rounds.replay_rounds("t1", 99) == []
+    r = journal.rounds.open_round("t1", "roulette", RULES)  # in flight: nothing to replay
+    assert journal.rounds.replay_rounds("t1", r.seq) == []
 
 
 def _wait_checkpoints(j: Journal, n: int, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
-    while j._checkpointer is not None and j._checkpointer.done < n:
+    while j.retention.checkpointer is not None and j.retention.checkpointer.done < n:
         assert time.monotonic() < deadline, f"{n} checkpoints not done in {timeout} s"
         time.sleep(0.005)
 
@@ -634,9 +634,9 @@ def test_a_finished_round_is_checkpointed_into_the_database_file_when_asked(
     settlement's commit. The database file alone (the WAL ignored) then holds the round."""
     path = tmp_path / "j.sqlite3"
     j = Journal(path)
-    j._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # the schema in the file
+    j.db.sql.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # the schema in the file
     if checkpoint:
-        j.checkpoint_in_background()
+        j.retention.checkpoint_in_background()
     rid = play_round(j)
     _wait_checkpoints(j, 1)
     main_file_only = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
@@ -647,9 +647,9 @@ def test_a_finished_round_is_checkpointed_into_the_database_file_when_asked(
     finally:
         main_file_only.close()
     assert rows == ([("settled",)] if checkpoint else [])
-    assert j.round(rid).status == "settled"  # the journal reads it either way
+    assert j.rounds.round(rid).status == "settled"  # the journal reads it either way
     j.close()
-    assert j._checkpointer is None  # the thread is stopped with the journal
+    assert j.retention.checkpointer is None  # the thread is stopped with the journal
 
 
 def test_checkpoints_are_spaced_to_keep_the_wal_near_its_target(tmp_path: Path) -> None:
@@ -658,19 +658,19 @@ def test_checkpoints_are_spaced_to_keep_the_wal_near_its_target(tmp_path: Path) 
     from firmware_host.journal.checkpoint import CHECKPOINT_PAGES
 
     j = Journal(tmp_path / "j.sqlite3")
-    j.checkpoint_in_background()
-    assert j._checkpointer is not None
+    j.retention.checkpoint_in_background()
+    assert j.retention.checkpointer is not None
     play_round(j)  # the first finished round is checkpointed; its pages set the spacing
     _wait_checkpoints(j, 1)
-    every = j._checkpointer._every
+    every = j.retention.checkpointer._every
     assert 1 < every < CHECKPOINT_PAGES
     for _ in range(every - 1):
         play_round(j)
     time.sleep(0.05)
-    assert j._checkpointer.done == 1  # not yet
+    assert j.retention.checkpointer.done == 1  # not yet
     play_round(j)
     _wait_checkpoints(j, 2)
-    assert 0 < j._checkpointer.last_pages <= CHECKPOINT_PAGES * 1.5
+    assert 0 < j.retention.checkpointer.last_pages <= CHECKPOINT_PAGES * 1.5
     j.close()
 
 

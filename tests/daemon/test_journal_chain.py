@@ -31,7 +31,7 @@ def journal(tmp_path: Path) -> Journal:
     for i, kind in enumerate(
         ["power_up", "config_change", "device_fault", "device_recovered", "power_down"]
     ):
-        j.append_event(kind, {"n": i, "text": "écart 澳門"})
+        j.chain.append_event(kind, {"n": i, "text": "écart 澳門"})
     yield j
     j.close()
 
@@ -47,7 +47,7 @@ def raw(j: Journal, sql: str, *args: object) -> None:
 
 def test_hash_is_the_documented_formula(journal: Journal) -> None:
     """sha256(prev_hash + canonical JSON of {id, at, kind, data}), computed here by hand."""
-    ev = journal.events(10)
+    ev = journal.chain.events(10)
     prev = "0" * 64
     for e in ev:
         content = json.dumps(
@@ -61,18 +61,18 @@ def test_hash_is_the_documented_formula(journal: Journal) -> None:
 
 
 def test_intact_chain_verifies(journal: Journal) -> None:
-    rep = journal.verify_chain()
+    rep = journal.chain.verify()
     assert rep.ok and rep.checked == 5 and rep.first_bad_id is None
-    assert rep.head_hash == journal.events(1)[0].hash
+    assert rep.head_hash == journal.chain.events(1)[0].hash
     assert "intact" in str(rep)
 
 
 def test_update_and_delete_are_refused_by_triggers(journal: Journal) -> None:
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-        journal._db.execute("UPDATE events SET kind = 'x' WHERE id = 2")
+        journal.db.sql.execute("UPDATE events SET kind = 'x' WHERE id = 2")
     with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-        journal._db.execute("DELETE FROM events WHERE id = 5")
-    assert journal.verify_chain().ok
+        journal.db.sql.execute("DELETE FROM events WHERE id = 5")
+    assert journal.chain.verify().ok
 
 
 def test_edited_row_is_named(journal: Journal) -> None:
@@ -86,7 +86,7 @@ def test_edited_row_is_named(journal: Journal) -> None:
             ensure_ascii=False,
         ),
     )
-    rep = journal.verify_chain()
+    rep = journal.chain.verify()
     assert not rep.ok and rep.first_bad_id == 3
     assert "row edited" in rep.reason
     assert "row 3" in str(rep)
@@ -94,12 +94,12 @@ def test_edited_row_is_named(journal: Journal) -> None:
 
 def test_edited_timestamp_or_kind_is_detected(journal: Journal) -> None:
     raw(journal, "UPDATE events SET at = '2020-01-01T00:00:00.000Z' WHERE id = 4")
-    assert journal.verify_chain().first_bad_id == 4
+    assert journal.chain.verify().first_bad_id == 4
 
 
 def test_rehashed_row_breaks_the_link_to_the_next(journal: Journal) -> None:
     """An attacker who also recomputes the edited row's hash is caught at the next row."""
-    e = journal.events(10)[1]  # row 2
+    e = journal.chain.events(10)[1]  # row 2
     data = {"n": 42}
     content = json.dumps(
         {"at": e.at, "data": data, "id": 2, "kind": e.kind}, sort_keys=True, separators=(",", ":")
@@ -111,43 +111,43 @@ def test_rehashed_row_breaks_the_link_to_the_next(journal: Journal) -> None:
         json.dumps(data, separators=(",", ":")),
         new_hash,
     )
-    rep = journal.verify_chain()
+    rep = journal.chain.verify()
     assert rep.first_bad_id == 3 and "row 2" in rep.reason
 
 
 def test_deleted_row_is_named(journal: Journal) -> None:
     raw(journal, "DELETE FROM events WHERE id = 2")
-    rep = journal.verify_chain()
+    rep = journal.chain.verify()
     assert rep.first_bad_id == 3 and "row 2 missing" in rep.reason
 
 
 def test_non_canonical_data_is_detected(journal: Journal) -> None:
     raw(journal, "UPDATE events SET data = ? WHERE id = 1", '{"text": "écart 澳門", "n": 0}')
-    rep = journal.verify_chain()
+    rep = journal.chain.verify()
     assert rep.first_bad_id == 1 and "canonical" in rep.reason
 
 
 def test_appending_continues_the_chain_after_reopen(tmp_path: Path) -> None:
     p = tmp_path / "j.sqlite3"
     with Journal(p) as j:
-        j.append_event("power_up", None)
+        j.chain.append_event("power_up", None)
     with Journal(p) as j:
-        e = j.append_event("power_down", {"clean": True})
-        assert e.id == 2 and e.prev_hash == j.events(2)[0].hash
-        assert j.verify_chain().ok
+        e = j.chain.append_event("power_down", {"clean": True})
+        assert e.id == 2 and e.prev_hash == j.chain.events(2)[0].hash
+        assert j.chain.verify().ok
 
 
 def test_events_tail_and_paging(journal: Journal) -> None:
-    assert [e.id for e in journal.events(2)] == [4, 5]
-    assert [e.id for e in journal.events(2, after_id=1)] == [2, 3]
-    assert [e.kind for e in journal.events(10, kind="power_up")] == ["power_up"]
+    assert [e.id for e in journal.chain.events(2)] == [4, 5]
+    assert [e.id for e in journal.chain.events(2, after_id=1)] == [2, 3]
+    assert [e.kind for e in journal.chain.events(10, kind="power_up")] == ["power_up"]
 
 
 def test_floats_nan_are_refused_in_events(tmp_path: Path) -> None:
     with Journal(tmp_path / "j.sqlite3") as j:
         with pytest.raises(ValueError):
-            j.append_event("x", {"v": float("nan")})
-        assert j.events() == [] and j.verify_chain().ok
+            j.chain.append_event("x", {"v": float("nan")})
+        assert j.chain.events() == [] and j.chain.verify().ok
 
 
 @settings(max_examples=25, deadline=None)
@@ -168,10 +168,10 @@ def test_any_single_row_edit_is_detected_at_that_row(
 ) -> None:
     j = Journal(tmp_path_factory.mktemp("chain") / "j.sqlite3")
     for d in data:
-        j.append_event("k", d)
+        j.chain.append_event("k", d)
     target = victim % len(data) + 1
     raw(j, "UPDATE events SET kind = 'tampered' WHERE id = ?", target)
-    rep = j.verify_chain()
+    rep = j.chain.verify()
     assert (rep.ok, rep.first_bad_id) == (False, target)
     j.close()
 
@@ -197,8 +197,8 @@ def test_keyed_rows_are_the_documented_hmac(tmp_path: Path, key: AuditKey) -> No
     """HMAC-SHA256(key, prev_hash + canonical JSON of {id, at, kind, data}), by hand."""
     secret = bytes.fromhex((tmp_path / "audit.key").read_text().strip())
     with Journal(tmp_path / "j.sqlite3", audit_key=key) as j:
-        j.append_event("power_up", {"text": "écart 澳門"})
-        evs = j.events(10)
+        j.chain.append_event("power_up", {"text": "écart 澳門"})
+        evs = j.chain.events(10)
     assert [e.kind for e in evs] == ["chain_keyed", "power_up"]
     assert evs[0].data["key_id"] == key.key_id and secret.hex() not in json.dumps(evs[0].data)
     prev = GENESIS_HASH
@@ -231,12 +231,12 @@ def test_a_keyed_journal_refuses_another_key_and_writes_without_one(
         Journal(p, audit_key=other)
     assert exc.value.code == "AUDIT_KEY_MISMATCH"
     with Journal(p) as j:  # reading is fine...
-        assert len(j.rounds_summary(10)) == 1
+        assert len(j.rounds.summary(10)) == 1
         with pytest.raises(AuditKeyError) as exc:  # ...extending the chain is not
-            j.append_event("x", {})
+            j.chain.append_event("x", {})
         assert exc.value.code == "AUDIT_KEY_REQUIRED"
     with Journal(p, audit_key=key) as j:
-        assert j.audit().ok and j.verify_chain().keyed_from == 1
+        assert j.audit().ok and j.chain.verify().keyed_from == 1
 
 
 def test_an_unkeyed_journal_is_keyed_at_its_first_keyed_open(tmp_path: Path, key: AuditKey) -> None:
@@ -245,10 +245,10 @@ def test_an_unkeyed_journal_is_keyed_at_its_first_keyed_open(tmp_path: Path, key
     p = tmp_path / "j.sqlite3"
     with Journal(p) as j:
         for i in range(3):
-            j.append_event("config_change", {"n": i})
+            j.chain.append_event("config_change", {"n": i})
     with Journal(p, audit_key=key) as j:
-        j.append_event("power_up", {})
-        rep = j.verify_chain()
+        j.chain.append_event("power_up", {})
+        rep = j.chain.verify()
         assert rep.ok and rep.keyed_from == 4 and j.audit().ok
     tamper(
         p, "UPDATE events SET data = ? WHERE id = 2", json.dumps({"n": 99}, separators=(",", ":"))
@@ -264,7 +264,7 @@ def test_an_unkeyed_journal_is_keyed_at_its_first_keyed_open(tmp_path: Path, key
         prev = h
     db.close()
     with Journal(p, readonly=True) as j:
-        rep = j.verify_chain(key)
+        rep = j.chain.verify(key)
         assert (rep.ok, rep.first_bad_id) == (False, 4), str(rep)
 
 
@@ -273,12 +273,12 @@ def test_a_jackpot_meter_or_hit_edited_behind_the_journals_back_is_named(
 ) -> None:
     p = tmp_path / "j.sqlite3"
     with Journal(p, audit_key=key) as j:
-        r = j.open_round("t1", "stud-poker", {"regulation": "61/2004"})
-        j.settle_round(
+        r = j.rounds.open_round("t1", "stud-poker", {"regulation": "61/2004"})
+        j.rounds.settle_round(
             r.round_id, {}, {"round_id": r.round_id, "status": "settled", "bets": []},
             {"pool": 20_000_000, "overflow": 0}, jackpot_hits=[JackpotHit("H1", 500_000, r.round_id)],
         )  # fmt: skip
-        j.save_jackpot_state({"pool": 19_500_000, "overflow": 0},
+        j.jackpot.save_state({"pool": 19_500_000, "overflow": 0},
                              events=[("jackpot_adjusted", {"amount": -500_000, "by": "t1"})])  # fmt: skip
         assert j.audit().ok
     tamper(p, 'UPDATE jackpot SET state = \'{"pool":99000000,"overflow":0}\'')
@@ -324,15 +324,15 @@ def test_a_round_is_stored_and_published_as_its_digested_text_with_chain_last(
     canonical JSON (sorted keys, compact) whose SHA-256 the closing chain entry records,
     with ``chain`` appended as the last key; recomputed here with json and hashlib."""
     rid = play_round(journal)
-    entry = [e for e in journal.outbox_pending(100) if e.topic == "rounds"][-1]
+    entry = [e for e in journal.outbox.pending(100) if e.topic == "rounds"][-1]
     text = entry.payload.decode("utf-8")
     payload = json.loads(text)
-    assert journal.settlement(rid) == payload
+    assert journal.rounds.settlement(rid) == payload
     assert list(payload)[-1] == "chain"
     without = {k: v for k, v in payload.items() if k != "chain"}
     canonical = json.dumps(without, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     chain = json.dumps(payload["chain"], separators=(",", ":"))
     assert text == canonical[:-1] + ',"chain":' + chain + "}"
-    closing = [e for e in journal.events(10) if e.kind == "round_settled"][-1]
+    closing = [e for e in journal.chain.events(10) if e.kind == "round_settled"][-1]
     assert closing.data["payload_sha256"] == hashlib.sha256(canonical.encode()).hexdigest()
     assert payload["chain"] == {"seq": closing.id, "head": closing.hash}

@@ -36,23 +36,23 @@ def answered_bet(path: Path, key: AuditKey) -> str:
     """A round with one bet placed by ``pos-1`` and its answer, in one transaction (as
     the floor requests write them)."""
     with Journal(path, audit_key=key) as j:
-        rnd = j.open_round("t1", "roulette", {"regulation": "60/2004"})
-        with j.transaction():
-            j.place_bet(
+        rnd = j.rounds.open_round("t1", "roulette", {"regulation": "60/2004"})
+        with j.db.transaction():
+            j.bets.place_bet(
                 rnd.round_id,
                 {"bet_id": "b1", "seat": 1, "bet_type": "red", "stake": 500},
                 principal="pos-1",
             )
-            j.record_answer(
+            j.requests.record_answer(
                 "pos-1", "r1", topic="bets/request", digest="d" * 64, answer=ANSWER,
                 round_id=rnd.round_id,
             )  # fmt: skip
         report = j.audit()
         assert report.ok, str(report)
         assert report.checked["requests"] == 1 and report.checked["bets"] == 1
-        (entry,) = j.events(5, kind="request_answered")
+        (entry,) = j.chain.events(5, kind="request_answered")
         assert entry.data["principal"] == "pos-1" and entry.data["request_id"] == "r1"
-        (placed,) = j.events(5, kind="bet_placed")
+        (placed,) = j.chain.events(5, kind="bet_placed")
         assert placed.data["principal"] == "pos-1"
         return rnd.round_id
 
@@ -95,12 +95,12 @@ def test_answers_pruned_by_retention_are_told_from_deleted_ones(
     p = tmp_path / "j.sqlite3"
     with Journal(p, audit_key=key, clock=lambda: now[0]) as j:
         for i in range(3):
-            j.record_answer("pit-1", f"old-{i}", topic="commands/request", digest="d", answer={})
+            j.requests.record_answer("pit-1", f"old-{i}", topic="commands/request", digest="d", answer={})
         now[0] += timedelta(hours=25)  # past request_keep_hours (24)
-        j.record_answer("pit-1", "new", topic="commands/request", digest="d", answer={})
+        j.requests.record_answer("pit-1", "new", topic="commands/request", digest="d", answer={})
         play_round(j)  # retention runs after a finished round
-        assert [r.request_id for r in j.requests_answered()] == ["new"]
-        (pruned,) = j.events(50, kind="requests_pruned")
+        assert [r.request_id for r in j.requests.recent()] == ["new"]
+        (pruned,) = j.chain.events(50, kind="requests_pruned")
         assert pruned.data == {"requests": [["pit-1", f"old-{i}"] for i in range(3)]}
         report = j.audit()
         assert report.ok and report.checked["requests"] == 1, str(report)
@@ -134,9 +134,9 @@ def test_a_journal_at_the_request_schema_migrates_to_the_chain_schema(
     con.close()
     assert DB_SCHEMA_VERSION >= 3  # migration 3 (the chain covers rows) and later ones
     with Journal(path, audit_key=key) as j:
-        assert j.schema_version == DB_SCHEMA_VERSION
-        assert j.answered("p", "r1") is not None and j.bet("t1-1", "b1") is not None
-        j.record_answer("p", "r2", topic="bets/request", digest="d", answer={"ok": 1})
+        assert j.db.schema_version == DB_SCHEMA_VERSION
+        assert j.requests.answered("p", "r1") is not None and j.bets.bet("t1-1", "b1") is not None
+        j.requests.record_answer("p", "r2", topic="bets/request", digest="d", answer={"ok": 1})
         report = j.audit()
         assert report.ok, str(report)
         assert report.uncovered["requests"] == 1 and report.uncovered["bets"] == 1

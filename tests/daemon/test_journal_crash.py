@@ -24,18 +24,18 @@ from firmware_host.journal import Journal, JackpotHit
 path = sys.argv[1]
 j = Journal(path)
 # A restart first voids what the previous life left in flight (as the daemon does).
-for rnd in j.in_flight_rounds():
-    j.void_round(rnd.round_id, "restart", {"round_id": rnd.round_id, "status": "void", "bets": []})
+for rnd in j.rounds.in_flight():
+    j.rounds.void_round(rnd.round_id, "restart", {"round_id": rnd.round_id, "status": "void", "bets": []})
 while True:
-    meter = (j.jackpot_state() or {"meter": 0})["meter"]
-    r = j.open_round("t1", "stud-poker", {"regulation": "61/2004"})
+    meter = (j.jackpot.state() or {"meter": 0})["meter"]
+    r = j.rounds.open_round("t1", "stud-poker", {"regulation": "61/2004"})
     for i in range(5):
-        j.place_bet(r.round_id, {"bet_id": f"b{i}", "seat": i, "bet_type": "ante", "stake": 100})
-    j.add_raw_frame(r.round_id, "shoe", "rx", b"card")
-    j.set_phase(r.round_id, "result", outcome={"n": r.seq})
+        j.bets.place_bet(r.round_id, {"bet_id": f"b{i}", "seat": i, "bet_type": "ante", "stake": 100})
+    j.frames.add(r.round_id, "shoe", "rx", b"card")
+    j.rounds.set_phase(r.round_id, "result", outcome={"n": r.seq})
     payload = {"round_id": r.round_id, "status": "settled", "seq": r.seq, "bets": [{"bet_id": "b0"}] * 5}
     hits = [JackpotHit(f"hit-{r.seq}", 7, round_id=r.round_id)] if r.seq % 7 == 0 else []
-    j.settle_round(r.round_id, {"n": r.seq}, payload, {"meter": meter + 1}, jackpot_hits=hits)
+    j.rounds.settle_round(r.round_id, {"n": r.seq}, payload, {"meter": meter + 1}, jackpot_hits=hits)
     print(r.seq, flush=True)
 """
 
@@ -43,7 +43,7 @@ while True:
 def check_consistent(path: Path) -> tuple[int, int]:
     """Every round all-or-nothing; returns (settled, voided)."""
     with Journal(path) as j:
-        db = j._db
+        db = j.db.sql
         settled = voided = 0
         outbox = {
             row[0]: bytes(row[1])
@@ -54,8 +54,8 @@ def check_consistent(path: Path) -> tuple[int, int]:
                 "SELECT round_id, COUNT(*) FROM outbox WHERE topic = 'rounds' GROUP BY round_id"
             ).fetchall()
         )
-        for rnd in j.rounds_summary(100_000):
-            settlement = j.settlement(rnd.round_id)
+        for rnd in j.rounds.summary(100_000):
+            settlement = j.rounds.settlement(rnd.round_id)
             if rnd.status is None:
                 assert settlement is None, f"{rnd.round_id}: in flight but has a settlement"
                 assert rnd.round_id not in outbox, f"{rnd.round_id}: in flight but queued"
@@ -70,16 +70,16 @@ def check_consistent(path: Path) -> tuple[int, int]:
                 assert rnd.outcome == {"n": rnd.seq}
                 if rnd.seq % 7 == 0:
                     assert [
-                        h.round_id for h in j.jackpot_hits(1000) if h.hit_id == f"hit-{rnd.seq}"
+                        h.round_id for h in j.jackpot.hits(1000) if h.hit_id == f"hit-{rnd.seq}"
                     ] == [rnd.round_id]
             else:
                 voided += 1
-        hits = {h.round_id for h in j.jackpot_hits(100_000)}
-        settled_ids = {r.round_id for r in j.rounds_summary(100_000) if r.status == "settled"}
+        hits = {h.round_id for h in j.jackpot.hits(100_000)}
+        settled_ids = {r.round_id for r in j.rounds.summary(100_000) if r.status == "settled"}
         assert hits <= settled_ids, "a jackpot hit of a round that is not settled"
-        meter = (j.jackpot_state() or {"meter": 0})["meter"]
+        meter = (j.jackpot.state() or {"meter": 0})["meter"]
         assert meter == settled, f"jackpot meter {meter} but {settled} rounds settled"
-        chain = j.verify_chain()
+        chain = j.chain.verify()
         assert chain.ok, str(chain)
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         return settled, voided

@@ -30,14 +30,14 @@ def test_marking_writes_no_payload_again(tmp_path: Path) -> None:
     j = Journal(path)
     try:
         big = b"x" * 100_000
-        ids = j.enqueue(*(OutboxMessage("rounds", big) for _ in range(5)))
-        j._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        ids = j.outbox.enqueue(*(OutboxMessage("rounds", big) for _ in range(5)))
+        j.db.sql.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         assert wal_bytes(path) == 0
-        assert j.outbox_mark_published(ids) == 5
+        assert j.outbox.mark_published(ids) == 5
         # Five marks: a few pages. The old UPDATE rewrote 5 x 100 KB of records.
         assert 0 < wal_bytes(path) < 50_000, wal_bytes(path)
-        assert j.outbox_pending(10) == []
-        assert j.outbox_mark_published(ids) == 0  # marked once only
+        assert j.outbox.pending(10) == []
+        assert j.outbox.mark_published(ids) == 0  # marked once only
     finally:
         j.close()
 
@@ -46,9 +46,9 @@ def test_outbox_view_reads_as_before(tmp_path: Path) -> None:
     """Tools and tests that read ``outbox`` (topic, payload, published_at...) still can."""
     j = Journal(tmp_path / "j.sqlite3")
     try:
-        a, b = j.enqueue(OutboxMessage("events", {"n": 1}), OutboxMessage("rounds", b"R"))
-        j.outbox_mark_published([a])
-        rows = j._db.execute(
+        a, b = j.outbox.enqueue(OutboxMessage("events", {"n": 1}), OutboxMessage("rounds", b"R"))
+        j.outbox.mark_published([a])
+        rows = j.db.sql.execute(
             "SELECT id, topic, payload, published_at IS NOT NULL FROM outbox ORDER BY id"
         ).fetchall()
         assert [(r[0], r[1], bytes(r[2]), r[3]) for r in rows] == [
@@ -56,8 +56,8 @@ def test_outbox_view_reads_as_before(tmp_path: Path) -> None:
             (b, "rounds", b"R", 0),
         ]
         unpublished = "SELECT COUNT(*) FROM outbox WHERE topic = 'rounds' AND published_at IS NULL"
-        assert j._db.execute(unpublished).fetchone()[0] == 1
-        entry = j.outbox_entry(a)
+        assert j.db.sql.execute(unpublished).fetchone()[0] == 1
+        entry = j.outbox.entry(a)
         assert entry is not None and entry.published_at is not None
     finally:
         j.close()
@@ -82,17 +82,17 @@ def test_a_schema_4_journal_keeps_its_marks(tmp_path: Path) -> None:
     _v4_journal(path)
     j = Journal(path)
     try:
-        assert j.schema_version == len(DB_MIGRATIONS) == 5
-        assert [e.id for e in j.outbox_pending(10)] == [3, 5, 6]
-        assert j.outbox_pending_count() == 3
-        assert [bytes(e.payload) for e in j.outbox_pending(10)] == [b"P3", b"P5", b"P6"]
-        marked = j._db.execute("SELECT id, published_at FROM outbox_published ORDER BY id")
+        assert j.db.schema_version == len(DB_MIGRATIONS) == 5
+        assert [e.id for e in j.outbox.pending(10)] == [3, 5, 6]
+        assert j.outbox.pending_count() == 3
+        assert [bytes(e.payload) for e in j.outbox.pending(10)] == [b"P3", b"P5", b"P6"]
+        marked = j.db.sql.execute("SELECT id, published_at FROM outbox_published ORDER BY id")
         assert marked.fetchall() == [(i, "2026-11-24T00:00:01.000Z") for i in (1, 2, 4)]
         # The ids go on after the last (the AUTOINCREMENT sequence moved with the table).
-        (new,) = j.enqueue(OutboxMessage("events", {}))
+        (new,) = j.outbox.enqueue(OutboxMessage("events", {}))
         assert new == 7
-        assert j.outbox_mark_published([3, 5]) == 2
-        assert [e.id for e in j.outbox_pending(10)] == [6, 7]
+        assert j.outbox.mark_published([3, 5]) == 2
+        assert [e.id for e in j.outbox.pending(10)] == [6, 7]
     finally:
         j.close()
 
@@ -100,16 +100,16 @@ def test_a_schema_4_journal_keeps_its_marks(tmp_path: Path) -> None:
 def test_retention_drops_marks_with_their_entries(tmp_path: Path) -> None:
     j = Journal(tmp_path / "j.sqlite3", published_outbox_keep=3)
     try:
-        ids = j.enqueue(*(OutboxMessage("events", {"n": n}) for n in range(10)))
+        ids = j.outbox.enqueue(*(OutboxMessage("events", {"n": n}) for n in range(10)))
         held = ids[1]  # refused by the broker: never marked
-        j.outbox_mark_published([i for i in ids if i != held])
-        j._retain()
-        left = [r[0] for r in j._db.execute("SELECT id FROM outbox_entries ORDER BY id")]
-        marks = [r[0] for r in j._db.execute("SELECT id FROM outbox_published ORDER BY id")]
+        j.outbox.mark_published([i for i in ids if i != held])
+        j.retention.prune()
+        left = [r[0] for r in j.db.sql.execute("SELECT id FROM outbox_entries ORDER BY id")]
+        marks = [r[0] for r in j.db.sql.execute("SELECT id FROM outbox_published ORDER BY id")]
         edge = ids[-1] - 3
         assert left == [held, *[i for i in ids if i > edge]]
         assert marks == [i for i in ids if i > edge]
-        assert [e.id for e in j.outbox_pending(10)] == [held]
+        assert [e.id for e in j.outbox.pending(10)] == [held]
     finally:
         j.close()
 
@@ -139,11 +139,11 @@ def test_pending_as_a_model_has_it(steps: list[tuple[str, object]]) -> None:
             for op, arg in steps:
                 if op == "enqueue":
                     assert isinstance(arg, int)
-                    entries += j.enqueue(*(OutboxMessage("events", {"k": k}) for k in range(arg)))
+                    entries += j.outbox.enqueue(*(OutboxMessage("events", {"k": k}) for k in range(arg)))
                 elif op == "rollback":
                     try:
-                        with j.transaction("test"):
-                            j.enqueue(OutboxMessage("events", {"lost": arg}))
+                        with j.db.transaction("test"):
+                            j.outbox.enqueue(OutboxMessage("events", {"lost": arg}))
                             raise RuntimeError("rolled back")
                     except RuntimeError:
                         pass
@@ -151,21 +151,21 @@ def test_pending_as_a_model_has_it(steps: list[tuple[str, object]]) -> None:
                     assert isinstance(arg, list)
                     want = [entries[i] for i in arg if i < len(entries)]
                     fresh = {i for i in want if i not in marked and i not in gone}
-                    assert j.outbox_mark_published(want) == len(fresh)
+                    assert j.outbox.mark_published(want) == len(fresh)
                     marked |= fresh
                 else:
-                    j._retain()
+                    j.retention.prune()
                     if marked:
                         edge = max(marked) - 2
                         pruned = {i for i in marked if i <= edge}
                         gone |= pruned
                         marked -= pruned
                 pending = [i for i in entries if i not in marked and i not in gone]
-                assert [e.id for e in j.outbox_pending(100)] == pending
-                assert j.outbox_pending_count() == len(pending)
+                assert [e.id for e in j.outbox.pending(100)] == pending
+                assert j.outbox.pending_count() == len(pending)
                 if pending:
                     cut = pending[len(pending) // 2]
-                    after = [e.id for e in j.outbox_pending(100, after_id=cut)]
+                    after = [e.id for e in j.outbox.pending(100, after_id=cut)]
                     assert after == [i for i in pending if i > cut]
         finally:
             j.close()

@@ -64,28 +64,28 @@ def writer(path: Path, key: AuditKey, floor: Floor, stop: threading.Event, rng: 
            started: threading.Event) -> None:  # fmt: skip
     """Rounds as the engine plays them; the outbox published in order after each commit."""
     j = Journal(path, audit_key=key, full_rounds=40, raw_frame_rounds=10)
-    j._db.execute("PRAGMA wal_autocheckpoint = 64")  # checkpoints often, as a long day does
+    j.db.sql.execute("PRAGMA wal_autocheckpoint = 64")  # checkpoints often, as a long day does
 
     def publish() -> None:
-        pending = j.outbox_pending(10_000)
+        pending = j.outbox.pending(10_000)
         with floor.lock:
             for m in pending:
                 if m.topic == "rounds":
                     floor.rounds[str(m.round_id)] = m.payload
                 elif m.topic == "anchor":
                     floor.anchor = m.payload
-        j.outbox_mark_published([m.id for m in pending])
+        j.outbox.mark_published([m.id for m in pending])
 
     started.set()
     try:
         while not stop.is_set():
-            r = j.open_round(TABLE, "fantan", {"regulation": "58/2004"})
+            r = j.rounds.open_round(TABLE, "fantan", {"regulation": "58/2004"})
             publish()
             stakes = [rng.choice((10000, 20000, 50000)) for _ in range(rng.randint(1, 4))]
             for i, s in enumerate(stakes):
-                j.place_bet(r.round_id, {"bet_id": f"b{i}", "seat": i + 1, "bet_type": "fan",
+                j.bets.place_bet(r.round_id, {"bet_id": f"b{i}", "seat": i + 1, "bet_type": "fan",
                                          "selection": 1 + i % 4, "stake": s})  # fmt: skip
-            j.set_phase(r.round_id, "closed")
+            j.rounds.set_phase(r.round_id, "closed")
             bets = [
                 {"bet_id": f"b{i}", "seat": i + 1, "bet_type": "fan", "selection": 1 + i % 4,
                  "stake": s, "result": "lose", "payout": 0, "commission": 0, "net": -s,
@@ -102,10 +102,10 @@ def writer(path: Path, key: AuditKey, floor: Floor, stop: threading.Event, rng: 
             }  # fmt: skip
             if rng.random() < 0.1:
                 payload.update(status="void", void_reason="dealer error", outcome=None)
-                j.void_round(r.round_id, "dealer error", payload)
+                j.rounds.void_round(r.round_id, "dealer error", payload)
             else:
                 payload.update(status="settled", void_reason=None, outcome={"number": 4})
-                j.settle_round(r.round_id, {"number": 4}, payload,
+                j.rounds.settle_round(r.round_id, {"number": 4}, payload,
                                raw_frames=[("keypad", "rx", b"4")])  # fmt: skip
             publish()
     finally:
@@ -160,7 +160,7 @@ def holds(j: Journal, rid: str, payload: bytes) -> bool:
     """Does the journal hold this round as the floor received it? Its payload, or, once
     retention dropped the payload (``rounds_pruned``), the SHA-256 its closing chain
     entry recorded of it."""
-    got = j.settlement(rid)
+    got = j.rounds.settlement(rid)
     if got is not None:
         return bool(got == json.loads(payload))
     try:
@@ -171,12 +171,12 @@ def holds(j: Journal, rid: str, payload: bytes) -> bool:
 
 
 def _pruned_as_recorded(j: Journal, rid: str, payload: bytes) -> bool:
-    row = j._db.execute(
+    row = j.db.sql.execute(
         "SELECT data FROM events WHERE kind IN ('round_settled', 'round_void') "
         "AND json_extract(data, '$.round_id') = ?",
         (rid,),
     ).fetchone()
-    pruned = j._db.execute(
+    pruned = j.db.sql.execute(
         "SELECT 1 FROM events WHERE kind = 'rounds_pruned' AND EXISTS "
         "(SELECT 1 FROM json_each(data, '$.round_ids') WHERE value = ?)",
         (rid,),
@@ -189,11 +189,11 @@ def _pruned_as_recorded(j: Journal, rid: str, payload: bytes) -> bool:
 
 
 def explain(j: Journal, rid: str) -> str:
-    row = j._db.execute(
+    row = j.db.sql.execute(
         "SELECT seq, status, detail FROM rounds WHERE round_id = ?", (rid,)
     ).fetchone()
-    st = j.settlement(rid) is not None
-    ev = j._db.execute(
+    st = j.rounds.settlement(rid) is not None
+    ev = j.db.sql.execute(
         "SELECT id, kind FROM events WHERE json_extract(data, '$.round_id') = ? ORDER BY id", (rid,)
     ).fetchall()
     return f"{rid}: row {row}, settlement {st}, entries {ev}"
@@ -256,7 +256,7 @@ def _judge_open(j: Journal, image: Path, rounds: dict[str, bytes], anchor_raw: b
         counts["complete"] += 1
         if not j.audit().ok:  # `tablectl audit verify` of such a journal
             counts["complete: the full audit names damage"] += 1
-    nxt = j.next_seq(TABLE)
+    nxt = j.rounds.next_seq(TABLE)
     if floor_seqs and nxt <= max(floor_seqs):
         failures.append(f"{image.name}: next seq {nxt} reuses the floor's {max(floor_seqs)}")
         counts["REUSED SEQ"] += 1

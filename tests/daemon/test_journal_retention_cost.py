@@ -21,7 +21,7 @@ def steps_of_one_pass(path: Path, recent: int, old: int) -> tuple[int, int]:
     the window and ``old`` past it (half of these of a round still kept in full)."""
     j = Journal(path)
     try:
-        r = j.open_round("t1", "roulette", {"x": 1})
+        r = j.rounds.open_round("t1", "roulette", {"x": 1})
         now = datetime.now(UTC)
         rows = [
             (f"p{i % 7}", f"new-{i}", "bets/request", "d", None, 1, "{}", iso_utc(now))
@@ -31,7 +31,7 @@ def steps_of_one_pass(path: Path, recent: int, old: int) -> tuple[int, int]:
              "{}", iso_utc(now - timedelta(hours=25)))
             for i in range(old)
         ]  # fmt: skip
-        with j.transaction("test") as db:
+        with j.db.transaction("test") as db:
             db.executemany(
                 "INSERT INTO requests (principal, request_id, topic, digest, round_id, "
                 "verified, answer, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -44,10 +44,10 @@ def steps_of_one_pass(path: Path, recent: int, old: int) -> tuple[int, int]:
             steps += 1
             return 0
 
-        j._db.set_progress_handler(step, 100)
-        j._retain()
-        j._db.set_progress_handler(None, 0)
-        left = j._db.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
+        j.db.sql.set_progress_handler(step, 100)
+        j.retention.prune()
+        j.db.sql.set_progress_handler(None, 0)
+        left = j.db.sql.execute("SELECT COUNT(*) FROM requests").fetchone()[0]
         return steps, int(left)
     finally:
         j.close()
@@ -69,7 +69,7 @@ def counting(j: Journal) -> list[int]:
         n[0] += 1
         return 0
 
-    j._db.set_progress_handler(step, 100)
+    j.db.sql.set_progress_handler(step, 100)
     return n
 
 
@@ -78,7 +78,7 @@ def journal_with_rounds(path: Path, finished: int, detail: str = "summary") -> J
     read here) whose ``detail`` is ``detail``."""
     j = Journal(path)
     at = iso_utc(datetime.now(UTC))
-    with j.transaction("test") as db:
+    with j.db.transaction("test") as db:
         db.executemany(
             "INSERT INTO rounds (round_id, table_id, seq, game, rules, phase, status, "
             "timestamps, opened_at, finished_at, detail) "
@@ -100,10 +100,10 @@ def test_a_tables_latest_round_and_rounds_in_flight_are_found_without_reading_th
         j = journal_with_rounds(tmp_path / f"{n}.sqlite3", n)
         try:
             count = counting(j)
-            r = j.open_round("t1", "roulette", {"x": 1})
-            (latest,) = j.rounds_summary(1, table_id="t1")
-            in_flight = j.in_flight_rounds("t1")
-            j._db.set_progress_handler(None, 0)
+            r = j.rounds.open_round("t1", "roulette", {"x": 1})
+            (latest,) = j.rounds.summary(1, table_id="t1")
+            in_flight = j.rounds.in_flight("t1")
+            j.db.sql.set_progress_handler(None, 0)
             assert latest.round_id == r.round_id and latest.seq == n + 1
             assert [x.round_id for x in in_flight] == [r.round_id]
             steps.append(count[0])
@@ -124,21 +124,21 @@ def test_the_full_window_edge_is_looked_for_every_hundredth_of_the_window(
         full = "SELECT COUNT(*) FROM rounds WHERE detail != 'summary' AND status IS NOT NULL"
         kept = []
         for _ in range(100):  # the first 99 passes leave the window as it is
-            j._retain()
-            kept.append(j._db.execute(full).fetchone()[0])
+            j.retention.prune()
+            kept.append(j.db.sql.execute(full).fetchone()[0])
         assert kept[:99] == [20_000] * 99 and kept[99] == 10_000
         count = counting(j)
-        j._db.execute(
+        j.db.sql.execute(
             "SELECT id FROM rounds WHERE status IS NOT NULL ORDER BY id DESC LIMIT 1 OFFSET ?",
-            (j.full_rounds - 1,),
+            (j.retention.windows.full_rounds - 1,),
         ).fetchone()
         one_walk = count[0]
         count[0] = 0
         for _ in range(100):  # one more lookup in these 100 passes (and frames' 100)
-            j._retain()
-        j._db.set_progress_handler(None, 0)
+            j.retention.prune()
+        j.db.sql.set_progress_handler(None, 0)
         assert one_walk > 100, one_walk  # the walk is what is measured
         assert count[0] < 10 * one_walk, (count[0], one_walk)  # before: 100 walks and more
-        assert j._db.execute(full).fetchone()[0] == 10_000
+        assert j.db.sql.execute(full).fetchone()[0] == 10_000
     finally:
         j.close()

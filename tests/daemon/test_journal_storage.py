@@ -113,14 +113,14 @@ def journal(tmp_path: Path) -> Iterator[Journal]:
 def fill(journal: Journal) -> None:
     """No page more: the next write that needs one fails with SQLITE_FULL, and the
     filesystem shows no free space (what statvfs says of a full disk)."""
-    pages = journal._db.execute("PRAGMA page_count").fetchone()[0]
-    journal._db.execute(f"PRAGMA max_page_count = {pages}")
-    journal.storage._free_bytes = lambda: 0
+    pages = journal.db.sql.execute("PRAGMA page_count").fetchone()[0]
+    journal.db.sql.execute(f"PRAGMA max_page_count = {pages}")
+    journal.db.storage._free_bytes = lambda: 0
 
 
 def make_room(journal: Journal) -> None:
-    journal._db.execute("PRAGMA max_page_count = 1073741823")
-    journal.storage._free_bytes = lambda: 10**9
+    journal.db.sql.execute("PRAGMA max_page_count = 1073741823")
+    journal.db.storage._free_bytes = lambda: 10**9
 
 
 def test_a_full_disk_is_latched_once_refuses_with_its_code_and_clears_when_space_returns(
@@ -128,35 +128,35 @@ def test_a_full_disk_is_latched_once_refuses_with_its_code_and_clears_when_space
 ) -> None:
     caplog.set_level(logging.INFO)
     heard: list[str | None] = []
-    journal.storage.add_listener(
-        lambda: heard.append(journal.storage.fault and journal.storage.fault.code)
+    journal.db.storage.add_listener(
+        lambda: heard.append(journal.db.storage.fault and journal.db.storage.fault.code)
     )
-    journal.storage.probe_interval = 0.0
+    journal.db.storage.probe_interval = 0.0
     play_round(journal)
     fill(journal)
     failures = 0
     for i in range(40):  # a table trying again and again
         try:
-            journal.enqueue(OutboxMessage("events", {"n": i, "pad": "x" * 3000}))
+            journal.outbox.enqueue(OutboxMessage("events", {"n": i, "pad": "x" * 3000}))
         except JournalFull as exc:
             failures += 1
             assert exc.code == "DISK_FULL" and "\n" not in exc.message
     assert failures >= 30
-    fault = journal.storage.fault
+    fault = journal.db.storage.fault
     assert fault is not None and fault.code == "DISK_FULL" and fault.failures >= failures
-    blocked = journal.storage.blocked()
+    blocked = journal.db.storage.blocked()
     assert blocked is not None and blocked.code == "DISK_FULL"
     raised = [r for r in caplog.records if "storage fault DISK_FULL" in r.getMessage()]
     assert len(raised) == 1, "one log line when the fault is raised, not one per attempt"
 
     make_room(journal)
-    assert journal.storage.blocked() is None  # the probe write succeeded: cleared
-    assert journal.storage.fault is None
+    assert journal.db.storage.blocked() is None  # the probe write succeeded: cleared
+    assert journal.db.storage.fault is None
     play_round(journal)
     cleared = [r for r in caplog.records if "DISK_FULL cleared" in r.getMessage()]
     assert len(cleared) == 1
     assert heard == ["DISK_FULL", None]
-    recorded = journal.events(5, kind="storage_fault_cleared")
+    recorded = journal.chain.events(5, kind="storage_fault_cleared")
     assert recorded and recorded[-1].data["code"] == "DISK_FULL"  # type: ignore[index]
 
 
@@ -207,17 +207,17 @@ def test_an_io_error_is_latched_and_clears_at_the_next_write(
     journal: Journal, failing_writes: Callable[[bool], None], caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    journal.storage.probe_interval = 0.0
+    journal.db.storage.probe_interval = 0.0
     failing_writes(True)
     for _ in range(20):
         with pytest.raises(JournalIOError) as exc:
             play_round(journal)
         assert exc.value.code == "JOURNAL_IO"
-    assert journal.storage.fault is not None and journal.storage.fault.code == "JOURNAL_IO"
-    assert journal.storage.blocked() is not None  # the probe fails too
-    assert journal.in_flight_rounds("t1") == []  # nothing half-written
+    assert journal.db.storage.fault is not None and journal.db.storage.fault.code == "JOURNAL_IO"
+    assert journal.db.storage.blocked() is not None  # the probe fails too
+    assert journal.rounds.in_flight("t1") == []  # nothing half-written
     failing_writes(False)
-    assert journal.storage.blocked() is None
+    assert journal.db.storage.blocked() is None
     play_round(journal)
     msgs = [r.getMessage() for r in caplog.records if "JOURNAL_IO" in r.getMessage()]
     assert len(msgs) == 2, msgs  # raised once, cleared once
@@ -232,20 +232,20 @@ def good_journal(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with Journal(p) as j:
         for i in range(40):
             play_round(j, stakes=(100 + i,) * 8)
-        j.append_event("power_up", {"version": "test"})
-        j.set_fault("TEST_FAULT", "a latched fault to read back")
-        j._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        j.chain.append_event("power_up", {"version": "test"})
+        j.faults.set_fault("TEST_FAULT", "a latched fault to read back")
+        j.db.sql.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return p
 
 
 def start_up_reads(j: Journal) -> None:
     """What the daemon reads of its journal while starting, and a little play."""
-    j.active_faults()
-    j.in_flight_rounds("t1")
-    j.next_seq("t1")
-    j.events(1, kind="config_loaded")
-    j.jackpot_state("progressive")
-    j.outbox_pending(100)
+    j.faults.active()
+    j.rounds.in_flight("t1")
+    j.rounds.next_seq("t1")
+    j.chain.events(1, kind="config_loaded")
+    j.jackpot.state("progressive")
+    j.outbox.pending(100)
     j.recall(10)
     j.get_status()
     play_round(j)
@@ -310,7 +310,7 @@ def test_a_stored_value_that_is_not_json_is_refused(tmp_path: Path) -> None:
     db.commit()
     db.close()
     with Journal(p) as j, pytest.raises(JournalCorrupt):
-        j.round(rid)
+        j.rounds.round(rid)
 
 
 def test_the_daemon_refuses_a_damaged_journal_in_one_line(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ def make(tmp_path: Path, broker) -> TableDaemon:  # type: ignore[no-untyped-def]
 async def test_latched_fault_survives_restart_until_cleared(tmp_path: Path, amqtt_broker) -> None:
     d = make(tmp_path, amqtt_broker)
     await d.start()
-    d.journal.set_fault("JACKPOT_METER_MISMATCH", "meter 100 != expected 90")
+    d.journal.faults.set_fault("JACKPOT_METER_MISMATCH", "meter 100 != expected 90")
     with pytest.raises(RoundFault) as exc:
         d.engine.open_betting()
     assert exc.value.code == "PLAY_STOPPED"
@@ -51,7 +51,7 @@ async def test_latched_fault_survives_restart_until_cleared(tmp_path: Path, amqt
         )
         d.engine.open_betting()  # play resumes
         assert d.link.state["faults"] == []
-        ev = [e for e in d.journal.events(20) if e.kind == "privileged_action"][-1]
+        ev = [e for e in d.journal.chain.events(20) if e.kind == "privileged_action"][-1]
         assert ev.data["action"] == "clear_fault" and ev.data["operator"] == "tech1"
     finally:
         await d.stop()

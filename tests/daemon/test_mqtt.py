@@ -49,7 +49,7 @@ def assert_schema_valid(col: Collector) -> int:
 
 
 def test_topics_are_built_under_the_table_root_and_wildcards_refused(journal: Journal) -> None:
-    link = FloorLink(MqttSettings(prefix="casino/macau"), "T-7", journal)
+    link = FloorLink(MqttSettings(prefix="casino/macau"), "T-7", journal.outbox)
     assert link.topic("rounds") == "casino/macau/tables/T-7/rounds"
     assert link.topic("devices/wheel") == "casino/macau/tables/T-7/devices/wheel"
     for bad in ["a/+/b", "#", "a//b", "", "rounds/", "/rounds", "$SYS"]:
@@ -58,9 +58,9 @@ def test_topics_are_built_under_the_table_root_and_wildcards_refused(journal: Jo
     with pytest.raises(TopicError):
         link.set_device("wheel/1", {"state": "online"})
     with pytest.raises(TopicError):
-        FloorLink(MqttSettings(prefix="casino/+"), "t1", journal)
+        FloorLink(MqttSettings(prefix="casino/+"), "t1", journal.outbox)
     with pytest.raises(TopicError):
-        FloorLink(MqttSettings(), "t#1", journal)
+        FloorLink(MqttSettings(), "t#1", journal.outbox)
     with pytest.raises(TopicError):
         check_topic("casino//x")
 
@@ -111,7 +111,7 @@ def test_backoff_is_capped_exponential_with_jitter(journal: Journal) -> None:
     link = FloorLink(
         MqttSettings(reconnect_min_ms=100, reconnect_max_ms=5000),
         "t1",
-        journal,
+        journal.outbox,
         rng=random.Random(7),
     )
     for attempt in range(40):
@@ -134,7 +134,7 @@ async def test_table_keeps_journaling_while_no_broker_answers(journal: Journal) 
     from tablesim.broker import free_port
 
     link = FloorLink(
-        MqttSettings(port=free_port(), reconnect_min_ms=10, reconnect_max_ms=50), "t1", journal
+        MqttSettings(port=free_port(), reconnect_min_ms=10, reconnect_max_ms=50), "t1", journal.outbox
     )
     async with link:
         for _ in range(20):
@@ -143,7 +143,7 @@ async def test_table_keeps_journaling_while_no_broker_answers(journal: Journal) 
         assert not link.connected
         assert link.get_status()["connect_failures"] >= 2
         # Each round: its anchor when opened, its anchor when settled, the round itself.
-        assert journal.outbox_pending_count() == 3 * 20
+        assert journal.outbox.pending_count() == 3 * 20
 
 
 # -- with brokers ---------------------------------------------------------------------------
@@ -152,7 +152,7 @@ async def test_table_keeps_journaling_while_no_broker_answers(journal: Journal) 
 async def test_state_is_retained_online_then_offline_on_clean_stop(
     broker_process: Any, journal: Journal
 ) -> None:
-    link = FloorLink(settings_for(broker_process), "t1", journal)
+    link = FloorLink(settings_for(broker_process), "t1", journal.outbox)
     link.set_state(game="roulette", phase="idle", round_id=None, seq=None)
     async with link:
         await link.wait_connected(10)
@@ -185,7 +185,7 @@ from firmware_host.journal import Journal
 from firmware_host.mqtt import FloorLink, MqttSettings
 async def main():
     journal = Journal(sys.argv[1], identity=TableIdentity(Ed25519PrivateKey.generate()))
-    link = FloorLink(MqttSettings(host="127.0.0.1", port=int(sys.argv[2]), protocol=sys.argv[3], keepalive=5), "t1", journal)
+    link = FloorLink(MqttSettings(host="127.0.0.1", port=int(sys.argv[2]), protocol=sys.argv[3], keepalive=5), "t1", journal.outbox)
     link.set_state(game="sicbo", phase="open")
     link.start()
     await link.wait_connected(20)
@@ -232,7 +232,7 @@ async def test_outbox_is_drained_in_order_exactly_once_when_healthy(
     broker_process: Any, journal: Journal
 ) -> None:
     async with Collector(broker_process.host, broker_process.port, f"{ROOT}/#", "floor-1") as col:
-        link = FloorLink(settings_for(broker_process), "t1", journal)
+        link = FloorLink(settings_for(broker_process), "t1", journal.outbox)
         link.set_device("wheel", {"state": "online", "code": "", "message": "", "kind": "wheel"})
         link.set_jackpot({"amount": 1_000_000, "currency": "MOP", "last_hit": None, "fault": None})
         async with link:
@@ -240,7 +240,7 @@ async def test_outbox_is_drained_in_order_exactly_once_when_healthy(
             for i in range(40):
                 ids.append(play_round(journal))
                 if i % 10 == 0:
-                    journal.enqueue(
+                    journal.outbox.enqueue(
                         OutboxMessage(
                             "events",
                             {
@@ -256,7 +256,7 @@ async def test_outbox_is_drained_in_order_exactly_once_when_healthy(
             await col.wait_for(lambda: len(col.on("rounds")) >= 40, what="40 rounds")
         got = [m.json()["round_id"] for m in col.on("rounds")]
         assert got == ids  # in order, none twice, none lost
-        assert journal.outbox_pending_count() == 0
+        assert journal.outbox.pending_count() == 0
         assert [m.json()["seq"] for m in col.on("rounds")] == list(range(1, 41))
         assert col.on("devices/wheel")[0].retain is False  # live delivery, retained flag off
         assert len(col.on("events")) == 4
@@ -283,7 +283,7 @@ async def test_rounds_settled_while_the_broker_is_down_arrive_in_order_after(
             reconnect_max_ms=300,
         ),
         "t1",
-        journal,
+        journal.outbox,
     )
     async with link:
         ids = [play_round(journal) for _ in range(25)]
@@ -351,7 +351,7 @@ async def test_snapshots_are_republished_after_a_broker_restart(
     broker_process: Any, journal: Journal
 ) -> None:
     """amqtt forgets retained messages when it restarts; the link republishes them."""
-    link = FloorLink(settings_for(broker_process), "t1", journal)
+    link = FloorLink(settings_for(broker_process), "t1", journal.outbox)
     link.set_device("shoe", {"state": "fault", "code": "JAM", "message": "card jam"})
     async with link:
         await link.wait_idle(10)
@@ -390,7 +390,7 @@ async def test_requests_reach_the_handler_and_every_one_is_answered(
     async with aiomqtt.Client(broker_process.host, broker_process.port) as floor:
         # Retained before the link subscribes: delivered with RETAIN=1, so not a live request.
         await floor.publish(f"{ROOT}/bets/request", b'{"request_id":"stale"}', qos=1, retain=True)
-    link = FloorLink(settings_for(broker_process), "t1", journal, handler=handler)
+    link = FloorLink(settings_for(broker_process), "t1", journal.outbox, handler=handler)
     async with (
         link,
         Collector(broker_process.host, broker_process.port, f"{ROOT}/+/response", "floor-4") as col,
@@ -435,7 +435,7 @@ async def test_requests_sent_while_the_link_is_away_are_kept_by_the_persistent_s
 ) -> None:
     got: list[bytes] = []
     link = FloorLink(
-        settings_for(mosquitto_broker), "t1", journal, handler=lambda t, p: got.append(p)
+        settings_for(mosquitto_broker), "t1", journal.outbox, handler=lambda t, p: got.append(p)
     )
     async with link:
         await link.wait_idle(10)  # subscribed once: the broker now keeps our session
@@ -443,7 +443,7 @@ async def test_requests_sent_while_the_link_is_away_are_kept_by_the_persistent_s
         for i in range(5):
             await floor.publish(f"{ROOT}/bets/request", f'{{"request_id":"q{i}"}}', qos=1)
     link2 = FloorLink(
-        settings_for(mosquitto_broker), "t1", journal, handler=lambda t, p: got.append(p)
+        settings_for(mosquitto_broker), "t1", journal.outbox, handler=lambda t, p: got.append(p)
     )
     async with link2:
         deadline = asyncio.get_running_loop().time() + 10
@@ -458,7 +458,7 @@ async def test_mqtt5_session_and_will(mosquitto_broker: Any, journal: Journal) -
     async with Collector(
         mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/#", "floor-5"
     ) as col:
-        async with FloorLink(s, "t1", journal) as link:
+        async with FloorLink(s, "t1", journal.outbox) as link:
             ids = [play_round(journal) for _ in range(10)]
             await link.wait_idle(10)
         await col.wait_for(lambda: len(col.on("rounds")) >= 10, what="rounds over MQTT 5")
@@ -478,16 +478,16 @@ async def test_publish_latency_is_measured(
 
     async with (
         Collector(mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/rounds", "floor-6") as col,
-        FloorLink(settings_for(mosquitto_broker), "t1", journal) as link,
+        FloorLink(settings_for(mosquitto_broker), "t1", journal.outbox) as link,
     ):
         await link.wait_idle(10)
         lat = []
         for i in range(51):
-            r = journal.open_round("t1", "roulette", {"regulation": "60/2004"})
+            r = journal.rounds.open_round("t1", "roulette", {"regulation": "60/2004"})
             payload = round_payload(r, [100] * 100)
             n = len(col.messages)
             t0 = time.perf_counter()
-            journal.settle_round(r.round_id, 18, payload)
+            journal.rounds.settle_round(r.round_id, 18, payload)
             await col.wait_for(lambda n=n: len(col.messages) > n, 5, "the round")
             if i:  # the first delivery to a fresh subscriber meets Nagle on the broker: warm-up
                 lat.append(col.messages[-1].at - t0)
@@ -506,7 +506,7 @@ async def test_a_journal_error_or_a_bad_handler_never_stops_the_link(
 ) -> None:
     import sqlite3
 
-    real = journal.outbox_pending
+    real = journal.outbox.pending
     failures = [1]
 
     def flaky(*a: Any, **kw: Any) -> Any:
@@ -515,8 +515,8 @@ async def test_a_journal_error_or_a_bad_handler_never_stops_the_link(
             raise sqlite3.OperationalError("disk I/O error")
         return real(*a, **kw)
 
-    journal.outbox_pending = flaky  # type: ignore[method-assign]
-    link = FloorLink(settings_for(amqtt_broker), "t1", journal, handler=lambda t, p: 42)
+    journal.outbox.pending = flaky  # type: ignore[method-assign]
+    link = FloorLink(settings_for(amqtt_broker), "t1", journal.outbox, handler=lambda t, p: 42)
     async with (
         Collector(amqtt_broker.host, amqtt_broker.port, f"{ROOT}/rounds", "floor-7") as col,
         link,
@@ -540,25 +540,25 @@ async def test_a_backlog_goes_out_pipelined_in_order_and_its_marks_are_written_t
     floor in id order, each entry marked once, only after its acknowledgement, and the
     marks written in a few transactions, not one per entry."""
     calls: list[list[int]] = []
-    mark = journal.outbox_mark_published
+    mark = journal.outbox.mark_published
 
     def spy(ids: Any, **kw: Any) -> int:
         ids = [ids] if isinstance(ids, int) else list(ids)
         calls.append(ids)
         return mark(ids, **kw)
 
-    journal.outbox_mark_published = spy  # type: ignore[method-assign]
+    journal.outbox.mark_published = spy  # type: ignore[method-assign]
     ids = [play_round(journal) for _ in range(60)]  # queued before the link starts
-    entries = journal.outbox_pending(1000)
+    entries = journal.outbox.pending(1000)
     async with Collector(broker_process.host, broker_process.port, f"{ROOT}/#", "floor-1") as col:
-        link = FloorLink(settings_for(broker_process, max_inflight=8), "t1", journal)
+        link = FloorLink(settings_for(broker_process, max_inflight=8), "t1", journal.outbox)
         async with link:
             await link.wait_idle(20)
             await col.wait_for(lambda: len(col.on("rounds")) >= 60, what="60 rounds")
     assert [m.json()["round_id"] for m in col.on("rounds")] == ids
     marked = [i for c in calls for i in c]
     assert sorted(marked) == sorted(e.id for e in entries)  # each once, all of them
-    assert journal.outbox_pending_count() == 0
+    assert journal.outbox.pending_count() == 0
     assert len(calls) < len(marked) / 2
     # Several windows' worth in one transaction (MARKS_BATCH = 4: a window's worth per
     # transaction left at most 8 + 7 marks in one; a drained backlog wrote 4x as many).
@@ -572,15 +572,15 @@ async def test_the_outbox_is_read_no_further_than_the_window_has_room(
     """Issue 20: the entries in flight or awaiting their marks sit before the read
     cursor, so a read asks only for the free slots (each row read copies a payload)."""
     asked: list[int] = []
-    pending = journal.outbox_pending
+    pending = journal.outbox.pending
 
     def spy(limit: int = 100, **kw: Any) -> Any:
         asked.append(limit)
         return pending(limit, **kw)
 
-    journal.outbox_pending = spy  # type: ignore[method-assign]
+    journal.outbox.pending = spy  # type: ignore[method-assign]
     ids = [play_round(journal) for _ in range(40)]
-    link = FloorLink(settings_for(broker_process, max_inflight=8), "t1", journal)
+    link = FloorLink(settings_for(broker_process, max_inflight=8), "t1", journal.outbox)
     col = Collector(broker_process.host, broker_process.port, f"{ROOT}/#", "floor-1")
     async with col, link:
         await link.wait_idle(20)

@@ -1,5 +1,5 @@
 """Issue 20: the round goes on the wire in the commit that settles it, and the table's
-own work after it (pruning, the extensions' hooks: the daemon's ``journal.defer``)
+own work after it (pruning, the extensions' hooks: the daemon's ``journal.db.defer``)
 waits until the broker has acknowledged it, never longer than
 ``AFTER_PUBLICATION_MAX_S``, and at once when there is no connection to wait for.
 Against mosquitto."""
@@ -24,9 +24,9 @@ ROOT = "casino/tables/t1"
 
 def ready_round(journal: Journal) -> Any:
     """A round open, bet on and closed (its anchors queued): what settling it needs."""
-    rnd = journal.open_round("t1", "roulette", {"regulation": "60/2004"})
-    journal.place_bet(rnd.round_id, {"bet_id": "b0", "seat": 1, "bet_type": "red", "stake": 100})
-    journal.set_phase(rnd.round_id, "closed")
+    rnd = journal.rounds.open_round("t1", "roulette", {"regulation": "60/2004"})
+    journal.bets.place_bet(rnd.round_id, {"bet_id": "b0", "seat": 1, "bet_type": "red", "stake": 100})
+    journal.rounds.set_phase(rnd.round_id, "closed")
     return rnd
 
 
@@ -57,16 +57,16 @@ async def test_a_settled_round_is_handed_to_the_client_before_the_commit_returns
     """No loop turn between the commit and the publication: when ``settle_round``
     returns, its anchor and round are already written to the socket."""
     async with Collector(mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/#") as col:
-        link = FloorLink(settings_for(mosquitto_broker), "t1", journal)
+        link = FloorLink(settings_for(mosquitto_broker), "t1", journal.outbox)
         async with link:
             await link.wait_connected(10)
             rnd = ready_round(journal)
             await link.wait_idle(10)
             sent = spy_sends(link)
-            journal.settle_round(rnd.round_id, 18, round_payload(rnd, [100]))
+            journal.rounds.settle_round(rnd.round_id, 18, round_payload(rnd, [100]))
             # No await since the commit: already handed over.
             assert [t for t, _ in sent] == ["anchor", "rounds"]
-            pending = {e.id for e in journal.outbox_pending(10)}
+            pending = {e.id for e in journal.outbox.pending(10)}
             assert {ref for _, ref in sent} == pending  # the entries of that very commit
             await col.wait_for(lambda: len(col.on("rounds")) == 1, what="the round")
         assert col.on("rounds")[0].json()["round_id"] == rnd.round_id
@@ -76,16 +76,16 @@ async def test_entries_of_a_transaction_still_open_or_rolled_back_are_never_sent
     mosquitto_broker: Any, journal: Journal
 ) -> None:
     async with Collector(mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/#") as col:
-        link = FloorLink(settings_for(mosquitto_broker), "t1", journal)
+        link = FloorLink(settings_for(mosquitto_broker), "t1", journal.outbox)
         async with link:
             await link.wait_connected(10)
             await link.wait_idle(10)
             sent = spy_sends(link)
-            with pytest.raises(RuntimeError), journal.transaction():
-                journal.enqueue(OutboxMessage("events", {"event": "never"}))
+            with pytest.raises(RuntimeError), journal.db.transaction():
+                journal.outbox.enqueue(OutboxMessage("events", {"event": "never"}))
                 assert sent == []  # queued inside the transaction: not yet committed
                 raise RuntimeError("rolled back")
-            journal.enqueue(OutboxMessage("events", {"event": "committed"}))
+            journal.outbox.enqueue(OutboxMessage("events", {"event": "committed"}))
             await col.wait_for(lambda: len(col.on("events")) == 1, what="the committed event")
             await link.wait_idle(10)
         assert [m.json()["event"] for m in col.on("events")] == ["committed"]
@@ -95,17 +95,17 @@ async def test_entries_of_a_transaction_still_open_or_rolled_back_are_never_sent
 async def test_work_after_a_round_runs_once_the_broker_acknowledged_it(
     mosquitto_broker: Any, journal: Journal
 ) -> None:
-    link = FloorLink(settings_for(mosquitto_broker), "t1", journal)
-    journal.defer = link.after_publication
+    link = FloorLink(settings_for(mosquitto_broker), "t1", journal.outbox)
+    journal.db.defer = link.after_publication
     seen: list[tuple[str, int]] = []
     async with link:
         await link.wait_connected(10)
         rnd = ready_round(journal)
         await link.wait_idle(10)
         before = link.stats.outbox_published
-        journal.settle_round(rnd.round_id, 18, round_payload(rnd, [100]))  # anchor + round
-        journal.later(lambda: seen.append(("first", link.stats.outbox_published - before)))
-        journal.later(lambda: seen.append(("second", link.stats.outbox_published - before)))
+        journal.rounds.settle_round(rnd.round_id, 18, round_payload(rnd, [100]))  # anchor + round
+        journal.db.later(lambda: seen.append(("first", link.stats.outbox_published - before)))
+        journal.db.later(lambda: seen.append(("second", link.stats.outbox_published - before)))
         assert seen == []  # not at once, nor
         await asyncio.sleep(0)
         await asyncio.sleep(0)
@@ -118,8 +118,8 @@ async def test_work_after_a_round_runs_once_the_broker_acknowledged_it(
 async def test_a_broker_that_does_not_acknowledge_holds_the_work_only_briefly(
     mosquitto_broker: Any, journal: Journal
 ) -> None:
-    link = FloorLink(settings_for(mosquitto_broker, publish_timeout_ms=5000), "t1", journal)
-    journal.defer = link.after_publication
+    link = FloorLink(settings_for(mosquitto_broker, publish_timeout_ms=5000), "t1", journal.outbox)
+    journal.db.defer = link.after_publication
     ran: list[float] = []
     async with link:
         await link.wait_connected(10)
@@ -129,7 +129,7 @@ async def test_a_broker_that_does_not_acknowledge_holds_the_work_only_briefly(
         try:
             play_round(journal)
             t0 = time.monotonic()
-            journal.later(lambda: ran.append(time.monotonic() - t0))
+            journal.db.later(lambda: ran.append(time.monotonic() - t0))
             await until(lambda: bool(ran), timeout=5)
             assert link.stats.outbox_published == 0  # no PUBACK came
         finally:
@@ -141,12 +141,12 @@ async def test_a_broker_that_does_not_acknowledge_holds_the_work_only_briefly(
 async def test_without_a_connection_the_work_runs_on_the_next_loop_turn(
     journal: Journal,
 ) -> None:
-    link = FloorLink(MqttSettings(host="127.0.0.1", port=1, reconnect_min_ms=1000), "t1", journal)
-    journal.defer = link.after_publication
+    link = FloorLink(MqttSettings(host="127.0.0.1", port=1, reconnect_min_ms=1000), "t1", journal.outbox)
+    journal.db.defer = link.after_publication
     ran: list[str] = []
     async with link:  # never connects (nothing listens on port 1)
         play_round(journal)
-        journal.later(lambda: ran.append("pruned"))
+        journal.db.later(lambda: ran.append("pruned"))
         assert ran == []
         await asyncio.sleep(0)
         await asyncio.sleep(0)
@@ -156,7 +156,7 @@ async def test_without_a_connection_the_work_runs_on_the_next_loop_turn(
 async def test_one_failing_piece_of_work_is_logged_and_the_rest_still_runs(
     journal: Journal, caplog: pytest.LogCaptureFixture
 ) -> None:
-    link = FloorLink(MqttSettings(host="127.0.0.1", port=1, reconnect_min_ms=1000), "t1", journal)
+    link = FloorLink(MqttSettings(host="127.0.0.1", port=1, reconnect_min_ms=1000), "t1", journal.outbox)
     ran: list[str] = []
 
     def broken() -> None:

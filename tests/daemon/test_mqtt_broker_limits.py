@@ -89,7 +89,7 @@ async def test_every_round_is_published_and_every_request_answered_whatever_the_
     if receive_maximum is None:
         receive_maximum = 20  # mosquitto's default max_inflight_messages
     col = Collector(limited.host, limited.port, f"{ROOT}/#", "floor-1")
-    link = FloorLink(settings_for(limited, protocol=protocol), "t1", journal, handler=answer)
+    link = FloorLink(settings_for(limited, protocol=protocol), "t1", journal.outbox, handler=answer)
     async with col, link:
         await link.wait_subscribed(10)
         ids = [play_round(journal) for _ in range(ROUNDS)]  # 90 entries at once
@@ -100,7 +100,7 @@ async def test_every_round_is_published_and_every_request_answered_whatever_the_
                 )
         await link.wait_idle(30)
         # Every entry and every answer taken by the broker; nothing flagged or pushed back.
-        assert journal.outbox_pending_count() == 0
+        assert journal.outbox.pending_count() == 0
         assert link.get_status()["responses_queued"] == 0
         assert link.stats.requests == REQUESTS
         assert not link.faults and link.stats.refused == 0 and link.stats.throttled == 0
@@ -155,14 +155,14 @@ async def test_a_quota_exceeded_is_back_pressure_not_a_refusal(
     caplog.set_level(logging.INFO, logger="firmware_host.mqtt")
     made = quota_exceeded_once(monkeypatch, "rounds")
     col = Collector(mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/rounds", "floor-1")
-    link = FloorLink(settings_for(mosquitto_broker, protocol="5"), "t1", journal)
+    link = FloorLink(settings_for(mosquitto_broker, protocol="5"), "t1", journal.outbox)
     async with col, link:
         ids = [play_round(journal) for _ in range(3)]
         await col.wait_for(lambda: bool(made), what="the quota exceeded")
         await link.wait_idle(15)
         await col.wait_for(lambda: len(col.on("rounds")) >= 4, what="the round again")
     assert not link.faults and link.stats.refused == 0 and link.stats.throttled == 1
-    assert journal.outbox_pending_count() == 0
+    assert journal.outbox.pending_count() == 0
     got = [m.json()["round_id"] for m in col.on("rounds")]
     assert len(got) == 4 and list(dict.fromkeys(got)) == ids  # in order, one sent again
     assert "PUBLISH_REFUSED" not in caplog.text

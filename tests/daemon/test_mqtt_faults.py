@@ -34,7 +34,7 @@ async def run_stream(
     col = await Collector(broker.host, broker.port, f"{ROOT}/rounds", "floor-faults").start()
     link = FloorLink(
         MqttSettings(host=broker.host, port=broker.port, protocol=broker.protocol, reconnect_min_ms=20, reconnect_max_ms=250),
-        "t1", journal, rng=rng,
+        "t1", journal.outbox, rng=rng,
     )  # fmt: skip
     link.start()
     ids: list[str] = []
@@ -88,7 +88,7 @@ async def test_mosquitto_killed_at_random_loses_no_round(
         await col.wait_for(lambda: len(first_deliveries(col)[0]) >= len(ids), 60, "every round")
         order, dups, _ = first_deliveries(col)
         assert order == ids, "rounds missing or out of order"
-        assert journal.outbox_pending_count() == 0
+        assert journal.outbox.pending_count() == 0
         with capsys.disabled():
             print(
                 f"\n  broker-kill (mosquitto): {len(ids)} rounds, {kills} kills, "
@@ -113,7 +113,7 @@ async def test_amqtt_killed_at_random_the_table_republishes_everything_in_order(
     try:
         await link.wait_idle(60)
         await asyncio.sleep(0.5)
-        assert journal.outbox_pending_count() == 0  # every round acknowledged by a broker
+        assert journal.outbox.pending_count() == 0  # every round acknowledged by a broker
         order, dups, _ = first_deliveries(col)
         assert order == [i for i in ids if i in set(order)], "first deliveries out of order"
         lost = len(ids) - len(order)

@@ -114,9 +114,9 @@ async def test_a_refused_publication_is_not_marked_the_fault_is_seen_and_nothing
     floor = Probe(broker, ADMIN, "admin-pw")
     floor.subscribe(f"{ROOT}/#")
     journal = Journal(tmp_path / "j.sqlite3", identity=TableIdentity(Ed25519PrivateKey.generate()))
-    journal.enqueue(OutboxMessage("events", {"event": "betting_open"}))
+    journal.outbox.enqueue(OutboxMessage("events", {"event": "betting_open"}))
     rid = play_round(journal)  # its `rounds` entry comes after the event
-    link = FloorLink(settings(broker, protocol), "t1", journal)
+    link = FloorLink(settings(broker, protocol), "t1", journal.outbox)
     link.start()
     try:
         await until(lambda: ("PUBLISH_REFUSED", "events") in link.faults, 15, "the fault")
@@ -125,7 +125,7 @@ async def test_a_refused_publication_is_not_marked_the_fault_is_seen_and_nothing
 
         # Nothing marked, nothing after it published: the floor got no event, no round
         # (the event, the round's two anchors, opened and finished, and the round).
-        assert journal.outbox_pending_count() == 4
+        assert journal.outbox.pending_count() == 4
         got = [t for t, _ in floor.received]
         assert f"{ROOT}/events" not in got and f"{ROOT}/rounds" not in got, got
         fault = link.faults[("PUBLISH_REFUSED", "events")]
@@ -147,7 +147,7 @@ async def test_a_refused_publication_is_not_marked_the_fault_is_seen_and_nothing
         # The ACL is fixed: the event, then the round, reach the floor; the fault clears.
         (broker.workdir.parent / "acl").write_text(FIXED_ACL)
         reload_broker(broker)
-        await until(lambda: journal.outbox_pending_count() == 0, 15, "the outbox drained")
+        await until(lambda: journal.outbox.pending_count() == 0, 15, "the outbox drained")
         await until(lambda: not link.faults, 5, "the fault cleared")
         floor.wait_received(3, 5)
         order = [t.rsplit("/", 1)[1] for t, _ in floor.received if not t.endswith("/state")]
@@ -195,7 +195,7 @@ async def test_a_refused_subscription_raises_a_fault_and_is_retried(
         answered.append(topic)
         return {"ok": True}
 
-    link = FloorLink(settings(broker, protocol), "t1", journal, handler=handler)
+    link = FloorLink(settings(broker, protocol), "t1", journal.outbox, handler=handler)
     link.start()
     floor = Probe(broker, ADMIN, "admin-pw")
     try:
@@ -283,10 +283,10 @@ async def test_a_refused_round_is_seen_held_and_delivered_in_order_and_nothing_e
     floor.subscribe(f"{ROOT}/#")
     journal = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     ids = [play_round(journal), play_round(journal)]  # anchors, round, anchors, round
-    journal.enqueue(OutboxMessage("events", {"event": "betting_open"}))
-    entries = [e.id for e in journal.outbox_pending(100)]
-    (first_round,) = [e.id for e in journal.outbox_pending(100) if e.topic == "rounds"][:1]
-    link = FloorLink(settings(broker, protocol), "t1", journal, handler=answer)
+    journal.outbox.enqueue(OutboxMessage("events", {"event": "betting_open"}))
+    entries = [e.id for e in journal.outbox.pending(100)]
+    (first_round,) = [e.id for e in journal.outbox.pending(100) if e.topic == "rounds"][:1]
+    link = FloorLink(settings(broker, protocol), "t1", journal.outbox, handler=answer)
     link.start()
     try:
         await until(lambda: ("PUBLISH_REFUSED", "rounds") in link.faults, 20, "the fault")
@@ -295,7 +295,7 @@ async def test_a_refused_round_is_seen_held_and_delivered_in_order_and_nothing_e
         await asyncio.sleep(1.0)  # retried meanwhile
 
         assert set(link.faults) == {("PUBLISH_REFUSED", "rounds")}, link.faults
-        pending = {e.id for e in journal.outbox_pending(100)}
+        pending = {e.id for e in journal.outbox.pending(100)}
         assert first_round in pending  # not marked
         assert not first_deliveries(floor, "rounds")
         status = link.get_status()
@@ -318,7 +318,7 @@ async def test_a_refused_round_is_seen_held_and_delivered_in_order_and_nothing_e
 
         (broker.workdir.parent / "acl").write_text(ROUNDS_ACL)
         reload_broker(broker)
-        await until(lambda: journal.outbox_pending_count() == 0, 30, "the outbox drained")
+        await until(lambda: journal.outbox.pending_count() == 0, 30, "the outbox drained")
         await until(lambda: not link.faults, 10, "the fault cleared")
         floor.wait_received(len(floor.received) + 1, 1)
         assert first_deliveries(floor, "rounds") == ids  # every round, in order
@@ -350,10 +350,10 @@ async def test_on_mqtt_3_1_1_a_broker_keeping_the_connection_loses_a_refused_rou
     floor.subscribe(f"{ROOT}/#")
     journal = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     play_round(journal)
-    link = FloorLink(settings(broker, "3.1.1"), "t1", journal)
+    link = FloorLink(settings(broker, "3.1.1"), "t1", journal.outbox)
     link.start()
     try:
-        await until(lambda: journal.outbox_pending_count() == 0, 15, "the outbox 'published'")
+        await until(lambda: journal.outbox.pending_count() == 0, 15, "the outbox 'published'")
         await asyncio.sleep(0.5)
         assert not link.faults and link.stats.connects == 1
         assert not first_deliveries(floor, "rounds")  # lost, and the table cannot tell

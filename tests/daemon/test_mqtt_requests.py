@@ -62,7 +62,7 @@ async def test_a_dealers_command_overtakes_a_flood_of_bets(
     journal = Journal(tmp_path / "j.sqlite3")
     rec = Recorder(bet_s=0.005)
     link = FloorLink(
-        MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port), "t1", journal,
+        MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port), "t1", journal.outbox,
         handler=rec,
     )  # fmt: skip
     rec.link = link
@@ -97,7 +97,7 @@ async def test_too_large_and_busy_requests_are_answered_unread(
     journal = Journal(tmp_path / "j.sqlite3")
     rec = Recorder(bet_s=0.05)
     link = FloorLink(
-        MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port), "t1", journal,
+        MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port), "t1", journal.outbox,
         handler=rec,
     )  # fmt: skip
     link.start()
@@ -138,7 +138,7 @@ async def test_a_failing_handler_logs_one_traceback_per_kind(
     caplog.set_level(logging.WARNING, logger="firmware_host.mqtt")
     journal = Journal(tmp_path / "j.sqlite3")
     link = FloorLink(
-        MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port), "t1", journal,
+        MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port), "t1", journal.outbox,
         handler=Recorder(fail=True),
     )  # fmt: skip
     link.start()
@@ -183,7 +183,7 @@ async def test_an_answer_no_requester_can_match_is_never_queued_for_a_terminal(
 
     journal = Journal(tmp_path / "j.sqlite3")
     link = FloorLink(
-        MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port), "t1", journal,
+        MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port), "t1", journal.outbox,
         handler=Recorder(),
     )  # fmt: skip
     link.start()

@@ -68,14 +68,14 @@ async def test_a_full_disk_under_the_marks_causes_no_reconnect_and_no_duplicate(
 ) -> None:
     caplog.set_level(logging.INFO)
     journal = Journal(tmp_path / "j.sqlite3")
-    journal.storage._free_bytes = lambda: 10**9  # the disk has room again once writes work
+    journal.db.storage._free_bytes = lambda: 10**9  # the disk has room again once writes work
     ids = [play_round(journal) for _ in range(5)]
     col = await Collector(mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/rounds").start()
     disk = full_disk_on_marks(monkeypatch)
     link = FloorLink(
         MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port,
                      reconnect_min_ms=50, reconnect_max_ms=500),
-        "t1", journal,
+        "t1", journal.outbox,
     )  # fmt: skip
     link.start()
     try:
@@ -85,8 +85,8 @@ async def test_a_full_disk_under_the_marks_causes_no_reconnect_and_no_duplicate(
         delivered = Counter(m.json()["round_id"] for m in col.on("rounds"))
         assert delivered == dict.fromkeys(ids, 1), delivered
         # taken by the broker, not marked: each round, and its two anchors (opened, finished)
-        assert journal.outbox_pending_count() == 15
-        assert journal.storage.fault is not None and journal.storage.fault.code == "DISK_FULL"
+        assert journal.outbox.pending_count() == 15
+        assert journal.db.storage.fault is not None and journal.db.storage.fault.code == "DISK_FULL"
 
         # The broker restarts while the disk is still full: what it took before is not
         # sent again (at most one publication per entry per connection; here none).
@@ -97,8 +97,8 @@ async def test_a_full_disk_under_the_marks_causes_no_reconnect_and_no_duplicate(
         assert delivered == dict.fromkeys(ids, 1), delivered
 
         disk["on"] = False  # space returns
-        await until(lambda: journal.outbox_pending_count() == 0, 40, "the marks written")
-        await until(lambda: journal.storage.fault is None, 5, "the fault cleared")
+        await until(lambda: journal.outbox.pending_count() == 0, 40, "the marks written")
+        await until(lambda: journal.db.storage.fault is None, 5, "the fault cleared")
         log = [r.getMessage() for r in caplog.records]
         assert sum("storage fault DISK_FULL:" in m for m in log) == 1, log
         assert sum("DISK_FULL cleared" in m for m in log) == 1, log

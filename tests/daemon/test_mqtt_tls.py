@@ -116,7 +116,7 @@ async def test_tls_with_ca_and_password_file_delivers_rounds(tmp_path: Path, pki
                          username="table-t1", password_file=str(pki / "table.pw"))  # fmt: skip
         col = await _collect(b, pki)
         with Journal(tmp_path / "j.sqlite3") as j:
-            async with FloorLink(s, "t1", j) as link:
+            async with FloorLink(s, "t1", j.outbox) as link:
                 ids = [play_round(j) for _ in range(5)]
                 await link.wait_idle(15)
             await col.wait_for(lambda: len(col.messages) >= 5, what="rounds over TLS")
@@ -146,13 +146,13 @@ async def test_bad_credentials_or_untrusted_broker_never_connect(
             s = MqttSettings(host="127.0.0.1", port=b.port, tls=True, username="table-t1",
                              password_file=str(pki / "table.pw"), reconnect_min_ms=20, reconnect_max_ms=50)  # fmt: skip
         with Journal(tmp_path / "j.sqlite3") as j:
-            async with FloorLink(s, "t1", j) as link:
+            async with FloorLink(s, "t1", j.outbox) as link:
                 play_round(j)
                 await asyncio.sleep(0.6)
                 assert not link.connected and link.stats.connects == 0
                 assert link.stats.connect_failures >= 2
                 assert expect in link.stats.last_error.lower(), link.stats.last_error
-                assert j.outbox_pending_count() == 3  # the round and its two anchors
+                assert j.outbox.pending_count() == 3  # the round and its two anchors
     finally:
         b.close()
 
@@ -163,7 +163,7 @@ async def test_insecure_flag_skips_verification_for_tests(tmp_path: Path, pki: P
         s = MqttSettings(host="127.0.0.1", port=b.port, tls=True, tls_insecure=True,
                          username="table-t1", password_file=str(pki / "table.pw"))  # fmt: skip
         with Journal(tmp_path / "j.sqlite3") as j:
-            async with FloorLink(s, "t1", j) as link:
+            async with FloorLink(s, "t1", j.outbox) as link:
                 await link.wait_connected(10)
     finally:
         b.close()
@@ -176,13 +176,13 @@ async def test_client_certificate_is_required_and_used(tmp_path: Path, pki: Path
                 "username": "table-t1", "password_file": str(pki / "table.pw"),
                 "reconnect_min_ms": 20, "reconnect_max_ms": 50, "connect_timeout_ms": 300}  # fmt: skip
         with Journal(tmp_path / "j.sqlite3") as j:
-            async with FloorLink(MqttSettings(**base), "t1", j) as link:
+            async with FloorLink(MqttSettings(**base), "t1", j.outbox) as link:
                 await asyncio.sleep(0.8)
                 assert not link.connected and link.stats.connect_failures >= 1
             s = MqttSettings(
                 **base, tls_cert=str(pki / "client.crt"), tls_key=str(pki / "client.key")
             )
-            async with FloorLink(s, "t1", j) as link:
+            async with FloorLink(s, "t1", j.outbox) as link:
                 await link.wait_connected(10)
     finally:
         b.close()

@@ -69,7 +69,7 @@ def test_the_journal_holds_the_lock_while_it_is_open_to_be_written(tmp_path: Pat
         settings.open(owner=owner)
     # Read-only use beside it is fine (tablectl audit verify, audit events).
     with Journal(tmp_path / "journal.sqlite3", readonly=True) as ro:
-        assert any(e.kind == "journal_table" for e in ro.events(10))
+        assert any(e.kind == "journal_table" for e in ro.chain.events(10))
     j.close()
     settings.open(owner=owner).close()
 
@@ -90,7 +90,7 @@ def test_a_journal_refuses_another_table_or_game_and_records_a_rules_change(
         assert "\n" not in msg
     # The refusal left the lock free and the journal unchanged.
     j = settings.open(owner=TableOwner("MO-R-07", "roulette", "b" * 64))
-    kinds = [(e.kind, e.data) for e in j.events(20) if e.kind in ("journal_table", "rules_changed")]
+    kinds = [(e.kind, e.data) for e in j.chain.events(20) if e.kind in ("journal_table", "rules_changed")]
     assert kinds == [
         ("journal_table", {"table_id": "MO-R-07", "game": "roulette", "rules_sha256": "a" * 64}),
         ("rules_changed", {"from": "a" * 64, "to": "b" * 64}),
@@ -104,12 +104,12 @@ def test_a_journal_from_before_the_owner_was_recorded_knows_its_table_by_its_rou
 ) -> None:
     path = tmp_path / "journal.sqlite3"
     with Journal(path) as j:  # written before issue 29: no owner recorded
-        j.open_round("MO-R-07", "roulette", {})
+        j.rounds.open_round("MO-R-07", "roulette", {})
     with Journal(path) as j:
         with pytest.raises(JournalOfAnotherTable):
             j.claim(TableOwner("MO-R-07", "sicbo", "a" * 64))
         j.claim(TableOwner("MO-R-07", "roulette", "a" * 64))  # its own: recorded
-        assert [e.kind for e in j.events(5)][-1] == "journal_table"
+        assert [e.kind for e in j.chain.events(5)][-1] == "journal_table"
 
 
 def _run(state: Path, config: str, *extra: str) -> subprocess.Popen[str]:
@@ -146,7 +146,7 @@ def test_a_second_daemon_is_refused_and_the_first_one_plays_on(tmp_path: Path) -
         _wait_for(first, "ready", 60)
         time.sleep(3)  # a game or two of the simulated wheel
         with Journal(state / "journal.sqlite3", readonly=True) as ro:
-            opened = [r.round_id for r in ro.rounds_summary(5)]
+            opened = [r.round_id for r in ro.rounds.summary(5)]
         second = subprocess.run(
             [*TABLECTL, "run", "--config", str(ROOT / "config" / "roulette.toml"),
              "--state-dir", str(state), "--runtime-dir", str(state), "--simulate"],
@@ -158,9 +158,9 @@ def test_a_second_daemon_is_refused_and_the_first_one_plays_on(tmp_path: Path) -
         assert str(state / "tablectl.lock") in out and "Traceback" not in out, out
         # The first daemon's rounds are as they were: nothing voided by the second.
         with Journal(state / "journal.sqlite3", readonly=True) as ro:
-            for r in ro.rounds_summary(20):
+            for r in ro.rounds.summary(20):
                 assert "controller restarted" not in (r.void_reason or ""), r
-            assert {r.round_id for r in ro.rounds_summary(20)} >= set(opened)
+            assert {r.round_id for r in ro.rounds.summary(20)} >= set(opened)
         # Read-only tools beside it.
         audit = subprocess.run(
             [*TABLECTL, "audit", "verify", "--journal", str(state / "journal.sqlite3")],

@@ -73,7 +73,7 @@ async def test_fantan_by_the_keypad(tmp_path: Path, amqtt_broker: Any) -> None:
         last = d.journal.recall(1)[0]
         assert last.settlement["outcome"] == {"number": 3}
         assert last.settlement["bets"][0]["net"] == 2850  # 3:1 less 5% of the prize (art. 7, 9)
-        kinds = [ev.kind for ev in d.journal.events(30)]
+        kinds = [ev.kind for ev in d.journal.chain.events(30)]
         assert "result_refused" in kinds
     finally:
         await d.stop()
@@ -125,12 +125,12 @@ async def test_sicbo_tilted_dice_void_the_throw_bets_stay(
         sealed = d.procedure.sealed
         e.close_betting()
         await wait_for(lambda: e.phase is Phase.IDLE)
-        kinds = [ev.kind for ev in d.journal.events(40)]
+        kinds = [ev.kind for ev in d.journal.chain.events(40)]
         assert "spin_void" not in kinds
         payload = d.journal.recall(1)[0].settlement
         assert len(payload["bets"]) == 2 and payload["status"] == "settled"
         assert payload["outcome"]["dice"] == list(sealed.dice)
-        void_events = [ev for ev in d.journal.events(40) if ev.kind == "round_void"]
+        void_events = [ev for ev in d.journal.chain.events(40) if ev.kind == "round_void"]
         assert void_events == []  # the throw was void, never the round
     finally:
         await d.stop()
@@ -167,27 +167,27 @@ async def test_roulette_result_frame_is_journaled_with_the_settlement(tmp_path: 
         await wait_for(lambda: e.phase is Phase.OPEN)
         rid = e.current.round_id
         alone: list[bytes] = []  # frames journaled on their own, outside a settlement
-        add_raw_frames = d.journal.add_raw_frames
-        d.journal.add_raw_frames = lambda frames, **kw: (  # type: ignore[method-assign]
+        add_raw_frames = d.journal.frames.add_many
+        d.journal.frames.add_many = lambda frames, **kw: (  # type: ignore[method-assign]
             alone.extend(f[3] for f in frames),
             add_raw_frames(frames, **kw),
         )[1]
         assert e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "red", "stake": 2500}).accepted
         number = await sim.spin()
-        await wait_for(lambda: d.journal.round(rid).status == "settled")
-        rnd = d.journal.round(rid)
+        await wait_for(lambda: d.journal.rounds.round(rid).status == "settled")
+        rnd = d.journal.rounds.round(rid)
 
         def carries_the_result(data: bytes) -> bool:
             status = parse_line(data.splitlines()[-1])
             return getattr(status, "state", None) == 5 and getattr(status, "win", None) == number
 
-        frames = d.journal.raw_frames(rid)
+        frames = d.journal.frames.of_round(rid)
         # exactly one frame of the round was not journaled on its own: the settlement wrote it
         settled = [f for f in frames if f.data not in alone]
         assert len(settled) == 1, frames
         assert carries_the_result(settled[0].data) and settled[0].at == rnd.finished_at
         assert alone  # the other lines of the game were journaled as they came
-        assert d.journal.settlement(rid)["outcome"]["number"] == number
+        assert d.journal.rounds.settlement(rid)["outcome"]["number"] == number
     finally:
         await d.stop()
         await sim.stop()

@@ -53,7 +53,7 @@ async def test_reload_applies_safe_keys_and_names_the_rest(tmp_path: Path, amqtt
         refused = d.reload()
         assert refused["applied"] == [] and refused["errors"]
         assert d.engine.cfg.limits.min_stake == 500
-        kinds = [e.kind for e in d.journal.events(20)]
+        kinds = [e.kind for e in d.journal.chain.events(20)]
         assert "config_reload" in kinds and "config_reload_refused" in kinds
     finally:
         await d.stop()

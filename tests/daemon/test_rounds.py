@@ -21,8 +21,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def engine(tmp_path: Path, game: str = "roulette") -> RoundEngine:
+    return engine_and_journal(tmp_path, game)[0]
+
+
+def engine_and_journal(tmp_path: Path, game: str = "roulette") -> tuple[RoundEngine, Journal]:
     cfg = load_config(ROOT / "config" / f"{game}.toml")
-    return RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"))
+    j = Journal(tmp_path / "j.sqlite3")
+    return RoundEngine(cfg, j), j
 
 
 def bet(bet_id: str, bet_type: str, selection: object, stake: int) -> dict:
@@ -54,7 +59,7 @@ def test_full_round_settles_like_the_rules_core(tmp_path: Path) -> None:
 
 
 def test_result_in_the_wrong_phase_is_refused_never_settled(tmp_path: Path) -> None:
-    e = engine(tmp_path)
+    e, j = engine_and_journal(tmp_path)
     with pytest.raises(RoundFault, match="phase 'idle'"):
         e.submit_result({"number": 3})
     e.open_betting()
@@ -65,7 +70,7 @@ def test_result_in_the_wrong_phase_is_refused_never_settled(tmp_path: Path) -> N
         e.submit_result({"number": 40})
     assert e.phase is Phase.CLOSED  # a garbled result changes nothing
     e.submit_result({"number": 3})
-    assert e.journal.outbox_pending_count() > 0
+    assert j.outbox.pending_count() > 0
 
 
 def test_bets_after_close_and_bad_bets_are_answered_not_raised(tmp_path: Path) -> None:
@@ -141,11 +146,12 @@ def test_bets_in_play_are_the_journaled_ones_through_any_sequence(
     # whatever the order of places, re-deliveries, conflicts, cancels and restarts, the
     # bets settled are exactly the journal's bets in play, in the order placed.
     d = tmp_path_factory.mktemp("bets")
-    e = engine(d)
+    e, j = engine_and_journal(d)
     e.open_betting()
     for op, i, k in ops:
         if op == "restart":
-            e = RoundEngine(e.cfg, Journal(d / "j.sqlite3"))
+            j = Journal(d / "j.sqlite3")
+            e = RoundEngine(e.cfg, j)
         elif op == "cancel":
             e.cancel_bet(f"b{i}")
         elif op == "conflict":
@@ -154,11 +160,11 @@ def test_bets_in_play_are_the_journaled_ones_through_any_sequence(
             answer = e.place_bet(bet(f"b{i}", "straight", [i + k], 2500 * k))
             assert answer.accepted or answer.code in ("BET_ID_CONFLICT", "BET_ID_CANCELLED")
         journaled = [
-            r.to_bet() for r in e.journal.bets(e.current.round_id, include_cancelled=False)
+            r.to_bet() for r in j.bets.bets(e.current.round_id, include_cancelled=False)
         ]
         assert e.bets() == journaled
     e.close_betting()
-    expected = [r.bet_id for r in e.journal.bets(e.current.round_id, include_cancelled=False)]
+    expected = [r.bet_id for r in j.bets.bets(e.current.round_id, include_cancelled=False)]
     payload = e.submit_result({"number": number})
     assert [b["bet_id"] for b in payload["bets"]] == expected
 
@@ -204,7 +210,7 @@ def test_resume_voids_every_unfinished_round_and_never_settles_twice(tmp_path: P
     e.place_bet(bet("a", "fan", 2, 10000))
     e.close_betting()
     rnd = e.current
-    j.set_phase(rnd.round_id, "result", outcome={"number": 2})
+    j.rounds.set_phase(rnd.round_id, "result", outcome={"number": 2})
     j.close()
     j2 = Journal(tmp_path / "j.sqlite3")
     e2 = RoundEngine(cfg, j2)
@@ -229,7 +235,7 @@ def test_resume_voids_every_unfinished_round_and_never_settles_twice(tmp_path: P
 def test_random_valid_bets_settle_as_the_rules_core_says(
     tmp_path: Path, seed: int, n: int, number: int
 ) -> None:
-    e = engine(tmp_path / str(seed) / str(n) / str(number))
+    e, j = engine_and_journal(tmp_path / str(seed) / str(n) / str(number))
     players = SimulatedPlayers(e.cfg, seed)
     e.open_betting()
     raws = players.many(n, "r")
@@ -244,16 +250,17 @@ def test_random_valid_bets_settle_as_the_rules_core_says(
         e.cfg.money,
     )
     assert p["totals"] == ref.to_json()["totals"]
-    e.journal.close()
+    j.close()
 
 
 def test_floor_requests_always_answer(tmp_path: Path) -> None:
     # An unsigned table (signatures are tests/table/test_floor_trust.py's subject): every
     # request is answered, none raises.
-    e = engine(tmp_path)
+    e, j = engine_and_journal(tmp_path)
     f = FloorRequests(
         e,
         ManualProcedure(ProcedureContext(e)),
+        j,
         auth=Authenticator(AuthSettings(signatures=False), e.cfg.table_id),
     )
     bad = [

@@ -121,7 +121,7 @@ def test_started_as_systemd_would(tmp_path: Path, broker) -> None:
     from firmware_host.journal import Journal
 
     with Journal(tmp_path / "state" / "journal.sqlite3", readonly=True) as j:
-        kinds = [e.kind for e in j.events(50)]
+        kinds = [e.kind for e in j.chain.events(50)]
     assert "power_up" in kinds and kinds[-1] == "power_down"
 
 

@@ -69,7 +69,7 @@ async def test_sicbo_results_shown_exactly(rx: Faults, tx: Faults) -> None:
         for dice in [(1, 2, 3), (6, 6, 6), (2, 2, 5), (4, 6, 5)]:
             ok = await drv.show_sicbo(dice)
             if not ok:  # not acknowledged: kept, and sent again by the resync
-                await wait_for(lambda: drv.counters["resyncs"] >= 1 and drv.online)
+                await wait_for(lambda: drv.counters["resyncs"] >= 1 and drv.ref.online)
             await wait_for(lambda d=dice: sim.board(1).lamps == lamps_of(d))  # type: ignore[misc]
         await wait_online(drv)
     finally:
@@ -88,9 +88,9 @@ async def test_roulette_number_history_road_and_lamp_test() -> None:
         assert await drv.show_road(["B", "P", "Tb", "Bp"])
         assert sim.board(1).road == ("B", "P", "Tb", "Bp")
         assert await drv.lamp_test(200)
-        await wait_for(lambda: "LAMP_TEST" in drv.conditions)
+        await wait_for(lambda: "LAMP_TEST" in drv.ref.conditions)
         assert drv.health.state is HealthState.ONLINE  # a lamp test is not a fault
-        await wait_for(lambda: "LAMP_TEST" not in drv.conditions, 2)
+        await wait_for(lambda: "LAMP_TEST" not in drv.ref.conditions, 2)
         with pytest.raises(ValueError):
             await drv.show_number(37)
         assert await drv.clear()

@@ -222,7 +222,7 @@ async def test_a_board_offline_for_30_s_delays_no_round_and_gets_the_state_back(
         devices = [m for m in t.floor.messages if m.topic == "devices/board"]  # type: ignore[union-attr]
         faults = [m.json() for m in devices if m.json()["state"] == "offline"]
         assert faults and faults[-1]["code"] in ("NO_ANSWER", "IDENTIFYING"), faults[-1:]
-        assert t.daemon.journal.events(1, kind="device_fault")  # type: ignore[union-attr]
+        assert t.daemon.journal.chain.events(1, kind="device_fault")  # type: ignore[union-attr]
         # no settlement waited for the board: each took what a settle takes
         assert durations and max(durations) < 0.25, max(durations)
         assert played_offline >= 5, played_offline

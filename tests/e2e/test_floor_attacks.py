@@ -101,7 +101,7 @@ async def test_retried_void_and_result_after_the_next_round_opened(table: Any) -
     stale = await floor.command("result", round_id=second, outcome={"number": 4})
     assert (stale["code"], stale["round_id"]) == ("STALE_ROUND", third)
     validate("command_response", stale)
-    assert d.journal.settlement(third) is None
+    assert d.journal.rounds.settlement(third) is None
 
 
 @pytest.mark.mosquitto
@@ -193,7 +193,7 @@ async def test_a_dealer_signs_in_only_as_itself_a_supervisor_anyone(table: Any) 
     assert d.dealers.current() == "dealer"
     ok(await floor.command("dealer_sign_in", dealer="dealer-02", signer=pit))
     assert d.dealers.current() == "dealer-02"
-    ins = [e.data for e in d.journal.events(50, kind="dealer_signed_in")]
+    ins = [e.data for e in d.journal.chain.events(50, kind="dealer_signed_in")]
     assert [(x["dealer"], x["by"], x["authority"]) for x in ins] == [
         ("dealer", "mqtt:dealer", "bound"), ("dealer-02", "mqtt:pit", "supervisor")
     ]
@@ -221,7 +221,7 @@ async def test_a_bet_with_a_duplicated_stake_is_refused_and_nothing_is_placed(
     answer = await answer_to_unauthenticated(floor, "bets", text.encode())
     assert (answer["code"], answer["request_id"]) == ("DUPLICATE_MEMBER", None), answer
     validate("bet_response", answer)
-    assert d.engine.bets() == [] and d.journal.answered("floor", "dup-1") is None
+    assert d.engine.bets() == [] and d.journal.requests.answered("floor", "dup-1") is None
     # sent once as signed, the same request id is then placed, once, at its one stake
     placed = ok(await floor.send_raw_awaiting("bets", json.dumps(signed).encode(), "dup-1"))
     assert placed["bet"]["stake"] == 90000 and [b.stake for b in d.engine.bets()] == [90000]

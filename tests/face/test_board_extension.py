@@ -60,7 +60,7 @@ class FakeBoard:
 
 def table(
     tmp_path: Path, game: str, board: FakeBoard | None = None
-) -> tuple[RoundEngine, ResultBoard, list[dict]]:
+) -> tuple[RoundEngine, ResultBoard, list[dict], Journal]:
     cfg = validate_document(
         {"table": {"id": "t-1", "game": game}, "limits": {"min_stake": 100, "max_stake": 100000}}
     )
@@ -72,9 +72,9 @@ def table(
         game_id=game,
         publish=lambda body: published.append(dict(body)),
         boards=[board] if board else [],
-        shoe_log=j,
+        shoe_log=j.chain,
     )
-    return RoundEngine(cfg, j, extensions=ext), rb, published
+    return RoundEngine(cfg, j, extensions=ext), rb, published, j
 
 
 def head(body: dict, topic: str = "board") -> dict:
@@ -97,7 +97,7 @@ def play(e: RoundEngine, outcome: dict) -> dict:
 
 
 def test_the_board_follows_the_phases_and_lights_the_sicbo_result(tmp_path: Path) -> None:
-    e, rb, published = table(tmp_path, "sicbo")
+    e, rb, published, j = table(tmp_path, "sicbo")
     e.open_betting()
     assert (rb.state.phase, rb.state.message, rb.state.lit) == ("open", "place_your_bets", ())
     e.close_betting()
@@ -117,7 +117,7 @@ def test_the_board_follows_the_phases_and_lights_the_sicbo_result(tmp_path: Path
 
 def test_a_triple_lights_neither_small_nor_big(tmp_path: Path) -> None:
     # 57/2004 art. 7: small and big lose on a triple; art. 5 4), 5): the triple wins.
-    e, rb, _ = table(tmp_path, "sicbo")
+    e, rb, _, j = table(tmp_path, "sicbo")
     play(e, {"dice": [4, 4, 4]})
     assert {"triple-4", "any-triple", "double-4", "even", "total-12"} <= set(rb.state.lit)
     assert not {"small", "big"} & set(rb.state.lit)
@@ -125,13 +125,13 @@ def test_a_triple_lights_neither_small_nor_big(tmp_path: Path) -> None:
 
 def test_fish_prawn_crab_lights_figures_and_colours(tmp_path: Path) -> None:
     # 59/2004 art. 3 2) lit board; art. 1 1): 1 fish red, 5 crab green, 6 rooster red.
-    e, rb, _ = table(tmp_path, "fish-prawn-crab")
+    e, rb, _, j = table(tmp_path, "fish-prawn-crab")
     play(e, {"dice": [1, 5, 6]})
     assert {"fish", "crab", "rooster", "two-red", "one-green", "big"} <= set(rb.state.lit)
 
 
 def test_roulette_number_and_history_and_a_void_with_its_reason(tmp_path: Path) -> None:
-    e, rb, _ = table(tmp_path, "roulette")
+    e, rb, _, j = table(tmp_path, "roulette")
     for n in (17, 0, 32):
         play(e, {"number": n})
     assert (rb.state.number, rb.state.history, rb.state.lit) == (32, (0, 17), ("32",))
@@ -148,7 +148,7 @@ def test_roulette_number_and_history_and_a_void_with_its_reason(tmp_path: Path) 
 def test_fantan_lights_its_number(tmp_path: Path) -> None:
     # 58/2004 art. 5 2): the light of the winning number is lit; a count of 8 buttons
     # leaves 0, which counts as 4 (art. 3 2)).
-    e, rb, _ = table(tmp_path, "fantan")
+    e, rb, _, j = table(tmp_path, "fantan")
     play(e, {"buttons": 8})
     assert (rb.state.number, rb.state.lit) == (4, ("4",))
 
@@ -162,7 +162,7 @@ def baccarat_outcome(winner: str) -> dict:
 
 
 def test_baccarat_roads_on_the_board_and_a_new_shoe(tmp_path: Path) -> None:
-    e, rb, published = table(tmp_path, "baccarat")
+    e, rb, published, j = table(tmp_path, "baccarat")
     for w in ("banker", "banker", "player", "tie"):
         play(e, baccarat_outcome(w))
     assert [str(c) for c in rb.state.coups] == ["B", "B", "P", "T"]
@@ -178,7 +178,7 @@ def test_baccarat_roads_on_the_board_and_a_new_shoe(tmp_path: Path) -> None:
 
 
 def test_after_a_restart_the_board_is_rebuilt_from_the_journal(tmp_path: Path) -> None:
-    e, rb, _ = table(tmp_path, "baccarat")
+    e, rb, _, j = table(tmp_path, "baccarat")
     for w in ("banker", "player"):
         play(e, baccarat_outcome(w))
     e.new_shoe(source="test")
@@ -186,21 +186,21 @@ def test_after_a_restart_the_board_is_rebuilt_from_the_journal(tmp_path: Path) -
         play(e, baccarat_outcome(w))
     e.open_betting()  # a round in flight: voided at the restart
     before = rb.state
-    e.journal.close()
+    j.close()
 
-    e2, rb2, _ = table(tmp_path, "baccarat")
+    e2, rb2, _, _ = table(tmp_path, "baccarat")
     e2.resume()
     assert rb2.state.coups == before.coups  # the roads of the current shoe only
     assert rb2.state.message == "void" and "restarted" in (rb2.state.void_reason or "")
 
 
 def test_roulette_history_rebuilt(tmp_path: Path) -> None:
-    e, rb, _ = table(tmp_path, "roulette")
+    e, rb, _, j = table(tmp_path, "roulette")
     for n in (5, 12, 0, 36):
         play(e, {"number": n})
     before = rb.state
-    e.journal.close()
-    e2, rb2, _ = table(tmp_path, "roulette")
+    j.close()
+    e2, rb2, _, _ = table(tmp_path, "roulette")
     e2.resume()
     assert (rb2.state.number, rb2.state.history, rb2.state.lit) == (
         before.number,
@@ -213,7 +213,7 @@ async def test_a_slow_board_never_delays_a_settlement(tmp_path: Path) -> None:
     # A board that takes a second per message: the engine's settle returns at once and
     # the board catches up with the latest state, not every intermediate one.
     board = FakeBoard("roulette", delay=1.0)
-    e, rb, _ = table(tmp_path, "roulette", board)
+    e, rb, _, j = table(tmp_path, "roulette", board)
     assert isinstance(board, BoardDevice)
     task = asyncio.create_task(rb.run())
     try:

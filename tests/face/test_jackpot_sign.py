@@ -36,7 +36,7 @@ async def test_a_hit_shows_on_the_sign_and_a_slow_sign_delays_nothing(tmp_path: 
     assert isinstance(sign, JackpotSign)
     j = Journal(tmp_path / "j.sqlite3")
     ext = TableExtensions()
-    ctl = JackpotController(j, PARAMS)
+    ctl = JackpotController(j.jackpot, j.db, PARAMS)
     published: list[dict] = []
     JackpotDisplay(ctl, ext, publish=lambda p: published.append(dict(p)), sign=sign, display_ms=100)
     e = RoundEngine(CFG, j, jackpot=ctl, extensions=ext)

@@ -188,7 +188,7 @@ async def test_broker_killed_at_random_every_round_reaches_the_floor_in_order(
             kills += 1
             down = rng.uniform(0.05, 0.5)
             await asyncio.sleep(down)  # the table keeps playing on its own input
-            backlog_max = max(backlog_max, journal.outbox_pending_count())
+            backlog_max = max(backlog_max, journal.outbox.pending_count())
             t0 = time.monotonic()
             await asyncio.to_thread(broker.start)
             down_total += down + (time.monotonic() - t0)
@@ -225,10 +225,10 @@ async def test_broker_killed_at_random_every_round_reaches_the_floor_in_order(
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "a gap in seq"
         for p in finished:
             held = got.payload(p["round_id"])
-            assert held == journal.settlement(p["round_id"])  # as signed and journaled
+            assert held == journal.rounds.settlement(p["round_id"])  # as signed and journaled
             assert {k: v for k, v in held.items() if k != "signature"} == p
-        assert d.journal.outbox_pending_count() == 0
-        assert d.journal.in_flight_rounds() == []
+        assert d.journal.outbox.pending_count() == 0
+        assert d.journal.rounds.in_flight() == []
         assert kills >= 5, f"only {kills} kills"
         statuses = [p["status"] for p in finished]
         report(
@@ -252,7 +252,7 @@ async def test_broker_killed_at_random_every_round_reaches_the_floor_in_order(
                 ),
                 "journal commit (fsync) of a settlement: "
                 + ", ".join(
-                    f"{k} {v}" for k, v in journal.commit_latency().get("settle_round", {}).items()
+                    f"{k} {v}" for k, v in journal.db.commit_latency().get("settle_round", {}).items()
                 ),
                 kv(
                     requests_over_mqtt=dealer.mqtt_requests,

@@ -482,7 +482,7 @@ async def test_daemon_sigkill_loses_nothing_settles_nothing_twice_and_the_jackpo
 
 
 def check_journal_and_floor(j: Journal, got: Deliveries) -> None:
-    db = j._db
+    db = j.db.sql
     rows = db.execute("SELECT round_id, seq, status FROM rounds ORDER BY seq").fetchall()
     assert rows, "no round in the journal"
     assert all(status in ("settled", "void") for _, _, status in rows), "a round left in flight"
@@ -496,7 +496,7 @@ def check_journal_and_floor(j: Journal, got: Deliveries) -> None:
     assert all(per_round.get(r) == 1 for r in ids), {
         r: per_round.get(r) for r in ids if per_round.get(r) != 1
     }
-    assert j.outbox_pending_count() == 0
+    assert j.outbox.pending_count() == 0
     assert not got.conflicts, f"two different payloads under one round_id: {got.conflicts}"
     lost = [r for r in ids if r not in got.first]
     assert not lost, f"{len(lost)} finished rounds never reached the floor: {lost[:5]}"
@@ -505,9 +505,9 @@ def check_journal_and_floor(j: Journal, got: Deliveries) -> None:
     assert [r[1] for r in rows] == list(range(1, len(rows) + 1)), "a gap in seq"
     for rid, _, status in rows:
         payload = got.payload(rid)
-        assert payload == j.settlement(rid), f"{rid}: the floor's payload is not the journal's"
+        assert payload == j.rounds.settlement(rid), f"{rid}: the floor's payload is not the journal's"
         assert payload["status"] == status
-    chain = j.verify_chain()
+    chain = j.chain.verify()
     assert chain.ok, str(chain)
     audit = j.audit()  # every money row against the keyed chain, after every kill
     assert audit.ok, str(audit)
@@ -519,14 +519,14 @@ def check_resume(j: Journal, killed_in: dict[str, str]) -> str:
     journals a result only in the transaction that settles it.)"""
     settled = voided = 0
     for rid, where in killed_in.items():
-        rnd = j.round(rid)
+        rnd = j.rounds.round(rid)
         if where == RESULT:
             assert rnd.status == "settled", f"{rid}: outcome journaled but {rnd.status}"
             settled += 1
         else:
             assert rnd.status == "void", f"{rid}: killed in {where!r} but {rnd.status}"
             assert rnd.void_reason and "restarted" in rnd.void_reason, rnd.void_reason
-            assert all(b["result"] == "refund" for b in j.settlement(rid)["bets"])
+            assert all(b["result"] == "refund" for b in j.rounds.settlement(rid)["bets"])
             voided += 1
     return kv(
         rounds_in_flight_at_a_kill=len(killed_in),
@@ -579,7 +579,7 @@ def check_jackpot(j: Journal, got: Deliveries) -> list[str]:
             seeded += h["seeded"]
             hits[hand] += 1
         assert jp["pool_after"] == pool, f"{rid}: pool_after {jp['pool_after']} != {pool}"
-    meter = Meter.from_json(j.jackpot_state("progressive"))
+    meter = Meter.from_json(j.jackpot.state("progressive"))
     assert meter.balanced(), meter
     assert meter.pool == pool == SEED_POOL + credited - paid + seeded
     assert meter.credited == credited and meter.paid_from_pool == paid and meter.seeded == seeded
@@ -587,7 +587,7 @@ def check_jackpot(j: Journal, got: Deliveries) -> list[str]:
     # Every jackpot bet placed was played in exactly one settled game, or is still carried.
     placed = {
         r[0]
-        for r in j._db.execute(
+        for r in j.db.sql.execute(
             "SELECT bet_id FROM bets WHERE bet_type = 'jackpot' AND status = 'placed'"
         )
     }
@@ -677,7 +677,7 @@ async def test_a_place_holding_a_carried_jackpot_bet_cannot_add_one_and_its_next
         }
         done = cmd("result", outcome=deal)
         assert done["status"] == "ok" and done["data"]["status"] == "settled", done
-        payload = d.journal.settlement(done["data"]["round_id"])  # type: ignore[union-attr]
+        payload = d.journal.rounds.settlement(done["data"]["round_id"])  # type: ignore[union-attr]
         jackpot_bets = [b for b in payload["bets"] if b["bet_type"] == "jackpot"]
         assert [b["bet_id"] for b in jackpot_bets] == ["j1"]  # the carried bet played
         hit = payload["jackpot"]["hits"][0]

@@ -422,7 +422,7 @@ async def test_a_settled_round_is_published_before_queued_responses(
     broker = fault_broker
     journal = Journal(tmp_path / "journal.sqlite3")
     col = await Collector(broker.host, broker.port, "casino/tables/t1/#", "fault-order").start()
-    link = FloorLink(MqttSettings(host=broker.host, port=broker.port, protocol=broker.protocol), "t1", journal)
+    link = FloorLink(MqttSettings(host=broker.host, port=broker.port, protocol=broker.protocol), "t1", journal.outbox)
     try:
         for i in range(500):  # answers waiting while the link is down
             link.respond("bets/request", {"request_id": f"q{i}", "status": "rejected"})

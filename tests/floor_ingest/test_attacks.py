@@ -154,7 +154,7 @@ class Floor:
         return await self.read(lambda s: s.lag())  # type: ignore[no-any-return]
 
     async def quarantine(self, **kw: Any) -> list[dict[str, Any]]:
-        return await self.read(lambda s: s.quarantined(**kw))  # type: ignore[no-any-return]
+        return await self.read(lambda s: s.quarantine.messages(**kw))  # type: ignore[no-any-return]
 
     async def holds(self, table: str, n: int) -> None:
         async def ok() -> bool:

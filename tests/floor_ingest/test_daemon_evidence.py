@@ -165,7 +165,7 @@ class Site:
     async def quarantined(self) -> list[dict[str, Any]]:
         store = await open_store(self.db)
         try:
-            return await store.quarantined(table=TABLE)
+            return await store.quarantine.messages(table=TABLE)
         finally:
             await store.close()
 
@@ -225,7 +225,7 @@ async def test_a_forged_round_before_the_real_one_is_quarantined_and_the_real_on
             # (The test's floor client, which verifies nothing, takes the forgery for the
             # round; the ingest does not.)
             await site.play(floor, 2, meanwhile=forge)
-        journal_rounds = {r.seq: r.round_id for r in d.journal.rounds_summary(10)}  # type: ignore[union-attr]
+        journal_rounds = {r.seq: r.round_id for r in d.journal.rounds.summary(10)}  # type: ignore[union-attr]
 
         async def both_stored() -> bool:
             return len(await site.stored()) == 2 and len(await site.quarantined()) >= 3
@@ -237,7 +237,7 @@ async def test_a_forged_round_before_the_real_one_is_quarantined_and_the_real_on
             journal_rounds[2],
         ]
         assert d.journal is not None
-        (text,) = d.journal._db.execute(
+        (text,) = d.journal.db.sql.execute(
             "SELECT payload FROM settlements WHERE round_id = ?", (journal_rounds[2],)
         ).fetchone()
         assert stored[2] == text  # the real round 2, byte for byte as journaled and signed
@@ -311,7 +311,7 @@ async def test_two_successive_restores_are_refused_end_to_end(
             restore(copy, site.journal)
             d = await site.start()
             assert d.journal is not None
-            faults = {f.code: f for f in d.journal.active_faults()}
+            faults = {f.code: f for f in d.journal.faults.active()}
             assert BEHIND in faults, (copy.name, list(faults))
             assert "Rounds continue from seq 5" in faults[BEHIND].message
             await asyncio.sleep(0.5)  # whatever the link would publish, it has

@@ -242,7 +242,7 @@ async def test_stop_ends_a_task_that_swallowed_its_cancellation(
             break
         await asyncio.sleep(0.01)
     assert worker.worker.duty_store is not None
-    monkeypatch.setattr(worker.worker.duty_store, "verify_anchors", verify_anchors)
+    monkeypatch.setattr(worker.worker.duty_store.duties, "verify_anchors", verify_anchors)
     await asyncio.wait_for(entered.wait(), 10)
     worker.worker.stop()
     done, _ = await asyncio.wait({worker.task}, timeout=5)

@@ -106,7 +106,7 @@ async def test_what_fails_its_check_is_quarantined_with_its_code(
         assert {q.code for q in out.quarantined} == set(bad)
         # The same message again: one row, seen twice.
         await store.ingest(verified(t, [bad[m.BAD_SIGNATURE]]), "w2")
-        rows = {r["code"]: r for r in await store.quarantined()}
+        rows = {r["code"]: r for r in await store.quarantine.messages()}
         assert set(rows) == set(bad)
         assert rows[m.BAD_SIGNATURE]["seen"] == 2 and rows[m.BAD_SIGNATURE]["seq"] == 2
         assert rows[m.BAD_SIGNATURE]["payload"].encode() == forged
@@ -128,7 +128,7 @@ async def test_a_message_with_a_nul_byte_is_kept_without_it(db_url: str, tables:
         items = verified(tables, [Incoming("T1", b'{"a":"\x00"}', 1.0), msg(tables, "T1", 1)])
         out = await store.ingest(items, "w1")
         assert len(out.stored) == 1 and len(out.quarantined) == 1
-        (row,) = await store.quarantined()
+        (row,) = await store.quarantine.messages()
         assert "\x00" not in row["payload"] and not row["complete"]
     finally:
         await store.close()
@@ -178,22 +178,22 @@ async def test_gaps_are_found_after_the_grace_and_closed_when_filled(
     try:
         t = tables
         await put(store, t, [msg(t, "T1", s) for s in (5, 6, 9, 12)])
-        gaps, filled = await store.scan(grace_s=3600)
+        gaps, filled = await store.duties.scan(grace_s=3600)
         assert gaps == [] and filled == 0  # within the grace: maybe in another worker's batch
         lag = await store.lag()
         tl = lag["tables"]["T1"]
         assert (tl["first_seq"], tl["contiguous_seq"], tl["last_seq"]) == (5, 6, 12)
         assert [(g["from_seq"], g["to_seq"]) for g in tl["gaps"]] == [(7, 8), (10, 11)]
-        gaps, _ = await store.scan(grace_s=0)
+        gaps, _ = await store.duties.scan(grace_s=0)
         assert [(g.from_seq, g.to_seq) for g in gaps] == [(7, 8), (10, 11)]
-        due = await store.claim_replays(gaps, retry_s=3600, announced={"T1": 12})
+        due = await store.duties.claim_replays(gaps, retry_s=3600, announced={"T1": 12})
         assert due == gaps
-        assert await store.claim_replays(gaps, retry_s=3600, announced={"T1": 12}) == []
+        assert await store.duties.claim_replays(gaps, retry_s=3600, announced={"T1": 12}) == []
         await put(store, t, [msg(t, "T1", s) for s in (7, 8, 10)], "w2")
-        gaps, filled = await store.scan(grace_s=0)
+        gaps, filled = await store.duties.scan(grace_s=0)
         assert [(g.from_seq, g.to_seq) for g in gaps] == [(11, 11)] and filled >= 1
         await put(store, t, [msg(t, "T1", 11)], "w2")
-        gaps, _ = await store.scan(grace_s=0)
+        gaps, _ = await store.duties.scan(grace_s=0)
         lag = await store.lag()
         assert gaps == [] and lag["gaps_open"] == 0
         assert lag["tables"]["T1"]["contiguous_seq"] == 12
@@ -213,16 +213,16 @@ async def test_a_replay_is_never_asked_beyond_what_the_table_announced(
                 g.table_id, g.from_seq, g.to_seq, g.found_at,
             )  # fmt: skip
         # Nothing announced: nothing asked. T2 announced 7: asked up to 7 only.
-        due = await store.claim_replays(gaps, 0, announced={"T2": 7})
+        due = await store.duties.claim_replays(gaps, 0, announced={"T2": 7})
         assert [(g.table_id, g.from_seq, g.to_seq) for g in due] == [("T2", 5, 7)]
         # T1 announced 700 (its anchor): asked up to 700, not to 999999998.
-        due = await store.claim_replays(gaps, 0, announced={"T1": 700, "T2": 7})
+        due = await store.duties.claim_replays(gaps, 0, announced={"T1": 700, "T2": 7})
         assert ("T1", 620, 700) in [(g.table_id, g.from_seq, g.to_seq) for g in due]
         # The table answers its newest round is 1: that gap is not asked again.
-        await store.save_answer("T1", 1)
-        due = await store.claim_replays(gaps, 0, announced={"T1": 700, "T2": 7})
+        await store.tables.save_answer("T1", 1)
+        due = await store.duties.claim_replays(gaps, 0, announced={"T1": 700, "T2": 7})
         assert [g.table_id for g in due] == ["T2"]
-        said = await store.announced_all()
+        said = await store.tables.announced_all()
         assert said["T1"][0] == 1  # what the table said (the worker keeps its own 700)
         assert said["T1"][2] == 1
     finally:
@@ -258,12 +258,12 @@ async def test_anchors_are_checked_in_seq_order(db_url: str, tables: Tables) -> 
         # Arrival out of order: round 3 last; nothing is checked beyond a gap.
         await put(store, t, [*ok[:2], bad, dropped, *old])
         await force(store, t, [back])
-        await store.scan(grace_s=0)
-        assert await store.verify_anchors() == 4  # T1 1-2, T2 1-2
+        await store.duties.scan(grace_s=0)
+        assert await store.duties.verify_anchors() == 4  # T1 1-2, T2 1-2
         await force(store, t, [ok[2]])
-        await store.scan(grace_s=0)
-        assert await store.verify_anchors() == 4  # T1 3-6
-        faults = await store.anchor_faults()
+        await store.duties.scan(grace_s=0)
+        assert await store.duties.verify_anchors() == 4  # T1 3-6
+        faults = await store.duties.anchor_faults()
         assert [(f["seq"], f["code"]) for f in faults] == [
             (4, anchor.NOT_ADVANCING),
             (5, anchor.MALFORMED),
@@ -283,10 +283,10 @@ async def test_the_lease_goes_to_one_worker_until_it_runs_out(db_url: str) -> No
     a = await open_store(db_url)
     b = await open_store(db_url)  # a second worker's connection (schema init raced)
     try:
-        assert await a.take_lease("w1", 30)
-        assert not await b.take_lease("w2", 30)
-        assert await a.take_lease("w1", -1)  # renewed, and expired at once
-        assert await b.take_lease("w2", 30)
+        assert await a.duties.take_lease("w1", 30)
+        assert not await b.duties.take_lease("w2", 30)
+        assert await a.duties.take_lease("w1", -1)  # renewed, and expired at once
+        assert await b.duties.take_lease("w2", 30)
     finally:
         await a.close()
         await b.close()
@@ -319,18 +319,18 @@ async def test_a_lost_tail_is_a_gap_once_the_table_announces_its_last_round(
     store = await open_store(db_url)
     try:
         await put(store, tables, [msg(tables, "T1", s) for s in (1, 2, 3)])
-        gaps, _ = await store.scan(grace_s=0, finished={"T1": 3})
+        gaps, _ = await store.duties.scan(grace_s=0, finished={"T1": 3})
         assert gaps == []
-        gaps, _ = await store.scan(grace_s=0, finished={"T1": 5})
+        gaps, _ = await store.duties.scan(grace_s=0, finished={"T1": 5})
         assert [(g.table_id, g.from_seq, g.to_seq) for g in gaps] == [("T1", 4, 5)]
         assert (await store.lag())["tables"]["T1"]["gaps"][0]["to_seq"] == 5
         await put(store, tables, [msg(tables, "T1", s) for s in (4, 5)])
-        gaps, filled = await store.scan(grace_s=0, finished={"T1": 5})
+        gaps, filled = await store.duties.scan(grace_s=0, finished={"T1": 5})
         assert gaps == [] and filled == 1 and (await store.lag())["gaps_open"] == 0
         # The table answered its newest round is 3: the tail it announced is closed.
-        gaps, _ = await store.scan(grace_s=0, finished={"T1": 7})
+        gaps, _ = await store.duties.scan(grace_s=0, finished={"T1": 7})
         assert [(g.from_seq, g.to_seq) for g in gaps] == [(6, 7)]
-        gaps, _ = await store.scan(grace_s=0, finished={"T1": 5})
+        gaps, _ = await store.duties.scan(grace_s=0, finished={"T1": 5})
         assert gaps == []
     finally:
         await store.close()
@@ -342,14 +342,14 @@ async def test_the_registry_is_imported_and_read_back(db_url: str, tmp_path: Any
     t = Tables("MO-R-07", "MO-B-01")
     store = await open_store(db_url)
     try:
-        assert len(await store.load_registry()) == 0
+        assert len(await store.tables.load_registry()) == 0
         reg = load_file(t.write(tmp_path / "a"))
-        assert await store.import_registry(reg) == {
+        assert await store.tables.import_registry(reg) == {
             "tables": 2, "added": 2, "changed": 0, "removed": 0
         }  # fmt: skip
         # The same again: nothing changes (the digest).
-        assert (await store.import_registry(reg))["added"] == 0
-        back = await store.load_registry()
+        assert (await store.tables.import_registry(reg))["added"] == 0
+        back = await store.tables.load_registry()
         assert back.digest == reg.digest and set(back.tables) == {"MO-R-07", "MO-B-01"}
         # A table removed (revoked), a key rotated (two keys).
         t2 = Tables("MO-R-07")
@@ -360,12 +360,12 @@ async def test_the_registry_is_imported_and_read_back(db_url: str, tmp_path: Any
 
         new = Ed25519PrivateKey.generate()
         rotated = Registry([t2.entry("MO-R-07", new)])
-        assert await store.import_registry(rotated) == {
+        assert await store.tables.import_registry(rotated) == {
             "tables": 1, "added": 0, "changed": 1, "removed": 1
         }  # fmt: skip
-        back = await store.load_registry()
+        back = await store.tables.load_registry()
         assert len(back.keys("MO-R-07") or ()) == 2 and back.keys("MO-B-01") is None
-        rows = await store.registry_rows()
+        rows = await store.tables.registry_rows()
         assert [r["table_id"] for r in rows] == ["MO-R-07"] and len(rows[0]["key_ids"]) == 2
     finally:
         await store.close()
@@ -382,17 +382,17 @@ async def test_a_person_releases_a_quarantined_round_into_a_free_slot(
         (q,) = (await put(store, t, [back])).quarantined
         assert q.code == m.CHAIN_NOT_ADVANCING
         (r,) = [x for x in verified(t, [back]) if isinstance(x, Round)]
-        assert await store.release_round(r, q.sha256, "tech-4", "reconciled") is None
+        assert await store.quarantine.release_round(r, q.sha256, "tech-4", "reconciled") is None
         assert [s for s, _ in await store.rounds_of("T1")] == [1, 2, 3]
-        (row,) = await store.quarantined(open_only=False)
+        (row,) = await store.quarantine.messages(open_only=False)
         assert row["released_by"] == "tech-4" and row["release_reason"] == "reconciled"
         assert (await store.lag())["faults"] == []
         # Once only; and never into a taken slot.
-        assert "released already" in str(await store.release_round(r, q.sha256, "x", "y"))
+        assert "released already" in str(await store.quarantine.release_round(r, q.sha256, "x", "y"))
         other = msg(t, "T1", 2, rid="T1-000002-eeeeeeee", chain={"seq": 21, "head": head(2)})
         (q2,) = (await put(store, t, [other])).quarantined
         (r2,) = [x for x in verified(t, [other]) if isinstance(x, Round)]
-        assert "not free" in str(await store.release_round(r2, q2.sha256, "x", "y"))
+        assert "not free" in str(await store.quarantine.release_round(r2, q2.sha256, "x", "y"))
     finally:
         await store.close()
 
@@ -402,7 +402,7 @@ async def test_records_follow_the_highest_stored_round(db_url: str, tables: Tabl
     try:
         t = tables
         await put(store, t, [msg(t, "T1", s) for s in (1, 2, 4)] + [msg(t, "T2", 1, chain=None)])
-        await store.scan(grace_s=0)
+        await store.duties.scan(grace_s=0)
         rows = await store.records({})
         assert sorted(rows) == [
             ("T1", 4, "T1-000004-abcd1234", 40, head(4)),

@@ -37,7 +37,7 @@ def macau(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def _cleared_alert(tmp_path: Path) -> dict[str, object]:
     now = [datetime(2026, 5, 9, 7, 0, tzinfo=UTC)]
     j = Journal(tmp_path / "j.sqlite3", clock=lambda: now[0])
-    alerts = Alerts(j)
+    alerts = Alerts(j.alerts, j.db)
     a = alerts.raise_("SOFTWARE_MISMATCH", "1 file(s) changed", evidence={"n": 1})
     now[0] += timedelta(minutes=5)
     alerts.raise_("SOFTWARE_MISMATCH", "1 file(s) changed", evidence={"n": 1})

@@ -84,12 +84,12 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
                     assert isinstance(r, dict) and r["status"] == "ok", r
                     validate("command_response", r)
                     by[rec.id] = ("mqtt:pit", reason)
-                state = d.journal.alert(rec.id)  # type: ignore[union-attr]
+                state = d.journal.alerts.get(rec.id)  # type: ignore[union-attr]
                 assert state is not None
                 if spec.condition:
                     assert state.state == "acknowledged"  # its condition still holds
                     alerts.end(code, subject)
-                    state = d.journal.alert(rec.id)  # type: ignore[union-attr]
+                    state = d.journal.alerts.get(rec.id)  # type: ignore[union-attr]
                     assert state is not None
                 assert state.state == "cleared", (code, state)
             # nothing left: the retained topic says so, schema-valid
@@ -120,8 +120,8 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
 
     key = AuditKey.load(tmp_path / "audit.key")  # the daemon's own, beside the journal
     with Journal(tmp_path / "journal.sqlite3", audit_key=key) as j2:
-        assert j2.verify_chain().ok
-        events = j2.events(1000)
+        assert j2.chain.verify().ok
+        events = j2.chain.events(1000)
         for alert_id, (who, why) in by.items():
             mine = [
                 e for e in events if isinstance(e.data, dict) and e.data.get("alert_id") == alert_id
@@ -192,7 +192,7 @@ async def test_verify_software_over_mqtt_and_console(tmp_path: Path, amqtt_broke
     from firmware_host.journal import Journal
 
     with Journal(tmp_path / "journal.sqlite3") as j:
-        checks = [e.data for e in j.events(200) if e.kind == "software_verified"]
+        checks = [e.data for e in j.chain.events(200) if e.kind == "software_verified"]
         assert [(c["trigger"], c["by"], c["ok"]) for c in checks] == [
             ("start-up", None, True), ("mqtt", "mqtt:pit", True), ("console", "console", True),
         ]  # fmt: skip

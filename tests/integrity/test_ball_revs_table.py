@@ -58,8 +58,8 @@ async def test_a_gpio_wheel_table_raises_and_acknowledges_the_ball_revolutions_a
 
     await d.start()
     try:
-        e, alerts = d.engine, d.console_backend.alerts_board
-        assert e is not None and alerts is not None and d.journal is not None
+        e, alerts, j = d.engine, d.console_backend.alerts_board, d.journal
+        assert e is not None and alerts is not None and j is not None
         await sim.run(5.0)  # the rotor turns: a game opens
         settled = 0
 
@@ -68,7 +68,7 @@ async def test_a_gpio_wheel_table_raises_and_acknowledges_the_ball_revolutions_a
             assert await sim.spin(number, ball_revs=revs) == number
             await sim.run(2.0)
             settled += 1
-            await until(lambda: len(e.journal.recall(10)) >= settled, "the round settled")
+            await until(lambda: len(j.recall(10)) >= settled, "the round settled")
 
         await play(17, 11.5)  # 11 or 12 revolutions: inside the band
         assert sim.last_track_passes in (11, 12)
@@ -79,7 +79,7 @@ async def test_a_gpio_wheel_table_raises_and_acknowledges_the_ball_revolutions_a
         (a,) = alerts.active()
         assert a.evidence["revs"] == sim.last_track_passes and a.evidence["serial"] == "GW-77"
         assert a.evidence["number"] == 26 and a.state == "raised"
-        rounds = [r.settlement for r in e.journal.recall(10)]
+        rounds = [r.settlement for r in j.recall(10)]
         assert [r["outcome"]["number"] for r in rounds if isinstance(r, dict)][:2] == [26, 17]
         await play(5, 12.5)  # inside again: the alert stays until acknowledged
         assert alerts.codes() == ["WHEEL_BALL_REVS"]
@@ -92,8 +92,8 @@ async def test_a_gpio_wheel_table_raises_and_acknowledges_the_ball_revolutions_a
         await d.stop()
     key = AuditKey.load(tmp_path / "audit.key")
     with Journal(tmp_path / "journal.sqlite3", audit_key=key) as j:
-        assert j.verify_chain().ok
-        mine = [ev for ev in j.events(1000)
+        assert j.chain.verify().ok
+        mine = [ev for ev in j.chain.events(1000)
                 if isinstance(ev.data, dict) and ev.data.get("alert_id") == a.id]  # fmt: skip
         assert [ev.kind for ev in mine] == ["alert_raised", "alert_acknowledged", "alert_cleared"]
         assert mine[1].data["by"] == "console:pit-boss"

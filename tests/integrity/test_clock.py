@@ -45,7 +45,7 @@ def test_the_tools_outputs_are_read() -> None:
 
 def test_latched_warning_beyond_the_bound(tmp_path: Path) -> None:
     j = Journal(tmp_path / "j.sqlite3")
-    alerts = Alerts(j)
+    alerts = Alerts(j.alerts, j.db)
     now = [0.0]
     states = {"s": ClockState(False, "chronyc", "Not synchronised")}
     watch = ClockWatch(alerts, unsync_max_s=900, probe=lambda: states["s"],
@@ -53,26 +53,26 @@ def test_latched_warning_beyond_the_bound(tmp_path: Path) -> None:
     watch.check()
     now[0] = 899.0
     watch.check()
-    assert j.active_alerts() == []  # within the bound
+    assert j.alerts.active() == []  # within the bound
     now[0] = 900.0
     watch.check()
-    (a,) = j.active_alerts()
+    (a,) = j.alerts.active()
     assert a.code == "CLOCK_UNSYNCHRONISED" and a.condition and a.evidence["seconds"] == 900
     now[0] = 1000.0
     watch.check()
-    assert j.active_alerts()[0].count == 1  # raised once while it lasts
+    assert j.alerts.active()[0].count == 1  # raised once while it lasts
     alerts.acknowledge(a.id, by="console:tech1", reason="NTP server rebooting")
-    assert j.active_alerts()[0].state == "acknowledged"  # latched while unsynchronised
+    assert j.alerts.active()[0].state == "acknowledged"  # latched while unsynchronised
     states["s"] = ClockState(True, "timedatectl", "yes")
     now[0] = 1100.0
     watch.check()
-    assert j.active_alerts() == []
-    kinds = [e.kind for e in j.events(20)]
+    assert j.alerts.active() == []
+    kinds = [e.kind for e in j.chain.events(20)]
     assert kinds == ["alert_raised", "alert_acknowledged", "alert_cleared"]
     # an unknown state counts as unsynchronised (no tool answered)
     states["s"] = ClockState(None, "none", "neither answered")
     watch.check()
     now[0] = 2100.0
     watch.check()
-    assert [a.code for a in j.active_alerts()] == ["CLOCK_UNSYNCHRONISED"]
-    assert j.verify_chain().ok
+    assert [a.code for a in j.alerts.active()] == ["CLOCK_UNSYNCHRONISED"]
+    assert j.chain.verify().ok

@@ -40,7 +40,7 @@ class Sign:
 async def test_simultaneous_hits_lock_every_display_in_the_regulations_order(tmp_path: Path) -> None:
     j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     ext = TableExtensions()
-    ctl = JackpotController(j, PARAMS)
+    ctl = JackpotController(j.jackpot, j.db, PARAMS)
     sign = Sign()
     published: list[dict] = []
     JackpotDisplay(ctl, ext, publish=lambda p: published.append(dict(p, schema_version=PAYLOAD_SCHEMA_VERSION,
@@ -53,7 +53,7 @@ async def test_simultaneous_hits_lock_every_display_in_the_regulations_order(tmp
     await asyncio.sleep(0.05)
     # the regulation's order of payment (the rules core's), recorded in that order
     order = [h["hit_id"] for h in hits]
-    assert [h.hit_id for h in j.unpaid_jackpot_hits()] == order and len(order) == 2
+    assert [h.hit_id for h in j.jackpot.unpaid_hits()] == order and len(order) == 2
     first, second = hits
     lock = published[-1]["locked"]
     assert lock["hit_id"] == first["hit_id"] and lock["amount"] == first["prize"]

@@ -35,7 +35,7 @@ class Wall:
 def desk(j: Journal, wall: Wall, roster: DealerRoster | None = None) -> KeypadSignInDesk:
     dealers = {ANA[0]: ("ana", hash_pin(ANA[1])), BO[0]: ("bo", hash_pin(BO[1]))}
     lock = Lockout(3, 300, clock=lambda: wall.t, wall=wall)
-    return KeypadSignInDesk(roster or DealerRoster(j), dealers, lock, j)
+    return KeypadSignInDesk(roster or DealerRoster(j.chain), dealers, lock, j.chain)
 
 
 def attempt(number: str, pin: str) -> KeypadSignIn:
@@ -48,7 +48,7 @@ async def test_right_wrong_unknown_and_the_lockout_across_a_restart(tmp_path: Pa
     d = desk(j, wall)
     assert await d.sign_in("keypad", attempt(*ANA)) == "signed_in"
     assert d.roster.current() == "ana"
-    (ev,) = [e for e in j.events(50) if e.kind == "dealer_signed_in"]
+    (ev,) = [e for e in j.chain.events(50) if e.kind == "dealer_signed_in"]
     assert ev.data["via"] == "keypad" and ev.data["by"] == "keypad:keypad:1042"
     # wrong PIN, an unknown number (checked against the decoy), wrong again: locked (3)
     assert await d.sign_in("keypad", attempt(BO[0], "4445")) == "wrong"
@@ -67,14 +67,14 @@ async def test_right_wrong_unknown_and_the_lockout_across_a_restart(tmp_path: Pa
     wall.t += 201
     assert await d.sign_in("keypad", attempt(*BO)) == "signed_in"
     assert d.roster.current() == "bo"
-    kinds = [e.kind for e in j.events(100)]
+    kinds = [e.kind for e in j.chain.events(100)]
     assert kinds.count("keypad_sign_in_failed") == 3 and kinds.count("keypad_lockout") == 1
     assert kinds.count("keypad_sign_in_refused") == 2
     # no PIN anywhere in the audit log
-    text = json.dumps([e.data for e in j.events(100)])
+    text = json.dumps([e.data for e in j.chain.events(100)])
     for pin in (ANA[1], BO[1], "4445", "0000"):
         assert f'"{pin}"' not in text and pin not in text.replace("1800000", "")
-    assert j.verify_chain().ok
+    assert j.chain.verify().ok
 
 
 async def test_the_loop_keeps_running_while_a_pin_is_hashed(tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ async def test_a_fantan_table_signs_a_dealer_in_from_its_keypad(
         await press("3")
         await press("confirm")
         await until(lambda: e.phase is Phase.IDLE)
-        (payload,) = [r.settlement for r in e.journal.recall(1)]
+        (payload,) = [r.settlement for r in d.journal.recall(1)]  # type: ignore[union-attr]
         assert isinstance(payload, dict) and payload["dealer"] == "ana"
     finally:
         await d.stop()

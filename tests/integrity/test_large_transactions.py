@@ -31,9 +31,9 @@ DOC = {
 def table(tmp_path: Path) -> tuple[Any, Alerts]:
     t = make_table(tmp_path, doc=DOC)
     cfg = validate_document(DOC)
-    alerts = Alerts(t.journal)
+    alerts = Alerts(t.journal.alerts, t.journal.db)
     IntegrityMonitor(
-        t.engine.extensions, alerts=alerts, journal=t.journal, table_id="T1",
+        t.engine.extensions, alerts=alerts, chain=t.journal.chain, table_id="T1",
         result_device="wheel", settings=IntegritySettings(large_transaction=LIMIT),
         currency=cfg.money.currency, max_payout=max_payout_of(cfg.game, cfg.rules, cfg.money),
     )  # fmt: skip
@@ -41,7 +41,7 @@ def table(tmp_path: Path) -> tuple[Any, Alerts]:
 
 
 def large(t: Any) -> list[dict[str, Any]]:
-    return [e.data for e in t.journal.events(200) if e.kind == "large_transaction"]
+    return [e.data for e in t.journal.chain.events(200) if e.kind == "large_transaction"]
 
 
 def test_max_payout_is_the_rules_cores_largest_prize(tmp_path: Path) -> None:
@@ -80,7 +80,7 @@ def test_raised_at_placement_once_under_retries_and_payouts_at_settlement(tmp_pa
     ]
     assert all(d["round_id"] == rid and d["threshold"] == LIMIT for d in placed)
     # on the events topic, in the outbox with the bet (before the round settles)
-    msgs = [json.loads(m.payload) for m in t.journal.outbox_pending() if m.topic == "events"]
+    msgs = [json.loads(m.payload) for m in t.journal.outbox.pending() if m.topic == "events"]
     msgs = [m for m in msgs if m["event"] == "large_transaction"]
     assert [m["data"]["bet_id"] for m in msgs] == ["big", "long"]
     for m in msgs:
@@ -104,7 +104,7 @@ def test_raised_at_placement_once_under_retries_and_payouts_at_settlement(tmp_pa
     assert [a.subject for a in alerts.active()] == [
         f"{rid}:big:stake", f"{rid}:long:stake", f"{rid}:long:payout",
     ]  # fmt: skip
-    assert t.journal.verify_chain().ok
+    assert t.journal.chain.verify().ok
 
 
 def test_a_refused_bet_raises_nothing(tmp_path: Path) -> None:

@@ -22,9 +22,9 @@ from firmware_host.table.extension import TableExtensions
 
 def make(tmp_path: Path, game: str = "wheel", **settings: Any) -> tuple[IntegrityMonitor, Journal]:
     j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
-    alerts = Alerts(j)
+    alerts = Alerts(j.alerts, j.db)
     mon = IntegrityMonitor(
-        TableExtensions(), alerts=alerts, journal=j, table_id="T1", result_device=game,
+        TableExtensions(), alerts=alerts, chain=j.chain, table_id="T1", result_device=game,
         settings=IntegritySettings(**settings), wheel_name="wheel",
     )  # fmt: skip
     return mon, j
@@ -48,7 +48,7 @@ def rim(mon: IntegrityMonitor, at: float) -> None:
 
 
 def codes(j: Journal) -> list[str]:
-    return [a.code for a in j.active_alerts()]
+    return [a.code for a in j.alerts.active()]
 
 
 def test_wheel_operation_from_the_driver_events(tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ def test_wheel_operation_from_the_driver_events(tmp_path: Path) -> None:
     rim(mon, 300.0)
     spin(mon, 7, 325.0, direction="anticlockwise", speed=350)  # same direction; 35 rpm
     assert codes(j)[2:] == ["WHEEL_ROTOR_SPEED", "WHEEL_DIRECTION"]
-    a = j.active_alerts()[-1]
+    a = j.alerts.active()[-1]
     assert a.subject == "SS2-7" and a.evidence["direction"] == "anticlockwise"
     import asyncio
 
@@ -78,7 +78,7 @@ def test_wheel_operation_from_the_driver_events(tmp_path: Path) -> None:
                           source="vendor")  # fmt: skip
     for ev in (warn, void, launch):
         asyncio.run(mon.on_device_event("wheel", ev))
-    (misfire,) = [x for x in j.active_alerts() if x.code == "WHEEL_MISFIRE"]
+    (misfire,) = [x for x in j.alerts.active() if x.code == "WHEEL_MISFIRE"]
     assert misfire.count == 2 and misfire.evidence["count"] == 2
     assert misfire.evidence["reason"] == "LAUNCH_FAILURE"
 
@@ -87,20 +87,20 @@ def test_repeated_numbers_and_bias_from_settled_rounds(tmp_path: Path) -> None:
     mon, j = make(tmp_path, repeat_limit=3)
     for n in (4, 4, 9, 9, 9):
         mon.round_settled({"round_id": "r", "outcome": {"number": n}, "bets": []})
-    (rep,) = j.active_alerts()
+    (rep,) = j.alerts.active()
     assert rep.code == "REPEATED_NUMBER" and rep.evidence["times"] == 3 and rep.subject == "wheel:9"
     # a pocket that comes up far too often: the pocket CUSUM and the chi-square fire
     for i in range(2000):
         mon.round_settled({"round_id": "r", "outcome": {"number": 17 if i % 5 == 0 else i % 37}})
     assert {"WHEEL_BIAS_POCKET", "WHEEL_CHI_SQUARE"} <= set(codes(j))
-    assert j.verify_chain().ok
+    assert j.chain.verify().ok
 
 
 def test_dice_bias_from_settled_rounds(tmp_path: Path) -> None:
     mon, j = make(tmp_path, game="shaker")
     for i in range(1500):
         mon.round_settled({"round_id": "r", "outcome": {"dice": [6, 1 + i % 6, 1 + (i // 6) % 6]}})
-    found = {(a.code, a.subject) for a in j.active_alerts()}
+    found = {(a.code, a.subject) for a in j.alerts.active()}
     assert ("DICE_BIAS_FACE", "shaker:die1:6") in found and ("DICE_BIAS_TOTAL", "shaker:totals") in found
 
 
@@ -116,11 +116,11 @@ def test_large_payouts_raise_an_event_and_an_alert_at_settlement(tmp_path: Path)
         ],
     }  # fmt: skip
     mon.round_settled(payload)
-    events = [e for e in j.events(20) if e.kind == "large_transaction"]
+    events = [e for e in j.chain.events(20) if e.kind == "large_transaction"]
     assert [(e.data["kind"], e.data["amount"], e.data["bet_id"]) for e in events] == [
         ("payout", 50_000_000, "a"),
     ]  # fmt: skip
-    pending = [json.loads(m.payload) for m in j.outbox_pending() if m.topic == "events"]
+    pending = [json.loads(m.payload) for m in j.outbox.pending() if m.topic == "events"]
     assert [p["data"]["kind"] for p in pending] == ["payout"]
     for p in pending:
         validate("event", p)
@@ -164,20 +164,20 @@ def test_ball_revolutions_outside_the_band_raise_held_until_acknowledged(tmp_pat
         revs(mon, spin_no, n)
     assert codes(j) == []
     revs(mon, 5, 5)
-    (a,) = j.active_alerts()
+    (a,) = j.alerts.active()
     assert a.code == "WHEEL_BALL_REVS" and a.severity == "warning"
     assert a.evidence["revs"] == 5 and a.evidence["spin"] == 5
     assert (a.evidence["min_revs"], a.evidence["max_revs"]) == (6, 16)
     assert len(a.evidence["rev_ms"]) == 4 and "5 revolutions" in a.message
     revs(mon, 6, 17)
-    (a,) = j.active_alerts()
+    (a,) = j.alerts.active()
     assert a.count == 2 and a.evidence["revs"] == 17  # the same alert, seen again
     mon.alerts.acknowledge(a.id, by="console:pit", reason="ball replaced")
-    assert j.active_alerts() == []  # momentary: cleared once acknowledged
+    assert j.alerts.active() == []  # momentary: cleared once acknowledged
     revs(mon, 7, 12)
-    assert j.active_alerts() == []
+    assert j.alerts.active() == []
     revs(mon, 8, 30)
-    (b,) = j.active_alerts()
+    (b,) = j.alerts.active()
     assert b.id != a.id and b.count == 1 and b.evidence["spin"] == 8
     # one side only: 0 is off
     mon2, j2 = make(tmp_path / "b", ball_revs_max=20)
@@ -196,7 +196,7 @@ def test_a_silent_or_stuck_track_sensor_is_a_sensor_alert(tmp_path: Path) -> Non
                       state=4, spin=4, action="warn", source="gpio-wheel")  # fmt: skip
     asyncio.run(mon.on_device_event("wheel", ev))
     revs(mon, 4, None)  # the result itself carries no count: no band alert
-    (a,) = j.active_alerts()
+    (a,) = j.alerts.active()
     assert a.code == "WHEEL_BALL_TRACK" and a.evidence["reason"] == "BALL_REVS_UNKNOWN"
 
 

@@ -61,8 +61,8 @@ def test_rates_per_table_and_dealer_and_the_shift_report(tmp_path: Path) -> None
     t0 = datetime(2026, 5, 9, 6, 0).astimezone()  # a shift starts
     clock = Clock(t0)
     j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate(), clock=lambda: clock.now.astimezone(UTC))
-    roster = DealerRoster(j, clock=clock)
-    pace = PaceMonitor(TableExtensions(), roster=roster, journal=j, table_id="T1",
+    roster = DealerRoster(j.chain, clock=clock)
+    pace = PaceMonitor(TableExtensions(), roster=roster, chain=j.chain, table_id="T1",
                        shift_start_hour=6, shift_hours=8, clock=clock,
                        monotonic=clock.monotonic)  # fmt: skip
     roster.sign_in("ana", via="console", by="console:tech1")
@@ -87,17 +87,17 @@ def test_rates_per_table_and_dealer_and_the_shift_report(tmp_path: Path) -> None
     # the shift ends at 14:00: its report is published (events) and journaled
     clock.now = t0 + timedelta(hours=8, seconds=1)
     pace.tick()
-    (ev,) = [e for e in j.events(500) if e.kind == "shift_report"]
+    (ev,) = [e for e in j.chain.events(500) if e.kind == "shift_report"]
     assert ev.data["games"] == 130 and ev.data["games_per_hour"] == round(130 / 8)
     assert ev.data["dealers"]["bo"]["seconds_on_duty"] == 8 * 3600 - 7200  # to the shift's end
-    (msg,) = [m for m in j.outbox_pending() if m.topic == "events"]
+    (msg,) = [m for m in j.outbox.pending() if m.topic == "events"]
     validate("event", json.loads(msg.payload))
     assert pace.current()["games"] == 0  # the next shift starts from nothing
 
 
 def test_every_round_payload_carries_the_dealer_and_it_survives_a_restart(tmp_path: Path) -> None:
     t = make_table(tmp_path)
-    roster = DealerRoster(t.journal)
+    roster = DealerRoster(t.journal.chain)
     t.engine._dealer = roster.current  # the daemon passes it to the constructor
     t.engine.open_betting()
     t.engine.close_betting()
@@ -109,17 +109,17 @@ def test_every_round_payload_carries_the_dealer_and_it_survives_a_restart(tmp_pa
     payload = t.engine.void_round("test")
     assert payload["dealer"] == "dealer-07"
     validate("round", as_published("rounds", payload))
-    assert DealerRoster(t.journal).current() == "dealer-07"  # read back from the log
+    assert DealerRoster(t.journal.chain).current() == "dealer-07"  # read back from the log
     roster.sign_out(via="console", by="console:tech1")
-    assert DealerRoster(t.journal).current() is None
+    assert DealerRoster(t.journal.chain).current() is None
 
 
 def test_the_dealer_signs_in_with_a_signed_command(tmp_path: Path) -> None:
     from firmware_host.table.floor import FloorRequests
 
     t = make_table(tmp_path)
-    roster = DealerRoster(t.journal, auth=t.floor.auth.settings)
-    t.floor = FloorRequests(t.engine, t.floor.procedure, auth=t.floor.auth)
+    roster = DealerRoster(t.journal.chain, auth=t.floor.auth.settings)
+    t.floor = FloorRequests(t.engine, t.floor.procedure, t.journal, auth=t.floor.auth)
     roster.register_commands(t.floor.commands)
 
     def cmd(who: str, command: str, **args: object) -> dict:
@@ -134,5 +134,5 @@ def test_the_dealer_signs_in_with_a_signed_command(tmp_path: Path) -> None:
     assert r["code"] == "NOT_PERMITTED"
     r = cmd("dealer", "dealer_sign_out")
     assert r["status"] == "ok" and roster.current() is None
-    ins = [e.data for e in t.journal.events(50) if e.kind == "dealer_signed_in"]
+    ins = [e.data for e in t.journal.chain.events(50) if e.kind == "dealer_signed_in"]
     assert [(d["dealer"], d["by"]) for d in ins] == [("dealer", "mqtt:dealer"), ("dealer-2", "mqtt:pit")]

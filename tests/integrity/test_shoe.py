@@ -58,7 +58,7 @@ def test_end_of_shoe_missing_cards_and_length() -> None:
 def test_the_shoe_events_through_the_extension(tmp_path: Path) -> None:
     j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     mon = IntegrityMonitor(
-        TableExtensions(), alerts=Alerts(j), journal=j, table_id="T1", result_device="shoe",
+        TableExtensions(), alerts=Alerts(j.alerts, j.db), chain=j.chain, table_id="T1", result_device="shoe",
         settings=IntegritySettings(shoe_coups_min=2), decks=8,
     )  # fmt: skip
 
@@ -70,17 +70,17 @@ def test_the_shoe_events_through_the_extension(tmp_path: Path) -> None:
     ev(ShuffleStarted(device="shoe", shuffle=1, decks=8))
     for _ in range(9):
         ev(CardDealt(device="shoe", card="QH", seq=1))
-    assert [a.code for a in j.active_alerts()] == ["SHOE_CARD_EXCESS"]
+    assert [a.code for a in j.alerts.active()] == ["SHOE_CARD_EXCESS"]
     mon.round_settled({"round_id": "r1", "outcome": {}, "bets": []})
     ev(DeckChecked(device="shoe", shuffle=1, decks=8, counted=415, missing=("AS",), extra=()))
     # the next shuffle ends the shoe: one coup, fewer than 2
     ev(ShuffleStarted(device="shoe", shuffle=2, decks=8))
-    assert [a.code for a in j.active_alerts()] == [
+    assert [a.code for a in j.alerts.active()] == [
         "SHOE_CARD_EXCESS", "SHOE_CARDS_MISSING", "SHOE_LENGTH",
     ]  # fmt: skip
-    (done,) = [e for e in j.events(50) if e.kind == "shoe_finished"]
+    (done,) = [e for e in j.chain.events(50) if e.kind == "shoe_finished"]
     assert done.data == {"shoe": "shoe", "shuffle": 1, "decks": 8, "cards_dealt": 9, "coups": 1}
-    (check,) = [e for e in j.events(50) if e.kind == "deck_check"]  # the shoe's own, unasked
+    (check,) = [e for e in j.chain.events(50) if e.kind == "deck_check"]  # the shoe's own, unasked
     assert check.data["purpose"] == "device" and check.data["missing"] == ["AS"]
     from firmware_host.schemas import validate
 

@@ -364,9 +364,9 @@ def test_a_mismatch_while_running_stops_play_until_cleared(tmp_path: Path) -> No
     site = install(tmp_path)
     sw = signed(tmp_path, site)
     j = Journal(tmp_path / "j.sqlite3")
-    alerts = Alerts(j)
-    check = SoftwareCheck(sw, j, alerts)
-    faults = LatchedFaults(j)
+    alerts = Alerts(j.alerts, j.db)
+    check = SoftwareCheck(sw, j.chain, j.faults, alerts)
+    faults = LatchedFaults(j.faults)
     check.at_start()
     assert faults.play_stop() is None
     (site / "drivers" / "base.py").write_text("# replaced\n")
@@ -382,11 +382,11 @@ def test_a_mismatch_while_running_stops_play_until_cleared(tmp_path: Path) -> No
     assert alerts.active()[0].condition is False
     alerts.acknowledge(alert.id, by="console:tech1", reason="reinstalled from the signed image")
     assert alerts.active() == [] and faults.play_stop() is not None
-    j.clear_fault("SOFTWARE_MISMATCH", by="tech1", reason="reinstalled, verified")
+    j.faults.clear_fault("SOFTWARE_MISMATCH", by="tech1", reason="reinstalled, verified")
     assert faults.play_stop() is None
-    kinds = [e.kind for e in j.events(50)]
+    kinds = [e.kind for e in j.chain.events(50)]
     assert kinds.count("software_verified") == 3 and "fault_latched" in kinds
-    assert j.verify_chain().ok
+    assert j.chain.verify().ok
 
 
 def test_every_cause_of_a_repeated_mismatch_stays_visible(tmp_path: Path) -> None:
@@ -398,9 +398,9 @@ def test_every_cause_of_a_repeated_mismatch_stays_visible(tmp_path: Path) -> Non
     site = install(tmp_path)
     sw = signed(tmp_path, site)
     j = Journal(tmp_path / "j.sqlite3")
-    alerts = Alerts(j)
+    alerts = Alerts(j.alerts, j.db)
     now = [datetime(2026, 5, 9, 7, 0, tzinfo=UTC)]
-    check = SoftwareCheck(sw, j, alerts, clock=lambda: now[0])
+    check = SoftwareCheck(sw, j.chain, j.faults, alerts, clock=lambda: now[0])
     (site / "drivers" / "base.py").write_text("# replaced\n")
     first = check.check("start-up")
     now[0] += timedelta(hours=24)
@@ -419,7 +419,7 @@ def test_every_cause_of_a_repeated_mismatch_stays_visible(tmp_path: Path) -> Non
     ]  # fmt: skip
     assert alert.first_seen.endswith("Z") and alert.last_seen.endswith("Z")
     # the journal's events keep each occurrence with its own cause
-    raised = [e.data for e in j.events(50) if e.kind == "alert_raised"]
+    raised = [e.data for e in j.chain.events(50) if e.kind == "alert_raised"]
     evil = f"{site}/drivers/evil.py"
     assert [r["evidence"]["unlisted"] for r in raised] == [[], [evil], [evil]]
 

@@ -178,12 +178,12 @@ def test_bytecode_replaced_beside_an_untouched_source(install: Install, tmp_path
     # recorded: the failed check and the latched fault, in the chained event log
     key = AuditKey.load(state / "audit.key")  # the table's own, made at its first start
     with Journal(state / "journal.sqlite3", audit_key=key) as j:
-        checks = [e for e in j.events(100) if e.kind == "software_verified"]
+        checks = [e for e in j.chain.events(100) if e.kind == "software_verified"]
         assert [(e.data["ok"], e.data["changed"]) for e in checks] == [(False, [str(pyc)])]
         assert checks[0].data["owners"] == {str(pyc): "bytecode of table-controller 0.1.0"}
-        assert "SOFTWARE_MISMATCH" in [f.code for f in j.active_faults()]
-        assert [a.code for a in j.active_alerts()] == ["SOFTWARE_MISMATCH"]
-        assert j.verify_chain().ok
+        assert "SOFTWARE_MISMATCH" in [f.code for f in j.faults.active()]
+        assert [a.code for a in j.alerts.active()] == ["SOFTWARE_MISMATCH"]
+        assert j.chain.verify().ok
     assert install.verify().returncode == 0  # put back: verified again
 
 

@@ -29,8 +29,8 @@ def _table(tmp_path: Path) -> tuple[Any, SoftwareCheck]:
     site = install(tmp_path)
     sw = signed(tmp_path, site)
     t = make_table(tmp_path)
-    check = SoftwareCheck(sw, t.journal, None)
-    t.floor = FloorRequests(t.engine, t.floor.procedure, auth=t.floor.auth)
+    check = SoftwareCheck(sw, t.journal.chain, t.journal.faults, None)
+    t.floor = FloorRequests(t.engine, t.floor.procedure, t.journal, auth=t.floor.auth)
     check.register_commands(t.floor.commands)
     return t, check
 
@@ -46,7 +46,7 @@ async def test_the_hash_runs_off_the_loop_and_outside_the_transaction(
     def slow_verify(*args: Any, **kw: Any) -> Any:
         seen["calls"] += 1
         seen["thread"] = threading.current_thread() is threading.main_thread()
-        seen["in_transaction"] = t.journal.in_transaction
+        seen["in_transaction"] = t.journal.db.in_transaction
         started.set()
         seen["gate_opened"] = gate.wait(10)  # False: the loop never ran meanwhile
         return verify(*args, **kw)
@@ -78,13 +78,13 @@ async def test_the_hash_runs_off_the_loop_and_outside_the_transaction(
                                  {k: v for k, v in req.items() if k not in ("signature", "timestamp")})  # fmt: skip
     assert await t.floor.handle("commands/request", json.dumps(again).encode()) == answer
     assert seen["calls"] == 1
-    events = [e for e in t.journal.events(50)]
+    events = [e for e in t.journal.chain.events(50)]
     checks = [e.data for e in events if e.kind == "software_verified"]
     assert [(c["trigger"], c["by"], c["seed"]) for c in checks] == [
         ("mqtt", "mqtt:pit", "lab-seed-0001")
     ]
     assert [e.data["command"] for e in events if e.kind == "floor_command"] == ["verify_software"]
-    assert t.journal.answered("pit", req["request_id"]) is not None
+    assert t.journal.requests.answered("pit", req["request_id"]) is not None
 
 
 async def test_refusals_do_not_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,7 +117,7 @@ def test_a_synchronous_caller_still_gets_the_answer(tmp_path: Path) -> None:
     expect = verify(check.settings, prefix=check.prefix, seed="lab-seed-0003")
     assert r["data"]["seeded_digest"] == expect.seeded_digest
     assert t.retry(r["request_id"]) == r
-    assert sum(e.kind == "software_verified" for e in t.journal.events(50)) == 1
+    assert sum(e.kind == "software_verified" for e in t.journal.chain.events(50)) == 1
 
 
 async def test_a_handler_that_defers_twice_is_an_internal_error(tmp_path: Path) -> None:
@@ -133,4 +133,4 @@ async def test_a_handler_that_defers_twice_is_an_internal_error(tmp_path: Path) 
                                                "args": {"seed": "lab-seed-0004"}})  # fmt: skip
     out = await t.floor.handle("commands/request", json.dumps(req).encode())
     assert isinstance(out, dict) and out["code"] == "INTERNAL_ERROR", out
-    assert t.journal.answered("pit", req["request_id"]) is None
+    assert t.journal.requests.answered("pit", req["request_id"]) is None

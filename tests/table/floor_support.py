@@ -49,12 +49,9 @@ class Table:
     floor: FloorRequests
     clock: Clock
     keys: dict[str, Ed25519PrivateKey]
+    journal: Journal
     sent: dict[str, dict[str, Any]] = field(default_factory=dict)
     _n: int = 0
-
-    @property
-    def journal(self) -> Journal:
-        return self.engine.journal
 
     def signer(self, who: str) -> Signer:
         return Signer(who, self.keys[who], clock=self.clock)
@@ -168,7 +165,11 @@ def make_table(
     )
     replay = ReplayBudgets(clock=lambda: clock.now.timestamp())
     return Table(
-        engine, FloorRequests(engine, procedure, auth=auth, replay_budgets=replay), clock, keys
+        engine,
+        FloorRequests(engine, procedure, j, auth=auth, replay_budgets=replay),
+        clock,
+        keys,
+        j,
     )
 
 

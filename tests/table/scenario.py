@@ -139,9 +139,9 @@ class Scenario:
         cfg = validate_document(doc)
         self.journal = j = Journal(self.workdir / "journal.sqlite3")
         for code, message in self.latched:
-            j.set_fault(code, message)
+            j.faults.set_fault(code, message)
         ext = TableExtensions()
-        self.engine = RoundEngine(cfg, j, play_stop=LatchedFaults(j).play_stop, extensions=ext)
+        self.engine = RoundEngine(cfg, j, play_stop=LatchedFaults(j.faults).play_stop, extensions=ext)
         devices = tuple(Device(n, k, d) for n, (k, d) in self.devices.items())
         self.procedure = make_procedure(
             ProcedureContext(
@@ -160,7 +160,7 @@ class Scenario:
             }
         )
         auth = Authenticator(settings, cfg.table_id, keys={"scenario": (self.key.public_key(),)})
-        self.floor = FloorRequests(self.engine, self.procedure, auth=auth)
+        self.floor = FloorRequests(self.engine, self.procedure, j, auth=auth)
 
     def _ready(self) -> RoundEngine:
         if self.engine is None:
@@ -250,7 +250,7 @@ class Scenario:
 
     def _outbox(self) -> list[tuple[str, dict[str, Any]]]:
         assert self.journal is not None
-        return [(e.topic, json.loads(e.payload)) for e in self.journal.outbox_pending(10_000)]
+        return [(e.topic, json.loads(e.payload)) for e in self.journal.outbox.pending(10_000)]
 
     def _expect(self, tokens: list[str]) -> None:
         engine = self._ready()

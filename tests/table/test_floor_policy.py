@@ -27,8 +27,8 @@ def open_round(t: Table) -> str:
 
 
 def with_roster(t: Table) -> DealerRoster:
-    roster = DealerRoster(t.journal, auth=t.floor.auth.settings)
-    t.floor = FloorRequests(t.engine, t.floor.procedure, auth=t.floor.auth)
+    roster = DealerRoster(t.journal.chain, auth=t.floor.auth.settings)
+    t.floor = FloorRequests(t.engine, t.floor.procedure, t.journal, auth=t.floor.auth)
     roster.register_commands(t.floor.commands)  # as the daemon does
     t.engine._dealer = roster.current  # as the daemon builds it: RoundEngine(dealer=...)
     return roster
@@ -56,7 +56,7 @@ def test_a_dealer_cannot_sign_in_as_another_dealer(tmp_path: Path) -> None:
     # a supervisor signs another dealer in, and the chain says who signed in whom
     r = sign_in(t, "pit", "D-0099")
     assert r["status"] == "ok" and roster.current() == "D-0099"
-    ins = [e.data for e in t.journal.events(50, kind="dealer_signed_in")]
+    ins = [e.data for e in t.journal.chain.events(50, kind="dealer_signed_in")]
     assert [(d["dealer"], d["by"], d["authority"]) for d in ins] == [
         ("D-0042", "mqtt:dealer", "bound"),
         ("D-0042", "mqtt:dealer", "bound"),
@@ -66,11 +66,11 @@ def test_a_dealer_cannot_sign_in_as_another_dealer(tmp_path: Path) -> None:
     open_round(t)
     assert t.cmd("dealer", "close_betting")["status"] == "ok"
     settled = t.cmd("dealer", "result", args={"outcome": {"number": 1}})
-    payload = t.journal.settlement(settled["data"]["round_id"])
+    payload = t.journal.rounds.settlement(settled["data"]["round_id"])
     assert payload["dealer"] == "D-0099", payload
     # the refusal acted nothing and is the journaled answer to that request (authorised
     # to send dealer_sign_in, refused for whom it named)
-    assert [a.answer["code"] for a in t.journal.requests_answered(50)
+    assert [a.answer["code"] for a in t.journal.requests.recent(50)
             if a.answer.get("code")] == ["DEALER_NOT_BOUND"]  # fmt: skip
 
 
@@ -80,8 +80,8 @@ def test_an_unbound_principal_signs_in_only_as_its_own_name(tmp_path: Path) -> N
     assert sign_in(t, "dealer", "pit")["code"] == "DEALER_NOT_BOUND"
     assert sign_in(t, "dealer")["data"]["dealer"] == "dealer"
     # a roster given no policy signs in nobody but the principal's own name
-    bare = DealerRoster(t.journal)
-    t.floor = FloorRequests(t.engine, t.floor.procedure, auth=t.floor.auth)
+    bare = DealerRoster(t.journal.chain)
+    t.floor = FloorRequests(t.engine, t.floor.procedure, t.journal, auth=t.floor.auth)
     bare.register_commands(t.floor.commands)
     assert sign_in(t, "pit", "dealer-9")["code"] == "DEALER_NOT_BOUND"
     assert roster.current() == "dealer"
@@ -109,13 +109,13 @@ def test_a_request_with_a_duplicated_member_is_refused_before_anything_reads_it(
     # floor system logging with a first-wins parser recorded another stake.
     t = make_table(tmp_path)
     open_round(t)
-    before = len(t.journal.requests_answered(1000))
+    before = len(t.journal.requests.recent(1000))
     r = t.floor.answer("bets/request", duplicated_stake(t, "dup-1", 10000, 90000))
     assert (r["status"], r["code"], r["request_id"]) == ("rejected", "DUPLICATE_MEMBER", None)
     assert "principal" not in r and "90000" not in r["message"]
     validate("bet_response", as_published("bets/response", r))
     assert t.engine.bets() == []
-    assert len(t.journal.requests_answered(1000)) == before  # nothing journaled
+    assert len(t.journal.requests.recent(1000)) == before  # nothing journaled
     # at any depth, and in a command too
     cmd = t.build("commands/request", "pit", {"command": "void_round",
                   "round_id": t.engine.current.round_id, "args": {"reason": "x"}})  # fmt: skip
@@ -158,7 +158,7 @@ def test_an_authentication_refusal_carries_the_request_id_and_nothing_else(
     r = t.send("commands/request", bad)
     assert r["request_id"] is None and "\x1b" not in r["message"]
     # nothing of it is journaled, and the real requester's request still acts once
-    assert t.journal.answered("pit", "pit-77") is None
+    assert t.journal.requests.answered("pit", "pit-77") is None
     real = t.cmd("pit", "void_round", rid="pit-77", args={"reason": "x"})
     assert real["status"] == "ok" and real["principal"] == "pit"
     assert t.retry("pit-77") == real
@@ -188,7 +188,7 @@ def test_an_observer_s_refused_requests_are_counted_not_journaled(tmp_path: Path
     # rows and 2,000 chain entries.
     t = make_table(tmp_path)
     rnd = open_round(t)
-    answered = len(t.journal.requests_answered(10_000))
+    answered = len(t.journal.requests.recent(10_000))
     for i in range(200):
         r = t.cmd("watcher", "void_round", rid=f"w-{i}", round_id=rnd, args={"reason": "x"})
         assert (r["code"], r["principal"], r["request_id"]) == ("NOT_PERMITTED", "watcher", f"w-{i}")
@@ -197,8 +197,8 @@ def test_an_observer_s_refused_requests_are_counted_not_journaled(tmp_path: Path
     assert t.cmd("watcher", "no_such_command")["code"] == "NOT_PERMITTED"
     assert t.bet("watcher", red("w1"))["code"] == "NOT_PERMITTED"
     assert t.cmd("watcher", "status")["status"] == "ok"  # what it may do
-    assert len(t.journal.requests_answered(10_000)) == answered
-    assert t.journal.events(10, kind="requests_refused") == []
+    assert len(t.journal.requests.recent(10_000)) == answered
+    assert t.journal.chain.events(10, kind="requests_refused") == []
     # the counts are visible at once, and kept as one chain entry at the window's end
     snap = t.floor.refusals.snapshot()
     assert snap["total"] == 202
@@ -206,7 +206,7 @@ def test_an_observer_s_refused_requests_are_counted_not_journaled(tmp_path: Path
     assert by == {("watcher", "NOT_PERMITTED"): 202}
     t.clock.advance(WINDOW_S)
     t.engine.extensions.tick()
-    [entry] = t.journal.events(10, kind="requests_refused")
+    [entry] = t.journal.chain.events(10, kind="requests_refused")
     assert entry.data["total"] == 202
     assert entry.data["counts"] == [
         {"principal": "watcher", "verified": True, "code": "NOT_PERMITTED", "count": 202}
@@ -214,7 +214,7 @@ def test_an_observer_s_refused_requests_are_counted_not_journaled(tmp_path: Path
     # an authorised principal's refusals are still journaled, and answered again
     late = t.cmd("dealer", "open_betting", rid="d-1", after=None)
     assert late["code"] == "STALE_ROUND" and t.retry("d-1") == late
-    assert t.journal.answered("dealer", "d-1") is not None
+    assert t.journal.requests.answered("dealer", "d-1") is not None
 
 
 def test_ten_thousand_refused_requests_grow_the_journal_by_a_bounded_amount(
@@ -227,7 +227,7 @@ def test_ten_thousand_refused_requests_grow_the_journal_by_a_bounded_amount(
     t = make_table(tmp_path)
     rnd = open_round(t)
     path = tmp_path / "journal.sqlite3"
-    rows0, events0, bytes0 = len(t.journal.requests_answered(100_000)), _chain_entries(path), \
+    rows0, events0, bytes0 = len(t.journal.requests.recent(100_000)), _chain_entries(path), \
         _journal_bytes(path)  # fmt: skip
     rng = random.Random(29)
     void = {"command": "void_round", "round_id": rnd, "args": {"reason": "flood"}}
@@ -252,10 +252,10 @@ def test_ten_thousand_refused_requests_grow_the_journal_by_a_bounded_amount(
         t.clock.advance(step)
     t.engine.extensions.tick()
     t.floor.refusals.flush()  # what the daemon does when it stops
-    rows = len(t.journal.requests_answered(100_000)) - rows0
+    rows = len(t.journal.requests.recent(100_000)) - rows0
     entries = _chain_entries(path) - events0
     grown = _journal_bytes(path) - bytes0
-    summaries = t.journal.events(100, kind="requests_refused")
+    summaries = t.journal.chain.events(100, kind="requests_refused")
     with capsys.disabled():
         print(
             f"\n10,000 refused requests over 600 s of the table's clock: {rows} request rows, "
@@ -281,7 +281,7 @@ def test_a_window_that_cannot_be_journaled_is_kept_for_the_next_try() -> None:
     from firmware_host.journal import JournalFull
     from firmware_host.table.refusals import RefusalLedger
 
-    class Journal:
+    class Chain:
         def __init__(self) -> None:
             self.full = True
             self.entries: list[Any] = []
@@ -292,7 +292,7 @@ def test_a_window_that_cannot_be_journaled_is_kept_for_the_next_try() -> None:
             self.entries.append((kind, data))
 
     now = [datetime(2026, 5, 9, 7, 0, tzinfo=UTC)]
-    j = Journal()
+    j = Chain()
     ledger = RefusalLedger(j, known=["pos"], clock=lambda: now[0])
     ledger.count("pos", False, "BAD_SIGNATURE")
     now[0] += timedelta(seconds=WINDOW_S)

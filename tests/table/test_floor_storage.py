@@ -83,7 +83,7 @@ def test_a_request_the_journal_cannot_write_is_answered_with_the_storage_code_an
 ) -> None:
     caplog.set_level(logging.INFO)
     t: Table = make_table(tmp_path)
-    t.journal.storage.probe_interval = 0.0
+    t.journal.db.storage.probe_interval = 0.0
     opened = t.cmd("dealer", "open_betting")
     assert opened["status"] == "ok", opened
     assert t.bet("pos", red("b1"), rid="bet-1")["status"] == "accepted"
@@ -114,7 +114,7 @@ def test_a_request_the_journal_cannot_write_is_answered_with_the_storage_code_an
     assert t.engine.phase is Phase.OPEN
     assert [b.bet_id for b in t.engine.bets()] == ["b1"]
     for request_id, who in (("bet-2", "pos"), ("close-1", "dealer"), ("bet-3", "pos")):
-        assert t.journal.answered(who, request_id) is None
+        assert t.journal.requests.answered(who, request_id) is None
     # The sender retries (same request ids) once the journal writes again: each acts once.
     retried = t.retry("bet-2")
     assert retried["status"] == "accepted", (retried["code"], retried["message"])
@@ -123,7 +123,7 @@ def test_a_request_the_journal_cannot_write_is_answered_with_the_storage_code_an
     assert t.retry("bet-3")["code"] == "BETTING_CLOSED"
     assert t.retry("bet-2")["status"] == "accepted"  # the journaled answer, acting nothing
     assert sorted(b.bet_id for b in t.engine.bets()) == ["b1", "b2"]
-    assert t.journal.storage.fault is None
+    assert t.journal.db.storage.fault is None
 
 
 def test_a_storage_refusal_is_never_the_journaled_answer_a_retry_gets(
@@ -133,7 +133,7 @@ def test_a_storage_refusal_is_never_the_journaled_answer_a_retry_gets(
     # writes again at once: the answer to that request could be committed, but it
     # says nothing acted; journaled, every retry of the request id would get it forever.
     t: Table = make_table(tmp_path)
-    t.journal.storage.probe_interval = 0.0
+    t.journal.db.storage.probe_interval = 0.0
     assert t.cmd("dealer", "open_betting")["status"] == "ok"
     real = GuardedCursor.execute
     left = {"n": 1}
@@ -151,12 +151,12 @@ def test_a_storage_refusal_is_never_the_journaled_answer_a_retry_gets(
         "JOURNAL_IO",
         "bet-1",
     )
-    assert t.journal.answered("pos", "bet-1") is None
+    assert t.journal.requests.answered("pos", "bet-1") is None
     assert t.engine.bets() == []
     retried = t.retry("bet-1")
     assert retried["status"] == "accepted", retried
     assert [b.bet_id for b in t.engine.bets()] == ["b1"]
-    assert t.journal.storage.fault is None
+    assert t.journal.db.storage.fault is None
 
 
 def test_a_full_disk_at_the_answer_refuses_the_request_with_its_code(
@@ -170,14 +170,14 @@ def test_a_full_disk_at_the_answer_refuses_the_request_with_its_code(
     def full(*args: Any, **kwargs: Any) -> Any:
         raise JournalFull("journal.sqlite3: the disk is full (SQLITE_FULL); nothing was written")
 
-    monkeypatch.setattr(t.journal, "record_answer", full)
+    monkeypatch.setattr(t.journal.requests, "record_answer", full)
     caplog.set_level(logging.INFO)
     bet = t.bet("pos", red("b1"))
     assert (bet["status"], bet["code"]) == ("rejected", "DISK_FULL"), bet
     close = t.cmd("dealer", "close_betting")
     assert (close["status"], close["code"]) == ("error", "DISK_FULL"), close
     # Nothing acted (the bet and the close rolled back with their answers), no traceback.
-    assert t.journal.bets(rid) == [] and t.journal.round(rid).phase == "open"
+    assert t.journal.bets.bets(rid) == [] and t.journal.rounds.round(rid).phase == "open"
     assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
     monkeypatch.undo()
     assert t.bet("pos", red("b1"))["status"] == "accepted"  # space returned: play resumes

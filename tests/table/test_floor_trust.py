@@ -49,7 +49,7 @@ def test_a_retried_void_after_the_next_round_opened_acts_nothing(tmp_path: Path)
     stale = t.cmd("pit", "void_round", round_id=first, args={"reason": "late"})
     assert (stale["status"], stale["code"], stale["round_id"]) == ("error", "STALE_ROUND", second)
     assert second in stale["message"]
-    assert len(t.journal.events(100, kind="round_void")) == 1
+    assert len(t.journal.chain.events(100, kind="round_void")) == 1
 
 
 def test_a_retried_result_after_the_next_round_opened_settles_nothing(tmp_path: Path) -> None:
@@ -74,7 +74,7 @@ def test_a_retried_result_after_the_next_round_opened_settles_nothing(tmp_path: 
     assert t.engine.phase is Phase.CLOSED  # still waiting for ITS result
     stale = t.cmd("dealer", "result", round_id=first, args={"outcome": {"number": 4}})
     assert (stale["code"], stale["round_id"]) == ("STALE_ROUND", second)
-    assert t.journal.settlement(second) is None
+    assert t.journal.rounds.settlement(second) is None
 
 
 def test_a_retried_accepted_bet_is_accepted_in_every_phase(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ def test_a_retried_accepted_bet_is_accepted_in_every_phase(tmp_path: Path) -> No
             t.cmd("dealer", "result", args={"outcome": {"number": 1}})  # red 1: b1 wins
         elif phase == "settled":
             open_round(t)
-    settled = t.journal.settlement(rnd)
+    settled = t.journal.rounds.settlement(rnd)
     assert [b["bet_id"] for b in settled["bets"]] == ["b1"] and settled["bets"][0][
         "result"
     ] == "win"
@@ -119,7 +119,7 @@ def test_a_cancelled_bet_is_answered_as_cancelled_in_every_phase(tmp_path: Path)
     assert again["status"] == "accepted"  # still cancelled: the answer says so
     placed = t.bet("pos", red("b1"), round_id=rnd)
     assert placed["code"] == "BET_ID_CANCELLED"  # never "accepted": it is not settled
-    assert t.journal.settlement(rnd)["bets"] == []
+    assert t.journal.rounds.settlement(rnd)["bets"] == []
 
 
 def test_past_the_window_a_bet_is_never_answered_rejected_as_if_it_had_not_been(
@@ -137,7 +137,7 @@ def test_past_the_window_a_bet_is_never_answered_rejected_as_if_it_had_not_been(
     for _ in range(10):
         open_round(t)
         settle(t)
-    assert t.journal.round(first).detail == "summary"
+    assert t.journal.rounds.round(first).detail == "summary"
     r = t.bet("pos", red("b1"), round_id=first)
     assert (r["status"], r["code"]) == ("rejected", "ROUND_PRUNED")
     assert "floor's copy" in r["message"]
@@ -225,7 +225,7 @@ def test_only_the_principal_that_placed_a_bet_may_cancel_it(tmp_path: Path) -> N
     # nor take its bet id with the same content
     assert t.bet("pos2", red("b1"))["code"] == "BET_ID_CONFLICT"
     assert t.cancel("pos", "b1")["status"] == "accepted"
-    assert t.journal.bet(t.engine.current.round_id, "b1").principal == "pos"
+    assert t.journal.bets.bet(t.engine.current.round_id, "b1").principal == "pos"
 
 
 def test_commands_name_their_round_and_opening_names_the_one_it_follows(tmp_path: Path) -> None:
@@ -305,15 +305,15 @@ def test_the_audit_names_the_verified_principal(tmp_path: Path) -> None:
     t = make_table(tmp_path)
     rnd = open_round(t)
     t.cmd("pit", "void_round", args={"reason": "test"})
-    by = t.journal.events(10, kind="round_void_by")
+    by = t.journal.chain.events(10, kind="round_void_by")
     assert by[-1].data == {"round_id": rnd, "source": "mqtt:pit"}
-    done = t.journal.events(10, kind="floor_command")
+    done = t.journal.chain.events(10, kind="floor_command")
     assert [(e.data["command"], e.data["principal"], e.data["verified"]) for e in done] == [
         ("open_betting", "dealer", True),
         ("void_round", "pit", True),
     ]
     assert done[-1].data["key"].startswith("ed25519:") and done[-1].data["round_id"] == rnd
-    answers = t.journal.requests_answered(10)
+    answers = t.journal.requests.recent(10)
     assert {(a.principal, a.verified) for a in answers} == {("dealer", True), ("pit", True)}
     unsigned = make_table(tmp_path / "u", signatures=False)
     r = unsigned.send(
@@ -326,10 +326,10 @@ def test_the_audit_names_the_verified_principal(tmp_path: Path) -> None:
         },
     )
     assert r["status"] == "ok"
-    ev = unsigned.journal.outbox_pending(10)
+    ev = unsigned.journal.outbox.pending(10)
     opened = [json.loads(e.payload) for e in ev if e.topic == "events"][-1]
     assert opened["data"]["source"] == "mqtt:unverified:someone"
-    assert unsigned.journal.requests_answered(1)[0].verified is False
+    assert unsigned.journal.requests.recent(1)[0].verified is False
 
 
 def test_an_unexpected_failure_rolls_everything_back_and_a_retry_acts_once(
@@ -340,22 +340,22 @@ def test_an_unexpected_failure_rolls_everything_back_and_a_retry_acts_once(
     t = make_table(tmp_path)
     rnd = open_round(t)
     assert t.bet("pos", red("b1"))["status"] == "accepted"
-    real = t.journal.record_answer
+    real = t.journal.requests.record_answer
 
     def boom(*a: object, **k: object) -> object:
         raise OSError("disk I/O error")
 
-    monkeypatch.setattr(t.journal, "record_answer", boom)
+    monkeypatch.setattr(t.journal.requests, "record_answer", boom)
     r = t.cmd("pit", "void_round", rid="void-x", args={"reason": "test"})
     assert (r["status"], r["code"]) == ("error", "INTERNAL_ERROR")
-    assert t.journal.round(rnd).status is None  # not voided: rolled back with the answer
+    assert t.journal.rounds.round(rnd).status is None  # not voided: rolled back with the answer
     assert t.engine.current is not None and t.engine.current.round_id == rnd
     assert [b.bet_id for b in t.engine.bets()] == ["b1"]
-    monkeypatch.setattr(t.journal, "record_answer", real)
+    monkeypatch.setattr(t.journal.requests, "record_answer", real)
     again = t.retry("void-x")
-    assert again["status"] == "ok" and t.journal.round(rnd).status == "void"
+    assert again["status"] == "ok" and t.journal.rounds.round(rnd).status == "void"
     assert t.retry("void-x") == again
-    assert len(t.journal.events(100, kind="round_void")) == 1
+    assert len(t.journal.chain.events(100, kind="round_void")) == 1
 
 
 def test_a_jackpot_payment_needs_two_different_principals(tmp_path: Path) -> None:
@@ -369,11 +369,11 @@ def test_a_jackpot_payment_needs_two_different_principals(tmp_path: Path) -> Non
     t = make_table(tmp_path, doc=doc)
     params = t.engine.game.jackpot_params(t.engine.rules)
     assert params is not None
-    jackpot = JackpotController(t.journal, params)
-    t.floor = FloorRequests(t.engine, t.floor.procedure, auth=t.floor.auth, jackpot=jackpot)
+    jackpot = JackpotController(t.journal.jackpot, t.journal.db, params)
+    t.floor = FloorRequests(t.engine, t.floor.procedure, t.journal, auth=t.floor.auth, jackpot=jackpot)
     rnd = open_round(t)
     t.cmd("pit", "void_round", args={"reason": "hit recorded by hand for this test"})
-    t.journal.record_jackpot_hit(JackpotHit("hit-1", 50_000, rnd, {"seat": 1}))
+    t.journal.jackpot.record_hit(JackpotHit("hit-1", 50_000, rnd, {"seat": 1}))
     first = t.cmd("pit", "jackpot_paid", round_id=rnd, args={"hit_id": "hit-1"})
     assert first["status"] == "ok" and first["data"]["paid"] is False
     assert first["data"]["confirmed_by"] == ["pit"]
@@ -387,7 +387,7 @@ def test_a_jackpot_payment_needs_two_different_principals(tmp_path: Path) -> Non
     second = t.cmd("pit2", "jackpot_paid", round_id=rnd, args={"hit_id": "hit-1"})
     assert second["status"] == "ok" and second["data"]["paid"] is True
     assert second["data"]["confirmed_by"] == ["pit", "pit2"]
-    paid = t.journal.events(10, kind="jackpot_paid")[-1]
+    paid = t.journal.chain.events(10, kind="jackpot_paid")[-1]
     assert paid.data["payment"]["by"] == ["pit", "pit2"]
 
 
@@ -447,13 +447,13 @@ def test_retries_and_replays_never_act_twice(
     # Every change in the journal answers exactly one request answered ok/accepted.
     ok = [r for r, a in first.items() if a.get("status") in ("ok", "accepted")]
     commands = [t.sent[r].get("command") for r in ok]
-    rounds = t.journal.rounds_summary(1000)
+    rounds = t.journal.rounds.summary(1000)
     assert len(rounds) == commands.count("open_betting")
     finished = [r for r in rounds if r.status is not None]
     assert len([r for r in finished if r.status == "void"]) == commands.count("void_round")
     assert len([r for r in finished if r.status == "settled"]) == commands.count("result")
     placed = [r for r in ok if t.sent[r].get("action") == "place"]
-    journaled = [b for rnd in rounds for b in t.journal.bets(rnd.round_id)]
+    journaled = [b for rnd in rounds for b in t.journal.bets.bets(rnd.round_id)]
     # a place answered accepted for a bet already journaled adds nothing
     assert len(journaled) == len(
         {(t.sent[r]["round_id"], t.sent[r]["bet"]["bet_id"]) for r in placed}

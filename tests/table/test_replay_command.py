@@ -35,9 +35,9 @@ def replay(t: Table, who: str, rid: str | None = None, **args: Any) -> dict[str,
 def published(t: Table) -> dict[str, bytes]:
     """Every round payload in the outbox so far, marked published (the broker took it)."""
     out = {
-        e.round_id or "": e.payload for e in t.journal.outbox_pending(10_000) if e.topic == "rounds"
+        e.round_id or "": e.payload for e in t.journal.outbox.pending(10_000) if e.topic == "rounds"
     }
-    t.journal.outbox_mark_published([e.id for e in t.journal.outbox_pending(10_000)])
+    t.journal.outbox.mark_published([e.id for e in t.journal.outbox.pending(10_000)])
     return out
 
 
@@ -57,7 +57,7 @@ def test_replay_queues_the_journaled_bytes_again_in_seq_order(tmp_path: Path) ->
         "newest_seq": 6,
         "more": False,
     }
-    again = [e for e in t.journal.outbox_pending(100) if e.topic == "rounds"]
+    again = [e for e in t.journal.outbox.pending(100) if e.topic == "rounds"]
     assert [e.round_id for e in again] == ids[2:5]
     assert [e.payload for e in again] == [first[i] for i in ids[2:5]]  # byte for byte
     # Open-ended: from seq 5 to the newest finished round.
@@ -126,12 +126,12 @@ def test_replay_is_rate_limited_per_request_and_per_minute(tmp_path: Path) -> No
         r = replay(t, "ingest", rid="later", from_seq=1)
     assert r["status"] == "error" and r["code"] == "REPLAY_RATE_LIMITED", r
     assert 0 < r["retry_after_s"] <= 60
-    n_before = len(t.journal.outbox_pending(100_000))
+    n_before = len(t.journal.outbox.pending(100_000))
     # A minute later the same request, re-signed, acts (the refusal was not journaled).
     t.clock.advance(61)
     again = t.retry(r["request_id"])
     assert again["status"] == "ok" and again["data"]["queued"] == 3, again
-    assert len(t.journal.outbox_pending(100_000)) == n_before + 3
+    assert len(t.journal.outbox.pending(100_000)) == n_before + 3
 
 
 def test_budgets_are_per_principal_the_ingest_is_never_starved(tmp_path: Path) -> None:

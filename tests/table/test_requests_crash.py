@@ -35,7 +35,7 @@ def _child(path: str, seeds: dict[str, bytes], request: dict[str, Any], when: st
         def die(*a: object, **k: object) -> None:
             os._exit(KILLED)
 
-        t.journal.record_answer = die  # type: ignore[method-assign]
+        t.journal.requests.record_answer = die  # type: ignore[method-assign]
     t.send(topic, request)
     os._exit(KILLED)  # committed; the answer never reaches the floor
 
@@ -72,18 +72,18 @@ def test_a_result_killed_around_its_commit_settles_once(
     _crash(path, seeds, request, when)
 
     t = _table(path, seeds)  # the table comes back
-    stored = t.journal.answered("dealer", "res-1")
+    stored = t.journal.requests.answered("dealer", "res-1")
     if when == "in_transaction":
-        assert stored is None and t.journal.round(rnd).status is None  # neither
+        assert stored is None and t.journal.rounds.round(rnd).status is None  # neither
     else:
-        assert stored is not None and t.journal.round(rnd).status == "settled"  # both
+        assert stored is not None and t.journal.rounds.round(rnd).status == "settled"  # both
     answer = t.send("commands/request", dict(request))  # the floor re-sends
     assert answer["status"] == "ok" and answer["data"]["round_id"] == rnd
     if stored is not None:
         assert answer == stored.answer
     assert t.send("commands/request", dict(request)) == answer
-    assert t.journal.round(rnd).status == "settled"
-    events = [json.loads(e.payload) for e in t.journal.outbox_pending(1000)]
+    assert t.journal.rounds.round(rnd).status == "settled"
+    events = [json.loads(e.payload) for e in t.journal.outbox.pending(1000)]
     assert sum(1 for e in events if e.get("event") == "result") == 1
     assert sum(1 for e in events if e.get("round_id") == rnd and "bets" in e) == 1
 
@@ -102,9 +102,9 @@ def test_a_bet_killed_around_its_commit_is_placed_once(
     _crash(path, seeds, request, when)
 
     t = _table(path, seeds)
-    placed = t.journal.bet(rnd, "b1")
+    placed = t.journal.bets.bet(rnd, "b1")
     assert (placed is None) == (when == "in_transaction")
     answer = t.send("bets/request", dict(request))
     assert answer["status"] == "accepted"
     assert t.send("bets/request", dict(request)) == answer
-    assert [b.bet_id for b in t.journal.bets(rnd)] == ["b1"]
+    assert [b.bet_id for b in t.journal.bets.bets(rnd)] == ["b1"]

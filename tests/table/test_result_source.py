@@ -108,7 +108,7 @@ def test_the_retained_state_shows_the_result_source_and_the_signatures() -> None
     published: list[dict] = []
 
     class NoFaults:
-        def active_faults(self) -> list:
+        def active(self) -> list:
             return []
 
     state = TableState(

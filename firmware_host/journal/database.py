@@ -1,4 +1,5 @@
-"""The journal's one SQLite connection: pragmas, migrations and the transaction helper.
+"""The journal's one SQLite connection, shared by every part: pragmas, migrations, the
+one transaction at a time and its hooks, the storage guard, ``meta`` and the clock.
 
 Storage choices and why:
 
@@ -12,20 +13,22 @@ Storage choices and why:
   settlement's own transaction (``settle_round(raw_frames=...)``).
 - Each public operation is one short ``BEGIN IMMEDIATE`` transaction on the caller's
   thread (the daemon's event loop): no thread pool, no interleaving. Operations may be
-  grouped into one transaction (:meth:`Connection.transaction`): inside it each
+  grouped into one transaction (:meth:`Database.transaction`): inside it each
   operation is a SAVEPOINT, undone alone if it fails, and everything commits together
   or not at all. The floor's requests use it so that the answer to a request is
   journaled in the transaction of the change it answers (``requests.py``).
 - The schema is versioned with ``PRAGMA user_version`` and upgraded by
   :data:`~.schema.DB_MIGRATIONS` when an older file is opened; a newer file is refused.
 
-Every other part of the journal (outbox, audit log, jackpot, rounds...) is a mixin
-over :class:`Connection` and writes only inside :meth:`Connection._tx`.
+Every other part of the journal (outbox, audit chain, jackpot, rounds...) is an object
+of its own that takes the one :class:`Database` and writes only inside
+:meth:`Database.tx`; a part whose transaction spans others calls their ``*_in_tx``
+writers with the open transaction (``store.py``).
 
 Storage faults (``storage.py``): every statement and fetch raises the journal's coded
 errors for a full disk (``DISK_FULL``), an I/O error (``JOURNAL_IO``) or a damaged
 file (``JOURNAL_CORRUPT``), never a raw ``sqlite3`` exception; the first two latch
-:attr:`Connection.storage` until a write commits again. A file that cannot be opened,
+:attr:`Database.storage` until a write commits again. A file that cannot be opened,
 checked or migrated is refused with :class:`~.errors.JournalCorrupt` and a one-line
 reason.
 """
@@ -39,7 +42,6 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Self
 
 from ..jsonio import JSON
 from ..latency import Latency
@@ -52,8 +54,12 @@ from .storage import StorageGuard, connect, one_line
 log = logging.getLogger(__name__)
 
 
-class Connection:
-    """The SQLite file, opened, checked and migrated; one transaction at a time."""
+class Database:
+    """The SQLite file, opened, checked and migrated; one transaction at a time.
+
+    The one unit every part of the journal shares (``store.py``): :attr:`sql` (the
+    connection), :meth:`tx` (a transaction, or a savepoint of the open one), the hooks
+    run after a commit or a rollback, the storage guard, ``meta`` and the clock."""
 
     def __init__(
         self,
@@ -83,25 +89,33 @@ class Connection:
         self.defer: Callable[[Callable[[], None]], object] | None = None
         if not readonly:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = connect(self.path, readonly=readonly)
-        self._db.on_storage_error = self.storage.failed
+        #: Told once after a write cleared a storage fault (the journal records it).
+        self._recovered: list[Callable[[dict[str, JSON]], None]] = []
+        self._closed = False
+        #: The state directory's lock, held while the journal is open to be written
+        #: (``lock.py``; given by ``JournalSettings.open``).
+        self._lock: StateLock | None = None
+        #: The SQLite connection (a :class:`~.storage.GuardedConnection`): the parts
+        #: read through it and write only inside :meth:`tx`.
+        self.sql = connect(self.path, readonly=readonly)
+        self.sql.on_storage_error = self.storage.failed
         try:
             self._setup(integrity_check)
         except JournalError:
-            self._db.close()
+            self.sql.close()
             raise
         except sqlite3.Error as exc:  # anything else SQLite says about the file: damaged
-            self._db.close()
+            self.sql.close()
             raise JournalCorrupt(
                 f"{self.path}: cannot be opened as a journal ({one_line(str(exc))})"
             ) from None
         except BaseException:
-            self._db.close()
+            self.sql.close()
             raise
 
     # -- lifecycle -------------------------------------------------------------
     def _setup(self, integrity_check: str) -> None:
-        db = self._db
+        db = self.sql
         db.execute("PRAGMA foreign_keys = ON")
         db.execute("PRAGMA busy_timeout = 5000")
         if not self.readonly:
@@ -137,26 +151,26 @@ class Connection:
             script = DB_MIGRATIONS[version]
             version += 1
             try:
-                self._db.executescript(
+                self.sql.executescript(
                     f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {version};\nCOMMIT;"
                 )
             except BaseException:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
+                if self.sql.in_transaction:
+                    self.sql.execute("ROLLBACK")
                 raise
             log.info("journal %s: schema upgraded to version %d", self.path, version)
 
     def close(self) -> None:
         self._closed = True
-        self._db.close()
+        self.sql.close()
         if self._lock is not None:
             self._lock.release()
             self._lock = None
 
-    _closed = False
-    #: The state directory's lock, held while the journal is open to be written
-    #: (``lock.py``; given by ``JournalSettings.open``).
-    _lock: StateLock | None = None
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (deferred work then does nothing)."""
+        return self._closed
 
     def hold(self, lock: StateLock) -> None:
         """Keep ``lock`` (the state directory's) until the journal is closed."""
@@ -169,23 +183,28 @@ class Connection:
         else:
             self.defer(callback)
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     @property
     def schema_version(self) -> int:
         """The file's SQLite schema level (``PRAGMA user_version``)."""
-        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        return int(self.sql.execute("PRAGMA user_version").fetchone()[0])
 
-    # -- transactions ------------------------------------------------------------
-    def _now(self, at: datetime | None = None) -> str:
+    def meta(self, key: str) -> str | None:
+        """The value of ``key`` in ``meta`` (the journal's own facts), or None."""
+        row = self.sql.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    # -- the clock -----------------------------------------------------------------
+    def clock(self) -> datetime:
+        """Now, by the journal's clock (a test's own, or UTC)."""
+        return self._clock()
+
+    def now(self, at: datetime | None = None) -> str:
+        """``at`` (by default now) as the journal stores a time (ISO, UTC)."""
         return iso_utc(at if at is not None else self._clock())
 
+    # -- transactions ------------------------------------------------------------
     @contextlib.contextmanager
-    def _tx(self, op: str, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+    def tx(self, op: str, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` transaction; rolled back on any exception.
 
         ``durable=False`` commits without its own fsync (``synchronous=NORMAL``): for
@@ -200,7 +219,7 @@ class Connection:
         """
         if self.readonly:
             raise JournalError("the journal is open read-only", code="JOURNAL_READONLY")
-        db = self._db
+        db = self.sql
         if self._depth:
             if self._depth == 1 and not self._tx_op:
                 self._tx_op = op
@@ -258,17 +277,20 @@ class Connection:
         for cb in callbacks:
             cb()
         if cleared is not None:
-            self._storage_recovered(cleared.to_json())
+            for recovered in list(self._recovered):
+                recovered(cleared.to_json())
 
     def _storage_probe(self) -> None:
         """A small durable write (the header's user_version, unchanged) while a storage
         fault is latched: its commit clears the fault."""
-        with self._tx("storage_probe") as db:
+        with self.tx("storage_probe") as db:
             version = int(db.execute("PRAGMA user_version").fetchone()[0])
             db.execute(f"PRAGMA user_version = {version}")
 
-    def _storage_recovered(self, fault: dict[str, JSON]) -> None:
-        """Called once after a write cleared a storage fault (the journal records it)."""
+    def on_storage_recovered(self, callback: Callable[[dict[str, JSON]], None]) -> None:
+        """Call ``callback(fault)`` once after each write that cleared a storage fault
+        (the journal records the episode in its chain)."""
+        self._recovered.append(callback)
 
     @contextlib.contextmanager
     def transaction(self, op: str = "") -> Iterator[sqlite3.Connection]:
@@ -276,7 +298,7 @@ class Connection:
         called inside is a savepoint of it, and all commit together (or none, if the
         block raises). ``op`` names its commit time; by default the first operation's
         name. Nested calls join the open transaction."""
-        with self._tx(op) as db:
+        with self.tx(op) as db:
             yield db
 
     @property
@@ -291,6 +313,12 @@ class Connection:
             self._after_commit.append(callback)
         else:
             callback()
+
+    def once_after_commit(self, callback: Callable[[], None]) -> None:
+        """Inside a transaction: run ``callback()`` once after it commits, however often
+        it is asked for (the outbox wakes its publishers once a commit)."""
+        if callback not in self._after_commit:
+            self._after_commit.append(callback)
 
     def on_rollback(self, callback: Callable[[], None]) -> None:
         """Run ``callback()`` if the open transaction rolls back (to put state kept

@@ -1,4 +1,4 @@
-"""The audit chain (the keyed, hash-chained event log) and the latched faults it records.
+"""The audit chain: the keyed, hash-chained event log (the journal's ``chain``).
 
 The event log (``events``) is append-only (triggers refuse UPDATE and DELETE) and
 chained: each row's ``hash`` is
@@ -29,7 +29,7 @@ head, so the rows before it cannot be rewritten either. A journal whose chain is
 refuses chain writes without its key (``AUDIT_KEY_REQUIRED``) and refuses another key
 (``AUDIT_KEY_MISMATCH``).
 
-A latched fault (``faults``) survives restarts until a technician clears it;
+A latched fault (``faults.py``) survives restarts until a technician clears it;
 latching and clearing are both events of the chain.
 """
 
@@ -42,9 +42,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..jsonio import JSON, canonical_json, dumps, loads_or_none
+from ..jsonio import JSON, canonical_json
 from .auditkey import AuditKey, AuditKeyError
-from .errors import FaultNotFound
+from .database import Database
 from .outbox import Outbox, OutboxMessage
 
 #: First ``prev_hash`` of the event chain.
@@ -114,35 +114,6 @@ class ChainReport:
                 f"head {self.head_id}:{self.head_hash}"
             )
         return f"event log broken at row {self.first_bad_id}: {self.reason}"
-
-
-@dataclass(frozen=True, slots=True)
-class Fault:
-    code: str
-    message: str
-    data: JSON
-    set_at: str
-    cleared_at: str | None = None
-    cleared_by: str | None = None
-    clear_reason: str | None = None
-
-    def to_json(self) -> dict[str, JSON]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            "data": self.data,
-            "set_at": self.set_at,
-            "cleared_at": self.cleared_at,
-            "cleared_by": self.cleared_by,
-            "clear_reason": self.clear_reason,
-        }
-
-
-_FAULT_COLS = "code, message, data, set_at, cleared_at, cleared_by, clear_reason"
-
-
-def _fault(row: sqlite3.Row) -> Fault:
-    return Fault(row[0], row[1], loads_or_none(row[2]), row[3], row[4], row[5], row[6])
 
 
 class ChainWalk:
@@ -242,69 +213,75 @@ def walk_chain(
     return walk
 
 
-class AuditLog(Outbox):
-    """Append to and verify the event chain; latch and clear faults."""
+class AuditLog:
+    """The keyed hash chain: append to it, read and verify it (the journal's ``chain``)."""
 
-    #: The table's audit key (None: an unkeyed journal, library use only).
-    _audit_key: AuditKey | None
-    #: Id of the key the chain is keyed with (from ``meta``), None while unkeyed.
-    _chain_key_id: str | None
+    def __init__(self, db: Database, outbox: Outbox, key: AuditKey | None = None) -> None:
+        """Reads which key the chain is keyed with, and keys it now if ``key`` is given
+        and the chain is not keyed yet (the ``chain_keyed`` entry, see the module
+        docstring)."""
+        self._db = db
+        self._outbox = outbox
+        #: The table's audit key (None: an unkeyed journal, library use only).
+        self.key = key
+        #: Id of the key the chain is keyed with (from ``meta``), None while unkeyed.
+        self._key_id: str | None = None
+        self._init_chain()
 
     def _init_chain(self) -> None:
-        """Read which key the chain is keyed with; key it now if a key is given and the
-        chain is not keyed yet (the ``chain_keyed`` entry, see the module docstring)."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'audit_key_id'").fetchone()
-        self._chain_key_id = row[0] if row else None
-        if self._chain_key_id is None:
+        sql = self._db.sql
+        self._key_id = self._db.meta("audit_key_id")
+        if self._key_id is None:
             # ``meta`` is a hint only: the chain itself is the record.
-            found = self._db.execute(
+            found = sql.execute(
                 "SELECT data FROM events WHERE kind = ? ORDER BY id LIMIT 1", (CHAIN_KEYED,)
             ).fetchone()
             if found is not None:
-                self._chain_key_id = str(json.loads(found[0]).get("key_id"))
-        key = self._audit_key
-        if key is None or self.readonly:
+                self._key_id = str(json.loads(found[0]).get("key_id"))
+        key = self.key
+        if key is None or self._db.readonly:
             return
-        if self._chain_key_id is not None:
-            if self._chain_key_id != key.key_id:
+        if self._key_id is not None:
+            if self._key_id != key.key_id:
                 raise AuditKeyError(
-                    f"{self.path}: this journal is chained with audit key {self._chain_key_id}, "
+                    f"{self._db.path}: this journal is chained with audit key {self._key_id}, "
                     f"not with the key given ({key.key_id}, {key.path or 'in memory'})",
                     code="AUDIT_KEY_MISMATCH",
                 )
             return
-        with self._tx("chain_keyed") as db:
+        with self._db.tx("chain_keyed") as db:
             unkeyed = db.execute("SELECT COUNT(*) FROM events").fetchone()[0]
             row = db.execute("SELECT value FROM meta WHERE key = 'uncovered_before'").fetchone()
             uncovered = json.loads(row[0]) if row else None
-            self._chain_key_id = key.key_id  # the marker below is the first keyed row
+            self._key_id = key.key_id  # the marker below is the first keyed row
             try:
-                marker = self._append_event(
+                marker = self.append_in_tx(
                     db,
                     CHAIN_KEYED,
                     {"key_id": key.key_id, "unkeyed_rows": unkeyed, "uncovered_before": uncovered},
-                    self._now(),
+                    self._db.now(),
                 )
                 db.executemany(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                     [("audit_key_id", key.key_id), ("audit_keyed_from", str(marker.id))],
                 )
             except BaseException:
-                self._chain_key_id = None
+                self._key_id = None
                 raise
 
     @property
-    def audit_key_id(self) -> str | None:
+    def key_id(self) -> str | None:
         """Id of the key this journal's chain is keyed with (None: not keyed)."""
-        return self._chain_key_id
+        return self._key_id
 
-    def _append_event(self, db: sqlite3.Connection, kind: str, data: JSON, now: str) -> Event:
+    def append_in_tx(self, db: sqlite3.Connection, kind: str, data: JSON, now: str) -> Event:
+        """Append one entry in the open transaction (the row it records is written there)."""
         if not kind:
             raise ValueError("event kind must not be empty")
-        key = self._audit_key
-        if self._chain_key_id is not None and key is None:
+        key = self.key
+        if self._key_id is not None and key is None:
             raise AuditKeyError(
-                f"{self.path}: the journal's chain is keyed (key {self._chain_key_id}); "
+                f"{self._db.path}: the journal's chain is keyed (key {self._key_id}); "
                 "open it with its audit key to write",
                 code="AUDIT_KEY_REQUIRED",
             )
@@ -330,10 +307,10 @@ class AuditLog(Outbox):
         outbox: Sequence[OutboxMessage] = (),
     ) -> Event:
         """Append one event to the audit chain (power up, config change...)."""
-        now = self._now(at)
-        with self._tx("append_event") as db:
-            ev = self._append_event(db, kind, data, now)
-            self._enqueue(db, outbox, now)
+        now = self._db.now(at)
+        with self._db.tx("append_event") as db:
+            ev = self.append_in_tx(db, kind, data, now)
+            self._outbox.enqueue_in_tx(db, outbox, now)
             return ev
 
     def events(self, limit: int = 50, *, after_id: int = 0, kind: str | None = None) -> list[Event]:
@@ -343,87 +320,31 @@ class AuditLog(Outbox):
         if kind is not None:
             where += " AND kind = ?"
             args.append(kind)
+        sql = self._db.sql
         if after_id:
-            sql = f"{cols} WHERE {where} AND id > ? ORDER BY id LIMIT ?"
-            rows = self._db.execute(sql, [*args, after_id, limit]).fetchall()
+            rows = sql.execute(
+                f"{cols} WHERE {where} AND id > ? ORDER BY id LIMIT ?", [*args, after_id, limit]
+            ).fetchall()
         else:
-            sql = f"{cols} WHERE {where} ORDER BY id DESC LIMIT ?"
-            rows = self._db.execute(sql, [*args, limit]).fetchall()[::-1]
+            rows = sql.execute(
+                f"{cols} WHERE {where} ORDER BY id DESC LIMIT ?", [*args, limit]
+            ).fetchall()[::-1]
         return [Event(r[0], r[1], r[2], json.loads(r[3]), r[4], r[5]) for r in rows]
 
-    def chain_head(self) -> tuple[int, str]:
+    def head(self) -> tuple[int, str]:
         """``(id, hash)`` of the last entry of the chain (``(0, GENESIS_HASH)`` if empty)."""
-        row = self._db.execute("SELECT id, hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
+        row = self._db.sql.execute(
+            "SELECT id, hash FROM events ORDER BY id DESC LIMIT 1"
+        ).fetchone()
         return (int(row[0]), str(row[1])) if row else (0, GENESIS_HASH)
 
-    def chain_hash_at(self, event_id: int) -> str | None:
+    def hash_at(self, event_id: int) -> str | None:
         """The hash of chain entry ``event_id``, or None if the journal has no such entry."""
-        row = self._db.execute("SELECT hash FROM events WHERE id = ?", (event_id,)).fetchone()
+        row = self._db.sql.execute("SELECT hash FROM events WHERE id = ?", (event_id,)).fetchone()
         return None if row is None else str(row[0])
 
-    def verify_chain(self, key: AuditKey | None = None) -> ChainReport:
+    def verify(self, key: AuditKey | None = None) -> ChainReport:
         """Recompute the chain (with ``key``, by default the journal's own); report the
         first row that breaks it and why. Only the chain: ``verify.audit_journal``
         also checks every money row against it."""
-        return walk_chain(self._db, key if key is not None else self._audit_key).report
-
-    # -- latched faults ------------------------------------------------------------------
-    def set_fault(
-        self, code: str, message: str, data: JSON = None, *, at: datetime | None = None
-    ) -> tuple[Fault, bool]:
-        """Latch a fault (it survives restarts until cleared); idempotent: ``(fault, new)``."""
-        now = self._now(at)
-        with self._tx("set_fault") as db:
-            return self._set_fault(db, code, message, data, now)
-
-    def _set_fault(
-        self, db: sqlite3.Connection, code: str, message: str, data: JSON, now: str
-    ) -> tuple[Fault, bool]:
-        row = db.execute(
-            f"SELECT {_FAULT_COLS} FROM faults WHERE code = ? AND cleared_at IS NULL", (code,)
-        ).fetchone()
-        if row is not None:
-            return _fault(row), False
-        db.execute(
-            "INSERT INTO faults (code, message, data, set_at) VALUES (?, ?, ?, ?)",
-            (code, message, dumps(data), now),
-        )
-        self._append_event(
-            db, "fault_latched", {"code": code, "message": message, "data": data}, now
-        )
-        return Fault(code, message, data, now), True
-
-    def clear_fault(self, code: str, *, by: str, reason: str, at: datetime | None = None) -> Fault:
-        """Clear a latched fault; ``by`` and ``reason`` go to the event log."""
-        now = self._now(at)
-        with self._tx("clear_fault") as db:
-            row = db.execute(
-                f"SELECT {_FAULT_COLS} FROM faults WHERE code = ? AND cleared_at IS NULL", (code,)
-            ).fetchone()
-            if row is None:
-                raise FaultNotFound(f"no latched fault {code!r}")
-            db.execute(
-                "UPDATE faults SET cleared_at = ?, cleared_by = ?, clear_reason = ? "
-                "WHERE code = ? AND cleared_at IS NULL",
-                (now, by, reason, code),
-            )
-            self._append_event(db, "fault_cleared", {"code": code, "by": by, "reason": reason}, now)
-            f = _fault(row)
-            return Fault(f.code, f.message, f.data, f.set_at, now, by, reason)
-
-    def last_cleared_fault(self, code: str) -> Fault | None:
-        """The latest cleared latch of ``code`` (what a technician acknowledged), or None."""
-        row = self._db.execute(
-            f"SELECT {_FAULT_COLS} FROM faults WHERE code = ? AND cleared_at IS NOT NULL "
-            "ORDER BY id DESC LIMIT 1",
-            (code,),
-        ).fetchone()
-        return None if row is None else _fault(row)
-
-    def active_faults(self) -> list[Fault]:
-        return [
-            _fault(r)
-            for r in self._db.execute(
-                f"SELECT {_FAULT_COLS} FROM faults WHERE cleared_at IS NULL ORDER BY id"
-            )
-        ]
+        return walk_chain(self._db.sql, key if key is not None else self.key).report
