@@ -136,7 +136,7 @@ async def one_shoe(kind: str, seed: int, workdir: Path) -> dict[str, Any]:
     model.shuffle()  # the next shoe: this one ends
     await shoe.pump()
     alerts = [(a.code, a.subject, a.evidence) for a in j.active_alerts()]
-    checks = [e.data for e in j.events(100) if e.kind == "deck_check"]
+    checks = [e.data for e in j.chain.events(100) if e.kind == "deck_check"]
     seen = Counter(dealt)
     j.close()
     want = "SHOE_CARD_EXCESS" if kind == "extra" else "SHOE_CARDS_MISSING"

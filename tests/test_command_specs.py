@@ -162,7 +162,7 @@ async def test_each_command_is_answered_by_the_class_its_spec_names(
         assert owners.pop("jackpot_paid") is None
         assert owners == {n: s.handler for n, s in CATALOGUE.items() if n != "jackpot_paid"}
         assert d.console_backend is not None and d.console_backend.commands is commands
-        with_jackpot = table_commands(d.engine, d.procedure, jackpot=object())  # type: ignore[arg-type]
+        with_jackpot = table_commands(d.engine, d.procedure, d.journal, jackpot=object())  # type: ignore[arg-type]
         assert with_jackpot.owner("jackpot_paid") == CATALOGUE["jackpot_paid"].handler
     finally:
         await d.stop()
@@ -210,10 +210,10 @@ def _table_with_pause(tmp_path: Path) -> tuple[Table, Pauses]:
     )
     keys = {n: (k.public_key(),) for n, k in t.keys.items()}
     auth = Authenticator(settings, "T1", keys=keys, clock=t.clock)
-    commands = table_commands(t.engine, t.floor.procedure, catalogue=WITH_PAUSE)
+    commands = table_commands(t.engine, t.floor.procedure, t.journal, catalogue=WITH_PAUSE)
     pauses = Pauses()
     pauses.register_commands(commands)
-    t.floor = FloorRequests(t.engine, t.floor.procedure, auth=auth, commands=commands)
+    t.floor = FloorRequests(t.engine, t.floor.procedure, t.journal, auth=auth, commands=commands)
     return t, pauses
 
 
@@ -243,9 +243,9 @@ def test_a_new_command_reaches_the_floor(tmp_path: Path) -> None:
     assert pause(t, "pit", args={"why": "x"})["code"] == "UNKNOWN_FIELD"  # its args
     assert len(pauses.calls) == 1
     # journaled and chained like every command (a retry gets the same answer)
-    events = [e.data for e in t.journal.events(50, kind="floor_command")]
+    events = [e.data for e in t.journal.chain.events(50, kind="floor_command")]
     assert [(e["command"], e["principal"]) for e in events] == [("pause_table", "pit")]
-    assert t.journal.answered("pit", r["request_id"]) is not None
+    assert t.journal.requests.answered("pit", r["request_id"]) is not None
 
 
 async def test_a_new_command_reaches_the_console(tmp_path: Path) -> None:

@@ -64,7 +64,7 @@ async def test_a_backlog_is_answered_without_a_task_per_publication(
     """Each publication used to start a task that awaited its PUBACK through
     ``asyncio.wait_for`` (a second task): two tasks a publication. Now none."""
     ids = [play_round(journal) for _ in range(40)]  # 40 rounds: 120 entries, 3 a round
-    entries = journal.outbox_pending_count()
+    entries = journal.outbox.pending_count()
     loop = asyncio.get_running_loop()
     created: list[str] = []
 
@@ -73,7 +73,7 @@ async def test_a_backlog_is_answered_without_a_task_per_publication(
         return asyncio.Task(coro, loop=loop, **kw)
 
     col = Collector(mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/#", "floor-1")
-    link = FloorLink(settings_for(mosquitto_broker, max_inflight=8), "t1", journal)
+    link = FloorLink(settings_for(mosquitto_broker, max_inflight=8), "t1", journal.outbox)
     async with col:
         loop.set_task_factory(counting)
         try:
@@ -83,7 +83,7 @@ async def test_a_backlog_is_answered_without_a_task_per_publication(
         finally:
             loop.set_task_factory(None)
     assert [m.json()["round_id"] for m in col.on("rounds")] == ids
-    assert journal.outbox_pending_count() == 0
+    assert journal.outbox.pending_count() == 0
     assert link.stats.outbox_published == entries
     # The floor's subscriber (aiomqtt's message iterator) makes one per message it
     # reads; the link's own (its loops, connecting) are a fixed few, not one (or two:
@@ -101,14 +101,14 @@ async def test_a_publication_never_answered_times_out_and_goes_again(
     swallowed = swallow_pubacks(monkeypatch, "rounds")
     rid = play_round(journal)
     col = Collector(mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/#", "floor-1")
-    link = FloorLink(settings_for(mosquitto_broker, publish_timeout_ms=500), "t1", journal)
+    link = FloorLink(settings_for(mosquitto_broker, publish_timeout_ms=500), "t1", journal.outbox)
     async with col:
         link.start()
         try:
             await col.wait_for(lambda: bool(col.on("rounds")), what="the round, sent once")
             sent_at = time.monotonic()
             while not link.stats.disconnects:
-                assert journal.outbox_pending_count() >= 1, "marked without its PUBACK"
+                assert journal.outbox.pending_count() >= 1, "marked without its PUBACK"
                 assert time.monotonic() - sent_at < 5, "the missing PUBACK never timed out"
                 await asyncio.sleep(0.01)
             assert time.monotonic() - sent_at >= 0.4  # the timeout, not something sooner
@@ -118,7 +118,7 @@ async def test_a_publication_never_answered_times_out_and_goes_again(
             await link.stop()
     assert len(swallowed) == 1
     assert {m.json()["round_id"] for m in col.on("rounds")} == {rid}
-    assert journal.outbox_pending_count() == 0  # answered on the second connection
+    assert journal.outbox.pending_count() == 0  # answered on the second connection
 
 
 async def test_every_entry_in_flight_when_a_connection_ends_is_counted_as_caught(
@@ -140,9 +140,11 @@ async def test_every_entry_in_flight_when_a_connection_ends_is_counted_as_caught
 
     monkeypatch.setattr(OutboxPump, "count_drops", spy)
     play_round(journal)
-    (round_entry,) = [e.id for e in journal.outbox_pending(100) if e.topic == "rounds"]
+    (round_entry,) = [e.id for e in journal.outbox.pending(100) if e.topic == "rounds"]
     col = Collector(mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/#", "floor-1")
-    link = FloorLink(settings_for(mosquitto_broker, publish_timeout_ms=30_000), "t1", journal)
+    link = FloorLink(
+        settings_for(mosquitto_broker, publish_timeout_ms=30_000), "t1", journal.outbox
+    )
     made = clients_of(link)
     async with col:
         link.start()
@@ -158,4 +160,4 @@ async def test_every_entry_in_flight_when_a_connection_ends_is_counted_as_caught
             await link.stop()
     assert caught[0] == {round_entry: "rounds"}, caught
     assert not link.pump.drops and not link.faults  # caught with others: not blamed
-    assert journal.outbox_pending_count() == 0  # sent again, answered, marked
+    assert journal.outbox.pending_count() == 0  # sent again, answered, marked

@@ -66,13 +66,13 @@ def test_the_monitor_takes_the_setting(tmp_path: Path) -> None:
 
     j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     mon = IntegrityMonitor(
-        TableExtensions(), alerts=Alerts(j), journal=j, table_id="T1", result_device="wheel",
+        TableExtensions(), alerts=Alerts(j.alerts, j.db), chain=j.chain, table_id="T1", result_device="wheel",
         settings=IntegritySettings(bias_warnings_per_week=7),
     )  # fmt: skip
     assert mon.wheel is not None and mon.wheel.pocket_warning == pocket_warning_design(60, 7)
     for i in range(1500):
         mon.round_settled({"round_id": "r", "outcome": {"number": 17 if i % 15 == 0 else i % 37}})
-    (a,) = [a for a in j.active_alerts() if a.code == "WHEEL_BIAS_WARNING"]
+    (a,) = [a for a in j.alerts.active() if a.code == "WHEEL_BIAS_WARNING"]
     assert a.severity == "warning" and a.subject == "wheel:17" and a.evidence["tier"] == "warning"
 
 

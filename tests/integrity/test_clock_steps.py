@@ -53,13 +53,13 @@ class Table:
         self.clocks = clocks
         self.j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate(),
                          clock=lambda: clocks.now.astimezone(UTC))  # fmt: skip
-        self.alerts = Alerts(self.j)
+        self.alerts = Alerts(self.j.alerts, self.j.db)
         self.ext = TableExtensions()
-        self.roster = DealerRoster(self.j, clock=clocks.wall)
-        self.pace = PaceMonitor(self.ext, roster=self.roster, journal=self.j, table_id="T1",
+        self.roster = DealerRoster(self.j.chain, clock=clocks.wall)
+        self.pace = PaceMonitor(self.ext, roster=self.roster, chain=self.j.chain, table_id="T1",
                                 shift_start_hour=6, shift_hours=8, clock=clocks.wall,
                                 monotonic=clocks.monotonic)  # fmt: skip
-        self.steps = StepWatch(self.ext, alerts=self.alerts, journal=self.j, table_id="T1",
+        self.steps = StepWatch(self.ext, alerts=self.alerts, chain=self.j.chain, table_id="T1",
                                tolerance_ms=tolerance_ms, wall=clocks.wall,
                                monotonic=clocks.monotonic, synchronised=lambda: True)  # fmt: skip
         self.steps.add_listener(self.pace.clock_stepped)
@@ -85,7 +85,7 @@ class Table:
             self.ext.tick()
 
     def reports(self) -> list[dict]:
-        return [e.data for e in self.j.events(1000) if e.kind == "shift_report"]
+        return [e.data for e in self.j.chain.events(1000) if e.kind == "shift_report"]
 
 
 def test_a_step_is_journaled_with_both_times_and_held_until_acknowledged(tmp_path: Path) -> None:
@@ -94,34 +94,34 @@ def test_a_step_is_journaled_with_both_times_and_held_until_acknowledged(tmp_pat
     t.wait(60)
     c.step(0.9)  # within the tolerance (1 s): not a step
     t.wait(60)
-    assert t.j.active_alerts() == [] and t.steps.steps == 0
+    assert t.j.alerts.active() == [] and t.steps.steps == 0
     before = (iso_utc(c.now), round(c.mono * 1000))  # the last tick's reading
     c.advance(0.5)  # half a second passes, then the step
     c.step(-2 * HOUR)
     assert t.steps.check() == -7_200_000  # the step alone, not the time that passed
-    (a,) = t.j.active_alerts()
+    (a,) = t.j.alerts.active()
     assert a.code == "CLOCK_STEP" and a.severity == "warning" and a.state == "raised"
     assert "7200.000 s backwards" in a.message
     assert "reported it synchronised" in a.message
-    (ev,) = [e for e in t.j.events(50) if e.kind == "clock_step"]
+    (ev,) = [e for e in t.j.chain.events(50) if e.kind == "clock_step"]
     assert ev.data == {
         "step_ms": -7_200_000, "wall_before": before[0], "wall_after": iso_utc(c.now),
         "monotonic_before_ms": before[1], "monotonic_after_ms": before[1] + 500,
         "tolerance_ms": 1000, "synchronised": True,
     }  # fmt: skip
-    (msg,) = [m for m in t.j.outbox_pending() if m.topic == "events"]
+    (msg,) = [m for m in t.j.outbox.pending() if m.topic == "events"]
     published = json.loads(msg.payload)
     validate("event", published)
     assert published["event"] == "clock_step" and published["data"]["step_ms"] == -7_200_000
     t.wait(60)  # the next ticks: no step
-    assert t.j.active_alerts()[0].count == 1
+    assert t.j.alerts.active()[0].count == 1
     t.alerts.acknowledge(a.id, by="console:tech1", reason="technician set the clock by hand")
-    assert t.j.active_alerts() == []  # momentary: cleared once acknowledged
+    assert t.j.alerts.active() == []  # momentary: cleared once acknowledged
     c.step(30 * HOUR)
     t.wait(1)
-    (b,) = t.j.active_alerts()
+    (b,) = t.j.alerts.active()
     assert b.code == "CLOCK_STEP" and b.id != a.id and b.evidence["step_ms"] == 108_000_000
-    assert t.j.verify_chain().ok
+    assert t.j.chain.verify().ok
 
 
 def test_two_hours_backwards_mid_shift(tmp_path: Path) -> None:
@@ -134,7 +134,7 @@ def test_two_hours_backwards_mid_shift(tmp_path: Path) -> None:
     now = t.pace.current()  # before any tick noticed the step
     assert now["idle_seconds"] == 2 * HOUR and now["dealers"]["ana"]["seconds_on_duty"] == 4 * HOUR
     t.wait(1)
-    assert [a.code for a in t.j.active_alerts()] == ["CLOCK_STEP"]
+    assert [a.code for a in t.j.alerts.active()] == ["CLOCK_STEP"]
     now = t.pace.current()
     assert now["idle_seconds"] == 2 * HOUR + 1 and now["games"] == 120
     assert now["dealers"]["ana"]["seconds_on_duty"] == 4 * HOUR + 1
@@ -167,7 +167,7 @@ def test_thirty_hours_forwards_mid_shift(tmp_path: Path) -> None:
     t.play(4)  # to 10:00
     c.step(30 * HOUR)  # the wall clock says 16:00 the next day
     t.wait(60)
-    assert [a.code for a in t.j.active_alerts()] == ["CLOCK_STEP"]
+    assert [a.code for a in t.j.alerts.active()] == ["CLOCK_STEP"]
     assert t.reports() == []  # no shift skipped over is reported
     now = t.pace.current()
     assert now["shift_start"] == iso_utc(start) and now["idle_seconds"] == 2 * HOUR + 60
@@ -211,10 +211,10 @@ def test_two_hours_forwards_the_next_shift_is_shorter(tmp_path: Path) -> None:
 def test_a_clock_behind_the_journal_at_start_up(tmp_path: Path) -> None:
     c = Clocks(datetime(2026, 5, 9, 10, 0, tzinfo=UTC))
     t = Table(tmp_path, c)
-    t.j.append_event("power_up", {})
+    t.j.chain.append_event("power_up", {})
     assert t.steps.at_start() is None  # the clock is where the journal left it
     c.step(-3 * HOUR)  # the table restarts with the clock 3 hours behind its journal
     assert t.steps.at_start() == -3 * 3_600_000
-    (a,) = t.j.active_alerts()
+    (a,) = t.j.alerts.active()
     assert a.code == "CLOCK_STEP" and a.evidence["monotonic_before_ms"] is None
     assert "power_up" in a.evidence["before"]

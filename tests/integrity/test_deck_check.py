@@ -36,10 +36,10 @@ class Rig:
     j: Journal
 
     def codes(self) -> list[tuple[str, str]]:
-        return [(a.code, a.subject) for a in self.j.active_alerts()]
+        return [(a.code, a.subject) for a in self.j.alerts.active()]
 
     def checks(self) -> list[dict[str, Any]]:
-        return [e.data for e in self.j.events(500) if e.kind == "deck_check"]
+        return [e.data for e in self.j.chain.events(500) if e.kind == "deck_check"]
 
     def asked(self) -> int:
         return sum(1 for m in self.sim.model.requests if m.name == "CHECK_DECK")
@@ -55,7 +55,7 @@ async def rig(
     j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     ext = TableExtensions()
     mon = IntegrityMonitor(
-        ext, alerts=Alerts(j), journal=j, table_id="T1", result_device="shoe",
+        ext, alerts=Alerts(j.alerts, j.db), chain=j.chain, table_id="T1", result_device="shoe",
         settings=IntegritySettings(**settings), shoe_name="shoe", decks=decks,
         deck_check=drv.request_deck_check,
     )  # fmt: skip
@@ -95,10 +95,10 @@ async def test_a_missing_and_an_extra_card_found_at_the_new_shoe(tmp_path: Path)
         # (shoe 1 dealt nothing: it has no end to check)
         assert sorted(r.codes()) == [("SHOE_CARDS_MISSING", "shoe:2:check"),
                                      ("SHOE_CARD_EXCESS", "shoe:2:check")]  # fmt: skip
-        missing = next(a for a in r.j.active_alerts() if a.code == "SHOE_CARDS_MISSING")
+        missing = next(a for a in r.j.alerts.active() if a.code == "SHOE_CARDS_MISSING")
         assert missing.evidence["missing"] == ["7H"] and missing.evidence["purpose"] == "new_shoe"
         assert "7H" in missing.message
-        for m in r.j.outbox_pending():  # the answers are published on `events`, signed
+        for m in r.j.outbox.pending():  # the answers are published on `events`, signed
             if m.topic == "events":
                 validate("event", m.payload)
 
@@ -145,7 +145,7 @@ async def test_a_shoe_without_a_deck_check_is_left_to_the_composition(tmp_path: 
     async with rig(tmp_path, deck_check=False, shoe_unseen_max=24) as r:
         await r.sim.shuffle()
         await wait_for(lambda: r.mon.deck is not None and r.mon.deck.offered is False)
-        (ev,) = [e for e in r.j.events(50) if e.kind == "deck_check_unavailable"]
+        (ev,) = [e for e in r.j.chain.events(50) if e.kind == "deck_check_unavailable"]
         assert "cannot count" in ev.data["refused"]
         for _ in range(8 * 52 - 30):  # 30 cards behind the cut: more than 24 never seen
             await r.sim.deal()
@@ -180,7 +180,7 @@ async def test_a_busy_shoe_is_asked_again_and_a_check_never_answered_is_an_alert
         await r.sim.inject("door_open")
         r.mon.deck.ask("new_shoe", 5)
         await wait_for(lambda: ("SHOE_DECK_UNCHECKED", "shoe:5:check") in r.codes())
-        a = next(a for a in r.j.active_alerts() if a.code == "SHOE_DECK_UNCHECKED")
+        a = next(a for a in r.j.alerts.active() if a.code == "SHOE_DECK_UNCHECKED")
         assert a.evidence["tries"] >= 2 and "door" in a.evidence["error"]
         assert r.mon.deck.pending == []
 

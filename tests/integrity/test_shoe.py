@@ -84,7 +84,7 @@ def test_the_shoe_events_through_the_extension(tmp_path: Path) -> None:
     assert check.data["purpose"] == "device" and check.data["missing"] == ["AS"]
     from firmware_host.schemas import validate
 
-    published = [m for m in j.outbox_pending() if m.topic == "events"]
+    published = [m for m in j.outbox.pending() if m.topic == "events"]
     for m in published:
         validate("event", m.payload)
     assert [b'"deck_check"' in m.payload for m in published] == [True, False]
