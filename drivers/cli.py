@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from firmware_host.cliargs import (
+from tablecommon.cliargs import (
     BadValue,
     CliError,
     existing_file,
@@ -143,9 +143,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "file", nargs="?", type=existing_file, help="capture file (default: standard input)"
     )
-    p.add_argument(
-        "--tx", action="store_true", help="also print the host's TX lines (cammegh-ss2)"
-    )
+    p.add_argument("--tx", action="store_true", help="also print the host's TX lines (cammegh-ss2)")
     p.add_argument(
         "--garbled",
         action="store_true",

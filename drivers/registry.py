@@ -18,7 +18,7 @@ may also define ``used_pins(settings) -> Iterable[tuple[str, int]]`` (label, BCM
 pin) so that two devices claiming one GPIO pin are reported.
 
 Importing this module registers the ``devices`` section with
-:func:`firmware_host.config.register_section`.
+:func:`tablecommon.settings.register_section`.
 
 Stable API: :data:`DRIVERS` (name -> ``"module:Class"``, imported lazily),
 :func:`driver_class`, :func:`validate_devices`, :func:`create_driver`,
@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from firmware_host.config import ConfigInvalid, FieldSpec, register_section, validate_fields
+from tablecommon.settings import ConfigInvalid, FieldSpec, register_section, validate_fields
 
 __all__ = [
     "COMMON_SETTINGS",
@@ -207,7 +207,7 @@ def create_driver(
 
     ``pin_factory`` is passed to every driver (GPIO drivers use it, serial drivers
     ignore it); ``kwargs`` go to the driver's constructor (tests pass ``opener=``
-    or ``clock=``). Raises :class:`~firmware_host.config.ConfigInvalid`.
+    or ``clock=``). Raises :class:`~tablecommon.settings.ConfigInvalid`.
     """
     if isinstance(section, DeviceConfig):
         cfg = section

@@ -17,18 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from drivers.registry import DEVICE_KINDS, DeviceConfig
 
 from .auth import AuthSettings
-from .config import (
-    FieldSpec,
-    TableConfig,
-    register_section,
-    result_device_problems,
-    validate_fields,
-)
+from .config import TableConfig, result_device_problems
 from .console import ConsoleSettings
 from .devices import gpio_problems
 from .face.board import StatisticsSettings, board_problems
@@ -42,23 +35,6 @@ from .risks import assess
 from .table.engine import BetCaps
 from .table.floor import bet_caps
 from .table.jackpot import JackpotSettings
-
-DAEMON_SPECS: dict[str, FieldSpec] = {
-    "watchdog_check": FieldSpec("bool", True, doc="withhold watchdog pings while the loop lags"),
-    "simulated": FieldSpec(
-        "bool",
-        False,
-        doc="the table's devices are simulators (the demo, a test bench): GPIO drivers get "
-        "gpiozero's mock pins; never on a casino table, where a missing GPIO is an error",
-    ),
-}
-
-
-def _validate_daemon(data: Any, path: str, errors: list[str]) -> dict[str, Any]:
-    return validate_fields(DAEMON_SPECS, data, path, errors)
-
-
-register_section("daemon", _validate_daemon)
 
 
 @dataclass(frozen=True)

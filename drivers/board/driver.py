@@ -18,7 +18,7 @@ import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from firmware_host.config import FieldSpec
+from tablecommon.settings import FieldSpec
 
 from ..base import DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase

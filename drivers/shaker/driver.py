@@ -1,7 +1,7 @@
 """Electronic dice shaker driver: reference protocol on a serial port, plus the
 dome-lock sensor and the croupier's bell on GPIO (gpiozero, any pin factory).
 
-Registry name: ``shaker-ref``. Events: :mod:`drivers.shaker.events`.
+Registry name: ``shaker-ref``. Events: :mod:`tablecommon.events.shaker`.
 """
 
 from __future__ import annotations
@@ -9,13 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from firmware_host.config import FieldSpec
-
-from ..gpio import DebouncedInput, require_pin_factory
-from ..reflink.driver import SERIAL_SETTINGS, RefDriver
-from ..reflink.messages import Message
-from .codec import PROFILE, ShakerTracker
-from .events import (
+from tablecommon.events.shaker import (
     Bell,
     DiceRead,
     DomeClosed,
@@ -24,6 +18,12 @@ from .events import (
     ShakerEvent,
     ShakerFault,
 )
+from tablecommon.settings import FieldSpec
+
+from ..gpio import DebouncedInput, require_pin_factory
+from ..reflink.driver import SERIAL_SETTINGS, RefDriver
+from ..reflink.messages import Message
+from .codec import PROFILE, ShakerTracker
 
 _PIN = (0, 27)
 

@@ -1,7 +1,7 @@
 """Card shoe / shuffler-dealer driver over the reference protocol (serial or USB bulk).
 
 Registry names: ``shoe-ref`` (serial port by URL) and ``shoe-ref-usb`` (USB bulk
-endpoints, found by vendor/product id). Events: :mod:`drivers.shoe.events`.
+endpoints, found by vendor/product id). Events: :mod:`tablecommon.events.shoe`.
 """
 
 from __future__ import annotations
@@ -9,13 +9,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
-from firmware_host.config import FieldSpec
-
-from ..reflink.driver import SERIAL_SETTINGS, USB_SETTINGS, RefDriver
-from ..reflink.messages import Message
-from ..transport import Opener
-from .codec import FAULT_IDS, PROFILE, ShoeTracker
-from .events import (
+from tablecommon.events.shoe import (
     CardDealt,
     DeckChecked,
     ShoeEvent,
@@ -23,6 +17,12 @@ from .events import (
     ShoeFaultCleared,
     ShuffleFinished,
 )
+from tablecommon.settings import FieldSpec
+
+from ..reflink.driver import SERIAL_SETTINGS, USB_SETTINGS, RefDriver
+from ..reflink.messages import Message
+from ..transport import Opener
+from .codec import FAULT_IDS, PROFILE, ShoeTracker
 
 _SHOE_SETTINGS: dict[str, FieldSpec] = {
     "decks": FieldSpec(

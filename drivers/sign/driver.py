@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from firmware_host.config import FieldSpec
+from tablecommon.settings import FieldSpec
 
 from ..reflink.display import DisplayDriver
 from ..reflink.driver import SERIAL_SETTINGS

@@ -26,7 +26,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..config import FieldSpec, register_section, validate_fields
+from tablecommon.settings import FieldSpec, register_section, validate_fields
+
 from ..journal import RoundRecord
 from ..jsonio import JSON
 from ..table.extension import RoundHistory, TableExtension, TableExtensions

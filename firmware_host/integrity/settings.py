@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..config import FieldSpec, register_section, validate_fields
+from tablecommon.settings import FieldSpec, register_section, validate_fields
 
 INTEGRITY_SPECS: dict[str, FieldSpec] = {
     "wheel_serial": FieldSpec(

@@ -35,12 +35,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "one when it ends, with how long it lasted), one line per round settled or voided, "
         "and every --progress seconds one line of progress (phase, rounds settled and "
         "voided, rounds waiting to be published, broker connected or not, latched faults). "
-        "A table whose file says table.result_source = \"manual\" takes results by command "
+        'A table whose file says table.result_source = "manual" takes results by command '
         "(console 'open', 'close', 'result').",
     )
-    p.add_argument(
-        "--config", required=True, type=existing_file, help="table configuration file"
-    )
+    p.add_argument("--config", required=True, type=existing_file, help="table configuration file")
     p.add_argument(
         "--state-dir",
         type=work_dir,

@@ -60,11 +60,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tablecommon.settings import FieldSpec, register_section, validate_fields
+
 from .. import boundedjson
 from ..auth import AUTH_FIELDS, BET_PERMISSIONS, Authenticator, AuthError, Principal
 from ..auth.policy import PRINCIPAL_NAME
 from ..commands import CommandSpec
-from ..config import FieldSpec, register_section, validate_fields
 from ..games.errors import CodedError
 from ..games.money import MAX_STAKE, parse_json_int
 from ..journal import STORAGE_CODES, StorageError

@@ -14,10 +14,10 @@ from drivers.reflink.frame import Frame, FrameDecoder, FrameKind
 from drivers.reflink.tool import DECODERS
 from drivers.shaker.model import ShakerModel
 from drivers.shoe.driver import ShoeDriver
-from drivers.shoe.events import CardDealt
 from drivers.shoe.model import ShoeModel
 from drivers.shoe.sim import ShoeSimulator
 from drivers.testing import Faults
+from tablecommon.events.shoe import CardDealt
 
 
 async def test_a_device_side_frame_log_decodes_to_the_cards_dealt() -> None:

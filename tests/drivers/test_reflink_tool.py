@@ -11,9 +11,9 @@ from drivers.board.driver import BoardDriver
 from drivers.reflink.bench import FAST, collect, wait_for, wait_online
 from drivers.reflink.tool import DECODERS, SIMULATORS
 from drivers.shoe.driver import ShoeDriver
-from drivers.shoe.events import CardDealt
 from drivers.simulators import run_simulator
 from drivers.testing import parse_faults
+from tablecommon.events.shoe import CardDealt
 
 
 async def _serve(

@@ -273,7 +273,9 @@ def test_statistics_follow_the_rounds_and_restart(tmp_path: Path) -> None:
     j.close()
     ext2, out2 = TableExtensions(), []
     TableStatistics(ext2, game_id="roulette", publish=lambda b: out2.append(dict(b)))
-    RoundEngine(cfg, Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate()), extensions=ext2).resume()
+    RoundEngine(
+        cfg, Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate()), extensions=ext2
+    ).resume()
     assert out2[-1] == body
     assert TableStatistics.applies("sicbo") and not TableStatistics.applies("baccarat")
 

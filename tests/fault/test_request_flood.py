@@ -197,7 +197,8 @@ async def run_flood(
     # so each flood request is refused where it stops: unreadable, or UNSIGNED.
     auth, principals = signed_setup(short_dir / "keys")
     cfg_path.write_text(
-        CONFIG.format(table=TABLE, host=broker.host, port=broker.port, protocol=broker.protocol) + auth
+        CONFIG.format(table=TABLE, host=broker.host, port=broker.port, protocol=broker.protocol)
+        + auth
     )
     notify = NotifySocket(short_dir / "notify.sock")
     floor = FloorClient(
@@ -422,7 +423,9 @@ async def test_a_settled_round_is_published_before_queued_responses(
     broker = fault_broker
     journal = Journal(tmp_path / "journal.sqlite3")
     col = await Collector(broker.host, broker.port, "casino/tables/t1/#", "fault-order").start()
-    link = FloorLink(MqttSettings(host=broker.host, port=broker.port, protocol=broker.protocol), "t1", journal)
+    link = FloorLink(
+        MqttSettings(host=broker.host, port=broker.port, protocol=broker.protocol), "t1", journal
+    )
     try:
         for i in range(500):  # answers waiting while the link is down
             link.respond("bets/request", {"request_id": f"q{i}", "status": "rejected"})

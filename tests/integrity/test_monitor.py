@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from drivers.cammegh.events import GameStateChanged, GameVoided, WheelWarning, WinningNumber
 from firmware_host.auth import TableIdentity
 from firmware_host.integrity.alerts import Alerts
 from firmware_host.integrity.monitor import IntegrityMonitor
@@ -18,6 +17,7 @@ from firmware_host.integrity.settings import IntegritySettings
 from firmware_host.journal import Journal
 from firmware_host.schemas import validate
 from firmware_host.table.extension import TableExtensions
+from tablecommon.events.wheel import GameStateChanged, GameVoided, WheelWarning, WinningNumber
 
 
 def make(tmp_path: Path, game: str = "wheel", **settings: Any) -> tuple[IntegrityMonitor, Journal]:
@@ -101,7 +101,10 @@ def test_dice_bias_from_settled_rounds(tmp_path: Path) -> None:
     for i in range(1500):
         mon.round_settled({"round_id": "r", "outcome": {"dice": [6, 1 + i % 6, 1 + (i // 6) % 6]}})
     found = {(a.code, a.subject) for a in j.active_alerts()}
-    assert ("DICE_BIAS_FACE", "shaker:die1:6") in found and ("DICE_BIAS_TOTAL", "shaker:totals") in found
+    assert ("DICE_BIAS_FACE", "shaker:die1:6") in found and (
+        "DICE_BIAS_TOTAL",
+        "shaker:totals",
+    ) in found
 
 
 def test_large_payouts_raise_an_event_and_an_alert_at_settlement(tmp_path: Path) -> None:
@@ -241,6 +244,8 @@ def test_a_ball_revolutions_band_needs_a_wheel_that_counts_them() -> None:
     assert problems(_roulette({"wheel": ss2})) == []  # no band, no problem
     manual = {"table": {"id": "T1", "game": "sicbo"}, "integrity": band, "version": 1}
     assert all("has no wheel" in p for p in problems(manual)) and problems(manual)
-    with pytest.raises(ConfigInvalid, match=r"integrity.ball_revs_min: 20 is above ball_revs_max 5"):
+    with pytest.raises(
+        ConfigInvalid, match=r"integrity.ball_revs_min: 20 is above ball_revs_max 5"
+    ):
         validate_document(_roulette({"wheel": {**gpio, "ball_track_pin": 19}},
                                     ball_revs_min=20, ball_revs_max=5))  # fmt: skip

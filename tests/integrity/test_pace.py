@@ -60,7 +60,11 @@ def test_shift_bounds_in_local_time() -> None:
 def test_rates_per_table_and_dealer_and_the_shift_report(tmp_path: Path) -> None:
     t0 = datetime(2026, 5, 9, 6, 0).astimezone()  # a shift starts
     clock = Clock(t0)
-    j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate(), clock=lambda: clock.now.astimezone(UTC))
+    j = Journal(
+        tmp_path / "j.sqlite3",
+        identity=TableIdentity.generate(),
+        clock=lambda: clock.now.astimezone(UTC),
+    )
     roster = DealerRoster(j, clock=clock)
     pace = PaceMonitor(TableExtensions(), roster=roster, journal=j, table_id="T1",
                        shift_start_hour=6, shift_hours=8, clock=clock,
@@ -82,7 +86,10 @@ def test_rates_per_table_and_dealer_and_the_shift_report(tmp_path: Path) -> None
     assert now["dealers"]["ana"]["games"] == 100 and now["dealers"]["bo"]["games"] == 30
     # ana: 100 games in 102 x 70.588 s = 7200 s: 50 an hour; bo: 30 in 3600 s: 30 an hour
     assert now["dealers"]["ana"]["games_per_hour"] == 50
-    assert now["dealers"]["bo"]["seconds_on_duty"] == 3600 and now["dealers"]["bo"]["games_per_hour"] == 30
+    assert (
+        now["dealers"]["bo"]["seconds_on_duty"] == 3600
+        and now["dealers"]["bo"]["games_per_hour"] == 30
+    )
     assert now["idle_seconds"] == pytest.approx(102 * 10.588 + 3600, abs=2)
     # the shift ends at 14:00: its report is published (events) and journaled
     clock.now = t0 + timedelta(hours=8, seconds=1)
@@ -135,4 +142,7 @@ def test_the_dealer_signs_in_with_a_signed_command(tmp_path: Path) -> None:
     r = cmd("dealer", "dealer_sign_out")
     assert r["status"] == "ok" and roster.current() is None
     ins = [e.data for e in t.journal.events(50) if e.kind == "dealer_signed_in"]
-    assert [(d["dealer"], d["by"]) for d in ins] == [("dealer", "mqtt:dealer"), ("dealer-2", "mqtt:pit")]
+    assert [(d["dealer"], d["by"]) for d in ins] == [
+        ("dealer", "mqtt:dealer"),
+        ("dealer-2", "mqtt:pit"),
+    ]

@@ -23,16 +23,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from tablecommon.wheel import WHEEL_ORDER
+
 from ..base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
 from ..errors import InvalidSelection, OutcomeError
 from ..money import Verdict
 from ..options import option
-
-#: Pocket order of the single-zero wheel, clockwise from zero.
-WHEEL_ORDER: tuple[int, ...] = (
-    0, 32, 15, 19, 4, 21, 2, 25, 17, 34, 6, 27, 13, 36, 11, 30, 8, 23, 10,
-    5, 24, 16, 33, 1, 20, 14, 31, 9, 22, 18, 29, 7, 28, 12, 35, 3, 26,
-)  # fmt: skip
 
 RED: frozenset[int] = frozenset({1, 3, 5, 7, 9, 12, 14, 16, 18, 19, 21, 23, 25, 27, 30, 32, 34, 36})
 BLACK: frozenset[int] = frozenset(range(1, 37)) - RED

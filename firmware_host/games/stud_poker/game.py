@@ -12,7 +12,6 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from .. import jackpot as jp
 from ..base import (
     JSON,
     Bet,
@@ -28,6 +27,18 @@ from ..base import (
 )
 from ..cards import cards_str, deck, parse_cards
 from ..errors import BetError, BetNotOffered, OutcomeError, RulesError
+from ..jackpot import (
+    JACKPOT_HANDS,
+    JackpotBet,
+    JackpotParams,
+    JackpotRound,
+    JackpotState,
+    fixed_return,
+    initial_state,
+    prize_for,
+    round_bets,
+    settle_round,
+)
 from ..money import Amounts, MoneyRules, Verdict, settle_amounts
 from .deal import ACTIONS, SeatHand, StudDeal, StudOutcome
 from .hands import category, category_name, hand_counts, hand_value, qualifies
@@ -69,8 +80,7 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
         if rules.jackpot_offered:
             amounts.append((path + "jackpot_stake", rules.jackpot_stake))
             amounts += [
-                (f"{path}jackpot_{h}_fixed", rules.jackpot_params().fixed(h))
-                for h in jp.JACKPOT_HANDS
+                (f"{path}jackpot_{h}_fixed", rules.jackpot_params().fixed(h)) for h in JACKPOT_HANDS
             ]
         return unit_problems(amounts, money, "the table could not take or pay it exactly")
 
@@ -107,7 +117,7 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
             }
         ]
 
-    def jackpot_params(self, rules: StudPokerRules) -> jp.JackpotParams | None:
+    def jackpot_params(self, rules: StudPokerRules) -> JackpotParams | None:
         """The progressive jackpot, if the table offers it (art. 10)."""
         return rules.jackpot_params() if rules.jackpot_offered else None
 
@@ -164,7 +174,7 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
             )
         state = None
         if raw.get("jackpot") is not None:
-            state = jp.JackpotState.from_json(raw["jackpot"], rules.jackpot_params())
+            state = JackpotState.from_json(raw["jackpot"], rules.jackpot_params())
         return StudOutcome(dealer, tuple(hands), state)
 
     def outcome_json(self, outcome: StudOutcome) -> JSON:
@@ -232,7 +242,7 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
     def settle(
         self, rules: StudPokerRules, outcome: StudOutcome, bets: Sequence[Bet], money: MoneyRules
     ) -> Settlement:
-        state = outcome.jackpot or jp.initial_state(rules.jackpot_params())
+        state = outcome.jackpot or initial_state(rules.jackpot_params())
         return self.settle_with_jackpot(rules, outcome, bets, money, state)[0]
 
     def settle_with_jackpot(
@@ -241,8 +251,8 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
         outcome: StudOutcome,
         bets: Sequence[Bet],
         money: MoneyRules,
-        state: jp.JackpotState,
-    ) -> tuple[Settlement, jp.JackpotState]:
+        state: JackpotState,
+    ) -> tuple[Settlement, JackpotState]:
         """Settle a game and run the jackpot from ``state``; returns the settlement
         (jackpot itemised in ``extras["jackpot"]``) and the state to persist."""
         _check_bets(rules, outcome, bets)
@@ -255,14 +265,14 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
         extras: dict[str, JSON] = {}
         dealt = [h.seat for h in outcome.hands]
         if jackpot_bets or state.carried:
-            new = [jp.JackpotBet(b.seat, b.stake, b.bet_id) for b in jackpot_bets]
-            playing, _still = jp.round_bets(state, new, dealt)
+            new = [JackpotBet(b.seat, b.stake, b.bet_id) for b in jackpot_bets]
+            playing, _still = round_bets(state, new, dealt)
             eligible = {
                 h.seat: category_name(hand_value(h.cards))
                 for h in outcome.hands
                 if h.action == "raise" or rules.jackpot_on_fold
             }
-            jr = jp.settle_round(state, playing, eligible)
+            jr = settle_round(state, playing, eligible)
             own = {b.bet_id: b for b in jackpot_bets}
             for jb in playing:
                 placed = own.get(jb.bet_id) if jb in new else None
@@ -336,11 +346,11 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
         probs = {h: Fraction(n, total) for h, n in counts.items()}
         pool = params.seed
         outcomes: list[tuple[Fraction, Fraction]] = []
-        for h in jp.JACKPOT_HANDS:
-            prize = jp.prize_for(params, h, pool)
+        for h in JACKPOT_HANDS:
+            prize = prize_for(params, h, pool)
             outcomes.append((Fraction(prize - params.stake, params.stake), probs[h]))
         outcomes.append((Fraction(-1), 1 - sum(probs.values(), Fraction(0))))
-        ret = jp.fixed_return(params, probs, pool)
+        ret = fixed_return(params, probs, pool)
         edge = 1 - ret / params.stake
         slope = probs["royal_flush"] + probs["straight_flush"] / 10
         per_million = slope * 1_000_000 / params.stake
@@ -402,7 +412,7 @@ def _check_bets(rules: StudPokerRules, outcome: StudOutcome, bets: Sequence[Bet]
         raise BetNotOffered("this table does not run the progressive jackpot")
 
 
-def _jackpot_result(bet: Bet, jr: jp.JackpotRound) -> BetResult:
+def _jackpot_result(bet: Bet, jr: JackpotRound) -> BetResult:
     """A jackpot bet is collected; a prize is what the player receives for it
     (``payout = prize - stake`` on top of the stake handed back, net the same)."""
     prize = sum(p.prize for p in jr.payments if p.seat == bet.seat)

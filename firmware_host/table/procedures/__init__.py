@@ -47,7 +47,7 @@ def make_procedure(ctx: ProcedureContext) -> Procedure:
         # to entering results by command without the table saying so.
         raise RulesError(
             f"this {ctx.engine.game.game_id} table reads its results from a {kind} and has "
-            "none; say table.result_source = \"manual\" if people enter the results",
+            'none; say table.result_source = "manual" if people enter the results',
             code="RESULT_DEVICE_MISSING",
         )
     if kind is None or device is None or kind not in PROCEDURES:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from drivers.base import DeviceEvent
+from tablecommon.events.base import DeviceEvent
 
 from ...games.errors import RulesError
 from ...jsonio import JSON
