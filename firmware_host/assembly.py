@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from drivers.registry import DEVICE_KINDS, DeviceConfig
+from drivers.registry import DeviceConfig
 
 from .auth import AuthSettings
 from .config import TableConfig, result_device_problems
@@ -117,7 +117,7 @@ def read_plan(
         *auth_problems,
         *board_problems(
             cfg.game_id,
-            [(d.name, DEVICE_KINDS.get(d.driver, ""), d.settings) for d in devices if d.enabled],
+            [(d.name, d.kind, d.settings) for d in devices if d.enabled],
         ),
         *ball_revs_problems(integrity, devices),
         *cfg.unread_options(),

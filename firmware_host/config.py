@@ -371,16 +371,14 @@ def _check_result_source(
 
 
 def _result_readers(kind: str, devices: Any) -> tuple[list[str], list[str]]:
-    """The enabled and the disabled devices of ``kind`` among ``[devices]``."""
+    """The enabled and the disabled devices of ``kind`` among ``[devices]`` (each
+    validated section says the kind of device its driver serves)."""
     if isinstance(devices, Section):
         devices = devices.untracked()
-    kinds: Mapping[str, str] = {}
-    with contextlib.suppress(ModuleNotFoundError):
-        kinds = importlib.import_module("drivers.registry").DEVICE_KINDS
     readers: list[str] = []
     disabled: list[str] = []
     for name, dev in (devices or {}).items() if isinstance(devices, Mapping) else ():
-        if kinds.get(getattr(dev, "driver", "")) != kind:
+        if getattr(dev, "kind", None) != kind:
             continue
         (readers if getattr(dev, "enabled", True) else disabled).append(str(name))
     return readers, disabled
@@ -411,20 +409,15 @@ def result_device_problems(cfg: TableConfig) -> list[str]:
 
 def _check_device_kinds(game: Game[Any, Any], devices: Any, errors: list[str]) -> None:
     """Refuse an enabled device of a kind the table's game cannot use (a wheel on a
-    sic bo table): ``Game.device_kinds`` against ``drivers.registry.DEVICE_KINDS``."""
+    sic bo table): ``Game.device_kinds`` against the kind its driver declares."""
     if isinstance(devices, Section):
         devices = devices.untracked()
     if not isinstance(devices, Mapping) or not devices:
         return
-    try:
-        registry = importlib.import_module("drivers.registry")
-    except ModuleNotFoundError:  # a build without drivers has no devices to check
-        return
-    kinds: Mapping[str, str] = registry.DEVICE_KINDS
     usable = ", ".join(sorted(game.device_kinds))
     for name, dev in devices.items():
-        kind = kinds.get(getattr(dev, "driver", ""))
-        if kind is None or not getattr(dev, "enabled", True):
+        kind = getattr(dev, "kind", None)
+        if not kind or not getattr(dev, "enabled", True):
             continue
         if kind not in game.device_kinds:
             errors.append(

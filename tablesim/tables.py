@@ -93,9 +93,10 @@ def _result_device(game: str) -> str | None:
 
 
 def _kind_of(driver: object) -> str | None:
-    from drivers.registry import DEVICE_KINDS
+    from drivers.registry import declarations
 
-    return DEVICE_KINDS.get(str(driver))
+    found = declarations().get(str(driver))
+    return None if found is None else found.kind
 
 
 def to_toml(doc: Mapping[str, Any]) -> str:

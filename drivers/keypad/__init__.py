@@ -8,3 +8,19 @@
 
 Notes: ``docs/protocols/dealer-inputs.md``.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..declaration import DriverDeclaration
+
+
+def _driver() -> type[Any]:
+    from .driver import KeypadDriver
+
+    return KeypadDriver
+
+
+#: Wired to the Raspberry Pi's pins: no simulator on a serial line, no capture to decode.
+DECLARATIONS = (DriverDeclaration("keypad-gpio", "keypad", _driver),)

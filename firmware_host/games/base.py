@@ -355,7 +355,8 @@ class Game(abc.ABC, Generic[R, Out]):
     #: The kind of device whose events carry this game's result (``"wheel"``,
     #: ``"shaker"``, ``"keypad"``, ``"shoe"``), or None when the result is entered or
     #: declared by people (mah-jong, P'ai Kao). Kinds are those of
-    #: ``drivers.registry.DEVICE_KINDS``; the rules core names them, never imports them.
+    #: those the drivers declare (``drivers.registry.kind_of``); the rules core names them,
+    #: never imports them.
     result_device: ClassVar[str | None] = None
     #: Every device kind a table of this game can use (the result device, the result
     #: board, the jackpot sign). A configured device of another kind is refused.
