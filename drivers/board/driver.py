@@ -1,10 +1,11 @@
 """Lit result board drivers: the RS-485 reference protocol (``board-ref``) and a
 board of LEDs on GPIO pins (``board-gpio``, gpiozero ``LEDBoard``).
 
-Both take the same commands: ``show_areas``, ``show_sicbo``,
-``show_fish_prawn_crab``, ``show_number`` (roulette or fantan, with history),
+Both take the same commands: ``use_areas`` (the game's areas, told by the table: the
+default lamp order), ``show_areas``, ``show_number`` (roulette or fantan, with history),
 ``show_road`` (baccarat), ``show_message`` (the phase message), ``lamp_test``,
-``clear``. A display command never fails
+``clear``. Which areas a result lights is the game's to say (the table's result board,
+``firmware_host/face``), never the driver's. A display command never fails
 because the board is offline: the driver keeps the display state, reports the
 board offline, and sends the whole state again when it answers again (returns
 False meanwhile).
@@ -25,19 +26,7 @@ from ..common import DriverBase
 from ..reflink.display import DisplayDriver
 from ..reflink.driver import SERIAL_SETTINGS, resolve_settings
 from .codec import GAME_IDS, MAX_HISTORY, MESSAGE_KINDS, PROFILE, BoardResynced, check_number
-from .layouts import (
-    LAYOUTS,
-    LayoutError,
-    RoadEntry,
-    bitmap,
-    fpc_areas,
-    lamp_map,
-    lamps_for,
-    sicbo_areas,
-)
-
-#: The lamp areas a dice result lights, by the layouts that show dice.
-_DICE_LAYOUTS = {"sicbo": sicbo_areas, "fish-prawn-crab": fpc_areas}
+from .layouts import LayoutError, RoadEntry, bitmap, lamp_map, lamps_for
 
 
 class Unsupported(DriverError):
@@ -45,7 +34,7 @@ class Unsupported(DriverError):
 
 
 def _layout_check(v: str) -> str | None:
-    return None if v in LAYOUTS else f"unknown layout; known: {', '.join(LAYOUTS)}"
+    return None if v.strip() else "a board's layout is the layout of its table's game"
 
 
 _DISPLAY_SETTINGS: dict[str, FieldSpec] = {
@@ -63,11 +52,8 @@ _DISPLAY_SETTINGS: dict[str, FieldSpec] = {
 
 
 def _check_lamps(settings: Mapping[str, Any]) -> list[str]:
+    """The lamp numbers of a lamp map (its areas are the game's: the table checks them)."""
     lamps = settings.get("lamps") or {}
-    try:
-        lamp_map(settings["layout"], lamps)
-    except LayoutError as exc:
-        return [f"lamps: {exc}"]
     bad = [
         k
         for k, v in lamps.items()
@@ -83,7 +69,9 @@ class BoardDisplay:
 
     def _init_display(self) -> None:
         self.layout: str = self.settings["layout"]
-        self.lamps: dict[str, int] = lamp_map(self.layout, self.settings["lamps"] or None)
+        #: The game's areas, in their default lamp order (:meth:`use_areas`).
+        self.areas: tuple[str, ...] = ()
+        self.lamps: dict[str, int] = lamp_map((), self.settings["lamps"] or None)
         self.history: collections.deque[int] = collections.deque(
             maxlen=self.settings["history"] or None
         )
@@ -91,24 +79,15 @@ class BoardDisplay:
         self.lit_areas: tuple[str, ...] = ()
         self.message: tuple[str, str] = ("idle", "")
 
+    def use_areas(self, areas: Sequence[str]) -> None:
+        """The areas of the table's game, in their default lamp order (area ``i`` is lamp
+        ``i``), unless the configuration maps them (``lamps``)."""
+        self.areas = tuple(areas)
+        self.lamps = lamp_map(self.areas, self.settings["lamps"] or None)
+
     async def show_areas(self, areas: Iterable[str], *, blink: bool = False) -> bool:
         """Light exactly these areas; False if the board did not take it (each driver)."""
         raise NotImplementedError
-
-    async def show_sicbo(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(sicbo_areas(dice))
-
-    async def show_fish_prawn_crab(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(fpc_areas(dice))
-
-    async def show_dice(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(self.areas_for_dice(dice))
-
-    def areas_for_dice(self, dice: Sequence[int]) -> tuple[str, ...]:
-        areas = _DICE_LAYOUTS.get(self.layout)
-        if areas is None:
-            raise LayoutError(f"a {self.layout} board does not show dice")
-        return areas(dice)
 
     def _number_game(self) -> str:
         if self.layout not in GAME_IDS:
@@ -277,9 +256,9 @@ class GpioBoardDriver(BoardDisplay, DriverBase[BoardResynced]):
         problems = _check_lamps(settings)
         if not problems:
             n = len(settings["pins"])
-            lamps = lamp_map(settings["layout"], settings.get("lamps") or None)
+            lamps = settings.get("lamps") or {}
             over = sorted(a for a, i in lamps.items() if i >= n)
-            if over and settings.get("lamps"):
+            if over:
                 problems.append(f"lamps: {', '.join(over[:5])} beyond the {n} pins")
         return problems
 

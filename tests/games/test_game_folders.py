@@ -21,9 +21,13 @@ ROOT = Path(__file__).resolve().parents[2]
 GAMES = ROOT / "firmware_host" / "games"
 
 #: The pieces every game shares, at the top of games/.
-#: "roads": the scoreboard roads (bead plate, big road and its derived roads) of any
+#: "describe": what a game says of itself beside its rules (its board, statistics, words,
+#: its demo). "roads": the scoreboard roads (bead plate, big road and its derived roads) of any
 #: banker/player/tie sequence, shared like cards and dice (baccarat uses them today).
-SHARED = {"base", "money", "options", "cards", "dice", "errors", "jackpot", "banker", "roads"}
+SHARED = {
+    "base", "money", "options", "cards", "dice", "errors", "jackpot", "banker", "roads",
+    "describe",
+}  # fmt: skip
 
 
 def test_the_registry_and_the_game_folders_agree() -> None:

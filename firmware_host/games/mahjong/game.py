@@ -37,6 +37,7 @@ from ..base import (
     Totals,
     unit_problems,
 )
+from ..describe import Demo, Display
 from ..errors import RulesError, UnknownBetType
 from ..money import Amounts, MoneyRules
 from .declared import DeclaredWin, parse_declared_win
@@ -66,11 +67,29 @@ class Scored:
     plan: PaymentPlan
 
 
+# -- what people see, and how a demonstration plays it ------------------------------------
+def _seat(seat: Any) -> str:
+    """A seat as people are shown it: from 1 (the payload numbers them from 0, East)."""
+    return str(seat + 1) if isinstance(seat, int) else "-" if seat is None else str(seat)
+
+
+def _words(o: Any) -> str:
+    win = o["win"]
+    return (
+        f"seat {_seat(o['winner'])} wins on {win['tile']} "
+        f"({str(win['by']).replace('_', ' ')}), banker seat {_seat(o['banker'])}, "
+        f"stake level {o['stake']}"
+    )
+
+
 class Mahjong(Game[MahjongRules, DeclaredWin]):
     game_id = "mahjong"
     title = "Mah-jong"
     regulation = "Portaria 135/91/M"
     rules_type = MahjongRules
+    display = Display(words=_words, first_seat=0)
+    #: The demo declares the sample wins in turn; no bets, the payments are the results.
+    demo = Demo(table={"limits": {"min_stake": 1, "max_stake": 10**9}})
 
     def money_problems(self, rules: MahjongRules, money: MoneyRules) -> list[str]:
         """Every level's single shares (configured or default) are handed over between

@@ -17,6 +17,8 @@ from ..base import (
     Bet,
     BetResult,
     BetType,
+    Deal,
+    Expect,
     Game,
     MathLine,
     MathReport,
@@ -26,6 +28,7 @@ from ..base import (
     unit_problems,
 )
 from ..cards import cards_str, deck, parse_cards
+from ..describe import Demo, DemoRound, Display, Rng
 from ..errors import BetError, BetNotOffered, OutcomeError, RulesError
 from ..jackpot import (
     JACKPOT_HANDS,
@@ -59,6 +62,55 @@ _SEAT_DERIVED = frozenset({"hand", "beats_dealer"})
 _TOP_DERIVED = frozenset({"dealer_hand", "dealer_qualifies", "up_card"})
 
 
+# -- what people see, and how a demonstration plays it ------------------------------------
+def demo_seats(rules: StudPokerRules, rng: Rng, rnd: DemoRound) -> list[dict[str, JSON]]:
+    """Three players take seats: an ante each, most of them the jackpot bet too."""
+    bets: list[dict[str, JSON]] = []
+    for s in rng.sample(range(1, 8), 3):
+        stake = 10000 * rng.randint(1, 4)
+        bets.append({"bet_id": f"{rnd.tag}a{s}", "seat": s, "bet_type": "ante", "stake": stake})
+        if rng.random() < 0.6:
+            bets.append(
+                {"bet_id": f"{rnd.tag}j{s}", "seat": s, "bet_type": "jackpot", "stake": 2000}
+            )
+    return bets
+
+
+def demo_decide(rules: StudPokerRules, rng: Rng, exp: Expect, deal: Deal) -> dict[str, JSON]:
+    """A player raises (twice the ante) most of the time, else folds."""
+    return {"seat": exp.seat, "action": "raise" if rng.random() < 0.7 else "fold"}
+
+
+def _words(o: Any) -> str:
+    seats = "; ".join(
+        f"seat {k}: {' '.join(v['cards'])} {v['hand']} {v['action']}" for k, v in o["seats"].items()
+    )
+    q = "qualifies" if o["dealer_qualifies"] else "does not qualify"
+    return f"dealer {' '.join(o['dealer'])} {o['dealer_hand']} ({q}); {seats}"
+
+
+#: The demo's table: the progressive jackpot offered (and the limits its bets need).
+DEMO_TABLE: dict[str, Any] = {
+    "limits": {
+        "min_stake": 10000,
+        "max_stake": 4000000,  # no bet type's max above the table's (issue 12)
+        "bet_types": {
+            "ante": {"max": 2000000},
+            "raise": {"min": 20000, "max": 4000000},
+            "jackpot": {"min": 2000, "max": 2000},
+        },
+    },
+    "pay_table": {
+        "stud-poker": {
+            "jackpot_offered": True,
+            "jackpot_stake": 2000,
+            "jackpot_contribution_rate": "7/10",
+            "jackpot_seed": 20000000,
+        }
+    },
+}
+
+
 class StudPoker(Game[StudPokerRules, StudOutcome]):
     game_id = "stud-poker"
     math_options = frozenset({"rounds", "seed"})
@@ -67,6 +119,8 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
     title = "Stud poker"
     regulation = "61/2004"
     rules_type = StudPokerRules
+    display = Display(words=_words)
+    demo = Demo(table=DEMO_TABLE, seated=demo_seats, decide=demo_decide)
 
     def bet_types(self, rules: StudPokerRules) -> Sequence[BetType]:
         return _BET_TYPES if rules.jackpot_offered else _BET_TYPES[:2]
