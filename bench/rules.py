@@ -236,7 +236,7 @@ def run_math(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     figs: list[Figure] = []
     for g in GAME_IDS:
         log(f"  math {g}")
-        heavy = get_game(g).math_needs_rng  # the seeded simulations
+        heavy = "rounds" in get_game(g).math_options  # the seeded simulations, by rounds
         reps = 1 if quick and heavy else (3 if quick or heavy else 5)
         figs.append(math_time(g, repeats=reps))
     return figs
