@@ -45,7 +45,7 @@ from tablecommon.settings import (
     validate_fields,
 )
 
-from .games import GAME_IDS, get_game
+from .games import game_ids, get_game
 from .games.base import Game, Limits
 from .games.errors import UnknownGame
 from .games.money import MAX_STAKE, MoneyRules, Rounding
@@ -72,6 +72,15 @@ __all__ = [
 ]
 
 CURRENT_VERSION = 1
+
+
+def _known_game(game_id: str) -> str | None:
+    """A game id of the folders or registered (``games.register_game``), or why not."""
+    known = game_ids()
+    if game_id in known:
+        return None
+    return f"{game_id!r} is not one of the allowed choices {', '.join(map(repr, known))}"
+
 
 _TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -118,7 +127,7 @@ TABLE_SPECS: dict[str, FieldSpec] = {
             else "must be 1-64 characters of letters, digits, '_', '.', '-' (no MQTT wildcards or '/')"
         ),
     ),
-    "game": FieldSpec("str", required=True, doc="game id", choices=GAME_IDS),
+    "game": FieldSpec("str", required=True, doc="game id", check=lambda v: _known_game(v)),
     "currency": FieldSpec(
         "str",
         "MOP",
@@ -224,7 +233,7 @@ def validate_document(
         errors.append("table: required section is missing (id, game)")
     game_id = table.get("game")
     game: Game[Any, Any] | None = None
-    if isinstance(game_id, str) and game_id in GAME_IDS:
+    if isinstance(game_id, str) and game_id in game_ids():
         try:
             game = get_game(game_id)
         except UnknownGame as exc:
@@ -246,8 +255,10 @@ def validate_document(
             errors.append(f"{section}: expected a table of games, got {sec!r}")
             continue
         for gid in sec:
-            if gid not in GAME_IDS:
-                errors.append(f"{section}.{gid}: unknown game; known games: {', '.join(GAME_IDS)}")
+            if gid not in game_ids():
+                errors.append(
+                    f"{section}.{gid}: unknown game; known games: {', '.join(game_ids())}"
+                )
             elif gid != game_id:
                 errors.append(f"{section}.{gid}: this table plays {game_id!r}; remove this section")
     if game is not None:
