@@ -102,7 +102,8 @@ def board_problems(game_id: str, devices: Iterable[tuple[str, str, Any]]) -> lis
             continue
         if layout != want:
             out.append(
-                f"devices.{name}: a {layout!r} board cannot show a {game_id} table's results"
+                f"devices.{name}.layout: a {layout!r} board cannot show a {game_id} table's "
+                "results"
                 + (f" (layout = {want!r})" if want else " (no result board layout for this game)")
             )
             continue
