@@ -1,13 +1,14 @@
 """Rules core: settlement throughput per game, and ``tablectl math`` time per game.
 
 Settlement is timed on the rules core alone (``game.settle(rules, outcome, bets,
-money)``: parse-free, no journal), on rounds built from the games' own material:
-random valid bets from :class:`tablesim.players.SimulatedPlayers` against the
-game's outcome space (roulette, sic bo, fish-prawn-crab, fantan) or its sample coups
-(baccarat); complete blackjack deals played by a simple hit-below-17 strategy from a
-shuffled six-deck shoe; the stud poker sample deals with ante/raise/fold bets; super
-pan 9 and P'ai Kao tables dealt from a shuffled deck/tile set with one place bet per
-place; mah-jong declared wins (no bets: a settled hand's payments are its results).
+money)``: parse-free, no journal), on rounds built from what each game says of its
+demo (``Game.demo``), as ``tablectl demo`` plays it, never from its id: random valid
+bets from :class:`tablesim.players.SimulatedPlayers` against the game's outcome space
+(roulette, sic bo, fish-prawn-crab, fantan) or its sample outcomes (baccarat); the
+bets made at the seats and complete deals through the deal interface, from shuffled
+cards, with the players' decisions (blackjack, stud poker); the rounds people declare
+(super pan 9 and P'ai Kao dealt from a shuffled deck or tile set, a place bet at every
+place); mah-jong declared wins (no bets: a settled hand's payments are its results).
 
 ``tablectl math`` is timed as the user runs it: a fresh ``python -m firmware_host
 math GAME --json`` process per run (wall time, and the time of the command itself
@@ -26,8 +27,10 @@ from collections.abc import Callable
 from typing import Any
 
 from firmware_host.config import TableConfig, validate_document
-from firmware_host.games import GAME_IDS
-from firmware_host.games.base import Bet
+from firmware_host.games import GAME_IDS, get_game
+from firmware_host.games.base import Bet, DiscreteGame
+from firmware_host.games.cards import deck
+from firmware_host.games.describe import DemoRound, sample_outcome
 from tablesim.players import SimulatedPlayers
 from tablesim.tables import table_document
 
@@ -45,15 +48,16 @@ def table_config(game: str) -> TableConfig:
 Round = tuple[Any, list[Bet]]
 
 
-def _discrete_rounds(cfg: TableConfig, bets_per_round: int, n: int, seed: int) -> list[Round]:
+def _layout_rounds(cfg: TableConfig, bets_per_round: int, n: int, seed: int) -> list[Round]:
+    """The players bet on the layout; the outcomes are the game's outcome space (a game
+    of one outcome and independent bets) or its sample outcomes."""
     game: Any = cfg.game
     rules = cfg.rules
     players = SimulatedPlayers(cfg, seed)
-    space = getattr(game, "outcome_space", None)
-    if game.game_id == "baccarat" or space is None:
-        outcomes = list(game.sample_outcomes(rules))
+    if isinstance(game, DiscreteGame):
+        outcomes = [o for o, _p in game.outcome_space(rules)]
     else:
-        outcomes = [o for o, _p in space(rules)]
+        outcomes = list(game.sample_outcomes(rules))
     rng = random.Random(seed)
     out = []
     for i in range(n):
@@ -63,152 +67,69 @@ def _discrete_rounds(cfg: TableConfig, bets_per_round: int, n: int, seed: int) -
     return out
 
 
-def _blackjack_rounds(cfg: TableConfig, n: int, seed: int) -> list[Round]:
-    from firmware_host.games.blackjack import BlackjackDeal
-    from firmware_host.games.cards import deck
-
-    game, rules = cfg.game, cfg.rules
+def _dealt_rounds(cfg: TableConfig, n: int, seed: int) -> list[Round]:
+    """The bets made at the seats, then the deal through the deal interface: cards from
+    a shuffled shoe of the rules' decks (a fresh deck every round where the game says
+    so), the players' decisions and the bets they create."""
+    game, rules, demo = cfg.game, cfg.rules, cfg.game.demo
+    assert demo.seated is not None and demo.decide is not None
     rng = random.Random(seed)
-    offered = {bt.name for bt in game.bet_types(rules)}
+    decks = int(getattr(rules, "decks", 1))
     out: list[Round] = []
     shoe: list[Any] = []
     while len(out) < n:
-        if len(shoe) < 60:
-            shoe = list(deck()) * 6
+        if game.fresh_deck_each_round(rules) or len(shoe) < 60:
+            shoe = list(deck()) * decks
             rng.shuffle(shoe)
-        seats = sorted(rng.sample(range(1, 8), 3))
-        d = BlackjackDeal.start(rules, seats)
-        while True:
-            e = d.expect()
+        raw = demo.seated(rules, rng, DemoRound(len(out), f"r{len(out)}", 0))
+        bets = [game.parse_bet(rules, b, cfg.limits) for b in raw]
+        deal = game.start_deal(rules, bets)
+        while (e := deal.expect()).kind in ("card", "decision"):
             if e.kind == "card":
-                d = d.deal(shoe.pop())
-            elif e.kind == "decision":
-                total = _bj_total(d, e.seat, e.hand)
-                action = "hit" if total < 17 and "hit" in e.allowed else "stand"
-                if action not in e.allowed:
-                    action = next(a for a in e.allowed if a not in ("split", "double", "insurance"))
-                assert e.seat is not None
-                d = d.decide(e.seat, action, hand=e.hand)
-            else:
-                break
-        bets: list[Bet] = []
-        for s in seats:
-            raw: dict[str, JSON] = {
-                "bet_id": f"m{len(out)}-{s}",
-                "seat": s,
-                "bet_type": "main",
-                "stake": 2500 * rng.randint(1, 8),
-            }
-            bets.append(game.parse_bet(rules, raw, cfg.limits))
-            if "pair" in offered:
-                side = {"bet_id": f"p{len(out)}-{s}", "seat": s, "bet_type": "pair", "stake": 2500}
-                bets.append(game.parse_bet(rules, side, cfg.limits))
-        out.append((d, bets))
+                deal = deal.deal(shoe.pop())
+                continue
+            choice = demo.decide(rules, rng, e, deal)
+            before, deal = deal, game.decide(rules, deal, choice)
+            created = game.decision_bets(rules, before, choice["seat"], choice["action"], bets)
+            bets += [game.parse_bet(rules, b, cfg.limits) for b in created]
+        out.append((deal.outcome(), bets))
     return out
 
 
-def _bj_total(deal: Any, seat: int | None, hand: int | None) -> int:
-    from tablesim.dealer import blackjack_total
-
-    return blackjack_total(deal, seat, hand)
-
-
-def _stud_rounds(cfg: TableConfig, n: int, seed: int) -> list[Round]:
+def _declared_rounds(cfg: TableConfig, n: int, seed: int) -> list[Round]:
+    """The rounds people declare, as the game's demo declares them (a bet at every
+    place of a banker game), or its sample outcomes without bets (mah-jong)."""
     game: Any = cfg.game
     rules = cfg.rules
-    outcomes = list(game.sample_outcomes(rules))
     rng = random.Random(seed)
     out: list[Round] = []
     for i in range(n):
-        o = rng.choice(outcomes)
-        bets = []
-        for sh in o.hands:
-            ante = 10000 * rng.randint(1, 4)
-            bets.append(
-                game.parse_bet(
-                    rules,
-                    {
-                        "bet_id": f"a{i}-{sh.seat}",
-                        "seat": sh.seat,
-                        "bet_type": "ante",
-                        "stake": ante,
-                    },
-                    cfg.limits,
-                )
-            )
-            if sh.action == "raise":
-                raw = {"bet_id": f"r{i}-{sh.seat}", "seat": sh.seat, "bet_type": "raise",
-                       "stake": 2 * ante}  # fmt: skip
-                bets.append(game.parse_bet(rules, raw, cfg.limits))
-        out.append((o, bets))
+        if game.demo.declared is None:
+            out.append((game.parse_outcome(rules, sample_outcome(game, rules, i)), []))
+            continue
+        raw_bets, raw_outcome = game.demo.declared(rules, rng, DemoRound(i, f"r{i}", 99))
+        bets = [game.parse_bet(rules, b, cfg.limits) for b in raw_bets or []]
+        out.append((game.parse_outcome(rules, raw_outcome), bets))
     return out
-
-
-def _banked_rounds(cfg: TableConfig, n: int, seed: int) -> list[Round]:
-    game, rules = cfg.game, cfg.rules
-    rng = random.Random(seed)
-    out: list[Round] = []
-    for i in range(n):
-        if game.game_id == "super-pan-9":
-            from firmware_host.games.cards import deck
-
-            places = rules.places
-            items = [str(c) for c in deck()]
-            extra: dict[str, JSON] = {"declared": 0}
-        else:
-            from firmware_host.games.paikao import FULL_SET
-
-            places = 8
-            items = [str(t) for t in FULL_SET]
-            extra = {"set_game": 1}
-        rng.shuffle(items)
-        banker = rng.randint(1, places)
-        raw_bets = [
-            {"bet_id": f"b{i}-{p}", "seat": p, "bet_type": "place", "selection": p,
-             "stake": 2500 * rng.randint(1, 10)}
-            for p in range(1, places + 1) if p != banker
-        ]  # fmt: skip
-        raw_outcome = {
-            "banker": banker,
-            "banker_capital": 1_000_000,
-            "casino_capital": 0,
-            "dice": [rng.randint(1, 6) for _ in range(4)],
-            "hands": {str(p): items[2 * (p - 1) : 2 * p] for p in range(1, places + 1)},
-            "bet_order": [b["bet_id"] for b in raw_bets],
-            **extra,
-        }
-        outcome = game.parse_outcome(rules, raw_outcome)
-        out.append((outcome, [game.parse_bet(rules, b, cfg.limits) for b in raw_bets]))
-    return out
-
-
-def _mahjong_rounds(cfg: TableConfig, n: int) -> list[Round]:
-    game: Any = cfg.game
-    outcomes = list(game.sample_outcomes(cfg.rules))
-    return [(outcomes[i % len(outcomes)], []) for i in range(n)]
 
 
 def build_rounds(
     game_id: str, n: int, bets_per_round: int = 100, seed: int = 1
 ) -> tuple[TableConfig, list[Round]]:
     cfg = table_config(game_id)
-    if game_id in ("roulette", "sicbo", "fish-prawn-crab", "fantan", "baccarat"):
-        return cfg, _discrete_rounds(cfg, bets_per_round, n, seed)
-    if game_id == "blackjack":
-        return cfg, _blackjack_rounds(cfg, n, seed)
-    if game_id == "stud-poker":
-        return cfg, _stud_rounds(cfg, n, seed)
-    if game_id in ("super-pan-9", "paikao"):
-        return cfg, _banked_rounds(cfg, n, seed)
-    if game_id == "mahjong":
-        return cfg, _mahjong_rounds(cfg, n)
-    raise ValueError(f"no round builder for {game_id}")
+    demo = cfg.game.demo
+    if demo.bet is not None:
+        return cfg, _layout_rounds(cfg, bets_per_round, n, seed)
+    if demo.seated is not None:
+        return cfg, _dealt_rounds(cfg, n, seed)
+    return cfg, _declared_rounds(cfg, n, seed)
 
 
 def settle_throughput(game_id: str, *, rounds: int, repeats: int, seed: int = 1) -> Figure:
     """Bets (results) settled per second by ``game.settle``, median of ``repeats`` runs."""
-    small = game_id not in ("roulette", "sicbo", "fish-prawn-crab", "fantan", "baccarat")
-    # Games with a few bets per round get ten times the rounds (similar work per pass).
+    # Games whose bets are not made on the layout by the players have a few a round:
+    # they get ten times the rounds (similar work per pass).
+    small = get_game(game_id).demo.bet is None
     cfg, built = build_rounds(game_id, rounds * 10 if small else rounds, seed=seed)
     game, rules, money = cfg.game, cfg.rules, cfg.money
     results_per_pass = sum(len(game.settle(rules, o, b, money).results) for o, b in built)
@@ -221,7 +142,8 @@ def settle_throughput(game_id: str, *, rounds: int, repeats: int, seed: int = 1)
         rates.append(results_per_pass / (time.perf_counter() - t0))
     st = spread(rates)
     per_round = results_per_pass / len(built)
-    what = "hands (payments as results)" if game_id == "mahjong" else "bet results"
+    takes_bets = bool(game.bet_types(rules))
+    what = "bet results" if takes_bets else "hands (payments as results)"
     return Figure(
         SECTION,
         f"settle {game_id}",
@@ -248,13 +170,20 @@ print(json.dumps({"rc": rc, "import_s": t1 - t0, "command_s": t2 - t1,
 """
 
 
+#: Goals of the issues for a game's ``tablectl math``: its flags, the goal in words and
+#: its time (baccarat's exact edges over eight decks in under a second).
+GOALS: dict[str, tuple[list[str], str, float]] = {
+    "baccarat": (["--decks", "8"], "< 1 s (8 decks exact)", 1.0),
+}
+
+
 def math_time(game_id: str, *, repeats: int) -> Figure:
     """``tablectl math GAME --json`` in a fresh process per run."""
     cmds: list[float] = []
     walls: list[float] = []
     method = None
     details: JSON = None
-    extra = ["--decks", "8"] if game_id == "baccarat" else []
+    extra, goal_words, goal_s = GOALS.get(game_id, ([], None, None))
     for _ in range(repeats):
         t0 = time.perf_counter()
         proc = subprocess.run(
@@ -282,10 +211,10 @@ def math_time(game_id: str, *, repeats: int) -> Figure:
         if keep:
             note += " " + json.dumps(keep)
     note += f"; process wall median {st['wall']['median']:.2f} s (interpreter + imports included)"
-    goal = ok = None
-    if game_id == "baccarat":
-        goal, ok = "< 1 s (8 decks exact)", st["median"] < 1.0
-    return Figure(SECTION, f"math {game_id}", st["median"], "s", st, goal=goal, ok=ok, note=note)
+    ok = None if goal_s is None else st["median"] < goal_s
+    return Figure(
+        SECTION, f"math {game_id}", st["median"], "s", st, goal=goal_words, ok=ok, note=note
+    )
 
 
 def run_settle(quick: bool, log: Callable[[str], None]) -> list[Figure]:
@@ -307,7 +236,7 @@ def run_math(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     figs: list[Figure] = []
     for g in GAME_IDS:
         log(f"  math {g}")
-        heavy = g in ("blackjack", "stud-poker")
+        heavy = "rounds" in get_game(g).math_options  # the seeded simulations, by rounds
         reps = 1 if quick and heavy else (3 if quick or heavy else 5)
         figs.append(math_time(g, repeats=reps))
     return figs

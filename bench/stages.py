@@ -148,9 +148,7 @@ def _read(path: Path) -> tuple[list[tuple[float, str]], list[tuple[float, float,
 
 def split(
     windows: list[tuple[float, float]], path: Path
-) -> tuple[
-    dict[str, list[float]], list[float], list[tuple[str, float]], list[dict[str, float]]
-]:
+) -> tuple[dict[str, list[float]], list[float], list[tuple[str, float]], list[dict[str, float]]]:
     """Per stage, the ms since the previous stage, over every round window (line, floor):
     each stage is its first mark after the previous stage's; the work off the path is
     its first mark after ``line`` and before the next round's ``line``. Also the total

@@ -3,7 +3,10 @@
 A driver turns bytes (serial, USB) or pin changes (GPIO) into typed events and
 commands. The daemon never sees bytes: it reads :class:`DeviceEvent` objects from a
 driver's ``events()`` async iterator (or a callback), reads ``health`` and calls
-``get_status()`` for snapshots (console, MQTT ``devices/<name>``).
+``get_status()`` for snapshots (console, MQTT ``devices/<name>``). The events, the
+health record and :class:`HealthChanged` are the shared ones of
+:mod:`tablecommon.events` (each kind of device has its events there, which every
+driver of the kind emits); they are re-exported here.
 
 Layers of each device package (``drivers/<device>/``), after bellows/zigpy:
 
@@ -17,13 +20,23 @@ Layers of each device package (``drivers/<device>/``), after bellows/zigpy:
 from __future__ import annotations
 
 import collections
-import enum
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
-from typing import Any
 
-from firmware_host.games.errors import CodedError
+from tablecommon.errors import CodedError
+from tablecommon.events.base import DeviceEvent, Health, HealthChanged, HealthState
+
+__all__ = [
+    "CodecError",
+    "DeviceEvent",
+    "DeviceTimeout",
+    "DriverError",
+    "FrameLog",
+    "Health",
+    "HealthChanged",
+    "HealthState",
+    "LinkError",
+]
 
 
 class DriverError(CodedError):
@@ -56,72 +69,6 @@ class DeviceTimeout(DriverError, TimeoutError):
     """The device did not answer in time."""
 
     code = "DEVICE_TIMEOUT"
-
-
-class HealthState(enum.Enum):
-    ONLINE = "online"
-    OFFLINE = "offline"
-    FAULT = "fault"
-
-
-@dataclass(frozen=True, slots=True)
-class Health:
-    """A device's health as published on ``devices/<name>``."""
-
-    state: HealthState = HealthState.OFFLINE
-    code: str = ""
-    message: str = ""
-    since: float = 0.0  # time.time() of the last change, for display
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "state": self.state.value,
-            "code": self.code,
-            "message": self.message,
-            "since": self.since,
-        }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DeviceEvent:
-    """Base of every typed event a driver emits.
-
-    ``device`` is the configured device name (``wheel``, ``shoe``...); ``raw`` is the
-    frame(s) the event was decoded from, kept for game recall.
-    """
-
-    device: str = ""
-    raw: bytes = b""
-    monotonic: float = field(default_factory=time.monotonic)
-
-    @property
-    def kind(self) -> str:
-        return type(self).__name__
-
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = _jsonable(asdict(self))
-        d.pop("monotonic", None)
-        d["raw"] = self.raw.decode("latin-1")
-        d["kind"] = self.kind
-        return d
-
-
-def _jsonable(value: Any) -> Any:
-    """Enums to their values, tuples to lists, recursively (events nest Health)."""
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HealthChanged(DeviceEvent):
-    """Emitted by every driver when its health changes."""
-
-    health: Health = field(default_factory=Health)
 
 
 class FrameLog:

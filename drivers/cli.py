@@ -1,10 +1,11 @@
 """``tablectl sim`` and ``tablectl decode``: the technician's tools for devices.
 
-Both are table-driven: :data:`drivers.simulators.SIMULATORS` and :data:`DECODERS`
-map a driver name (the ``driver =`` of ``[devices.<name>]``) to an entry. Add a
-device by adding an entry; the reflink devices' decoders (shoe, shaker, board,
-sign) are taken from ``drivers.reflink.tool``. ``tablectl sim`` is
-:func:`drivers.simulators.run_simulator`, the one runner of every simulator.
+Both serve what the drivers declare (:mod:`drivers.declaration`): the devices of
+``tablectl sim`` are the declared drivers with a simulator, the protocols of
+``tablectl decode`` those with a decoder, each named by its driver name (the ``driver
+=`` of ``[devices.<name>]``); a flag a device's entry does not read is refused.
+``tablectl sim`` is :func:`drivers.simulators.run_simulator`, the one runner of every
+simulator.
 
 - ``tablectl sim DEVICE [--faults SPEC] [--tcp PORT] [--seed N] [--interval S]
   [--speed X] [--option KEY=VALUE ...]`` serves the simulator on a pseudo-terminal
@@ -25,12 +26,11 @@ import enum
 import json
 import signal
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from firmware_host.cliargs import (
+from tablecommon.cliargs import (
     BadValue,
     CliError,
     existing_file,
@@ -39,73 +39,32 @@ from firmware_host.cliargs import (
     tcp_port,
 )
 
-from . import registry  # noqa: F401  (registers the [devices] config section)
-from .simulators import SIMULATORS, run_simulator
+from . import registry
+from .declaration import DecoderEntry
+from .simulators import run_simulator, simulated
 from .testing import Faults, parse_faults
 
-__all__ = ["DECODERS", "SIMULATORS", "DecoderEntry", "register"]
+__all__ = ["decoders", "register"]
 
 
-@dataclass(frozen=True)
-class DecoderEntry:
-    """How to decode one protocol's capture into JSON-ready records."""
-
-    description: str
-    decode: Callable[[bytes, argparse.Namespace], Iterator[dict[str, Any]]]
-
-
-# --------------------------------------------------------------------------- cammegh-ss2
-
-
-def decode_cammegh(data: bytes, args: argparse.Namespace) -> Iterator[dict[str, Any]]:
-    from .cammegh.decode import decode_capture
-
-    return decode_capture(
-        data,
-        pockets=int(getattr(args, "pockets", 37) or 37),
-        include_tx=bool(getattr(args, "tx", False)),
-        include_garbled=bool(getattr(args, "garbled", False)),
-    )
-
-
-#: Protocol (driver) name -> capture decoder. Append yours.
-DECODERS: dict[str, DecoderEntry] = {
-    "cammegh-ss2": DecoderEntry("Cammegh SS2 status/result lines -> wheel events", decode_cammegh),
-}
-
-
-def _add_reflink_decoders() -> None:
-    """Take the reflink devices' decoders from ``drivers.reflink.tool``."""
-    from .reflink import tool
-
-    for name, fn in tool.DECODERS.items():
-        DECODERS.setdefault(name, DecoderEntry(f"{name} (reflink frames)", _bytes_only(fn)))
-
-
-def _bytes_only(
-    fn: Callable[[bytes], Iterator[dict[str, Any]]],
-) -> Callable[[bytes, argparse.Namespace], Iterator[dict[str, Any]]]:
-    def decode(data: bytes, args: argparse.Namespace) -> Iterator[dict[str, Any]]:
-        return fn(data)
-
-    return decode
-
-
-_add_reflink_decoders()
+def decoders() -> dict[str, DecoderEntry]:
+    """Driver name -> its capture decoder, for every declared driver that has one."""
+    return {n: d.decoder for n, d in registry.declarations().items() if d.decoder}
 
 
 # --------------------------------------------------------------------------- commands
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    sims, decs = simulated(), decoders()
     p = sub.add_parser(
         "sim",
         help="run a device simulator on a pseudo-terminal or TCP port",
         description="Serve a simulated device speaking its wire protocol; print where to "
         "connect (the [devices.<name>] port); run until Ctrl-C. Devices: "
-        + ", ".join(f"{k} ({v.description})" for k, v in SIMULATORS.items()),
+        + ", ".join(f"{k} ({v.description})" for k, v in sims.items()),
     )
-    p.add_argument("device", choices=sorted(SIMULATORS), metavar="DEVICE")
+    p.add_argument("device", choices=sorted(sims), metavar="DEVICE")
     p.add_argument(
         "--faults",
         default="",
@@ -137,15 +96,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="decode a raw capture into the driver's events (JSON lines)",
         description="Read a capture (raw bytes, or time<TAB>RX|TX<TAB>line frame logs) from "
         "FILE or standard input; print one JSON object per event. Protocols: "
-        + ", ".join(f"{k} ({v.description})" for k, v in DECODERS.items()),
+        + ", ".join(f"{k} ({v.description})" for k, v in decs.items()),
     )
-    p.add_argument("protocol", choices=sorted(DECODERS), metavar="PROTOCOL")
+    p.add_argument("protocol", choices=sorted(decs), metavar="PROTOCOL")
     p.add_argument(
         "file", nargs="?", type=existing_file, help="capture file (default: standard input)"
     )
-    p.add_argument(
-        "--tx", action="store_true", help="also print the host's TX lines (cammegh-ss2)"
-    )
+    p.add_argument("--tx", action="store_true", help="also print the host's TX lines (cammegh-ss2)")
     p.add_argument(
         "--garbled",
         action="store_true",
@@ -170,18 +127,25 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
-#: The options of ``tablectl decode`` that only the Cammegh SS2 decoder reads.
-CAMMEGH_ONLY = ("tx", "garbled", "pockets")
+#: The options of ``tablectl decode`` a decoder may read (``DecoderEntry.options``).
+DECODE_OPTIONS = ("tx", "garbled", "pockets")
+
+
+def _only_for(flag: str, entries: Mapping[str, Any], reads: Callable[[Any], frozenset[str]]) -> str:
+    """The devices whose entries read ``flag`` (what an error about it names)."""
+    return ", ".join(n for n, e in entries.items() if flag in reads(e))
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
-    if args.protocol != "cammegh-ss2":
-        for name in CAMMEGH_ONLY:
-            if getattr(args, name) not in (None, False):
-                raise CliError(
-                    f"--{name} does not apply to {args.protocol} (only to cammegh-ss2)",
-                    code="OPTION_NOT_APPLICABLE",
-                )
+    entries = decoders()
+    entry = entries[args.protocol]
+    for name in DECODE_OPTIONS:
+        if getattr(args, name) not in (None, False) and name not in entry.options:
+            only = _only_for(name, entries, lambda e: e.options)
+            raise CliError(
+                f"--{name} does not apply to {args.protocol} (only to {only})",
+                code="OPTION_NOT_APPLICABLE",
+            )
     if args.file in (None, "-"):
         data = sys.stdin.buffer.read()
     else:
@@ -192,7 +156,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
                 f"{args.file}: cannot read it: {exc.strerror or exc}", code="FILE_UNREADABLE"
             ) from None
     out = sys.stdout
-    for record in DECODERS[args.protocol].decode(data, args):
+    options = {n: getattr(args, n) for n in DECODE_OPTIONS if n in entry.options}
+    for record in entry.decode(data, options):
         out.write(json.dumps(record, default=_json_default, sort_keys=False) + "\n")
     out.flush()
     return 0
@@ -216,9 +181,11 @@ def cmd_sim(args: argparse.Namespace) -> int:
     faults = args.faults if isinstance(args.faults, Faults) else parse_faults(args.faults)
     options: dict[str, Any] = dict(args.option)
     if args.speed is not None:
-        if args.device != "cammegh-ss2":
+        sims = simulated()
+        if "speed" not in sims[args.device].flags:
+            only = _only_for("speed", sims, lambda e: e.flags)
             raise CliError(
-                f"--speed does not apply to {args.device} (only to cammegh-ss2)",
+                f"--speed does not apply to {args.device} (only to {only})",
                 code="OPTION_NOT_APPLICABLE",
             )
         options["speed"] = args.speed
@@ -249,7 +216,7 @@ async def _check_options(device: str, seed: int | None, options: dict[str, Any])
     """The simulator built once with ``options`` (not served), before any work: an
     option it cannot take is refused in one line naming it."""
     try:
-        sim = SIMULATORS[device].build(seed, dict(options))
+        sim = simulated()[device].build(seed, dict(options))
     except (ValueError, TypeError, KeyError) as exc:
         given = " ".join(f"{k}={v}" for k, v in options.items())
         raise CliError(

@@ -1,9 +1,9 @@
-"""Which driver class serves each ``[devices.<name>]`` section, and its validation.
+"""Which driver serves each ``[devices.<name>]`` section, and its validation.
 
 Configuration::
 
     [devices.wheel]
-    driver = "cammegh-ss2"          # a key of DRIVERS
+    driver = "cammegh-ss2"          # a declared driver's name
     port = "/dev/serial/by-id/usb-FTDI_FT232R-if00-port0"
     baud = 9600
 
@@ -11,18 +11,22 @@ Configuration::
     driver = "keypad-gpio"
     pins = { "1" = 5, "2" = 6, "3" = 13, "4" = 19, confirm = 26, void = 21 }
 
-Every driver class exposes ``SETTINGS: dict[str, FieldSpec]`` (its own keys; the
-common keys ``driver`` and ``enabled`` are added here). Unknown keys are errors,
-every error carries its dotted path (``devices.wheel.baud: ...``). A driver class
-may also define ``used_pins(settings) -> Iterable[tuple[str, int]]`` (label, BCM
+The registry is built from the drivers' own declarations
+(:class:`~drivers.declaration.DriverDeclaration`: the name, the kind of device, the
+class, the simulator and the decoder), which each package of :data:`DRIVER_PACKAGES`
+lists as its ``DECLARATIONS``; a driver from outside them is added with
+:func:`register`. Every driver class exposes ``SETTINGS: dict[str, FieldSpec]`` (its
+own keys; the common keys ``driver`` and ``enabled`` are added here). Unknown keys are
+errors, every error carries its dotted path (``devices.wheel.baud: ...``). A driver
+class may also define ``used_pins(settings) -> Iterable[tuple[str, int]]`` (label, BCM
 pin) so that two devices claiming one GPIO pin are reported.
 
 Importing this module registers the ``devices`` section with
-:func:`firmware_host.config.register_section`.
+:func:`tablecommon.settings.register_section`.
 
-Stable API: :data:`DRIVERS` (name -> ``"module:Class"``, imported lazily),
-:func:`driver_class`, :func:`validate_devices`, :func:`create_driver`,
-:class:`DeviceConfig`.
+Stable API: :func:`declarations`, :func:`declaration`, :func:`register`,
+:func:`kind_of`, :func:`driver_class`, :func:`validate_devices`, :func:`create_driver`,
+:class:`DeviceConfig` (which carries its device's kind).
 """
 
 from __future__ import annotations
@@ -33,54 +37,90 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from firmware_host.config import ConfigInvalid, FieldSpec, register_section, validate_fields
+from tablecommon.settings import ConfigInvalid, FieldSpec, register_section, validate_fields
+
+from .declaration import DriverDeclaration
 
 __all__ = [
     "COMMON_SETTINGS",
-    "DEVICE_KINDS",
-    "DRIVERS",
+    "DRIVER_PACKAGES",
     "DeviceConfig",
     "create_driver",
+    "declaration",
+    "declarations",
     "driver_class",
     "kind_of",
+    "kinds",
+    "register",
+    "unregister",
     "validate_device",
     "validate_devices",
 ]
 
-#: Configuration driver name -> ``"module:Class"`` (a new driver adds one line here
-#: and one in :data:`DEVICE_KINDS`).
-DRIVERS: dict[str, str] = {
-    "cammegh-ss2": "drivers.cammegh.driver:CammeghDriver",
-    "gpio-wheel": "drivers.gpio_wheel.driver:GpioWheelDriver",
-    "keypad-gpio": "drivers.keypad.driver:KeypadDriver",
-    "shoe-ref": "drivers.shoe.driver:ShoeDriver",
-    "shoe-ref-usb": "drivers.shoe.driver:UsbShoeDriver",
-    "shaker-ref": "drivers.shaker.driver:ShakerDriver",
-    "board-ref": "drivers.board.driver:BoardDriver",
-    "board-gpio": "drivers.board.driver:GpioBoardDriver",
-    "sign-ref": "drivers.sign.driver:SignDriver",
-}
+#: The packages under ``drivers/`` whose ``DECLARATIONS`` are the registry: the one
+#: line a new driver package adds (a new driver of an existing package adds none).
+DRIVER_PACKAGES: tuple[str, ...] = (
+    "cammegh",
+    "gpio_wheel",
+    "keypad",
+    "shoe",
+    "shaker",
+    "board",
+    "sign",
+)
 
-#: Configuration driver name -> the kind of device it serves. Games name the kinds
-#: they can use (``Game.result_device``, ``Game.device_kinds``); procedures are chosen
-#: by the kind, never by the driver or the game.
-DEVICE_KINDS: dict[str, str] = {
-    "cammegh-ss2": "wheel",
-    "gpio-wheel": "wheel",
-    "keypad-gpio": "keypad",
-    "shoe-ref": "shoe",
-    "shoe-ref-usb": "shoe",
-    "shaker-ref": "shaker",
-    "board-ref": "board",
-    "board-gpio": "board",
-    "sign-ref": "sign",
-}
-assert set(DEVICE_KINDS) == set(DRIVERS)
+_packaged: dict[str, DriverDeclaration] | None = None
+_registered: dict[str, DriverDeclaration] = {}
+
+
+def _declared() -> dict[str, DriverDeclaration]:
+    global _packaged
+    if _packaged is None:
+        found: dict[str, DriverDeclaration] = {}
+        for package in DRIVER_PACKAGES:
+            module = importlib.import_module(f"{__package__}.{package}")
+            for d in module.DECLARATIONS:
+                if d.name in found:  # a programming error, not a configuration's
+                    raise TypeError(f"driver {d.name!r} is declared twice")
+                found[d.name] = d
+        _packaged = found
+    return _packaged
+
+
+def declarations() -> dict[str, DriverDeclaration]:
+    """Every declared driver, name -> declaration (the packages' first, in order)."""
+    return {**_declared(), **_registered}
+
+
+def declaration(driver: str) -> DriverDeclaration:
+    """The declaration of ``driver`` (KeyError for an unknown name)."""
+    found = _registered.get(driver) or _declared().get(driver)
+    if found is None:
+        raise KeyError(driver)
+    return found
+
+
+def register(decl: DriverDeclaration) -> None:
+    """Add a driver declared outside :data:`DRIVER_PACKAGES` (a vendor's plug-in, a
+    test's toy driver): it is configured, simulated and decoded like the others."""
+    if decl.name in declarations():
+        raise ValueError(f"driver {decl.name!r} is already declared")
+    _registered[decl.name] = decl
+
+
+def unregister(driver: str) -> None:
+    """Forget a driver added by :func:`register` (the packages' stay)."""
+    _registered.pop(driver, None)
 
 
 def kind_of(driver: str) -> str:
     """The device kind a driver serves (``"wheel"``, ``"shoe"``...)."""
-    return DEVICE_KINDS[driver]
+    return declaration(driver).kind
+
+
+def kinds() -> frozenset[str]:
+    """Every kind of device a declared driver serves."""
+    return frozenset(d.kind for d in declarations().values())
 
 
 #: Keys every ``[devices.<name>]`` section accepts.
@@ -100,18 +140,16 @@ class DeviceConfig:
     driver: str
     enabled: bool = True
     settings: Mapping[str, Any] = field(default_factory=dict)
+    #: The kind of device its driver serves (:func:`kind_of`).
+    kind: str = ""
 
 
 def driver_class(driver: str) -> type[Any]:
-    """Import and return the class registered as ``driver``.
+    """The class declared as ``driver``.
 
     Raises KeyError for an unknown name and ImportError if its module is missing.
     """
-    target = DRIVERS[driver]
-    module_name, _, attr = target.partition(":")
-    module = importlib.import_module(module_name)
-    cls: type[Any] = getattr(module, attr)
-    return cls
+    return declaration(driver).load()
 
 
 def _settings_of(cls: type[Any]) -> dict[str, FieldSpec]:
@@ -134,12 +172,13 @@ def validate_device(name: str, data: Any, path: str, errors: list[str]) -> Devic
         errors.append(f"{path}: expected a table with a 'driver' key, got {data!r}")
         return None
     driver = data.get("driver")
+    known = declarations()
     if not isinstance(driver, str):
-        errors.append(f"{path}.driver: required; one of {', '.join(sorted(DRIVERS))}")
+        errors.append(f"{path}.driver: required; one of {', '.join(sorted(known))}")
         return None
-    if driver not in DRIVERS:
+    if driver not in known:
         errors.append(
-            f"{path}.driver: unknown driver {driver!r}; known: {', '.join(sorted(DRIVERS))}"
+            f"{path}.driver: unknown driver {driver!r}; known: {', '.join(sorted(known))}"
         )
         return None
     try:
@@ -156,7 +195,9 @@ def validate_device(name: str, data: Any, path: str, errors: list[str]) -> Devic
     if len(errors) != before:
         return None
     settings = {k: v for k, v in values.items() if k not in COMMON_SETTINGS}
-    return DeviceConfig(name, driver, bool(values.get("enabled", True)), settings)
+    return DeviceConfig(
+        name, driver, bool(values.get("enabled", True)), settings, known[driver].kind
+    )
 
 
 def _pins_of(cfg: DeviceConfig) -> Iterable[tuple[str, int]]:
@@ -207,7 +248,7 @@ def create_driver(
 
     ``pin_factory`` is passed to every driver (GPIO drivers use it, serial drivers
     ignore it); ``kwargs`` go to the driver's constructor (tests pass ``opener=``
-    or ``clock=``). Raises :class:`~firmware_host.config.ConfigInvalid`.
+    or ``clock=``). Raises :class:`~tablecommon.settings.ConfigInvalid`.
     """
     if isinstance(section, DeviceConfig):
         cfg = section

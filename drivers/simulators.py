@@ -1,10 +1,10 @@
 """Every device simulator by driver name, and the one way to serve and run one.
 
-:data:`SIMULATORS` maps a driver name (the ``driver =`` of ``[devices.<name>]``) to a
-:class:`SimEntry`: how to build its simulator from a seed and options, what it does
-once served (the wheel powers on), how to play it once (the wheel spins, the shoe
-deals, the shaker shakes) and what to report of what it announced or shows. Add a
-device by adding an entry.
+A driver declares its simulator (:class:`~drivers.declaration.SimEntry`, in its
+:class:`~drivers.declaration.DriverDeclaration`): how to build it from a seed and
+options, what it does once served (the wheel powers on), how to play it once (the
+wheel spins, the shoe deals, the shaker shakes) and what to report of what it
+announced or shows. :func:`simulated` lists the drivers that have one.
 
 - :func:`serve_simulator` builds one and serves it on a pseudo-terminal (or a TCP
   port): ``tablectl demo`` starts its devices with it, so do tests;
@@ -22,49 +22,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from .reflink import tool as reflink_tool
-from .reflink.device import Refuse
-from .reflink.sim import Simulator
+from . import registry
+from .declaration import Out, SimDevice, SimEntry
 from .testing import Faults
-from .transport import PtyServer, TcpServer
 
-__all__ = ["SIMULATORS", "ServedSim", "SimDevice", "SimEntry", "run_simulator", "serve_simulator"]
-
-Out = Callable[[str], None]
-
-
-class SimDevice(Protocol):
-    """What every simulator offers: fault knobs, serving, closing."""
-
-    faults: Faults
-
-    async def serve_pty(self, link: str | Path | None = None) -> PtyServer: ...
-
-    async def serve_tcp(self, *, host: str = ..., port: int = ...) -> TcpServer: ...
-
-    async def close(self) -> None: ...
+__all__ = [
+    "ServedSim",
+    "SimDevice",
+    "SimEntry",
+    "run_simulator",
+    "serve_simulator",
+    "simulated",
+    "simulator_of",
+]
 
 
-@dataclass(frozen=True)
-class SimEntry:
-    """How to build, start, play and watch one driver's simulator."""
+def simulated() -> dict[str, SimEntry]:
+    """Driver name -> its simulator, for every declared driver that has one."""
+    return {n: d.simulator for n, d in registry.declarations().items() if d.simulator}
 
-    description: str
-    #: ``build(seed, options)``: a new simulator, not yet served.
-    build: Callable[[int | None, Mapping[str, Any]], SimDevice]
-    #: ``start(sim, options, playing)``: what it does once served (``playing``: it will
-    #: be played every interval by :func:`run_simulator`).
-    start: Callable[[Any, Mapping[str, Any], bool], Awaitable[None]] | None = None
-    #: ``play(sim, interval, options, out)``: one game, for ``tablectl sim --interval``.
-    play: Callable[[Any, float, Mapping[str, Any], Out], Awaitable[None]] | None = None
-    #: ``news(sim, memory)``: lines about what it announced or shows since the last
-    #: call (``memory`` is the caller's, one per served simulator).
-    news: Callable[[Any, dict[Any, Any]], list[str]] | None = None
+
+def simulator_of(name: str) -> SimEntry:
+    """The simulator of driver ``name`` (ValueError naming the drivers that have one)."""
+    entry = simulated().get(name)
+    if entry is None:
+        raise ValueError(f"no simulator for driver {name!r}; known: {', '.join(simulated())}")
+    return entry
 
 
 @dataclass
@@ -104,9 +91,7 @@ async def serve_simulator(
 ) -> ServedSim:
     """Build the simulator of driver ``name`` and serve it (pty, or TCP when ``tcp`` is
     a port, 0 for any free one). Call :meth:`ServedSim.start` to set it going."""
-    entry = SIMULATORS.get(name)
-    if entry is None:
-        raise ValueError(f"no simulator for driver {name!r}; known: {', '.join(SIMULATORS)}")
+    entry = simulator_of(name)
     opts = dict(options or {})
     sim = entry.build(seed, opts)
     if faults is not None:
@@ -154,103 +139,3 @@ async def run_simulator(
                 out(line)
     finally:
         await served.close()
-
-
-# --------------------------------------------------------------------------- cammegh-ss2
-
-
-def _build_cammegh(seed: int | None, opts: Mapping[str, Any]) -> SimDevice:
-    from .cammegh.sim import CammeghSim, SimTiming
-
-    timing = opts.get("timing")
-    if not isinstance(timing, SimTiming):
-        timing = SimTiming().scaled(1 / float(opts.get("speed", 1.0)))
-    return CammeghSim(
-        seed=seed,
-        timing=timing,
-        mode=int(opts.get("mode", 1159)),
-        spin=int(opts.get("spin", 1)),
-    )
-
-
-async def _start_cammegh(sim: Any, opts: Mapping[str, Any], playing: bool) -> None:
-    """The wheel idles in state 6 until ``*P 1``, ``power=on`` or being played."""
-    if str(opts.get("power", "")).lower() in ("1", "on", "true") or playing:
-        await sim.power_on()
-
-
-async def _play_cammegh(sim: Any, interval: float, opts: Mapping[str, Any], out: Out) -> None:
-    """The croupier's start key: one game (its number is reported by :func:`_news_cammegh`)."""
-    speed = float(opts.get("speed", 1.0))
-    with contextlib.suppress(RuntimeError, TimeoutError):
-        await sim.spin(timeout=interval + 120 / speed)
-
-
-def _news_cammegh(sim: Any, memory: dict[Any, Any]) -> list[str]:
-    seen = memory.get("results", 0)
-    memory["results"] = len(sim.results)
-    return [f"spin {spin:03d}: {number}" for spin, number in sim.results[seen:]]
-
-
-# --------------------------------------------------------------------------- reflink devices
-
-
-async def _start_shoe(sim: Any, opts: Mapping[str, Any], playing: bool) -> None:
-    if playing:
-        await sim.shuffle()
-
-
-async def _play_shoe(sim: Any, interval: float, opts: Mapping[str, Any], out: Out) -> None:
-    try:
-        if sim.model.remaining == 0:
-            await sim.shuffle()
-        out(f"dealt {await sim.deal()}")
-    except Exception as exc:  # SimError: door open, jam
-        out(f"cannot deal: {exc}")
-
-
-async def _play_shaker(sim: Any, interval: float, opts: Mapping[str, Any], out: Out) -> None:
-    try:
-        out(f"threw {await sim.throw()}")
-    except Refuse as exc:
-        out(f"cannot shake: {exc.text}")
-
-
-def _news_reflink(sim: Simulator, memory: dict[Any, Any]) -> list[str]:
-    """What each device's display shows, when it changed (boards, signs)."""
-    lines = []
-    for addr, unit in sim.units.items():
-        m: Any = unit.model
-        now = (
-            m.snapshot()
-            if hasattr(m, "snapshot")
-            else (m.display() if hasattr(m, "display") else None)
-        )
-        if now is not None and memory.get(addr) != now:
-            memory[addr] = now
-            lines.append(f"address {addr}: {now}")
-    return lines
-
-
-def _reflink_entry(name: str) -> SimEntry:
-    kind = name.split("-", 1)[0]
-    return SimEntry(
-        f"{name} (reflink reference protocol)",
-        reflink_tool.SIMULATORS[name],
-        start=_start_shoe if kind == "shoe" else None,
-        play={"shoe": _play_shoe, "shaker": _play_shaker}.get(kind),
-        news=_news_reflink,
-    )
-
-
-#: Driver name -> simulator entry. Append yours.
-SIMULATORS: dict[str, SimEntry] = {
-    "cammegh-ss2": SimEntry(
-        "Cammegh SS2 roulette wheel (RS-232, 9600 8N1)",
-        _build_cammegh,
-        start=_start_cammegh,
-        play=_play_cammegh,
-        news=_news_cammegh,
-    ),
-    **{name: _reflink_entry(name) for name in reflink_tool.SIMULATORS},
-}

@@ -17,18 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from drivers.registry import DEVICE_KINDS, DeviceConfig
+from drivers.registry import DeviceConfig
 
 from .auth import AuthSettings
-from .config import (
-    FieldSpec,
-    TableConfig,
-    register_section,
-    result_device_problems,
-    validate_fields,
-)
+from .config import TableConfig, result_device_problems
 from .console import ConsoleSettings
 from .devices import gpio_problems
 from .face.board import StatisticsSettings, board_problems
@@ -41,23 +34,6 @@ from .mqtt import MqttSettings
 from .risks import assess
 from .table.bets import BetCaps, bet_caps
 from .table.jackpot import JackpotSettings
-
-DAEMON_SPECS: dict[str, FieldSpec] = {
-    "watchdog_check": FieldSpec("bool", True, doc="withhold watchdog pings while the loop lags"),
-    "simulated": FieldSpec(
-        "bool",
-        False,
-        doc="the table's devices are simulators (the demo, a test bench): GPIO drivers get "
-        "gpiozero's mock pins; never on a casino table, where a missing GPIO is an error",
-    ),
-}
-
-
-def _validate_daemon(data: Any, path: str, errors: list[str]) -> dict[str, Any]:
-    return validate_fields(DAEMON_SPECS, data, path, errors)
-
-
-register_section("daemon", _validate_daemon)
 
 
 @dataclass(frozen=True)
@@ -140,7 +116,7 @@ def read_plan(
         *auth_problems,
         *board_problems(
             cfg.game_id,
-            [(d.name, DEVICE_KINDS.get(d.driver, ""), d.settings) for d in devices if d.enabled],
+            [(d.name, d.kind, d.settings) for d in devices if d.enabled],
         ),
         *ball_revs_problems(integrity, devices),
         *cfg.unread_options(),

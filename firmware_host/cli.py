@@ -120,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     for name, p in sub.choices.items():
         _man_style(name, p)
     _name_commands(parser)
+    # ``tablectl completion`` reads the whole parser it was parsed by (a subcommand's
+    # module never imports this one: it is loaded by name from SUBCOMMAND_MODULES)
+    parser.set_defaults(root_parser=parser)
     return parser
 
 

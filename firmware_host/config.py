@@ -32,62 +32,57 @@ import contextlib
 import importlib
 import re
 import tomllib
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .games import GAME_IDS, get_game
+from tablecommon.settings import (
+    ConfigInvalid,
+    FieldSpec,
+    SectionValidator,
+    register_section,
+    registered_sections,
+    validate_fields,
+)
+
+from .games import game_ids, get_game
 from .games.base import Game, Limits
 from .games.errors import UnknownGame
 from .games.money import MAX_STAKE, MoneyRules, Rounding
-from .games.options import _coerce, check_value
+from .table_config import Section, TableConfig
+
+__all__ = [
+    "BET_LIMIT_SPECS",
+    "CURRENT_VERSION",
+    "LIMIT_SPECS",
+    "SECTION_MODULES",
+    "TABLE_SPECS",
+    "ConfigInvalid",
+    "FieldSpec",
+    "Section",
+    "SectionValidator",
+    "TableConfig",
+    "default_config",
+    "load_config",
+    "migrate",
+    "register_section",
+    "result_device_problems",
+    "validate_document",
+    "validate_fields",
+]
 
 CURRENT_VERSION = 1
 
+
+def _known_game(game_id: str) -> str | None:
+    """A game id of the folders or registered (``games.register_game``), or why not."""
+    known = game_ids()
+    if game_id in known:
+        return None
+    return f"{game_id!r} is not one of the allowed choices {', '.join(map(repr, known))}"
+
+
 _TABLE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-
-
-class ConfigInvalid(ValueError):
-    """Raised by :func:`load_config` with every problem found."""
-
-    def __init__(self, source: str, errors: list[str]) -> None:
-        self.source = source
-        self.errors = errors
-        super().__init__(f"{source}: {len(errors)} error(s)\n" + "\n".join(errors))
-
-
-@dataclass(frozen=True)
-class FieldSpec:
-    """One key of a non-game section."""
-
-    kind: str  # int, bool, str, fraction, int_list, str_list, table
-    default: Any = None
-    required: bool = False
-    doc: str = ""
-    range: tuple[int, int] | None = None
-    choices: tuple[Any, ...] | None = None
-    check: Callable[[Any], str | None] | None = None
-    cite: str = ""
-
-    def meta(self) -> dict[str, Any]:
-        return {
-            "range": self.range,
-            "choices": self.choices,
-            "check": self.check,
-            "cite": self.cite,
-        }
-
-
-#: A section validator: (data, path, errors) -> parsed value (or None on errors).
-SectionValidator = Callable[[Any, str, list[str]], Any]
-
-_SECTIONS: dict[str, SectionValidator] = {}
-
-
-def register_section(name: str, validator: SectionValidator) -> None:
-    """Let a module (devices, mqtt, journal...) validate its own top-level section."""
-    _SECTIONS[name] = validator
 
 
 #: Modules that declare top-level sections; imported on first validation so that
@@ -95,7 +90,8 @@ def register_section(name: str, validator: SectionValidator) -> None:
 SECTION_MODULES = (
     "firmware_host.journal",
     "firmware_host.mqtt",
-    "firmware_host.assembly",
+    "firmware_host.daemon_settings",
+    "firmware_host.face.board",
     "firmware_host.console",
     "firmware_host.table.jackpot",
     "firmware_host.auth",
@@ -120,44 +116,6 @@ def _load_section_modules() -> None:
                 raise
 
 
-def validate_fields(
-    specs: Mapping[str, FieldSpec], data: Any, path: str, errors: list[str]
-) -> dict[str, Any]:
-    """Validate a flat table against ``specs``: unknown keys, types, ranges, required."""
-    out: dict[str, Any] = {}
-    if data is None:
-        data = {}
-    if not isinstance(data, Mapping):
-        errors.append(f"{path}: expected a table, got {data!r}")
-        return out
-    for key, value in data.items():
-        spec = specs.get(key)
-        p = f"{path}.{key}"
-        if spec is None:
-            errors.append(f"{p}: unknown key; known keys: {', '.join(sorted(specs)) or 'none'}")
-            continue
-        if spec.kind == "table":
-            if not isinstance(value, Mapping):
-                errors.append(f"{p}: expected a table, got {value!r}")
-                continue
-            out[key] = dict(value)
-            continue
-        v, err = _coerce(spec.kind, value, p, spec.meta())
-        if err is None:
-            err = check_value(v, p, spec.meta())
-        if err:
-            errors.append(err)
-            continue
-        out[key] = v
-    for key, spec in specs.items():
-        if key not in out and key not in data:
-            if spec.required:
-                errors.append(f"{path}.{key}: required key is missing ({spec.doc})")
-            else:
-                out[key] = spec.default
-    return out
-
-
 TABLE_SPECS: dict[str, FieldSpec] = {
     "id": FieldSpec(
         "str",
@@ -169,7 +127,7 @@ TABLE_SPECS: dict[str, FieldSpec] = {
             else "must be 1-64 characters of letters, digits, '_', '.', '-' (no MQTT wildcards or '/')"
         ),
     ),
-    "game": FieldSpec("str", required=True, doc="game id", choices=GAME_IDS),
+    "game": FieldSpec("str", required=True, doc="game id", check=lambda v: _known_game(v)),
     "currency": FieldSpec(
         "str",
         "MOP",
@@ -218,83 +176,6 @@ BET_LIMIT_SPECS: dict[str, FieldSpec] = {
 }
 
 
-class Section(Mapping[str, Any]):
-    """The validated values of one section whose reads are tracked: reading a key (by
-    ``[]``, ``get``, or iterating the items) notes ``<section>.<key>`` as read."""
-
-    def __init__(self, name: str, values: Mapping[str, Any], reads: set[str]) -> None:
-        self._name = name
-        self._values = dict(values)
-        self._reads = reads
-
-    def __getitem__(self, key: str) -> Any:
-        value = self._values[key]
-        self._reads.add(f"{self._name}.{key}")
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __repr__(self) -> str:
-        return f"Section({self._name!r}, {self._values!r})"
-
-    def untracked(self) -> dict[str, Any]:
-        """The values, without noting them read (checks made while loading the file)."""
-        return dict(self._values)
-
-
-@dataclass(frozen=True)
-class TableConfig:
-    """A validated table configuration."""
-
-    version: int
-    table_id: str
-    game_id: str
-    name: str
-    money: MoneyRules
-    limits: Limits
-    rules: Any
-    sections: Mapping[str, Any] = field(default_factory=dict)
-    source: str = "<defaults>"
-    #: ``device`` (the game's result device reads results) or ``manual`` (entered by
-    #: people, over signed commands): never a silent fallback from one to the other.
-    result_source: str = "device"
-    #: Every option the file sets in a module's section: ``"daemon.watchdog_check"``,
-    #: ``"devices.wheel"`` (a device is one option: its driver checks its own keys).
-    options: frozenset[str] = frozenset()
-    #: What has been read (:meth:`section`, :class:`Section`): options and whole sections.
-    reads: set[str] = field(default_factory=set, compare=False, repr=False)
-
-    @property
-    def game(self) -> Game[Any, Any]:
-        return get_game(self.game_id)
-
-    def section(self, name: str) -> Any:
-        """The parsed section ``name``; reading it notes it as read (a :class:`Section`
-        option by option as its keys are read, any other value as a whole)."""
-        value = self.sections.get(name)
-        if not isinstance(value, Section):
-            self.reads.add(name)
-        return value
-
-    def unread_options(self) -> list[str]:
-        """Every option set in the file that nothing has read, as an error line."""
-        return [
-            f"{opt}: set, but nothing on this table reads it (remove it; is it in the right "
-            "section, and does this table use that section?)"
-            for opt in sorted(self.options)
-            if not _covered(opt, self.reads)
-        ]
-
-
-def _covered(option: str, reads: set[str]) -> bool:
-    parts = option.split(".")
-    return any(".".join(parts[:i]) in reads for i in range(1, len(parts) + 1))
-
-
 #: Migrations from older ``version`` values: each takes and returns the raw document.
 MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
 
@@ -341,7 +222,8 @@ def validate_document(
     _load_section_modules()
     errors: list[str] = []
     doc = migrate(dict(doc), errors, require_version=require_version)
-    known_top = {"version", "table", "limits", "pay_table", "rules", *_SECTIONS}
+    sections = registered_sections()
+    known_top = {"version", "table", "limits", "pay_table", "rules", *sections}
     for key in doc:
         if key not in known_top:
             errors.append(f"{key}: unknown section; known sections: {', '.join(sorted(known_top))}")
@@ -351,7 +233,7 @@ def validate_document(
         errors.append("table: required section is missing (id, game)")
     game_id = table.get("game")
     game: Game[Any, Any] | None = None
-    if isinstance(game_id, str) and game_id in GAME_IDS:
+    if isinstance(game_id, str) and game_id in game_ids():
         try:
             game = get_game(game_id)
         except UnknownGame as exc:
@@ -373,8 +255,10 @@ def validate_document(
             errors.append(f"{section}: expected a table of games, got {sec!r}")
             continue
         for gid in sec:
-            if gid not in GAME_IDS:
-                errors.append(f"{section}.{gid}: unknown game; known games: {', '.join(GAME_IDS)}")
+            if gid not in game_ids():
+                errors.append(
+                    f"{section}.{gid}: unknown game; known games: {', '.join(game_ids())}"
+                )
             elif gid != game_id:
                 errors.append(f"{section}.{gid}: this table plays {game_id!r}; remove this section")
     if game is not None:
@@ -437,7 +321,7 @@ def validate_document(
     parsed_sections: dict[str, Any] = {}
     reads: set[str] = set()
     options: set[str] = set()
-    for name, validator in _SECTIONS.items():
+    for name, validator in sections.items():
         value = validator(doc.get(name), name, errors)
         parsed_sections[name] = Section(name, value, reads) if isinstance(value, dict) else value
         raw = doc.get(name)
@@ -498,16 +382,14 @@ def _check_result_source(
 
 
 def _result_readers(kind: str, devices: Any) -> tuple[list[str], list[str]]:
-    """The enabled and the disabled devices of ``kind`` among ``[devices]``."""
+    """The enabled and the disabled devices of ``kind`` among ``[devices]`` (each
+    validated section says the kind of device its driver serves)."""
     if isinstance(devices, Section):
         devices = devices.untracked()
-    kinds: Mapping[str, str] = {}
-    with contextlib.suppress(ModuleNotFoundError):
-        kinds = importlib.import_module("drivers.registry").DEVICE_KINDS
     readers: list[str] = []
     disabled: list[str] = []
     for name, dev in (devices or {}).items() if isinstance(devices, Mapping) else ():
-        if kinds.get(getattr(dev, "driver", "")) != kind:
+        if getattr(dev, "kind", None) != kind:
             continue
         (readers if getattr(dev, "enabled", True) else disabled).append(str(name))
     return readers, disabled
@@ -538,20 +420,15 @@ def result_device_problems(cfg: TableConfig) -> list[str]:
 
 def _check_device_kinds(game: Game[Any, Any], devices: Any, errors: list[str]) -> None:
     """Refuse an enabled device of a kind the table's game cannot use (a wheel on a
-    sic bo table): ``Game.device_kinds`` against ``drivers.registry.DEVICE_KINDS``."""
+    sic bo table): ``Game.device_kinds`` against the kind its driver declares."""
     if isinstance(devices, Section):
         devices = devices.untracked()
     if not isinstance(devices, Mapping) or not devices:
         return
-    try:
-        registry = importlib.import_module("drivers.registry")
-    except ModuleNotFoundError:  # a build without drivers has no devices to check
-        return
-    kinds: Mapping[str, str] = registry.DEVICE_KINDS
     usable = ", ".join(sorted(game.device_kinds))
     for name, dev in devices.items():
-        kind = kinds.get(getattr(dev, "driver", ""))
-        if kind is None or not getattr(dev, "enabled", True):
+        kind = getattr(dev, "kind", None)
+        if not kind or not getattr(dev, "enabled", True):
             continue
         if kind not in game.device_kinds:
             errors.append(
@@ -576,7 +453,9 @@ def load_config(path: str | Path) -> TableConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigInvalid(str(p), [f"not valid TOML: {exc}"]) from exc
     except RecursionError as exc:  # tomllib recurses once per nested array or table
-        raise ConfigInvalid(str(p), ["not a table file: arrays or tables nested too deeply"]) from exc
+        raise ConfigInvalid(
+            str(p), ["not a table file: arrays or tables nested too deeply"]
+        ) from exc
     return validate_document(doc, str(p), require_version=True)
 
 

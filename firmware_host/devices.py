@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from drivers.base import DeviceEvent, Health, HealthChanged
 from drivers.common import Subscription
-from drivers.registry import DEVICE_KINDS, DeviceConfig, create_driver, driver_class
+from drivers.registry import DeviceConfig, create_driver, driver_class
 
 from .journal import STORAGE_CODES
 from .jsonio import JSON
@@ -105,7 +105,7 @@ class TableDevices:
 
     def __iter__(self) -> Iterator[Device]:
         for c in self.configs:
-            yield Device(c.name, DEVICE_KINDS[c.driver], self.drivers[c.name])
+            yield Device(c.name, c.kind, self.drivers[c.name])
 
     def get(self, name: str) -> Driver | None:
         return self.drivers.get(name)
@@ -141,7 +141,7 @@ class TableDevices:
     @staticmethod
     def _snapshot(c: DeviceConfig, drv: Driver, health: HealthSink) -> None:
         """The driver's health on the retained ``devices/<name>`` topic (device.json)."""
-        health.set_device(c.name, {**drv.health.to_json(), "kind": DEVICE_KINDS[c.driver]})
+        health.set_device(c.name, {**drv.health.to_json(), "kind": c.kind})
 
     async def _pump(
         self,

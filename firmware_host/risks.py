@@ -111,7 +111,7 @@ def assess(auth: AuthSettings, *, jackpot: bool, journal: JournalSettings | None
             warnings.append(accepted_lines[-1])
         else:
             problems.append(
-                f"{f.line()} (to run with it anyway: [auth] accept_risks = [\"{f.code}\"])"
+                f'{f.line()} (to run with it anyway: [auth] accept_risks = ["{f.code}"])'
             )
     for code in sorted(auth.accept_risks - accepted):
         warnings.append(
@@ -120,9 +120,7 @@ def assess(auth: AuthSettings, *, jackpot: bool, journal: JournalSettings | None
         )
     if journal is not None:
         problems += [f.line() for f in _key_files(journal)]
-    return Verdict(
-        tuple(problems), tuple(warnings), tuple(sorted(accepted)), tuple(accepted_lines)
-    )
+    return Verdict(tuple(problems), tuple(warnings), tuple(sorted(accepted)), tuple(accepted_lines))
 
 
 def _public_key_ids(auth: AuthSettings, problems: list[str]) -> dict[str, tuple[str, ...]]:

@@ -198,7 +198,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _sha256(text: str) -> str:
     if not re.fullmatch(r"[0-9a-f]{64}", text):
-        raise BadValue(f"must be 64 lowercase hex digits (quarantine list shows them), got {text!r}")
+        raise BadValue(
+            f"must be 64 lowercase hex digits (quarantine list shows them), got {text!r}"
+        )
     return text
 
 

@@ -5,9 +5,14 @@ It knows the table only from outside, as a floor system does: the retained
 ``state`` (phase, round in flight) and the ``rounds`` received, through the
 :class:`~tablesim.floor_client.FloorClient`, and the answers to its commands; and it
 plays the simulators it was handed (spins the wheel, presses the shaker's button,
-deals from the shoe). For the card games it keeps its own count of the deal with the
-rules core's pure deal state, as a croupier knows the drawing rules, and checks it
-against the table's answer to every decision.
+deals from the shoe). It knows no game by its id: a round is played as the kind of
+device the demo serves for the game's result says (``wheel``, ``shaker``, ``shoe``), or
+declared by command, and what the game says of its demo (``Game.demo``) gives the bets
+made at the seats, the players' decisions and what people declare. A game dealt from
+the shoe is dealt through the deal interface (``Game.start_deal``, ``Deal.expect``,
+``Deal.deal``, ``Game.decide``): the croupier keeps its own count of the deal, as a
+croupier knows the drawing rules, and checks it against the table's answer to every
+decision.
 
 Seeded: the same seed plays the same rounds (``tests/e2e/test_demo_golden.py``).
 """
@@ -23,6 +28,7 @@ from typing import Any
 
 from firmware_host.config import TableConfig
 from firmware_host.games.cards import Card
+from firmware_host.games.describe import DemoRound, sample_outcome
 from firmware_host.games.errors import RulesError
 from firmware_host.jsonio import JSON
 
@@ -49,7 +55,6 @@ class Dealer:
         seed: int,
     ) -> None:
         self.cfg = cfg
-        self.game = cfg.game_id
         self.floor = floor
         self.players = players
         #: The simulators by device kind (``wheel``, ``shaker``, ``shoe``).
@@ -81,22 +86,22 @@ class Dealer:
         return resp
 
     async def play_round(self) -> None:
-        rounds = {
-            "roulette": self._round_roulette,
-            "sicbo": self._round_dice,
-            "fish-prawn-crab": self._round_dice,
-            "fantan": self._round_fantan,
-            "baccarat": self._round_baccarat,
-            "blackjack": self._round_blackjack,
-            "stud-poker": self._round_stud_poker,
-            "super-pan-9": self._round_super_pan_9,
-            "paikao": self._round_paikao,
-            "mahjong": self._round_mahjong,
-        }
-        await rounds[self.game]()
+        """One round: declared by command when the game's demo declares its rounds (no
+        device reads them in the demo), else played on the simulated device of the
+        kind that carries its result, else declared (its sample outcomes)."""
+        kind = self.cfg.game.result_device or ""
+        by_device = {
+            "wheel": self._round_wheel,
+            "shaker": self._round_shaker,
+            "shoe": self._round_shoe,
+        }.get(kind)
+        if self.cfg.game.demo.declared is None and kind in self.sims and by_device is not None:
+            await by_device()
+        else:
+            await self._round_declared()
 
-    # roulette: the wheel's states open and close betting; the croupier starts each game.
-    async def _round_roulette(self) -> None:
+    # the wheel: its states open and close betting; the croupier starts each game.
+    async def _round_wheel(self) -> None:
         await self.floor.wait_phase("open", new_round=True)
         await self.place_bets()
         await self.pause(0.3)
@@ -104,7 +109,7 @@ class Dealer:
 
     # dice: the shaker's button (shaken: betting opens), bets, the bell (close); the
     # table takes the dice read under the dome when betting closes.
-    async def _round_dice(self) -> None:
+    async def _round_shaker(self) -> None:
         await self.floor.wait_phase("idle")
         await self.sims["shaker"].press_button()
         rid = await self.floor.wait_phase("open", new_round=True)
@@ -119,14 +124,40 @@ class Dealer:
                 await self.pause(0.2)
                 await self.command("close_betting")
 
-    # fantan: the croupier opens, counts the buttons four by four, enters the number.
-    async def _round_fantan(self) -> None:
+    # declared: the croupier opens, the bets are made, betting closes and the result is
+    # entered (fantan's count of the buttons, the banker games' dealt hands, a declared
+    # mah-jong win).
+    async def _round_declared(self) -> None:
+        game, rules = self.cfg.game, self.cfg.rules
+        rnd = self._next_round()
+        bets: list[dict[str, JSON]] | None = None if game.bet_types(rules) else []
+        if game.demo.declared is not None:
+            bets, outcome = game.demo.declared(rules, self.rng, rnd)
+        else:
+            outcome = sample_outcome(game, rules, rnd.index)
         await self.command("open_betting")
-        await self.place_bets()
+        if bets is None or bets:
+            await self.place_bets(bets)
+        else:
+            self.round_no += 1  # a round without bets (mah-jong: the payments are the results)
         await self.pause(0.3)
         await self.command("close_betting")
         await self.pause(0.3)
-        await self.command("result", outcome={"buttons": self.rng.randint(20, 120)})
+        await self.command("result", outcome=outcome)
+
+    def _next_round(self) -> DemoRound:
+        return DemoRound(self.round_no, f"r{self.round_no + 1}", self.bets)
+
+    # the shoe: the bets (at the seats when the game seats its players), then the deal.
+    async def _round_shoe(self) -> None:
+        seated = self.cfg.game.demo.seated
+        rnd = self._next_round()
+        bets = (
+            self.players.many(self.bets, rnd.tag)
+            if seated is None
+            else seated(self.cfg.rules, self.rng, rnd)
+        )
+        await self._round_cards(bets)
 
     # cards from the shoe: betting closes at the first card; decisions by the players.
     async def _round_cards(self, bets: list[dict[str, JSON]]) -> None:
@@ -156,7 +187,11 @@ class Dealer:
                     deal = deal.deal(Card.parse(card))
                 await self.pause(0.05)
             elif exp.kind == "decision":
-                choice = self.choose(exp, deal)
+                decide = game.demo.decide
+                if decide is None:
+                    await self.command("void_round", reason="demo dealer: no player decides")
+                    return
+                choice = decide(rules, self.rng, exp, deal)
                 resp = await self._decide(choice)
                 if resp is None:
                     await self.command("void_round", reason="demo dealer: decision refused")
@@ -184,129 +219,3 @@ class Dealer:
                 out(f"   ! decide: {resp.get('code')} {resp.get('message')}")
                 return None
             await asyncio.sleep(0.01)
-
-    def choose(self, exp: Any, deal: Any) -> dict[str, JSON]:
-        """The player's decision on what the deal expects (``exp.allowed``)."""
-        allowed = tuple(exp.allowed)
-        if "raise" in allowed:  # stud poker: raise twice the ante, or fold
-            return {"seat": exp.seat, "action": "raise" if self.rng.random() < 0.7 else "fold"}
-        total = blackjack_total(deal, exp.seat, exp.hand)
-        if "split" in allowed and self.rng.random() < 0.5:
-            action = "split"
-        elif "double" in allowed and total in (10, 11):
-            action = "double"
-        elif "hit" in allowed and total < 17:
-            action = "hit"
-        else:
-            action = "stand" if "stand" in allowed else allowed[0]
-        return {"seat": exp.seat, "hand": exp.hand, "action": action}
-
-    async def _round_baccarat(self) -> None:
-        await self._round_cards(self.players.many(self.bets, f"r{self.round_no + 1}"))
-
-    async def _round_blackjack(self) -> None:
-        seats = self.rng.sample(range(1, 8), 3)
-        tag = f"r{self.round_no + 1}"
-        bets: list[dict[str, JSON]] = []
-        for s in seats:
-            bets.append(
-                {
-                    "bet_id": f"{tag}m{s}",
-                    "seat": s,
-                    "bet_type": "main",
-                    "stake": 2500 * self.rng.randint(1, 8),
-                }
-            )
-            if self.rng.random() < 0.3:
-                bets.append({"bet_id": f"{tag}p{s}", "seat": s, "bet_type": "pair", "stake": 2500})
-        await self._round_cards(bets)
-
-    async def _round_stud_poker(self) -> None:
-        seats = self.rng.sample(range(1, 8), 3)
-        tag = f"r{self.round_no + 1}"
-        bets: list[dict[str, JSON]] = []
-        for s in seats:
-            bets.append(
-                {
-                    "bet_id": f"{tag}a{s}",
-                    "seat": s,
-                    "bet_type": "ante",
-                    "stake": 10000 * self.rng.randint(1, 4),
-                }
-            )
-            if self.rng.random() < 0.6:
-                bets.append(
-                    {"bet_id": f"{tag}j{s}", "seat": s, "bet_type": "jackpot", "stake": 2000}
-                )
-        await self._round_cards(bets)
-
-    # player-banked games: the inspector enters the dealt hands (no card reader).
-    async def _round_banked(self, outcome: JSON, places: list[int], banker: int) -> None:
-        await self.command("open_betting")
-        tag = f"r{self.round_no + 1}"
-        bets = [
-            {
-                "bet_id": f"{tag}b{p}",
-                "seat": p,
-                "bet_type": "place",
-                "selection": p,
-                "stake": 2500 * self.rng.randint(1, 10),
-            }
-            for p in places
-            if p != banker
-        ]
-        await self.place_bets(bets[: max(1, self.bets)])
-        await self.pause(0.3)
-        await self.command("close_betting")
-        outcome["bet_order"] = [b["bet_id"] for b in bets[: max(1, self.bets)]]
-        await self.command("result", outcome=outcome)
-
-    async def _round_super_pan_9(self) -> None:
-        from firmware_host.games.cards import deck
-
-        places = self.cfg.rules.places
-        cards = [str(c) for c in deck()]
-        self.rng.shuffle(cards)
-        banker = self.rng.randint(1, places)
-        outcome = {
-            "banker": banker,
-            "banker_capital": 1000000,
-            "casino_capital": 0,
-            "declared": 0,
-            "dice": [self.rng.randint(1, 6) for _ in range(4)],
-            "hands": {str(p): cards[2 * (p - 1) : 2 * p] for p in range(1, places + 1)},
-        }
-        await self._round_banked(outcome, list(range(1, places + 1)), banker)
-
-    async def _round_paikao(self) -> None:
-        from firmware_host.games.paikao import FULL_SET
-
-        tiles = [str(t) for t in FULL_SET]
-        self.rng.shuffle(tiles)
-        banker = self.rng.randint(1, 8)
-        outcome = {
-            "banker": banker,
-            "banker_capital": 1000000,
-            "casino_capital": 0,
-            "set_game": 1,
-            "dice": [self.rng.randint(1, 6) for _ in range(4)],
-            "hands": {str(p): tiles[2 * (p - 1) : 2 * p] for p in range(1, 9)},
-        }
-        await self._round_banked(outcome, list(range(1, 9)), banker)
-
-    async def _round_mahjong(self) -> None:
-        game: Any = self.cfg.game
-        samples = [game.outcome_json(o) for o in game.sample_outcomes(self.cfg.rules)]
-        await self.command("open_betting")
-        await self.pause(0.3)
-        await self.command("close_betting")
-        await self.command("result", outcome=samples[self.round_no % len(samples)])
-        self.round_no += 1
-
-
-def blackjack_total(deal: Any, seat: int | None, hand: int | None) -> int:
-    """A blackjack hand's total as the deal state reports it (the demo's strategy only)."""
-    for place in deal.summary_json().get("places", []):
-        if place.get("seat") == seat:
-            return int(place["hands"][hand or 0]["total"])
-    return 12

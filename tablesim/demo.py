@@ -39,7 +39,7 @@ from firmware_host.cliargs import CliError
 from firmware_host.config import ConfigInvalid, TableConfig, validate_document
 from firmware_host.daemon import TableDaemon
 from firmware_host.face.state import layout_of
-from firmware_host.games import GAME_IDS
+from firmware_host.games import game_ids
 from firmware_host.jsonio import JSON
 from firmware_host.mqtt import MqttSettings
 
@@ -364,8 +364,10 @@ async def run_demo(
     """``tablectl demo``: play, print the game as it plays and a summary on exit
     (after ``rounds`` rounds, on Ctrl-C or SIGTERM, or on a failure). ``registry``: a
     floor ingest's registry file the demo's table is added to (``DemoTable.register``)."""
-    if game not in GAME_IDS:
-        raise CliError(f"unknown game {game!r}; games: {', '.join(GAME_IDS)}", prog="tablectl demo")
+    if game not in game_ids():
+        raise CliError(
+            f"unknown game {game!r}; games: {', '.join(game_ids())}", prog="tablectl demo"
+        )
     if seed is None:
         seed = random.SystemRandom().randrange(1, 1_000_000)
     if broker:

@@ -141,8 +141,10 @@ class FloorClient:
                 data = msg.json()
                 rid = str(data.get("request_id"))
                 expected = self._expect.get(rid)
-                if rid in self._pending and expected is not None and (
-                    not isinstance(data, dict) or data.get("principal") != expected
+                if (
+                    rid in self._pending
+                    and expected is not None
+                    and (not isinstance(data, dict) or data.get("principal") != expected)
                 ):
                     self.unverified.append(data)
                 else:

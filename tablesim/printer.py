@@ -7,13 +7,15 @@ Reads only what arrives on the table's topics (``state`` for the phases, ``round
 - each finished round: its outcome, one row per bet with its selection in words, and
   for the banked games (Super Pan 9, P'ai Kao) one row per bank layer (the banker's
   capital and result), so that the rows add up to the totals line on screen;
-- the board's state after each round (:class:`BoardText`): the number history of
-  roulette and fantan, the dice of sic bo and fish-prawn-crab, baccarat's bead plate;
+- the board's state after each round (:class:`BoardText`): the history of its results
+  (roulette's and fantan's numbers, the dice of sic bo and fish-prawn-crab), baccarat's
+  bead plate;
 - with ``quiet``: exactly one line per round and nothing else.
 
-Seats are numbered from 1 in every game: mah-jong's rules core numbers its four
-seats 0-3 in the payload (seat 0 is East), and the printer shows them as 1-4 with
-their wind.
+What it says of a game is what the game says of itself (``Game.display``): its outcome
+in words, its result as a board's history shows it, whether its board shows roads, how
+its payloads number the seats. Seats are shown from 1 in every game: mah-jong's rules
+core numbers its four seats 0-3 in the payload (seat 0 is East), shown as 1-4.
 """
 
 from __future__ import annotations
@@ -24,15 +26,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from firmware_host.config import TableConfig
+from firmware_host.games import get_game
+from firmware_host.games.roads import Coup
 from firmware_host.jsonio import JSON
 
 from .floor_client import FloorMessage
 
 #: Fault events worth a line (the others are the round's ordinary life).
 FAULT_EVENTS = ("throw_void", "spin_void", "misdeal", "result_refused", "device_problem")
-
-#: Games whose payload numbers seats from 0 (shown from 1 like every other game).
-ZERO_BASED_SEATS = frozenset({"mahjong"})
 
 #: Numbers of the history line, and columns of the bead plate shown.
 HISTORY = 16
@@ -49,8 +50,8 @@ def money(amount: int, cfg: TableConfig) -> str:
 
 def seat_label(game: str, seat: JSON) -> str:
     """A seat as the printer shows it: numbered from 1 in every game."""
-    if isinstance(seat, int) and game in ZERO_BASED_SEATS:
-        return str(seat + 1)
+    if isinstance(seat, int) and not isinstance(seat, bool):
+        return str(seat - get_game(game).display.first_seat + 1)
     return "-" if seat is None else str(seat)
 
 
@@ -264,9 +265,10 @@ def bead_plate(winners: Sequence[str], rows: int = 6) -> list[str]:
     """Baccarat's bead plate as text: one cell per coup, down each column of ``rows``
     then the next column to the right (``B`` banker, ``P`` player, ``T`` tie).
 
-    The one function the printer asks for baccarat's roads: when the rules core has
-    the roads (``firmware_host/games/baccarat_roads.py``), point this at them."""
-    letters = [{"banker": "B", "player": "P", "tie": "T"}.get(w, "?") for w in winners]
+    ``winners`` are the coups' winners as the roads name them (``B``, ``P``, ``T``:
+    ``firmware_host.games.roads.Coup``) or as the payload does (banker, player, tie)."""
+    words = {"banker": "B", "player": "P", "tie": "T"}
+    letters = [words.get(w, w if w in ("B", "P", "T") else "?") for w in winners]
     cols = [letters[i : i + rows] for i in range(0, len(letters), rows)][-BEAD_COLUMNS:]
     return (
         [" ".join(col[i] if i < len(col) else "." for col in cols) for i in range(rows)]
@@ -290,22 +292,14 @@ class BoardText:
         os_ = [o for o in self.outcomes if isinstance(o, Mapping)]
         if not os_:
             return []
-        g = self.game
-        if g == "roulette":
-            return [
-                "board: " + _history(f"{o['number']}{str(o['colour'])[:1].upper()}" for o in os_)
-            ]
-        if g == "fantan":
-            return ["board: " + _history(str(o["number"]) for o in os_)]
-        if g == "sicbo":
-            return ["board: " + _history("".join(map(str, o["dice"])) for o in os_)]
-        if g == "fish-prawn-crab":
-            return ["board: " + _history("/".join(o["figures"]) for o in os_)]
-        if g == "baccarat":
-            plate = bead_plate([str(o["winner"]) for o in os_])
+        display = get_game(self.game).display
+        if display.board is not None and display.board.roads:
+            plate = bead_plate([Coup.from_outcome(o).winner for o in os_])
             return ["bead plate (B banker, P player, T tie; newest at the end):"] + [
                 "  " + row for row in plate
             ]
+        if display.short is not None:
+            return ["board: " + _history(display.short(o) for o in os_)]
         return []
 
 
@@ -316,62 +310,15 @@ def _history(items: Iterable[str]) -> str:
 
 
 def outcome_text(game: str, o: JSON) -> str:
-    """One line for a round's published outcome (the demo's reading of each game's
-    outcome JSON; anything it does not know is shown as JSON)."""
+    """One line for a round's published outcome: the game's words for it
+    (``Game.display.words``); anything it does not read is shown as JSON."""
     if o is None:
         return "(none)"
-    try:
-        if game == "roulette":
-            return f"{o['number']} {o['colour']}"
-        if game in ("sicbo", "fish-prawn-crab"):
-            dice = " ".join(str(d) for d in o["dice"])
-            extra = (
-                " ".join(o.get("figures", []))
-                if game == "fish-prawn-crab"
-                else ("triple" if o.get("triple") else "")
-            )
-            return f"dice {dice}, total {o['total']} {extra}".rstrip()
-        if game == "fantan":
-            return f"number {o['number']}" + (
-                f" ({o['buttons']} buttons)" if "buttons" in o else ""
-            )
-        if game == "baccarat":
-            return (
-                f"player {' '.join(o['player'])} ({o['player_total']})  banker {' '.join(o['banker'])} "
-                f"({o['banker_total']})  -> {o['winner']}"
-            )
-        if game == "blackjack":
-            places = "; ".join(
-                f"seat {p['seat']}: "
-                + " | ".join(
-                    f"{' '.join(h['cards'])} ({h['total']} {h['status']})" for h in p["hands"]
-                )
-                for p in o["places"]
-            )
-            d = o["dealer"]
-            return f"dealer {' '.join(d['cards'])} ({d['total']}); {places}"
-        if game == "stud-poker":
-            seats = "; ".join(
-                f"seat {k}: {' '.join(v['cards'])} {v['hand']} {v['action']}"
-                for k, v in o["seats"].items()
-            )
-            q = "qualifies" if o["dealer_qualifies"] else "does not qualify"
-            return f"dealer {' '.join(o['dealer'])} {o['dealer_hand']} ({q}); {seats}"
-        if game in ("super-pan-9", "paikao"):
-            hands = " ".join(f"{k}:{'+'.join(v)}" for k, v in o["hands"].items())
-            dice = " ".join(str(d) for d in o["dice"])
-            return (
-                f"banker at place {o['banker']}, dice {dice}, first served place "
-                f"{o['first_place']}; {hands}"
-            )
-        if game == "mahjong":
-            win = o["win"]
-            return (
-                f"seat {seat_label(game, o['winner'])} wins on {win['tile']} "
-                f"({str(win['by']).replace('_', ' ')}), banker seat "
-                f"{seat_label(game, o['banker'])}, stake level {o['stake']}"
-            )
-    except (KeyError, TypeError):
-        pass
+    words = get_game(game).display.words
+    if words is not None:
+        try:
+            return words(o)
+        except (KeyError, TypeError):
+            pass
     text = json.dumps(o, ensure_ascii=False)
     return text if len(text) < 160 else text[:157] + "..."

@@ -1,7 +1,8 @@
 """The demo's table documents: one table file per game, as a technician would write it.
 
 :func:`table_document` is the configuration the demo, the benchmarks and the tests
-run (limits that let the simulated players bet, the stud poker progressive jackpot);
+run (limits that let the simulated players bet, and what the game's demo sets beside
+them: ``Game.demo.table``, the stud poker progressive jackpot among them);
 :func:`to_toml` writes it as the TOML file ``tablectl run`` and ``tablectl
 check-config`` read. :data:`DEMO_DRIVERS` says which simulated driver plays each kind
 of result device.
@@ -9,9 +10,13 @@ of result device.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from firmware_host.games.base import Game
 
 #: Result device kind (``Game.result_device``) -> the driver the demo simulates for it.
 #: A kind missing here (the fantan keypad on GPIO) has no simulator on a serial line:
@@ -61,41 +66,25 @@ def table_document(
         isinstance(d, Mapping) and _kind_of(d.get("driver")) == kind for d in devices.values()
     ):
         base["table"]["result_source"] = "manual"
-    if game == "stud-poker":
-        base["limits"] = {
-            "min_stake": 10000,
-            "max_stake": 4000000,  # no bet type's max above the table's (issue 12)
-            "bet_types": {
-                "ante": {"max": 2000000},
-                "raise": {"min": 20000, "max": 4000000},
-                "jackpot": {"min": 2000, "max": 2000},
-            },
-        }
-        base["pay_table"] = {
-            "stud-poker": {
-                "jackpot_offered": True,
-                "jackpot_stake": 2000,
-                "jackpot_contribution_rate": "7/10",
-                "jackpot_seed": 20000000,
-            }
-        }
-    if game in ("super-pan-9", "paikao"):
-        base["limits"] = {"min_stake": 2500, "max_stake": 5000000}
-    if game == "mahjong":
-        base["limits"] = {"min_stake": 1, "max_stake": 10**9}
+    base.update(copy.deepcopy(dict(_game(game).demo.table)))
     return base
 
 
-def _result_device(game: str) -> str | None:
+def _game(game: str) -> Game[Any, Any]:
     from firmware_host.games import get_game
 
-    return get_game(game).result_device
+    return get_game(game)
+
+
+def _result_device(game: str) -> str | None:
+    return _game(game).result_device
 
 
 def _kind_of(driver: object) -> str | None:
-    from drivers.registry import DEVICE_KINDS
+    from drivers.registry import declarations
 
-    return DEVICE_KINDS.get(str(driver))
+    found = declarations().get(str(driver))
+    return None if found is None else found.kind
 
 
 def to_toml(doc: Mapping[str, Any]) -> str:

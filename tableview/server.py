@@ -199,7 +199,9 @@ class ViewServer:
                 ) as client:
                     topics = self.topics()
                     await client.subscribe([(topic, 1) for topic in topics])
-                    self.watch.up(f"following {self.selection.describe()}, {len(topics)} topic filters")
+                    self.watch.up(
+                        f"following {self.selection.describe()}, {len(topics)} topic filters"
+                    )
                     self._set_connected(True, "")
                     self._subscribed.set()
                     delay = 0.2

@@ -76,7 +76,10 @@ def test_arbitrary_bytes_are_refused_with_a_code_or_parsed_never_anything_else(r
         bj.loads(raw, parse_int=parse_json_int)
     except bj.RequestShapeError as exc:
         assert exc.code in (
-            "MALFORMED_JSON", "REQUEST_TOO_DEEP", "REQUEST_TOO_COMPLEX", "DUPLICATE_MEMBER"
+            "MALFORMED_JSON",
+            "REQUEST_TOO_DEEP",
+            "REQUEST_TOO_COMPLEX",
+            "DUPLICATE_MEMBER",
         )
         assert "\n" not in exc.message
     assert bj.peek_request_id(raw) is None or isinstance(bj.peek_request_id(raw), str)

@@ -481,7 +481,7 @@ def test_the_readme_documents_the_format_and_every_code() -> None:
     assert "`tablectl COMMAND: error: CODE: message`" in readme
     assert "tablectl: error: CODE" not in readme
     modules = [
-        ROOT / "firmware_host" / "cliargs.py",
+        ROOT / "tablecommon" / "cliargs.py",
         *sorted((ROOT / "firmware_host" / "subcommands").glob("*.py")),
         ROOT / "drivers" / "cli.py",
         ROOT / "tableview" / "cli.py",

@@ -151,7 +151,9 @@ async def test_each_command_is_answered_by_the_class_its_spec_names(
          "limits": {"min_stake": 100},
          "auth": make_principals(tmp_path / "keys").auth_section()}
     )  # fmt: skip
-    mqtt = MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol)
+    mqtt = MqttSettings(
+        host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol
+    )
     d = TableDaemon(cfg, state_dir=tmp_path, runtime_dir=tmp_path, mqtt=mqtt)
     await d.start()
     try:

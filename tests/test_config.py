@@ -168,7 +168,7 @@ def test_a_table_file_without_version_is_refused(tmp_path: Path) -> None:
 
 def test_a_device_the_game_cannot_use_is_refused() -> None:
     # A wheel on a sic bo table: the game's device kinds (Game.device_kinds) are a shaker
-    # and a result board (drivers.registry.DEVICE_KINDS maps each driver to its kind).
+    # and a result board (each driver declares its kind: drivers.registry.kind_of).
     wheel = {"driver": "cammegh-ss2", "port": "/dev/null"}
     with pytest.raises(ConfigInvalid) as exc:
         validate_document({"table": {"id": "t", "game": "sicbo"}, "devices": {"wheel": wheel}})

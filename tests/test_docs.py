@@ -36,9 +36,9 @@ def test_config_keys_are_documented() -> None:
 
 
 def test_every_registered_section_key_is_documented() -> None:
-    from firmware_host.assembly import DAEMON_SPECS
     from firmware_host.auth.policy import AUTH_SPECS
     from firmware_host.console import CONSOLE_SPECS
+    from firmware_host.daemon_settings import DAEMON_SPECS
     from firmware_host.face.board import STATISTICS_SPECS
     from firmware_host.integrity.settings import INTEGRITY_SPECS
     from firmware_host.integrity.software import SOFTWARE_SPECS

@@ -72,6 +72,8 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = fresh_clone(tmp_path_factory.mktemp("clone"))
     assert not (where.parent / "shared").exists()
     return where
+
+
 VENV_BIN = Path(sys.executable).parent
 
 pytestmark = pytest.mark.slow

@@ -24,9 +24,11 @@ scalars = (
 )
 values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=5)
-    | st.dictionaries(text, inner, max_size=5)
-    | st.tuples(inner, inner),
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.dictionaries(text, inner, max_size=5)
+        | st.tuples(inner, inner)
+    ),
     max_leaves=40,
 )
 
@@ -57,7 +59,7 @@ def test_a_real_round_payload_gives_the_same_text(tmp_path: object) -> None:
             "seat": i % 8 + 1,
             "selection": [13, 14, 15],
             "stake": 27800,
-            "note": "\u00e9\u4e2d\n\t\"\\\x00\x1f\u2028",
+            "note": '\u00e9\u4e2d\n\t"\\\x00\x1f\u2028',
         }
         for i in range(100)
     ]

@@ -1,10 +1,11 @@
 """Lit result board drivers: the RS-485 reference protocol (``board-ref``) and a
 board of LEDs on GPIO pins (``board-gpio``, gpiozero ``LEDBoard``).
 
-Both take the same commands: ``show_areas``, ``show_sicbo``,
-``show_fish_prawn_crab``, ``show_number`` (roulette or fantan, with history),
+Both take the same commands: ``use_areas`` (the game's areas, told by the table: the
+default lamp order), ``show_areas``, ``show_number`` (roulette or fantan, with history),
 ``show_road`` (baccarat), ``show_message`` (the phase message), ``lamp_test``,
-``clear``. A display command never fails
+``clear``. Which areas a result lights is the game's to say (the table's result board,
+``firmware_host/face``), never the driver's. A display command never fails
 because the board is offline: the driver keeps the display state, reports the
 board offline, and sends the whole state again when it answers again (returns
 False meanwhile).
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from firmware_host.config import FieldSpec
+from tablecommon.settings import FieldSpec
 
 from ..base import DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase
@@ -28,19 +29,7 @@ from ..reflink.display import DisplayState, DisplaySync
 from ..reflink.driver import SERIAL_SETTINGS, RefSession, resolve_settings
 from ..transport import Opener
 from .codec import GAME_IDS, MAX_HISTORY, MESSAGE_KINDS, PROFILE, BoardResynced, check_number
-from .layouts import (
-    LAYOUTS,
-    LayoutError,
-    RoadEntry,
-    bitmap,
-    fpc_areas,
-    lamp_map,
-    lamps_for,
-    sicbo_areas,
-)
-
-#: The lamp areas a dice result lights, by the layouts that show dice.
-_DICE_LAYOUTS = {"sicbo": sicbo_areas, "fish-prawn-crab": fpc_areas}
+from .layouts import LayoutError, RoadEntry, bitmap, lamp_map, lamps_for
 
 
 class Unsupported(DriverError):
@@ -48,7 +37,7 @@ class Unsupported(DriverError):
 
 
 def _layout_check(v: str) -> str | None:
-    return None if v in LAYOUTS else f"unknown layout; known: {', '.join(LAYOUTS)}"
+    return None if v.strip() else "a board's layout is the layout of its table's game"
 
 
 _DISPLAY_SETTINGS: dict[str, FieldSpec] = {
@@ -66,11 +55,8 @@ _DISPLAY_SETTINGS: dict[str, FieldSpec] = {
 
 
 def _check_lamps(settings: Mapping[str, Any]) -> list[str]:
+    """The lamp numbers of a lamp map (its areas are the game's: the table checks them)."""
     lamps = settings.get("lamps") or {}
-    try:
-        lamp_map(settings["layout"], lamps)
-    except LayoutError as exc:
-        return [f"lamps: {exc}"]
     bad = [
         k
         for k, v in lamps.items()
@@ -85,7 +71,10 @@ class BoardFace:
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         self.layout: str = settings["layout"]
-        self.lamps: dict[str, int] = lamp_map(self.layout, settings["lamps"] or None)
+        self._lamp_overrides: dict[str, int] | None = settings["lamps"] or None
+        #: The game's areas, in their default lamp order (:meth:`use_areas`).
+        self.areas: tuple[str, ...] = ()
+        self.lamps: dict[str, int] = lamp_map((), self._lamp_overrides)
         self.history: collections.deque[int] = collections.deque(
             maxlen=settings["history"] or None
         )
@@ -93,11 +82,11 @@ class BoardFace:
         self.lit_areas: tuple[str, ...] = ()
         self.message: tuple[str, str] = ("idle", "")
 
-    def areas_for_dice(self, dice: Sequence[int]) -> tuple[str, ...]:
-        areas = _DICE_LAYOUTS.get(self.layout)
-        if areas is None:
-            raise LayoutError(f"a {self.layout} board does not show dice")
-        return areas(dice)
+    def use_areas(self, areas: Sequence[str]) -> None:
+        """The areas of the table's game, in their default lamp order (area ``i`` is lamp
+        ``i``), unless the configuration maps them (``lamps``)."""
+        self.areas = tuple(areas)
+        self.lamps = lamp_map(self.areas, self._lamp_overrides)
 
     def _number_game(self) -> str:
         if self.layout not in GAME_IDS:
@@ -208,14 +197,9 @@ class BoardDriver(DriverBase[BoardResynced]):
         lamps = lamps_for(self.face.lit_areas, self.face.lamps)
         return await self._show("LAMPS", mode=int(blink), bitmap=bitmap(lamps))
 
-    async def show_sicbo(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(sicbo_areas(dice))
-
-    async def show_fish_prawn_crab(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(fpc_areas(dice))
-
-    async def show_dice(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(self.face.areas_for_dice(dice))
+    def use_areas(self, areas: Sequence[str]) -> None:
+        """The areas of the table's game (the table tells them; see :class:`BoardFace`)."""
+        self.face.use_areas(areas)
 
     async def show_number(self, number: int, history: Sequence[int] | None = None) -> bool:
         """Show a roulette or fantan number; the previous one goes to the history
@@ -315,9 +299,9 @@ class GpioBoardDriver(DriverBase[BoardResynced]):
         problems = _check_lamps(settings)
         if not problems:
             n = len(settings["pins"])
-            lamps = lamp_map(settings["layout"], settings.get("lamps") or None)
+            lamps = settings.get("lamps") or {}
             over = sorted(a for a, i in lamps.items() if i >= n)
-            if over and settings.get("lamps"):
+            if over:
                 problems.append(f"lamps: {', '.join(over[:5])} beyond the {n} pins")
         return problems
 
@@ -383,14 +367,9 @@ class GpioBoardDriver(DriverBase[BoardResynced]):
         self._apply()
         return self.leds is not None
 
-    async def show_sicbo(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(sicbo_areas(dice))
-
-    async def show_fish_prawn_crab(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(fpc_areas(dice))
-
-    async def show_dice(self, dice: Sequence[int]) -> bool:
-        return await self.show_areas(self.face.areas_for_dice(dice))
+    def use_areas(self, areas: Sequence[str]) -> None:
+        """The areas of the table's game (the table tells them; see :class:`BoardFace`)."""
+        self.face.use_areas(areas)
 
     async def show_number(self, number: int, history: Sequence[int] | None = None) -> bool:
         self.face.push_number(number, history)

@@ -26,6 +26,8 @@ import enum
 import re
 from dataclasses import dataclass, field
 
+from tablecommon.events.wheel import STATE_NAMES
+
 from ..base import CodecError
 
 __all__ = [
@@ -94,17 +96,6 @@ class GameState(enum.IntEnum):
     WINNING_NUMBER = 5
     CLOSE_TABLE = 6
     NO_BALL_IN_TRACK = 7  # firmware 2.52+, enabled by *T g +32
-
-
-STATE_NAMES: dict[int, str] = {
-    1: "before game",
-    2: "place your bets",
-    3: "ball in rim",
-    4: "no more bets",
-    5: "winning number",
-    6: "close table",
-    7: "ball not detected in ball track",
-}
 
 
 class WarningFlag(enum.IntFlag):

@@ -20,14 +20,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from firmware_host.config import FieldSpec
+from tablecommon.settings import FieldSpec
 
 from ..base import DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase
 from ..link import Backoff, Link, LinkState
 from ..transport import Opener, cancel_and_wait, serial_opener
-from . import codec
 from .codec import (
+    FAULT_CODES,
     Direction,
     FaultPacket,
     Frame,
@@ -37,6 +37,16 @@ from .codec import (
     ModeBit,
     Reply,
     Status,
+    cmd_full_version,
+    cmd_manufacturer,
+    cmd_mode,
+    cmd_poll_status,
+    cmd_power,
+    cmd_restart,
+    cmd_self_test,
+    cmd_setup_query,
+    cmd_start_game,
+    cmd_version,
 )
 from .events import (
     GameStateChanged,
@@ -311,7 +321,7 @@ class CammeghDriver(DriverBase[WheelEvent]):
             if not self.auto_status and self.link.connected and not self._cmd_lock.locked():
                 before = self.last_status_at
                 with contextlib.suppress(LinkError):
-                    await self.link.write(codec.cmd_poll_status())
+                    await self.link.write(cmd_poll_status())
                     self.frames.tx(b"*X")
                 await asyncio.sleep(min(self.reply_timeout, period))
                 if self.last_status_at == before:
@@ -379,38 +389,38 @@ class CammeghDriver(DriverBase[WheelEvent]):
         """``*u 1`` / ``*u 3``: start a game (user-start mode), optionally anticlockwise."""
         if isinstance(direction, str):
             direction = Direction[direction.upper()]
-        await self._reply(codec.cmd_start_game(direction), "u")
+        await self._reply(cmd_start_game(direction), "u")
 
     async def restart(self) -> None:
         """``*R``: restart the game; required after a void miss-spin."""
-        await self._reply(codec.cmd_restart(), "R")
+        await self._reply(cmd_restart(), "R")
 
     async def power(self, on: bool) -> bool:
         """``*P 1``/``*P 0``; returns False if the wheel was already in that power state."""
-        return await self._reply(codec.cmd_power(on), "P", ("OK", "NO")) == "OK"
+        return await self._reply(cmd_power(on), "P", ("OK", "NO")) == "OK"
 
     async def version_string(self) -> str:
         """``*S``: the firmware version (``V2.50``)."""
-        frame = await self._command(codec.cmd_version(), "S")
+        frame = await self._command(cmd_version(), "S")
         assert isinstance(frame, Reply)
         self.version = frame.text
         return frame.text
 
     async def full_version(self) -> str:
         """``*V``: the full identification string."""
-        frame = await self._command(codec.cmd_full_version(), "V")
+        frame = await self._command(cmd_full_version(), "V")
         assert isinstance(frame, Reply)
         return frame.text
 
     async def manufacturer(self) -> str:
         """``*K``: ``CAM`` for a Cammegh controller."""
-        frame = await self._command(codec.cmd_manufacturer(), "K")
+        frame = await self._command(cmd_manufacturer(), "K")
         assert isinstance(frame, Reply)
         return frame.text
 
     async def operating_mode(self) -> int:
         """``*o``: the operating mode bit sum."""
-        frame = await self._command(codec.cmd_mode(), "o")
+        frame = await self._command(cmd_mode(), "o")
         assert isinstance(frame, Reply)
         try:
             self.mode = int(frame.text)
@@ -420,7 +430,7 @@ class CammeghDriver(DriverBase[WheelEvent]):
 
     async def set_operating_mode(self, mode: int) -> None:
         """``*o <mode>``: only accepted in state 6 (else ``*o BUSY``)."""
-        await self._reply(codec.cmd_mode(mode), "o", (str(mode),))
+        await self._reply(cmd_mode(mode), "o", (str(mode),))
         self.mode = mode
 
     async def set_automatic_status(self, on: bool) -> int:
@@ -433,13 +443,13 @@ class CammeghDriver(DriverBase[WheelEvent]):
 
     async def poll_status(self) -> Status:
         """``*X``: one status line."""
-        frame = await self._command(codec.cmd_poll_status(), "X")
+        frame = await self._command(cmd_poll_status(), "X")
         assert isinstance(frame, Status)
         return frame
 
     async def setup_query(self, letter: str) -> str:
         """``*T <LETTER>``: one setup parameter, as the wheel prints it (``161``)."""
-        frame = await self._command(codec.cmd_setup_query(letter), "T")
+        frame = await self._command(cmd_setup_query(letter), "T")
         assert isinstance(frame, Reply)
         head, _, value = frame.text.partition(" ")
         if head != letter.lower():
@@ -456,7 +466,7 @@ class CammeghDriver(DriverBase[WheelEvent]):
         self._self_test_codes = []
         self._self_test_event.clear()
         try:
-            first = await self._command(codec.cmd_self_test(), "F", timeout=timeout)
+            first = await self._command(cmd_self_test(), "F", timeout=timeout)
             if isinstance(first, Reply):
                 raise CommandRefused(f"{self.name}: *F answered {first.text!r} (state 6 only)")
             while True:
@@ -472,7 +482,7 @@ class CammeghDriver(DriverBase[WheelEvent]):
         result = SelfTestResult(
             device=self.name,
             codes=codes,
-            meanings=tuple(codec.FAULT_CODES.get(c, f"unknown code {c}") for c in codes),
+            meanings=tuple(FAULT_CODES.get(c, f"unknown code {c}") for c in codes),
             passed=codes == (0,),
         )
         self._handle_event(result)

@@ -232,13 +232,13 @@ class CammeghSim:
         await self.start()
         return server
 
-
     def pick_number(self) -> int:
         """The pocket the ball falls in: uniform, or weighted by :attr:`bias`."""
         if not self.bias:
             return self.rng.randrange(self.pockets)
         weights = [self.bias.get(p, 1.0) for p in range(self.pockets)]
         return self.rng.choices(range(self.pockets), weights)[0]
+
     def opener(self) -> Opener:
         """An opener for a driver's Link: each call is a fresh in-process pipe."""
 

@@ -5,5 +5,22 @@ and an optional ball-track sensor (the ball's revolutions).
 - :mod:`.driver`: :class:`~drivers.gpio_wheel.driver.GpioWheelDriver` (gpiozero);
 - :mod:`.sim`: a physical wheel model driving MockFactory pins.
 
-Protocol notes: ``docs/protocols/gpio-wheel.md``.
+Its events are the wheel kind's (:mod:`tablecommon.events.wheel`), as the SS2's. Protocol
+notes: ``docs/protocols/gpio-wheel.md``.
 """
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..declaration import DriverDeclaration
+
+
+def _driver() -> type[Any]:
+    from .driver import GpioWheelDriver
+
+    return GpioWheelDriver
+
+
+#: Wired to the Raspberry Pi's pins: no simulator on a serial line, no capture to decode.
+DECLARATIONS = (DriverDeclaration("gpio-wheel", "wheel", _driver),)

@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
-from firmware_host.config import FieldSpec
-from firmware_host.games.roulette import WHEEL_ORDER
+from tablecommon.events.wheel import WheelEvent
+from tablecommon.settings import FieldSpec
+from tablecommon.wheel import WHEEL_ORDER
 
 from ..base import HealthState
-from ..cammegh.events import WheelEvent
 from ..common import DriverBase
 from ..gpio import LoopHandoff, require_pin_factory
 from ..transport import cancel_and_wait

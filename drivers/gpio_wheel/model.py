@@ -19,7 +19,7 @@ Sensors ([docs/protocols/gpio-wheel.md]):
 
 Calibration: ``index_pocket`` is the pocket in front of the ball sensor at the
 moment the index pulse fires. Pockets are laid out clockwise in the single-zero
-order :data:`~firmware_host.games.roulette.WHEEL_ORDER`; if the rotor turns clockwise
+order :data:`~tablecommon.wheel.WHEEL_ORDER`; if the rotor turns clockwise
 by ``φ`` of a revolution after the index pulse, the pocket in front of the ball
 sensor is ``WHEEL_ORDER[k0 - 37 φ]`` (``k0`` the index of ``index_pocket``);
 anticlockwise, ``k0 + 37 φ``. Each pulse is timed at its centre (mean of its rising
@@ -42,16 +42,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from firmware_host.games.roulette import WHEEL_ORDER
-
-from ..cammegh.codec import STATE_NAMES
-from ..cammegh.events import (
+from tablecommon.events.wheel import (
+    STATE_NAMES,
     GameStateChanged,
     GameVoided,
     WheelEvent,
     WheelWarning,
     WinningNumber,
 )
+from tablecommon.wheel import WHEEL_ORDER
 
 __all__ = ["POCKETS", "WheelGeometry", "WheelModel", "pocket_after"]
 

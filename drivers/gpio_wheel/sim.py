@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from firmware_host.games.roulette import WHEEL_ORDER
+from tablecommon.wheel import WHEEL_ORDER
 
 __all__ = ["GpioWheelSim", "VirtualClock"]
 

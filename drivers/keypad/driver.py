@@ -28,12 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
-from firmware_host.config import FieldSpec
-
-from ..base import HealthState
-from ..common import DriverBase
-from ..gpio import DebouncedInput, require_pin_factory
-from .events import (
+from tablecommon.events.keypad import (
     Bell,
     ButtonStuck,
     DomeClosed,
@@ -48,6 +43,11 @@ from .events import (
     KeypadSignInStarted,
     KeypadVoidRequest,
 )
+from tablecommon.settings import FieldSpec
+
+from ..base import HealthState
+from ..common import DriverBase
+from ..gpio import DebouncedInput, require_pin_factory
 from .inputs import DomeLockSensor
 
 __all__ = ["KEYS", "KeypadDriver"]

@@ -98,30 +98,3 @@ def _records(
             return
         for ev in events:
             yield ev.to_json() | ({"device": device} if device else {})
-
-
-def decoder_for(driver: str, device: str = "") -> Callable[[bytes], Iterator[dict[str, Any]]]:
-    """The capture decoder of a reflink driver name (``shoe-ref``, ``shaker-ref``...)."""
-    if driver in ("shoe-ref", "shoe-ref-usb"):
-        from ..shoe.codec import PROFILE as SHOE
-        from ..shoe.codec import ShoeTracker
-
-        shoe = ShoeTracker(device)
-        return lambda data: decode_capture(SHOE, shoe.apply, data, device)
-    if driver == "shaker-ref":
-        from ..shaker.codec import PROFILE as SHAKER
-        from ..shaker.codec import ShakerTracker
-
-        shaker = ShakerTracker(device)
-        return lambda data: decode_capture(SHAKER, shaker.apply, data, device)
-    profiles = {"board-ref": "..board.codec", "sign-ref": "..sign.codec"}
-    if driver in profiles:
-        import importlib
-
-        prof: Profile = importlib.import_module(profiles[driver], __package__).PROFILE
-        return lambda data: decode_capture(prof, lambda _m, _w: [], data, device)
-    raise KeyError(driver)
-
-
-#: Driver names :func:`decoder_for` knows.
-DECODERS = ("shoe-ref", "shoe-ref-usb", "shaker-ref", "board-ref", "sign-ref")

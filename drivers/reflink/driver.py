@@ -29,7 +29,7 @@ import logging
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any
 
-from firmware_host.config import ConfigInvalid, FieldSpec, validate_fields
+from tablecommon.settings import ConfigInvalid, FieldSpec, validate_fields
 
 from ..base import CodecError, DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase

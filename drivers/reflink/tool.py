@@ -1,65 +1,61 @@
-"""The reflink devices' entries for ``tablectl sim`` and ``tablectl decode``.
+"""What the reflink devices' declarations share for ``tablectl sim`` and ``tablectl
+decode``: the lines a served simulator prints about what its displays show
+(:func:`news`), and the capture decoder of a reflink profile (:func:`decoder`).
 
-:data:`SIMULATORS` maps a driver name to a factory of its simulator (served, started
-and played by :mod:`drivers.simulators`, the one runner of every simulator);
-:data:`DECODERS` maps a driver name to its capture decoder (JSON-ready records).
+Each device package (``drivers/shoe``, ``drivers/shaker``, ``drivers/board``,
+``drivers/sign``) declares its own drivers, simulators and decoders with these
+(:mod:`drivers.declaration`); :mod:`drivers.simulators` serves them all alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .decode import decoder_for
-from .sim import Simulator
+from ..base import DeviceEvent
+from ..declaration import DecoderEntry
+from .messages import Message, Profile
+
+__all__ = ["decoder", "news"]
 
 
-def _shoe(seed: int | None, opts: Mapping[str, Any]) -> Simulator:
-    from ..shoe.sim import ShoeSimulator
-
-    return ShoeSimulator(decks=int(opts.get("decks", 8)), seed=seed)
-
-
-def _shaker(seed: int | None, opts: Mapping[str, Any]) -> Simulator:
-    from ..shaker.sim import ShakerSimulator
-
-    return ShakerSimulator(dice=int(opts.get("dice", 3)), seed=seed)
-
-
-def _board(seed: int | None, opts: Mapping[str, Any]) -> Simulator:
-    from ..board.sim import BoardSimulator
-
-    addresses = opts.get("addresses", (1,))
-    if isinstance(addresses, str):
-        addresses = [int(a) for a in addresses.split(",") if a.strip()]
-    return BoardSimulator(addresses)
+def news(sim: Any, memory: dict[Any, Any]) -> list[str]:
+    """What each device's display shows, when it changed (boards, signs)."""
+    lines = []
+    for addr, unit in sim.units.items():
+        m: Any = unit.model
+        now = (
+            m.snapshot()
+            if hasattr(m, "snapshot")
+            else (m.display() if hasattr(m, "display") else None)
+        )
+        if now is not None and memory.get(addr) != now:
+            memory[addr] = now
+            lines.append(f"address {addr}: {now}")
+    return lines
 
 
-def _sign(seed: int | None, opts: Mapping[str, Any]) -> Simulator:
-    from ..sign.sim import SignSimulator
+class _Tracker:
+    """What a device's tracker offers a decoder: frames in, the driver's events out."""
 
-    return SignSimulator(address=int(opts.get("address", 0)))
-
-
-#: Driver name -> ``factory(seed, options)`` of its simulator.
-SIMULATORS: dict[str, Callable[[int | None, Mapping[str, Any]], Simulator]] = {
-    "shoe-ref": _shoe,
-    "shoe-ref-usb": _shoe,  # the same protocol, served on a pty or TCP port
-    "shaker-ref": _shaker,
-    "board-ref": _board,
-    "sign-ref": _sign,
-}
+    def apply(self, msg: Message, wire: bytes) -> Sequence[DeviceEvent]:
+        return []
 
 
-def _decoder(name: str) -> Callable[[bytes], Iterator[dict[str, Any]]]:
-    def decode(data: bytes) -> Iterator[dict[str, Any]]:
-        return decoder_for(name)(data)
+def decoder(
+    name: str,
+    profile: Callable[[], Profile],
+    tracker: Callable[[str], Any] | None = None,
+) -> DecoderEntry:
+    """The decoder of driver ``name``'s captures: every frame of its reflink
+    ``profile``; a device's events through a fresh ``tracker(device)`` per capture
+    (sequence and duplicate checks apply as in the driver), none for an output device."""
 
-    return decode
+    def decode(data: bytes, options: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+        from .decode import decode_capture
 
+        device = str(options.get("device") or "")
+        events = tracker(device) if tracker is not None else _Tracker()
+        return decode_capture(profile(), events.apply, data, device)
 
-#: Driver name -> ``decode(bytes) -> records`` (a fresh decoder per call).
-DECODERS: dict[str, Callable[[bytes], Iterator[dict[str, Any]]]] = {
-    name: _decoder(name)
-    for name in ("shoe-ref", "shoe-ref-usb", "shaker-ref", "board-ref", "sign-ref")
-}
+    return DecoderEntry(f"{name} (reflink frames)", decode)

@@ -7,8 +7,7 @@ nibble its lie (0 flat, 1 tilted, 2 stacked), the low nibble its face (1..6, or 
 
 from __future__ import annotations
 
-from ..reflink.messages import Message, MessageDef, MessageError, Profile, Sender, f
-from .events import (
+from tablecommon.events.shaker import (
     DIE_FLAGS,
     FLAT,
     DiceRead,
@@ -20,6 +19,8 @@ from .events import (
     ShakerFault,
     ShakeStarted,
 )
+
+from ..reflink.messages import Message, MessageDef, MessageError, Profile, Sender, f
 
 PROFILE_ID = 2
 

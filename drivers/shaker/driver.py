@@ -1,7 +1,7 @@
 """Electronic dice shaker driver: reference protocol on a serial port, plus the
 dome-lock sensor and the croupier's bell on GPIO (gpiozero, any pin factory).
 
-Registry name: ``shaker-ref``. Events: :mod:`drivers.shaker.events`.
+Registry name: ``shaker-ref``. Events: :mod:`tablecommon.events.shaker`.
 """
 
 from __future__ import annotations
@@ -10,16 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
-from firmware_host.config import FieldSpec
-
-from ..common import DriverBase
-from ..gpio import DebouncedInput, require_pin_factory
-from ..link import Backoff
-from ..reflink.driver import SERIAL_SETTINGS, RefSession, resolve_settings
-from ..reflink.messages import Message
-from ..transport import Opener
-from .codec import PROFILE, ShakerTracker
-from .events import (
+from tablecommon.events.shaker import (
     Bell,
     DiceRead,
     DomeClosed,
@@ -28,6 +19,15 @@ from .events import (
     ShakerEvent,
     ShakerFault,
 )
+from tablecommon.settings import FieldSpec
+
+from ..common import DriverBase
+from ..gpio import DebouncedInput, require_pin_factory
+from ..link import Backoff
+from ..reflink.driver import SERIAL_SETTINGS, RefSession, resolve_settings
+from ..reflink.messages import Message
+from ..transport import Opener
+from .codec import PROFILE, ShakerTracker
 
 _PIN = (0, 27)
 

@@ -10,10 +10,11 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tablecommon.events.shaker import FLAT, STACKED, TILTED
+
 from ..reflink.device import DeviceModel, Refuse
 from ..reflink.messages import Message, RefusedReason
 from .codec import NO_SHAKE_REASONS, PROFILE, UNREADABLE_REASONS, die_to_byte
-from .events import FLAT, STACKED, TILTED
 
 INJECTABLE = ("tilted", "stacked", "no_shake", "motor", "unreadable", "camera", "dice_missing")
 

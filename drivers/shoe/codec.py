@@ -2,7 +2,7 @@
 
 ``docs/protocols/shoe.md`` is the specification. This module holds the message
 table, the card byte, and :class:`ShoeTracker`, the host-side interpretation of the
-device's messages into :mod:`drivers.shoe.events` (sequence and duplicate checks).
+device's messages into :mod:`tablecommon.events.shoe` (sequence and duplicate checks).
 """
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from firmware_host.games.cards import RANKS, SUITS, Card, deck, shoe_composition
-
-from ..reflink.messages import Message, MessageDef, MessageError, Profile, Sender, f
-from .events import (
+from tablecommon.cards import RANKS, SUITS, Card, deck, shoe_composition
+from tablecommon.events.shoe import (
     CardDealt,
     CardMisread,
     DeckChecked,
@@ -28,6 +26,8 @@ from .events import (
     ShuffleFinished,
     ShuffleStarted,
 )
+
+from ..reflink.messages import Message, MessageDef, MessageError, Profile, Sender, f
 
 PROFILE_ID = 1
 UNKNOWN_CARD = 0xFF

@@ -1,7 +1,7 @@
 """Card shoe / shuffler-dealer driver over the reference protocol (serial or USB bulk).
 
 Registry names: ``shoe-ref`` (serial port by URL) and ``shoe-ref-usb`` (USB bulk
-endpoints, found by vendor/product id). Events: :mod:`drivers.shoe.events`.
+endpoints, found by vendor/product id). Events: :mod:`tablecommon.events.shoe`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,15 @@ import time
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, ClassVar
 
-from firmware_host.config import FieldSpec
+from tablecommon.events.shoe import (
+    CardDealt,
+    DeckChecked,
+    ShoeEvent,
+    ShoeFault,
+    ShoeFaultCleared,
+    ShuffleFinished,
+)
+from tablecommon.settings import FieldSpec
 
 from ..common import DriverBase
 from ..link import Backoff
@@ -24,14 +32,6 @@ from ..reflink.driver import (
 from ..reflink.messages import Message
 from ..transport import Opener
 from .codec import FAULT_IDS, PROFILE, ShoeTracker
-from .events import (
-    CardDealt,
-    DeckChecked,
-    ShoeEvent,
-    ShoeFault,
-    ShoeFaultCleared,
-    ShuffleFinished,
-)
 
 _SHOE_SETTINGS: dict[str, FieldSpec] = {
     "decks": FieldSpec(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from firmware_host.games.cards import Card, shoe_composition
+from tablecommon.cards import Card, shoe_composition
 
 from ..reflink.device import DeviceModel, Refuse
 from ..reflink.messages import Message, RefusedReason
@@ -36,7 +36,7 @@ INJECTABLE = (
 )
 
 
-#: The most decks a shoe holds (:func:`firmware_host.games.cards.shoe_composition`);
+#: The most decks a shoe holds (:func:`tablecommon.cards.shoe_composition`);
 #: SHUFFLE with more is refused as a bad argument.
 MAX_DECKS = 12
 

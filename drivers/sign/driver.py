@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from firmware_host.config import FieldSpec
+from tablecommon.settings import FieldSpec
 
 from ..common import DriverBase
 from ..link import Backoff

@@ -42,9 +42,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tablecommon.settings import FieldSpec, register_section, validate_fields
+
 from ..commands import CATALOGUE, Catalogue, role_permissions, two_person, with_duty
 from ..commands import permissions as command_permissions
-from ..config import FieldSpec, register_section, validate_fields
 
 #: Every command of ``commands/request`` needs a permission (its name, unless its spec
 #: names another): :mod:`firmware_host.commands` declares them, with the built-in

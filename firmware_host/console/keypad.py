@@ -20,7 +20,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from drivers.keypad.events import KeypadSignIn
+from tablecommon.events.keypad import KeypadSignIn
 
 from ..journal import AuditLog
 from ..jsonio import JSON

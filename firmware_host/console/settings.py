@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import FieldSpec, register_section, validate_fields
+from tablecommon.settings import FieldSpec, register_section, validate_fields
 
 PBKDF2_ITERATIONS = 200_000
 MAX_LINE = 512
@@ -97,7 +97,9 @@ DEALER_NUMBER_DIGITS = (1, 8)
 #: PIN ``2468``, published in the README. ``check-config`` and the daemon's start-up warn
 #: about a table whose operator still has it.
 DEMO_PIN = "2468"
-DEMO_PIN_HASH = "pbkdf2_sha256$200000$pY8fUwSG2Rp/2vjnDtUtEQ==$UwMeIiwP5yenrwVptA8cQqJHaSbxV1mHeH48yicCoSw="
+DEMO_PIN_HASH = (
+    "pbkdf2_sha256$200000$pY8fUwSG2Rp/2vjnDtUtEQ==$UwMeIiwP5yenrwVptA8cQqJHaSbxV1mHeH48yicCoSw="
+)
 
 
 @dataclass(frozen=True)

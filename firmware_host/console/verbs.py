@@ -372,9 +372,7 @@ def _table_command(spec: CommandSpec, verb: ConsoleVerb) -> Command:
 
 def console_commands(catalogue: Catalogue = CATALOGUE) -> dict[str, Command]:
     """Every verb of a console over a table answering ``catalogue``, in ``help``'s order."""
-    table = [
-        _table_command(spec, spec.console) for spec in catalogue.values() if spec.console
-    ]
+    table = [_table_command(spec, spec.console) for spec in catalogue.values() if spec.console]
     verbs = (*_OWN_BEFORE, *table, *_OWN_AFTER)
     out = {c.name: c for c in verbs}
     if len(out) != len(verbs):

@@ -26,13 +26,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..config import FieldSpec, register_section, validate_fields
+from tablecommon.settings import FieldSpec, register_section, validate_fields
+
 from ..journal import RoundRecord
 from ..jsonio import JSON
 from ..table.extension import RoundHistory, TableExtension, TableExtensions
 from ..table.phase import Phase
 from . import state as st
-from .stats import KINDS, statistics
+from . import stats
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +72,13 @@ class StatisticsSettings:
 
 @runtime_checkable
 class BoardDevice(Protocol):
-    """A result board as the extension drives it (``drivers.board.driver``)."""
+    """A result board as the extension drives it (``drivers.board.driver``): told the
+    game's areas (its default lamp order) once, then what to show."""
 
     name: str
     layout: str
+
+    def use_areas(self, areas: Sequence[str]) -> None: ...
 
     async def show_areas(self, areas: Iterable[str], *, blink: bool = False) -> bool: ...
 
@@ -87,17 +91,29 @@ class BoardDevice(Protocol):
 
 def board_problems(game_id: str, devices: Iterable[tuple[str, str, Any]]) -> list[str]:
     """Configuration problems of the result boards of a ``game_id`` table: ``devices``
-    are ``(name, kind, settings)``; a board must have the layout of the game."""
-    want = st.layout_of(game_id)
+    are ``(name, kind, settings)``; a board must have the layout of the game's board,
+    and its lamp map (``lamps``) name areas of that board only."""
+    board = st.board_of(game_id)
+    want = None if board is None else board.layout
     out = []
     for name, kind, settings in devices:
         layout = settings.get("layout") if isinstance(settings, Mapping) else None
-        if kind != "board" or layout is None or layout == want:
+        if kind != "board" or layout is None:
             continue
-        out.append(
-            f"devices.{name}: a {layout!r} board cannot show a {game_id} table's results"
-            + (f" (layout = {want!r})" if want else " (no result board layout for this game)")
-        )
+        if layout != want:
+            out.append(
+                f"devices.{name}.layout: a {layout!r} board cannot show a {game_id} table's "
+                "results"
+                + (f" (layout = {want!r})" if want else " (no result board layout for this game)")
+            )
+            continue
+        assert board is not None
+        unknown = sorted(set(settings.get("lamps") or {}) - set(board.area_names()))
+        if unknown:
+            out.append(
+                f"devices.{name}.lamps: {layout}: unknown areas in the lamp map: "
+                f"{', '.join(unknown)}"
+            )
     return out
 
 
@@ -183,7 +199,9 @@ class BoardWriter:
 
 class ResultBoard(TableExtension):
     """The result board follows the rounds; ``publish`` takes the ``board`` topic's
-    body; ``boards`` are the table's board devices (none: the topic alone)."""
+    body; ``boards`` are the table's board devices (none: the topic alone); ``rules``
+    the table's rules, by which a result's areas are lit (the game's defaults if not
+    given)."""
 
     name = "result-board"
 
@@ -195,10 +213,15 @@ class ResultBoard(TableExtension):
         publish: Callable[[Mapping[str, JSON]], None],
         boards: Sequence[BoardDevice] = (),
         shoe_log: ShoeLog | None = None,
+        rules: Any = None,
     ) -> None:
         self.game_id = game_id
         self.publish = publish
+        self.rules = rules
         self.state = st.BoardState(game_id, st.layout_of(game_id))
+        board = st.board_of(game_id)
+        for b in boards:  # each board numbers its lamps in the game's order, unless mapped
+            b.use_areas(board.area_names() if board is not None else ())
         self.writers = [BoardWriter(b) for b in boards]
         self.shoe_log = shoe_log
         extensions.add(self)
@@ -232,7 +255,7 @@ class ResultBoard(TableExtension):
             self._show(st.idle(self.state))
 
     def round_settled(self, payload: Mapping[str, JSON]) -> None:
-        self._show(st.settled(self.state, payload))
+        self._show(st.settled(self.state, payload, self.rules))
 
     def round_voided(self, payload: Mapping[str, JSON]) -> None:
         self._show(st.voided(self.state, payload))
@@ -254,13 +277,15 @@ class ResultBoard(TableExtension):
                 self.state.layout,
                 _payloads(history, REBUILD_ROUNDS),
                 shoe_after_seq=after,
+                rules=self.rules,
             )
         )
 
 
 class TableStatistics(TableExtension):
     """The retained ``stats`` topic: the statistics of the last ``window`` settled
-    rounds of a roulette, fantan, sic bo or fish-prawn-crab table."""
+    rounds, for a game that has statistics (``Game.display.statistics``: roulette,
+    fantan, sic bo, fish-prawn-crab)."""
 
     name = "statistics"
 
@@ -273,7 +298,6 @@ class TableStatistics(TableExtension):
         settings: StatisticsSettings | None = None,
     ) -> None:
         self.game_id = game_id
-        self.layout = st.layout_of(game_id) or ""
         self.publish = publish
         self.settings = settings or StatisticsSettings()
         self.outcomes: deque[Mapping[str, Any]] = deque(maxlen=self.settings.window)
@@ -281,11 +305,11 @@ class TableStatistics(TableExtension):
 
     @staticmethod
     def applies(game_id: str) -> bool:
-        return (st.layout_of(game_id) or "") in KINDS
+        return stats.applies(game_id)
 
     def payload(self) -> dict[str, JSON]:
         newest_first = list(reversed(self.outcomes))
-        figures = statistics(self.layout, newest_first, last=self.settings.last) or {}
+        figures = stats.statistics(self.game_id, newest_first, last=self.settings.last) or {}
         return {
             "game": self.game_id,
             "window": self.settings.window,

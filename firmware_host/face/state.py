@@ -9,21 +9,24 @@ does I/O, so the same code rebuilds the board from the journal after a restart
 (:func:`rebuilt`), drives the devices, fills the retained ``board`` topic and can be
 drawn as text by the demo.
 
-What is lit follows the board's *layout* (``drivers/board/layouts.py``, whose names
-are those of the games they show): the winning areas of the dice for sic bo (57/2004
-art. 3 2)) and fish-prawn-crab (59/2004 art. 3 2)), the number for roulette and
-fantan (58/2004 art. 5 2)), the winner and pairs for baccarat.
+What a board shows is what the game says of it (``Game.display.board``, a
+:class:`~firmware_host.games.describe.Board`): its layout's areas, each lit when the bet
+it shows wins by the game's own verdict (:func:`~firmware_host.games.base.winning_areas`:
+the winning areas of the dice for sic bo and fish-prawn-crab, the number for roulette
+and fantan, the winner and pairs for baccarat), the number with its history, the roads
+of the shoe. Nothing here knows a game by its id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from drivers.board.layouts import LAYOUTS, fpc_areas, sicbo_areas
-
+from ..games import get_game
 from ..games import roads as br
+from ..games.base import winning_areas
+from ..games.describe import Board
 from ..jsonio import JSON
 
 #: Numbers of history the board keeps (the board protocol carries up to 20).
@@ -39,38 +42,15 @@ IDLE, PLACE_BETS, NO_MORE_BETS, RESULT, VOID = (
 )
 
 
-def _dice(outcome: Mapping[str, Any]) -> list[int]:
-    return [int(d) for d in outcome["dice"]]
-
-
-def _number(outcome: Mapping[str, Any]) -> tuple[str, ...]:
-    return (str(int(outcome["number"])),)
-
-
-def _baccarat(outcome: Mapping[str, Any]) -> tuple[str, ...]:
-    coup = br.Coup.from_outcome(outcome)
-    winner = {"B": "banker", "P": "player", "T": "tie"}[coup.winner]
-    pairs = ("banker-pair",) * coup.banker_pair + ("player-pair",) * coup.player_pair
-    return (winner, *pairs)
-
-
-#: Layout -> the areas a settled outcome lights.
-LIT: dict[str, Callable[[Mapping[str, Any]], tuple[str, ...]]] = {
-    "sicbo": lambda o: sicbo_areas(_dice(o)),
-    "fish-prawn-crab": lambda o: fpc_areas(_dice(o)),
-    "roulette": _number,
-    "fantan": _number,
-    "baccarat": _baccarat,
-}
-#: Layouts that show a number with its history.
-NUMBER_LAYOUTS = frozenset({"roulette", "fantan"})
-#: Layouts that show the roads of the shoe.
-ROAD_LAYOUTS = frozenset({"baccarat"})
+def board_of(game_id: str) -> Board | None:
+    """The result board of a ``game_id`` table, as the game describes it, or None."""
+    return get_game(game_id).display.board
 
 
 def layout_of(game_id: str) -> str | None:
     """The board layout that shows ``game_id``'s results, or None (no result board)."""
-    return game_id if game_id in LAYOUTS else None
+    board = board_of(game_id)
+    return None if board is None else board.layout
 
 
 @dataclass(frozen=True)
@@ -97,12 +77,22 @@ class BoardState:
     void_reason: str | None = None
 
     @property
+    def board(self) -> Board | None:
+        """The game's board, when this state is of its layout."""
+        if self.layout is None:
+            return None
+        board = board_of(self.game)
+        return board if board is not None and board.layout == self.layout else None
+
+    @property
     def shows_number(self) -> bool:
-        return self.layout in NUMBER_LAYOUTS
+        board = self.board
+        return board is not None and board.number is not None
 
     @property
     def shows_roads(self) -> bool:
-        return self.layout in ROAD_LAYOUTS
+        board = self.board
+        return board is not None and board.roads
 
     def roads(self) -> br.Roads:
         return br.roads(self.coups)
@@ -149,9 +139,10 @@ def idle(s: BoardState) -> BoardState:
     return replace(s, phase="idle")
 
 
-def settled(s: BoardState, payload: Mapping[str, Any]) -> BoardState:
-    """A settled round: its result lit, the number pushed on the history, the coup on
-    the roads."""
+def settled(s: BoardState, payload: Mapping[str, Any], rules: Any = None) -> BoardState:
+    """A settled round: its result lit (the areas whose bet wins under ``rules``, the
+    game's defaults if not given), the number pushed on the history, the coup on the
+    roads."""
     outcome = payload.get("outcome")
     out = replace(
         s,
@@ -163,12 +154,16 @@ def settled(s: BoardState, payload: Mapping[str, Any]) -> BoardState:
         void_reason=None,
         lit=(),
     )
-    if not isinstance(outcome, Mapping) or s.layout is None:
+    board = s.board
+    if not isinstance(outcome, Mapping) or board is None:
         return out
-    out = replace(out, lit=LIT[s.layout](outcome))
-    if out.shows_number:
+    game = get_game(s.game)
+    lit = winning_areas(game, game.default_rules() if rules is None else rules, outcome)
+    out = replace(out, lit=lit)
+    if board.number is not None:
         history = s.history if s.number is None else (s.number, *s.history)
-        out = replace(out, number=int(outcome["number"]), history=history[:HISTORY_MAX])
+        number = int(outcome[board.number])
+        out = replace(out, number=number, history=history[:HISTORY_MAX])
     if out.shows_roads:
         out = replace(out, coups=(*s.coups, br.Coup.from_outcome(outcome)))
     return out
@@ -198,6 +193,7 @@ def rebuilt(
     payloads: Iterable[Mapping[str, Any]],
     *,
     shoe_after_seq: int | None = None,
+    rules: Any = None,
 ) -> BoardState:
     """The board after a restart, from the journal's finished rounds (oldest first):
     their history, and the coups of the rounds after ``shoe_after_seq`` (the last new
@@ -207,7 +203,7 @@ def rebuilt(
         seq = p.get("seq")
         if p.get("status") == "settled":
             before = s.coups
-            s = settled(s, p)
+            s = settled(s, p, rules)
             if shoe_after_seq is not None and isinstance(seq, int) and seq <= shoe_after_seq:
                 s = replace(s, coups=before)  # a round of an earlier shoe
         elif p.get("status") == "void":

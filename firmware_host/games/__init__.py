@@ -7,8 +7,9 @@ CLI and the benchmarks all use it through :func:`get_game`.
 A game is one folder (``roulette/``, ``blackjack/``...: its rules, its deal, its
 settlement) whose package exports ``GAME``; the modules here at the top are what the
 games share (``base``, ``errors``, ``money``, ``options``, ``cards``, ``dice``,
-``jackpot``, ``banker``). A new game is its folder and one line of
-:data:`GAME_MODULES`.
+``jackpot``, ``banker``, ``describe``). A new game is its folder and one line of
+:data:`GAME_MODULES`; a game from outside the folders (a test's toy game, a plug-in)
+is added with :func:`register_game`.
 """
 
 from __future__ import annotations
@@ -38,11 +39,31 @@ GAME_MODULES: dict[str, str] = {
 GAME_IDS = tuple(GAME_MODULES)
 
 _cache: dict[str, Game[Any, Any]] = {}
+_registered: dict[str, Game[Any, Any]] = {}
+
+
+def register_game(game: Game[Any, Any]) -> None:
+    """Add a game from outside the game folders (a test's toy game, a plug-in): the
+    configuration, the table and the demo then take it as any other (:func:`get_game`,
+    :func:`game_ids`). Its id must be new."""
+    if game.game_id in GAME_MODULES or game.game_id in _registered:
+        raise ValueError(f"game {game.game_id!r} is already known")
+    _registered[game.game_id] = game
+
+
+def unregister_game(game_id: str) -> None:
+    """Forget a game added by :func:`register_game` (the folders' stay)."""
+    _registered.pop(game_id, None)
+
+
+def game_ids() -> tuple[str, ...]:
+    """Every game id: the folders' (:data:`GAME_IDS`), then the registered ones."""
+    return (*GAME_IDS, *_registered)
 
 
 def get_game(game_id: str) -> Game[Any, Any]:
-    """The game object for ``game_id`` (one of :data:`GAME_IDS`)."""
-    game = _cache.get(game_id)
+    """The game object for ``game_id`` (one of :func:`game_ids`)."""
+    game = _cache.get(game_id) or _registered.get(game_id)
     if game is not None:
         return game
     module_name = GAME_MODULES.get(game_id)
@@ -88,5 +109,8 @@ __all__ = [
     "Settlement",
     "Totals",
     "Verdict",
+    "game_ids",
     "get_game",
+    "register_game",
+    "unregister_game",
 ]

@@ -54,6 +54,7 @@ from .base import (
     Totals,
     unit_problems,
 )
+from .describe import DemoRound, Rng
 from .errors import (
     BetError,
     InvalidSelection,
@@ -1005,3 +1006,56 @@ def parse_hands_outcome(
         what=what,
     )
     return raw, setup, tuple(hands[p] for p in range(1, places + 1))
+
+
+# -- what people see, and how a demonstration plays it ------------------------------------
+def hands_words(o: Any) -> str:
+    """A dealt game of a player-banked table in words: the banker, the dice, the first
+    place served and every place's two cards or tiles."""
+    hands = " ".join(f"{k}:{'+'.join(v)}" for k, v in o["hands"].items())
+    dice = " ".join(str(d) for d in o["dice"])
+    return (
+        f"banker at place {o['banker']}, dice {dice}, first served place "
+        f"{o['first_place']}; {hands}"
+    )
+
+
+#: The demo's banker's capital, and the limits its place bets are drawn within.
+DEMO_CAPITAL = 1_000_000
+DEMO_TABLE: dict[str, Any] = {"limits": {"min_stake": 2500, "max_stake": 5000000}}
+
+
+def declared_round(
+    game: BankerGame[Any, Any],
+    rules: Any,
+    rng: Rng,
+    rnd: DemoRound,
+    items: Sequence[Any],
+    start: Callable[[int, list[Bet], list[int]], Deal],
+) -> tuple[list[dict[str, JSON]], JSON]:
+    """A game dealt by hand and declared by the inspector (the demo has no card or tile
+    reader for it): the set (``items``) shuffled, the banker's place drawn and the dice
+    shaken; a place bet at the other places, the first ``rnd.bets`` of them placed, in
+    that order; two cards or tiles laid before each place, dealt as the game's deal
+    (``start(banker, bets, dice)``) asks for them, dice and items. Returns the bets and
+    the dealt game as declared (with the order of the bets)."""
+    places = game.places(rules)
+    shuffled = [str(x) for x in items]
+    rng.shuffle(shuffled)
+    banker = rng.randint(1, places)
+    dice = [rng.randint(1, 6) for _ in range(4)]
+    every = [
+        {"bet_id": f"{rnd.tag}b{p}", "seat": p, "bet_type": "place", "selection": p,
+         "stake": 2500 * rng.randint(1, 10)}
+        for p in range(1, places + 1) if p != banker
+    ]  # fmt: skip
+    bets = every[: max(1, rnd.bets)]
+    deal = start(banker, game.parse_bets(rules, bets), dice)
+    laid = {p: shuffled[2 * (p - 1) : 2 * p] for p in range(1, places + 1)}
+    while (exp := deal.expect()).kind != "complete":
+        is_dice = exp.kind == "dice"
+        deal = deal.shake(dice) if is_dice else deal.deal(laid[int(exp.to or 0)].pop(0))
+    outcome = game.outcome_json(deal.outcome())
+    assert isinstance(outcome, dict)
+    outcome["bet_order"] = [b["bet_id"] for b in bets]
+    return bets, outcome

@@ -18,6 +18,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from ..jsonio import JSON as JSON
+from .describe import Demo, Display
 from .errors import (
     BetError,
     InvalidSelection,
@@ -355,7 +356,8 @@ class Game(abc.ABC, Generic[R, Out]):
     #: The kind of device whose events carry this game's result (``"wheel"``,
     #: ``"shaker"``, ``"keypad"``, ``"shoe"``), or None when the result is entered or
     #: declared by people (mah-jong, P'ai Kao). Kinds are those of
-    #: ``drivers.registry.DEVICE_KINDS``; the rules core names them, never imports them.
+    #: those the drivers declare (``drivers.registry.kind_of``); the rules core names them,
+    #: never imports them.
     result_device: ClassVar[str | None] = None
     #: Every device kind a table of this game can use (the result device, the result
     #: board, the jackpot sign). A configured device of another kind is refused.
@@ -370,6 +372,12 @@ class Game(abc.ABC, Generic[R, Out]):
     #: The options :meth:`math` takes (``decks``, ``rounds``, ``seed``); ``tablectl
     #: math`` refuses the others before any work, naming the flag.
     math_options: ClassVar[frozenset[str]] = frozenset()
+    #: What people see of a table of the game: its result board, its statistics, its
+    #: outcome in words (:class:`~.describe.Display`; by default none of them).
+    display: ClassVar[Display] = Display()
+    #: How a demonstration plays it: its players' bets, its croupier's part
+    #: (:class:`~.describe.Demo`; by default from its catalogue and sample outcomes).
+    demo: ClassVar[Demo] = Demo()
 
     # -- rules -----------------------------------------------------------------
     def default_rules(self) -> R:
@@ -549,6 +557,24 @@ class DiscreteGame(Game[R, Out]):
                 breakage += p * settle_amounts(stake, v, money).breakage / stake
             out.append(MoneyLine(bet_type, canonical, stake, commission, breakage))
         return tuple(out)
+
+
+def winning_areas(game: Game[Any, Any], rules: Any, outcome: JSON) -> tuple[str, ...]:
+    """The areas of ``game``'s board that ``outcome`` (as published) lights, in lamp
+    order: those whose bet the game's own verdict says wins. Empty without a board."""
+    board = game.display.board
+    if board is None:
+        return ()
+    parsed = game.parse_outcome(rules, outcome)
+    bets = [
+        Bet(a.name, 0, a.bet_type, game.canonical_selection(rules, a.bet_type, a.selection), 1)
+        for a in board.areas
+    ]
+    verdict = getattr(game, "verdict", None)  # the games of one outcome and independent bets
+    if callable(verdict):
+        return tuple(b.bet_id for b in bets if verdict(rules, parsed, b).result == "win")
+    settled = game.settle(rules, parsed, bets, MoneyRules())
+    return tuple(r.bet.bet_id for r in settled.results if r.amounts.result == "win")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from .base import JSON
 from .errors import OutcomeError
@@ -69,3 +70,30 @@ ALL_THROWS: tuple[ThreeDice, ...] = tuple(
 def throw_space() -> Sequence[tuple[ThreeDice, Fraction]]:
     p = Fraction(1, 216)
     return [(t, p) for t in ALL_THROWS]
+
+
+def dice_statistics(
+    outcomes: Sequence[Mapping[str, Any]], *, last: int = 20, hot_cold: int = 5
+) -> dict[str, JSON]:
+    """The statistics of a three-dice table (sic bo, fish-prawn-crab) over ``outcomes``
+    newest first (``{"dice": [a, b, c]}``): totals, triples, doubles, faces and the
+    chances: small is a total of 4 to 10 and big 11 to 17, a triple neither (57/2004 and
+    59/2004 art. 7); odd/even by the total."""
+    throws = [[int(d) for d in o["dice"]] for o in outcomes]
+    totals = Counter(sum(t) for t in throws)
+    triples = [t[0] for t in throws if len(set(t)) == 1]
+    faces = Counter(f for t in throws for f in set(t))  # throws showing each face
+    plain = [sum(t) for t in throws if len(set(t)) > 1]
+    return {
+        "last": [list(t) for t in throws[:last]],
+        "totals": {str(k): totals[k] for k in range(3, 19)},
+        "triples": {"any": len(triples), **{str(k): triples.count(k) for k in range(1, 7)}},
+        "doubles": sum(len(set(t)) == 2 for t in throws),
+        "faces": {str(k): faces[k] for k in range(1, 7)},
+        "chances": {
+            "small": sum(4 <= s <= 10 for s in plain),
+            "big": sum(11 <= s <= 17 for s in plain),
+            "odd": sum(sum(t) % 2 for t in throws),
+            "even": sum(1 - sum(t) % 2 for t in throws),
+        },
+    }

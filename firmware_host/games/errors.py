@@ -3,35 +3,31 @@
 Every rejection carries a stable ``code`` (what floor systems and tests match on)
 and a message naming the problem. The classes also inherit the built-in exception
 they resemble (``ValueError``), as gpiozero does, so generic callers still work.
+The base (:class:`CodedError`), :class:`RulesError` and :class:`OutcomeError` live in
+the shared leaf ``tablecommon.errors`` (the card notation, which drivers read too,
+raises an outcome error); they are the same classes here.
 """
 
 from __future__ import annotations
 
+from tablecommon.errors import CodedError, OutcomeError, RulesError
 
-class CodedError(Exception):
-    """The one base of every coded error in the project (rules core, journal, floor
-    requests): a stable ``code`` that floor systems and tests match on, and a message
-    naming what is at fault. Subclasses also inherit the built-in they resemble."""
-
-    code = "ERROR"
-
-    def __init__(self, message: str, *, code: str | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-        self.message = message
-
-    def to_json(self) -> dict[str, str]:
-        return {"code": self.code, "message": self.message}
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
-
-
-class RulesError(CodedError, ValueError):
-    """Base of every error the rules core raises on bad input."""
-
-    code = "RULES_ERROR"
+__all__ = [
+    "BetError",
+    "BetNotOffered",
+    "CodedError",
+    "ConfigError",
+    "InvalidSelection",
+    "InvalidStake",
+    "Misdeal",
+    "OutcomeError",
+    "RoundStateError",
+    "RulesError",
+    "StakeNotPayable",
+    "StakeOutOfLimits",
+    "UnknownBetType",
+    "UnknownGame",
+]
 
 
 class BetError(RulesError):
@@ -67,12 +63,6 @@ class BetNotOffered(BetError):
     """The bet type exists in the regulation but this table's layout does not offer it."""
 
     code = "BET_NOT_OFFERED"
-
-
-class OutcomeError(RulesError):
-    """A round outcome that is impossible or malformed (a die face 7, number 37)."""
-
-    code = "OUTCOME_INVALID"
 
 
 class ConfigError(RulesError):

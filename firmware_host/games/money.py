@@ -63,16 +63,12 @@ class MoneyRules:
 
     def round_gain(self, exact: Fraction) -> int:
         """Round an exact amount owed *to the player* (never more than exact under FLOOR)."""
-        return _round_ratio(
-            exact.numerator, exact.denominator, self.payable_unit, self.rounding
-        )
+        return _round_ratio(exact.numerator, exact.denominator, self.payable_unit, self.rounding)
 
     def round_loss(self, exact: Fraction) -> int:
         """Round an exact amount owed *by the player* (never less than exact under FLOOR;
         under NEAREST an exact half goes to the house, so the loss is rounded up)."""
-        return -_round_ratio(
-            -exact.numerator, exact.denominator, self.payable_unit, self.rounding
-        )
+        return -_round_ratio(-exact.numerator, exact.denominator, self.payable_unit, self.rounding)
 
     def round_commission(self, exact: Fraction) -> int:
         """A commission the regulation fixes as a rate of a prize (5%), to the *minor*
@@ -187,9 +183,7 @@ class Verdict:
     reason: str = ""
 
     @staticmethod
-    def win(
-        odds: Fraction | int, commission_rate: Fraction = _ZERO, reason: str = ""
-    ) -> Verdict:
+    def win(odds: Fraction | int, commission_rate: Fraction = _ZERO, reason: str = "") -> Verdict:
         return Verdict("win", _fraction(odds), _fraction(commission_rate), _ONE, reason)
 
     @staticmethod

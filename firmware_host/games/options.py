@@ -13,6 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, TypeVar
 
+from tablecommon.values import check_value
+from tablecommon.values import coerce as _coerce
+
 T = TypeVar("T")
 
 #: Where an option lives in the table file: ``[pay_table.<game>]`` or ``[rules.<game>]``.
@@ -78,59 +81,6 @@ def _freeze(value: Any, kind: str) -> Any:
     return value
 
 
-def _cite(meta: Mapping[str, Any]) -> str:
-    return f" ({meta['cite']})" if meta["cite"] else ""
-
-
-def _coerce(kind: str, value: Any, path: str, meta: Mapping[str, Any]) -> tuple[Any, str | None]:
-    """Convert a TOML value to the option's type; return (value, error)."""
-    if kind == "bool":
-        if not isinstance(value, bool):
-            return None, f"{path}: expected true or false, got {value!r}"
-        return value, None
-    if kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            return None, f"{path}: expected an integer, got {value!r}"
-        return value, None
-    if kind == "str":
-        if not isinstance(value, str):
-            return None, f"{path}: expected a string, got {value!r}"
-        return value, None
-    if kind == "fraction":
-        if isinstance(value, (bool, float)):
-            return None, (
-                f'{path}: expected an exact fraction such as "1/20" or an integer, got {value!r}'
-                " (floats are refused: odds and rates must be exact)"
-            )
-        if isinstance(value, int):
-            return Fraction(value), None
-        if isinstance(value, str):
-            try:
-                return Fraction(value.strip()), None
-            except (ValueError, ZeroDivisionError):
-                return None, f'{path}: {value!r} is not an exact fraction such as "1/20"'
-        return None, f'{path}: expected an exact fraction such as "1/20", got {value!r}'
-    if kind in ("int_list", "str_list"):
-        want = str if kind == "str_list" else int
-        if not isinstance(value, list) or not all(
-            isinstance(v, want) and not isinstance(v, bool) for v in value
-        ):
-            return None, f"{path}: expected a list of {want.__name__}s, got {value!r}"
-        return tuple(value), None
-    if kind == "sectors":
-        if not isinstance(value, dict):
-            return None, f"{path}: expected a table of name = [numbers], got {value!r}"
-        out = {}
-        for name, nums in value.items():
-            if not isinstance(nums, list) or not all(
-                isinstance(n, int) and not isinstance(n, bool) for n in nums
-            ):
-                return None, f"{path}.{name}: expected a list of integers, got {nums!r}"
-            out[str(name)] = tuple(nums)
-        return out, None
-    raise AssertionError(kind)
-
-
 def build_rules(
     cls: type[T],
     sections: Mapping[str, Mapping[str, Any] | None],
@@ -183,37 +133,13 @@ def build_rules(
         return None
 
 
-def check_value(value: Any, path: str, meta: Mapping[str, Any]) -> str | None:
-    rng = meta.get("range")
-    if rng is not None:
-        lo, hi = rng
-        items = value if isinstance(value, tuple) else (value,)
-        for v in items:
-            if not lo <= v <= hi:
-                word = "authorised" if meta.get("cite") else "allowed"
-                return f"{path}: {v} is outside the {word} range {lo}..{hi}{_cite(meta)}"
-    choices = meta.get("choices")
-    if choices is not None and value not in choices:
-        allowed = ", ".join(repr(c) for c in choices)
-        word = "authorised" if meta.get("cite") else "allowed"
-        return f"{path}: {value!r} is not one of the {word} choices {allowed}{_cite(meta)}"
-    check = meta.get("check")
-    if check is not None:
-        problem = check(value)
-        if problem:
-            return f"{path}: {problem}{_cite(meta)}"
-    return None
-
-
 def describe(cls: type[Any]) -> list[dict[str, Any]]:
     """The options of a rules dataclass, for docs and ``tablectl math`` headers."""
     out = []
     for f in dataclasses.fields(cls):
         m = f.metadata
         default = (
-            f.default
-            if f.default is not dataclasses.MISSING
-            else f.default_factory()  # type: ignore[operator]
+            f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
         )
         out.append(
             {

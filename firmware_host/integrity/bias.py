@@ -31,6 +31,8 @@ from fractions import Fraction
 from functools import cache
 from itertools import product
 
+from tablecommon.wheel import WHEEL_ORDER
+
 from ..jsonio import JSON
 from .stats import CusumDesign, LazyCusum, chi2_isf, chi2_sf, chi_square, design_cusum
 
@@ -52,12 +54,6 @@ WARNINGS_PER_WEEK = 1
 HOURS_A_WEEK = 24 * 7
 #: Adjacent pockets of a sector CUSUM (a quarter of the wheel); one per starting pocket.
 SECTOR_WIDTH = 9
-
-#: Pocket order of the single-zero wheel, clockwise from zero (as games/roulette).
-WHEEL_ORDER: tuple[int, ...] = (
-    0, 32, 15, 19, 4, 21, 2, 25, 17, 34, 6, 27, 13, 36, 11, 30, 8, 23, 10,
-    5, 24, 16, 33, 1, 20, 14, 31, 9, 22, 18, 29, 7, 28, 12, 35, 3, 26,
-)  # fmt: skip
 
 
 def _arc(first: int, last: int) -> frozenset[int]:

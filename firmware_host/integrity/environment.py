@@ -51,7 +51,7 @@ from ..jsonio import JSON
 
 #: The project's packages (all of them are installed; ``tablesim`` is what ``tablectl
 #: run --simulate`` and the demo run).
-PACKAGES = ("firmware_host", "drivers", "tablesim", "tableview", "flooringest")
+PACKAGES = ("firmware_host", "drivers", "tablecommon", "tablesim", "tableview", "flooringest")
 ENVIRONMENT = "environment"
 PACKAGES_SCOPE = "packages"
 SCOPES = (ENVIRONMENT, PACKAGES_SCOPE)

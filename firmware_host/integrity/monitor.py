@@ -16,9 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from drivers.base import DeviceEvent
-from drivers.cammegh.events import GameStateChanged, GameVoided, WheelWarning, WinningNumber
-from drivers.shoe.events import (
+from tablecommon.events.base import DeviceEvent
+from tablecommon.events.shoe import (
     CardDealt,
     CardMisread,
     DeckChecked,
@@ -26,6 +25,7 @@ from drivers.shoe.events import (
     ShuffleFinished,
     ShuffleStarted,
 )
+from tablecommon.events.wheel import GameStateChanged, GameVoided, WheelWarning, WinningNumber
 
 from ..games.base import Bet, DiscreteGame, Game
 from ..games.money import MoneyRules, settle_amounts

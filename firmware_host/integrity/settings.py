@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..config import FieldSpec, register_section, validate_fields
+from tablecommon.settings import FieldSpec, register_section, validate_fields
 
 INTEGRITY_SPECS: dict[str, FieldSpec] = {
     "wheel_serial": FieldSpec(
@@ -155,9 +155,9 @@ def ball_revs_problems(settings: IntegritySettings, devices: Iterable[Any]) -> l
     keys = [k for k in ("ball_revs_min", "ball_revs_max") if getattr(settings, k)]
     if not keys:
         return []
-    from drivers.registry import DEVICE_KINDS, driver_class
+    from drivers.registry import driver_class
 
-    wheels = [d for d in devices if d.enabled and DEVICE_KINDS.get(d.driver) == "wheel"]
+    wheels = [d for d in devices if d.enabled and d.kind == "wheel"]
     if not wheels:
         why = "this table has no wheel"
     else:

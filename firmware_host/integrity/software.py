@@ -50,8 +50,9 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from tablecommon.settings import FieldSpec, register_section, validate_fields
+
 from ..auth import KeyFileError, load_public_key
-from ..config import FieldSpec, register_section, validate_fields
 from ..jsonio import JSON
 from . import records
 from .environment import (

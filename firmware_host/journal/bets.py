@@ -62,8 +62,7 @@ class BetRecord:
 
 
 _BET_COLS = (
-    "round_id, bet_id, seat, bet_type, selection, stake, status, placed_at, cancelled_at, "
-    "principal"
+    "round_id, bet_id, seat, bet_type, selection, stake, status, placed_at, cancelled_at, principal"
 )
 
 

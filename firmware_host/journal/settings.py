@@ -9,8 +9,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tablecommon.settings import FieldSpec, register_section, validate_fields
+
 from ..auth.identity import TableIdentity, public_path
-from ..config import FieldSpec, register_section, validate_fields
 from ..timefmt import utc_now
 from .auditkey import AuditKey
 from .lock import StateLock
@@ -137,9 +138,7 @@ class JournalSettings:
         (:meth:`load_identity`), then the file; ``owner``: the table that opens it
         (``Journal.claim``: a journal of another table or game is refused,
         ``JOURNAL_OTHER_TABLE``). The journal holds the lock until it is closed."""
-        lock = StateLock.acquire(
-            Path(self.path).parent, table_id=owner.table_id if owner else None
-        )
+        lock = StateLock.acquire(Path(self.path).parent, table_id=owner.table_id if owner else None)
         try:
             journal = self._open(clock)
         except BaseException:

@@ -76,9 +76,7 @@ class FloorLink:
         seal = sealer(identity if identity is not None else outbox.identity)
         self.wake = Wake()
         #: What the broker refuses now, by (code, topic); the retained ``state`` lists it.
-        self.faults = LinkFaults(
-            lambda: iso_utc(clock()), lambda: self.snapshots.refresh_state()
-        )
+        self.faults = LinkFaults(lambda: iso_utc(clock()), lambda: self.snapshots.refresh_state())
         self.snapshots = Snapshots(
             table_id,
             software_version=software_version,

@@ -8,7 +8,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import FieldSpec, register_section, validate_fields
+from tablecommon.settings import FieldSpec, register_section, validate_fields
+
 from ..jsonio import JSON
 from ..topics import TopicError, check_topic
 

@@ -124,9 +124,7 @@ class Snapshots:
                 {"code": f.code, "topic": f.topic, "message": f.message, "since": f.since}
                 for f in self._faults.values()
             ]
-        body["since"] = (
-            self.online_since if availability == "online" and self.online_since else now
-        )
+        body["since"] = self.online_since if availability == "online" and self.online_since else now
         body["updated_at"] = now
         if reason:
             body["reason"] = reason

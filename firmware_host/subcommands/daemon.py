@@ -35,12 +35,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "one when it ends, with how long it lasted), one line per round settled or voided, "
         "and every --progress seconds one line of progress (phase, rounds settled and "
         "voided, rounds waiting to be published, broker connected or not, latched faults). "
-        "A table whose file says table.result_source = \"manual\" takes results by command "
+        'A table whose file says table.result_source = "manual" takes results by command '
         "(console 'open', 'close', 'result').",
     )
-    p.add_argument(
-        "--config", required=True, type=existing_file, help="table configuration file"
-    )
+    p.add_argument("--config", required=True, type=existing_file, help="table configuration file")
     p.add_argument(
         "--state-dir",
         type=work_dir,
@@ -191,8 +189,8 @@ async def simulated_table(path: str) -> tuple[Any, list[Any]]:
     served on a pseudo-terminal (its ``port`` replaced) and ``[daemon] simulated =
     true``. No device is added: a file without its result device is refused here as
     everywhere (``table.result_source``)."""
-    from drivers.registry import DEVICE_KINDS
-    from drivers.simulators import SIMULATORS, serve_simulator
+    from drivers.registry import kind_of
+    from drivers.simulators import serve_simulator, simulated
 
     cfg = checked_table(path, simulated=True)
     doc: dict[str, Any] = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -201,12 +199,12 @@ async def simulated_table(path: str) -> tuple[Any, list[Any]]:
     try:
         for name, dev in devices.items():
             driver = str(dev.get("driver"))
-            if driver not in SIMULATORS or not dev.get("enabled", True):
+            if driver not in simulated() or not dev.get("enabled", True):
                 continue
             options: dict[str, Any] = {
                 "shoe": {"decks": getattr(cfg.rules, "decks", 1)},
                 "wheel": {"speed": 4.0},  # a game in about 15 s (the real wheel takes a minute)
-            }.get(DEVICE_KINDS[driver], {})
+            }.get(kind_of(driver), {})
             served = await serve_simulator(driver, options=options)
             served_all.append(served)
             devices[name] = {**dev, "port": served.where}
@@ -232,9 +230,9 @@ async def simulated_table(path: str) -> tuple[Any, list[Any]]:
 async def _play(served: list[Any], interval: float) -> None:
     """Start a game of each simulated wheel every ``interval`` seconds, from one start to
     the next (the croupier's start key; a game longer than that starts the next at once)."""
-    from drivers.registry import DEVICE_KINDS
+    from drivers.registry import kind_of
 
-    wheels = [s for s in served if DEVICE_KINDS[s.name] == "wheel"]
+    wheels = [s for s in served if kind_of(s.name) == "wheel"]
     if not wheels:
         return
     await asyncio.sleep(2.0)

@@ -47,9 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v.add_argument(
         "--manifest", type=existing_file, help="the signed manifest (its signature: MANIFEST.sig)"
     )
-    v.add_argument(
-        "--public-key", type=existing_file, help="the build's Ed25519 public key (PEM)"
-    )
+    v.add_argument("--public-key", type=existing_file, help="the build's Ed25519 public key (PEM)")
     v.add_argument(
         "--root",
         type=existing_dir,
@@ -76,7 +74,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--key", type=existing_file, help="the build's Ed25519 private key (PEM): sign the manifest"
     )
     m.add_argument(
-        "--sign", metavar="MANIFEST", type=existing_file, help="sign this manifest (built elsewhere)"
+        "--sign",
+        metavar="MANIFEST",
+        type=existing_file,
+        help="sign this manifest (built elsewhere)",
     )
     m.add_argument("--scope", choices=("environment", "packages"), default="environment",
                    help="environment (a table's); packages: the project's packages only "
@@ -117,8 +118,7 @@ def cmd_verify_software(args: argparse.Namespace) -> int:
         settings = SoftwareSettings(args.manifest or "", args.public_key or "")
     if not settings.configured:
         raise CliError(
-            "no manifest and public key ([software] of --config, or --manifest and "
-            "--public-key)",
+            "no manifest and public key ([software] of --config, or --manifest and --public-key)",
             code="SOFTWARE_NOT_CONFIGURED",
         )
     root = Path(args.root).resolve() if args.root else None

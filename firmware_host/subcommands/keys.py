@@ -86,9 +86,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--key", required=True, type=existing_file, help="the principal's private key file"
     )
     s.add_argument("--principal", required=True, type=_principal)
-    s.add_argument(
-        "--table", required=True, type=_table_id, help="the table id the request is for"
-    )
+    s.add_argument("--table", required=True, type=_table_id, help="the table id the request is for")
     s.add_argument(
         "--topic",
         default="commands/request",

@@ -477,8 +477,7 @@ def status_text(st: Any) -> str:
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    from ..cli import build_parser
     from ..completion import bash_completion
 
-    print(bash_completion(build_parser()))
+    print(bash_completion(args.root_parser))
     return 0

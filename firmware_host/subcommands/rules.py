@@ -184,7 +184,11 @@ def math_options(game_id: str, options: dict[str, Any]) -> None:
             others = [g for g in GAME_IDS if name in get_game(g).math_options]
             raise CliError(
                 f"--{name} does not apply to {game_id} (its math "
-                + (f"takes {one_of('--' + t for t in sorted(takes))}" if takes else "takes no option")
+                + (
+                    f"takes {one_of('--' + t for t in sorted(takes))}"
+                    if takes
+                    else "takes no option"
+                )
                 + f"); --{name} applies to {one_of(others)}",
                 code="OPTION_NOT_APPLICABLE",
             )

@@ -43,7 +43,6 @@ from typing import Any, Literal
 
 from .. import __version__
 from ..collector import collector_held
-from ..config import TableConfig
 from ..games.base import Bet, Limits
 from ..games.errors import BetError, RulesError
 from ..journal import (
@@ -58,6 +57,7 @@ from ..journal import (
 )
 from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
+from ..table_config import TableConfig
 from ..timefmt import iso_utc, utc_now
 from .ahead import Ahead
 from .bets import BetAnswer, BetCaps, answer_again, pruned

@@ -46,7 +46,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
-from ..config import FieldSpec, register_section, validate_fields
+from tablecommon.settings import FieldSpec, register_section, validate_fields
+
 from ..games import jackpot as jp
 from ..games.base import Bet, Game, Settlement
 from ..games.errors import CodedError

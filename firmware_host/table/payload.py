@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from ..config import TableConfig
 from ..games.base import Bet
 from ..journal import RoundRecord
 from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
+from ..table_config import TableConfig
 from ..timefmt import iso_utc
 
 

@@ -43,9 +43,10 @@ def test_a_vendor_verifies_the_documented_table_message_with_a_few_lines() -> No
     assert rebuilt == signed  # the documented bytes are what a vendor rebuilds
     public.verify(signature, rebuilt)  # raises if not
     # The message is the canonical text with the signature as its last member.
-    assert message == rfc8785.dumps(payload)[:-1] + b',"signature":"' + base64.b64encode(
-        signature
-    ) + b'"}'
+    assert (
+        message
+        == rfc8785.dumps(payload)[:-1] + b',"signature":"' + base64.b64encode(signature) + b'"}'
+    )
     # Signed for the anchor topic only: the same bytes are no round.
     with pytest.raises(InvalidSignature):
         public.verify(signature, b"tablectl-table-v1\nrounds\n" + rfc8785.dumps(payload))

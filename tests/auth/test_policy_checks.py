@@ -167,7 +167,9 @@ def test_a_dealer_role_that_voids_pays_and_bets_is_warned_about(
     assert "close_betting, open_betting, place, result" in line
     assert "jackpot_paid, void_round" in line
     # a principal holding a dealing role and a supervising one together, likewise
-    f = write(tmp_path / "p", ROULETTE, principals={"pit-01": {"roles": ["dealer", "pit_supervisor"]}})
+    f = write(
+        tmp_path / "p", ROULETTE, principals={"pit-01": {"roles": ["dealer", "pit_supervisor"]}}
+    )
     rc, out = check(f, capsys)
     assert rc == 0 and "auth.principals.pit-01.roles: ROLE_MIXES_DUTIES" in out, out
     # the built-in roles keep the duties apart
@@ -176,7 +178,8 @@ def test_a_dealer_role_that_voids_pays_and_bets_is_warned_about(
 
 
 @pytest.mark.parametrize(
-    ("key", "code"), [("audit.key", "AUDIT_KEY_EXPOSED"), ("identity.key", "TABLE_IDENTITY_EXPOSED")]
+    ("key", "code"),
+    [("audit.key", "AUDIT_KEY_EXPOSED"), ("identity.key", "TABLE_IDENTITY_EXPOSED")],
 )
 def test_a_key_file_open_to_others_is_refused_as_the_daemon_refuses_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, code: str

@@ -57,14 +57,14 @@ async def test_manual_round_over_mqtt(broker, tmp_path: Path) -> None:
         cfg,
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=broker.host, port=broker.port, protocol=broker.protocol, reconnect_min_ms=50),
+        mqtt=MqttSettings(
+            host=broker.host, port=broker.port, protocol=broker.protocol, reconnect_min_ms=50
+        ),
     )
     await d.start()
     await d.link.wait_subscribed(30)
     try:
-        async with FloorClient(
-            broker.host, broker.port, cfg.table_id, signers=principals
-        ) as floor:
+        async with FloorClient(broker.host, broker.port, cfg.table_id, signers=principals) as floor:
             r = await floor.command("open_betting")
             assert r["status"] == "ok", r
             bets = [

@@ -67,17 +67,17 @@ def test_an_answer_rewritten_deleted_or_slipped_in_is_named(tmp_path: Path, key:
     answered_bet(good, key)
     for sql, expect in [
         (
-            "UPDATE requests SET answer = '{\"status\":\"rejected\"}'",
+            'UPDATE requests SET answer = \'{"status":"rejected"}\'',
             "requests row 1 (pos-1 r1): the answer",
         ),
-        ("UPDATE requests SET round_id = 'other'", "round_id is \"other\" in the table"),
+        ("UPDATE requests SET round_id = 'other'", 'round_id is "other" in the table'),
         ("DELETE FROM requests", "answer to request r1 of pos-1"),
         (
             "INSERT INTO requests (principal, request_id, topic, digest, round_id, verified, "
             "answer, at) VALUES ('pos-9', 'x', 'bets/request', 'd', NULL, 1, '{}', 'now')",
             "requests row 2 (pos-9 x): not in the chain",
         ),
-        ("UPDATE bets SET principal = 'pos-2'", "principal is \"pos-2\" in the table"),
+        ("UPDATE bets SET principal = 'pos-2'", 'principal is "pos-2" in the table'),
     ]:
         bad = tmp_path / "bad.sqlite3"
         shutil.copy(good, bad)

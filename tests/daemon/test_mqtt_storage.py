@@ -37,7 +37,9 @@ def full_disk_on_marks(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
 
     def full(sql: str) -> None:
         # The mark (schema 5: a row of outbox_published; before, an UPDATE of outbox).
-        if state["on"] and sql.startswith(("INSERT OR IGNORE INTO outbox_published", "UPDATE outbox")):
+        if state["on"] and sql.startswith(
+            ("INSERT OR IGNORE INTO outbox_published", "UPDATE outbox")
+        ):
             exc = sqlite3.OperationalError("database or disk is full")
             exc.sqlite_errorcode = 13  # type: ignore[attr-defined]
             exc.sqlite_errorname = "SQLITE_FULL"  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from gpiozero.pins.mock import MockFactory
 from drivers.base import HealthState
 from drivers.board.codec import BoardResynced
 from drivers.board.driver import BoardDriver, GpioBoardDriver, Unsupported
-from drivers.board.layouts import lamp_map, sicbo_areas
+from drivers.board.layouts import lamp_map
 from drivers.board.sim import BoardSimulator
 from drivers.reflink.bench import (
     FAST,
@@ -23,6 +23,21 @@ from drivers.reflink.bench import (
     wait_online,
 )
 from drivers.testing import Faults
+from firmware_host.games import get_game
+from firmware_host.games.base import winning_areas
+
+
+def board_areas(layout: str) -> tuple[str, ...]:
+    """The areas of the game whose layout it is (what the table tells a board)."""
+    board = get_game(layout).display.board
+    assert board is not None
+    return board.area_names()
+
+
+def sicbo_areas(dice: tuple[int, int, int]) -> tuple[str, ...]:
+    """What a sic bo result lights: the game's own winning areas."""
+    g = get_game("sicbo")
+    return winning_areas(g, g.default_rules(), {"dice": list(dice)})
 
 
 def rig(
@@ -38,6 +53,8 @@ def rig(
         BoardDriver(f"board{a}", {"port": "unused", "address": a, "layout": layout, **FAST}, **kw)
         for a in addresses
     ]
+    for d in drvs:
+        d.use_areas(board_areas(layout))
     return sim, bench, drvs
 
 
@@ -48,7 +65,7 @@ async def close(bench: Bench, *drvs: BoardDriver) -> None:
 
 
 def lamps_of(dice: tuple[int, int, int]) -> list[int]:
-    m = lamp_map("sicbo")
+    m = lamp_map(board_areas("sicbo"))
     return sorted(m[a] for a in sicbo_areas(dice))
 
 
@@ -67,7 +84,7 @@ async def test_sicbo_results_shown_exactly(rx: Faults, tx: Faults) -> None:
     try:
         await wait_online(drv)
         for dice in [(1, 2, 3), (6, 6, 6), (2, 2, 5), (4, 6, 5)]:
-            ok = await drv.show_sicbo(dice)
+            ok = await drv.show_areas(sicbo_areas(dice))
             if not ok:  # not acknowledged: kept, and sent again by the resync
                 await wait_for(lambda: drv.counters["resyncs"] >= 1 and drv.ref.online)
             await wait_for(lambda d=dice: sim.board(1).lamps == lamps_of(d))  # type: ignore[misc]
@@ -130,7 +147,7 @@ async def test_a_rebooted_board_and_a_board_that_lost_its_state_get_everything_a
         # reached the subscription below and was taken for the reboot's
         await wait_for(lambda: drv.counters.get("resyncs", 0) >= 1)
         sub = drv.events()
-        assert await drv.show_sicbo((1, 2, 3))
+        assert await drv.show_areas(sicbo_areas((1, 2, 3)))
         sim.reboot(1)  # power cycle: blank, new link session
         assert sim.board(1).lamps == []
         (ev,) = await collect(sub, BoardResynced, 1)
@@ -156,8 +173,8 @@ async def test_two_boards_on_one_bus() -> None:
         await wait_online(b1)
         await wait_online(b2)
         assert bench.opener.opens == 1  # one port for the bus
-        assert await b1.show_sicbo((1, 1, 1))
-        assert await b2.show_sicbo((3, 4, 5))
+        assert await b1.show_areas(sicbo_areas((1, 1, 1)))
+        assert await b2.show_areas(sicbo_areas((3, 4, 5)))
         assert sim.board(1).lamps == lamps_of((1, 1, 1))
         assert sim.board(2).lamps == lamps_of((3, 4, 5))
         sim.reboot(2)
@@ -165,7 +182,7 @@ async def test_two_boards_on_one_bus() -> None:
         assert sim.board(2).lamps == lamps_of((3, 4, 5))
         assert b1.counters["resyncs"] == 1  # board 1 was not disturbed
         await b2.stop()
-        assert await b1.show_sicbo((2, 2, 2))  # the bus stays open for board 1
+        assert await b1.show_areas(sicbo_areas((2, 2, 2)))  # the bus stays open for board 1
         assert sim.board(1).lamps == lamps_of((2, 2, 2))
     finally:
         await close(bench, b1, b2)
@@ -192,6 +209,7 @@ async def test_gpio_led_board() -> None:
     drv = GpioBoardDriver(
         "lamps", {"pins": pins, "layout": "fantan", "blink_ms": 50}, pin_factory=factory
     )
+    drv.use_areas(board_areas("fantan"))
     await drv.start()
     try:
         assert drv.health.state is HealthState.ONLINE
@@ -228,5 +246,5 @@ def test_gpio_board_settings_checks() -> None:
     assert not GpioBoardDriver.check_settings(
         {"pins": [1, 2, 3, 4], "layout": "fantan", "lamps": {}}
     )
-    assert BoardDriver.check_settings({"layout": "sicbo", "lamps": {"nonsense": 1}})
+    assert BoardDriver.check_settings({"layout": "sicbo", "lamps": {"small": -1}})
     assert list(GpioBoardDriver.used_pins({"pins": (5, 6)})) == [("pins[0]", 5), ("pins[1]", 6)]

@@ -17,8 +17,8 @@ import pytest
 from drivers.base import FrameLog
 from drivers.cammegh.driver import CammeghDriver
 from drivers.cammegh.events import WinningNumber
-from drivers.cli import DECODERS, SIMULATORS
-from drivers.simulators import run_simulator
+from drivers.cli import decoders
+from drivers.simulators import run_simulator, simulated
 from firmware_host.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,8 +101,8 @@ def test_decode_missing_file_is_an_error(capsys: pytest.CaptureFixture[str]) -> 
     assert "/nonexistent/capture.log: no such file" in capsys.readouterr().err
 
 
-def test_tables_list_the_wheel() -> None:
-    assert "cammegh-ss2" in SIMULATORS and "cammegh-ss2" in DECODERS
+def test_the_wheel_declares_its_simulator_and_decoder() -> None:
+    assert "cammegh-ss2" in simulated() and "cammegh-ss2" in decoders()
 
 
 def test_bad_faults_spec(capsys: pytest.CaptureFixture[str]) -> None:

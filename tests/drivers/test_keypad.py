@@ -20,7 +20,8 @@ from gpiozero.pins.mock import MockFactory
 from drivers.base import DeviceEvent, HealthState
 from drivers.gpio import DebouncedInput
 from drivers.keypad.driver import KeypadDriver
-from drivers.keypad.events import (
+from drivers.keypad.inputs import DomeLockSensor
+from tablecommon.events.keypad import (
     Bell,
     ButtonStuck,
     DomeClosed,
@@ -31,7 +32,6 @@ from drivers.keypad.events import (
     KeypadResult,
     KeypadVoidRequest,
 )
-from drivers.keypad.inputs import DomeLockSensor
 
 PINS = {"1": 5, "2": 6, "3": 13, "4": 19, "confirm": 26, "void": 21, "bell": 20}
 DOME = 16

@@ -20,7 +20,7 @@ from gpiozero.pins.mock import MockFactory
 
 from drivers.base import DeviceEvent, HealthState
 from drivers.keypad.driver import KeypadDriver
-from drivers.keypad.events import KeypadSignIn, KeypadSignInRejected
+from tablecommon.events.keypad import KeypadSignIn, KeypadSignInRejected
 
 DIGITS = "0123456789"
 PINS = {d: 2 + i for i, d in enumerate(DIGITS)}  # BCM 2..11

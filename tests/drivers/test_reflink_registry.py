@@ -12,7 +12,8 @@ from drivers.registry import create_driver, validate_devices
 from drivers.shaker.driver import ShakerDriver
 from drivers.shoe.driver import ShoeDriver, UsbShoeDriver
 from drivers.sign.driver import SignDriver
-from firmware_host.config import ConfigInvalid
+from firmware_host.assembly import assembly_problems
+from firmware_host.config import ConfigInvalid, validate_document
 
 SECTIONS: dict[str, tuple[dict[str, object], type[Any]]] = {
     "shoe": ({"driver": "shoe-ref", "port": "/dev/ttyUSB1", "decks": 8}, ShoeDriver),
@@ -63,9 +64,9 @@ def test_every_reflink_driver_validates_and_builds() -> None:
         ),
         ({"driver": "shoe-ref-usb", "usb": "usb:zz:01"}, "devices.x.usb"),
         ({"driver": "shaker-ref", "port": "p", "dice": 5}, "devices.x.dice"),
-        ({"driver": "board-ref", "port": "p", "layout": "craps"}, "devices.x.layout"),
+        ({"driver": "board-ref", "port": "p", "layout": " "}, "devices.x.layout"),
         (
-            {"driver": "board-ref", "port": "p", "layout": "sicbo", "lamps": {"no-such-area": 1}},
+            {"driver": "board-ref", "port": "p", "layout": "sicbo", "lamps": {"a": -1}},
             "devices.x.lamps",
         ),
         (
@@ -81,6 +82,27 @@ def test_bad_sections_name_the_key(section: dict[str, object], fragment: str) ->
     assert any(fragment in e for e in errors), errors
     with pytest.raises(ConfigInvalid):
         create_driver("x", section)
+
+
+@pytest.mark.parametrize(
+    ("section", "fragment"),
+    [
+        ({"driver": "board-ref", "port": "p", "layout": "craps"}, "devices.x.layout"),
+        (
+            {"driver": "board-ref", "port": "p", "layout": "sicbo", "lamps": {"no-such-area": 1}},
+            "devices.x.lamps",
+        ),
+    ],
+)
+def test_a_board_the_game_cannot_use_is_refused_naming_the_key(
+    section: dict[str, object], fragment: str
+) -> None:
+    """A board's layout and its lamp map's areas are the game's (``Game.display.board``):
+    the table refuses them (``tablectl check-config``, the daemon's start), naming the key."""
+    table = {"id": "t", "game": "sicbo", "result_source": "manual"}
+    cfg = validate_document({"table": table, "devices": {"x": section}})
+    problems = assembly_problems(cfg)
+    assert any(p.startswith(fragment) for p in problems), problems
 
 
 def test_two_devices_cannot_share_a_gpio_pin() -> None:

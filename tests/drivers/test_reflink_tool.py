@@ -8,12 +8,12 @@ import re
 import pytest
 
 from drivers.board.driver import BoardDriver
+from drivers.cli import decoders
 from drivers.reflink.bench import FAST, collect, wait_for, wait_online
-from drivers.reflink.tool import DECODERS, SIMULATORS
 from drivers.shoe.driver import ShoeDriver
-from drivers.shoe.events import CardDealt
-from drivers.simulators import run_simulator
+from drivers.simulators import run_simulator, simulated
 from drivers.testing import parse_faults
+from tablecommon.events.shoe import CardDealt
 
 
 async def _serve(
@@ -72,7 +72,7 @@ async def test_sim_board_prints_what_it_shows() -> None:
         await task
 
 
-def test_tables_cover_the_registry_names() -> None:
+def test_every_reflink_driver_declares_its_simulator_and_decoder() -> None:
     names = {"shoe-ref", "shoe-ref-usb", "shaker-ref", "board-ref", "sign-ref"}
-    assert set(SIMULATORS) == names and set(DECODERS) == names
-    assert list(DECODERS["sign-ref"](b"")) == []
+    assert names <= set(simulated()) and names <= set(decoders())
+    assert list(decoders()["sign-ref"].decode(b"", {})) == []

@@ -11,7 +11,7 @@ from gpiozero.pins.mock import MockFactory
 from drivers.cammegh.driver import CammeghDriver
 from drivers.gpio_wheel.driver import GpioWheelDriver
 from drivers.keypad.driver import KeypadDriver
-from drivers.registry import DRIVERS, DeviceConfig, create_driver, validate_devices
+from drivers.registry import DeviceConfig, create_driver, declarations, validate_devices
 from firmware_host.cli import main
 from firmware_host.config import ConfigInvalid, validate_document
 
@@ -31,7 +31,7 @@ def errors_of(devices: dict[str, Any]) -> list[str]:
 
 
 def test_my_drivers_are_registered() -> None:
-    assert {"cammegh-ss2", "gpio-wheel", "keypad-gpio"} <= set(DRIVERS)
+    assert {"cammegh-ss2", "gpio-wheel", "keypad-gpio"} <= set(declarations())
 
 
 def test_valid_sections_and_defaults() -> None:
@@ -41,6 +41,7 @@ def test_valid_sections_and_defaults() -> None:
     devices = cfg.section("devices")
     wheel = devices["wheel"]
     assert isinstance(wheel, DeviceConfig) and wheel.driver == "cammegh-ss2" and wheel.enabled
+    assert (wheel.kind, devices["keypad"].kind) == ("wheel", "keypad")  # as declared
     assert wheel.settings["baud"] == 9600 and wheel.settings["no_ball_grace_ms"] == 5000
     assert devices["spare"].settings["direction"] == "auto"
 
@@ -115,7 +116,7 @@ def test_every_driver_key_is_in_docs_drivers_md() -> None:
     from drivers.registry import driver_class
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "drivers.md").read_text()
-    for name in DRIVERS:
+    for name in declarations():
         assert f"### `{name}`" in text, f"no section for {name} in docs/drivers.md"
         block = text.split(f"### `{name}`", 1)[1].split("\n### ", 1)[0]
         for key in driver_class(name).SETTINGS:

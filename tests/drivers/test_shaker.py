@@ -30,7 +30,10 @@ from drivers.reflink.driver import CommandRefused
 from drivers.reflink.messages import MessageError, Sender
 from drivers.shaker.codec import PROFILE, ShakerTracker, die_from_byte, die_to_byte
 from drivers.shaker.driver import ShakerDriver
-from drivers.shaker.events import (
+from drivers.shaker.model import ShakerModel
+from drivers.shaker.sim import ShakerSimulator
+from drivers.testing import Faults
+from tablecommon.events.shaker import (
     Bell,
     DiceRead,
     DiceUnreadable,
@@ -43,9 +46,6 @@ from drivers.shaker.events import (
     ShakerFault,
     ShakeStarted,
 )
-from drivers.shaker.model import ShakerModel
-from drivers.shaker.sim import ShakerSimulator
-from drivers.testing import Faults
 
 # docs/protocols/shaker.md: lie in the high nibble (0 flat, 1 tilted, 2 stacked), face low.
 DOC_DICE = {0x03: (3, "flat"), 0x16: (6, "tilted"), 0x21: (1, "stacked"), 0x20: (0, "stacked")}

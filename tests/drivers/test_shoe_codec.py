@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 
 from drivers.reflink.messages import MessageError, Sender
 from drivers.shoe.codec import PROFILE, ShoeTracker, card_from_byte, card_to_byte, check_counts
-from drivers.shoe.events import (
+from drivers.shoe.model import ShoeModel
+from firmware_host.games.cards import Card, deck
+from tablecommon.events.shoe import (
     CardDealt,
     CardMisread,
     DeckChecked,
@@ -18,8 +20,6 @@ from drivers.shoe.events import (
     SequenceGap,
     ShoeJam,
 )
-from drivers.shoe.model import ShoeModel
-from firmware_host.games.cards import Card, deck
 
 # The card byte as docs/protocols/shoe.md defines it: rank in the high nibble
 # (A=1 .. K=13), suit in the low nibble (S=0, H=1, C=2, D=3).

@@ -25,7 +25,9 @@ from drivers.reflink.bench import (
 )
 from drivers.reflink.driver import CommandRefused
 from drivers.shoe.driver import ShoeDriver
-from drivers.shoe.events import (
+from drivers.shoe.sim import ShoeSimulator
+from drivers.testing import Faults
+from tablecommon.events.shoe import (
     CardDealt,
     CardMisread,
     DeckChecked,
@@ -37,8 +39,6 @@ from drivers.shoe.events import (
     ShoeJam,
     ShuffleFinished,
 )
-from drivers.shoe.sim import ShoeSimulator
-from drivers.testing import Faults
 
 
 async def rig(

@@ -10,9 +10,9 @@ from drivers.base import HealthState
 from drivers.link import Backoff
 from drivers.reflink.bench import FAST, SIM_TIMERS, collect, wait_for, wait_online
 from drivers.shoe.driver import UsbShoeDriver
-from drivers.shoe.events import CardDealt
 from drivers.shoe.sim import ShoeSimulator
 from drivers.testing import FakeUsbBackend, FakeUsbDevice
+from tablecommon.events.shoe import CardDealt
 
 
 async def test_shoe_over_usb_bulk_with_unplug_and_reset() -> None:

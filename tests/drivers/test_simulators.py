@@ -9,18 +9,18 @@ import os
 import pytest
 
 from drivers.cammegh.codec import GameState
-from drivers.registry import DEVICE_KINDS
-from drivers.simulators import SIMULATORS, serve_simulator
+from drivers.registry import declarations
+from drivers.simulators import serve_simulator, simulated
 
 #: Drivers wired to Raspberry Pi pins: nothing to serve on a serial line.
 GPIO_DRIVERS = {"gpio-wheel", "keypad-gpio", "board-gpio"}
 
 
 def test_every_serial_driver_has_a_simulator() -> None:
-    assert set(SIMULATORS) == set(DEVICE_KINDS) - GPIO_DRIVERS
+    assert set(simulated()) == set(declarations()) - GPIO_DRIVERS
 
 
-@pytest.mark.parametrize("name", sorted(SIMULATORS))
+@pytest.mark.parametrize("name", sorted(simulated()))
 async def test_each_simulator_is_served_on_a_pty_and_closed(name: str) -> None:
     served = await serve_simulator(name, seed=3)
     try:

@@ -21,6 +21,7 @@ import pytest
 from drivers.board.layouts import lamp_map
 from drivers.board.model import BoardModel
 from firmware_host.daemon import TableDaemon
+from firmware_host.games import get_game
 from tablesim.demo import DemoTable
 
 ROUNDS = 4
@@ -97,7 +98,9 @@ class Recorder:
 
 def expectations(game: str, rounds: list[dict[str, Any]]) -> list[Callable[[dict], bool]]:
     """One predicate per settled round: the board snapshot that shows its result."""
-    layout = lamp_map(game)
+    board = get_game(game).display.board
+    assert board is not None
+    layout = lamp_map(board.area_names())  # the board's default order: the game's
     names = {i: a for a, i in layout.items()}
     out: list[Callable[[dict], bool]] = []
     numbers: list[int] = []

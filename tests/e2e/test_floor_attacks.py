@@ -195,7 +195,8 @@ async def test_a_dealer_signs_in_only_as_itself_a_supervisor_anyone(table: Any) 
     assert d.dealers.current() == "dealer-02"
     ins = [e.data for e in d.journal.chain.events(50, kind="dealer_signed_in")]
     assert [(x["dealer"], x["by"], x["authority"]) for x in ins] == [
-        ("dealer", "mqtt:dealer", "bound"), ("dealer-02", "mqtt:pit", "supervisor")
+        ("dealer", "mqtt:dealer", "bound"),
+        ("dealer-02", "mqtt:pit", "supervisor"),
     ]
     # the round the floor stores names the dealer on duty
     ok(await floor.command("open_betting"))

@@ -89,7 +89,9 @@ def check_round(game: str, r: dict[str, Any], shown: dict[str, Any], settled_bef
 
 
 @pytest.mark.parametrize("game", ["roulette", "sicbo", "baccarat"])
-async def test_the_page_shows_each_new_result_and_the_roads_within_a_second(game: str, tmp_path: Path) -> None:
+async def test_the_page_shows_each_new_result_and_the_roads_within_a_second(
+    game: str, tmp_path: Path
+) -> None:
     assert CHROMIUM is not None, "TABLECTL_REQUIRE_CHROMIUM is set and Chromium is missing"
     rounds = 12 if game == "baccarat" else 8
     # speed 3: each result stays on the board about 0.3 s before the next round opens, so

@@ -38,6 +38,10 @@ class FakeBoard:
         self.layout = layout
         self.delay = delay
         self.calls: list[tuple[str, Any]] = []
+        self.areas: tuple[str, ...] = ()
+
+    def use_areas(self, areas: Sequence[str]) -> None:
+        self.areas = tuple(areas)
 
     async def _take(self, what: str, arg: Any) -> bool:
         if self.delay:
@@ -248,6 +252,12 @@ async def test_the_writer_sends_only_what_changed() -> None:
 
 def test_a_board_must_have_the_layout_of_the_game() -> None:
     assert board_problems("roulette", [("b", "board", {"layout": "roulette"})]) == []
+    # its lamp map names areas of the game's board (the driver cannot know them)
+    (bad,) = board_problems(
+        "sicbo", [("b", "board", {"layout": "sicbo", "lamps": {"nonsense": 1}})]
+    )
+    assert bad == "devices.b.lamps: sicbo: unknown areas in the lamp map: nonsense"
+    assert board_problems("sicbo", [("b", "board", {"layout": "sicbo", "lamps": {"big": 1}})]) == []
     (problem,) = board_problems("roulette", [("b", "board", {"layout": "sicbo"})])
     assert "devices.b" in problem and "'sicbo'" in problem
     assert board_problems("blackjack", [("b", "board", {"layout": "baccarat"})])
@@ -273,7 +283,9 @@ def test_statistics_follow_the_rounds_and_restart(tmp_path: Path) -> None:
     j.close()
     ext2, out2 = TableExtensions(), []
     TableStatistics(ext2, game_id="roulette", publish=lambda b: out2.append(dict(b)))
-    RoundEngine(cfg, Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate()), extensions=ext2).resume()
+    RoundEngine(
+        cfg, Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate()), extensions=ext2
+    ).resume()
     assert out2[-1] == body
     assert TableStatistics.applies("sicbo") and not TableStatistics.applies("baccarat")
 

@@ -210,8 +210,12 @@ def make_flood(rng: random.Random, *, signed_table: bool = True) -> Iterator[Mal
         "cancel of an unknown bet": lambda: (
             "bets",
             json.dumps(
-                {"request_id": rid(), "action": "cancel", "round_id": FLOOD_ROUND,
-                 "bet_id": f"nope-{n}"}
+                {
+                    "request_id": rid(),
+                    "action": "cancel",
+                    "round_id": FLOOD_ROUND,
+                    "bet_id": f"nope-{n}",
+                }
             ).encode(),
             rid(),
             {"BET_NOT_FOUND"} | OUTSIDE,

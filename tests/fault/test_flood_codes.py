@@ -37,7 +37,9 @@ def test_every_flood_request_is_answered_by_the_signed_table_with_a_code_the_flo
         if a.get("status") not in ("rejected", "error") or a.get("code") not in m.codes:
             wrong.append(f"{m.category}: {a.get('code')} not in {sorted(m.codes)}")
         if a.get("request_id") != m.request_id:  # the id when readable (issue 29), else null
-            wrong.append(f"{m.category}: request_id {a.get('request_id')!r}, expected {m.request_id!r}")
+            wrong.append(
+                f"{m.category}: request_id {a.get('request_id')!r}, expected {m.request_id!r}"
+            )
     assert not wrong, wrong[:10]
     # every kind was sent, the bounded ones several times (their size is random)
     assert len(kinds) == 36 and min(kinds.values()) >= 10, kinds

@@ -129,8 +129,12 @@ def test_co_bankers_after_the_banker_in_order_casino_last_art_5_5() -> None:
     # 261/96/M art. 5 5) (Chinese): 正庄先行，幫庄注碼按次序放在正庄後面，場方幫庄排至最尾，
     # 輸贏均按次序進行殺賠 — banker first, co-bankers in order behind him, the casino last.
     m = MoneyRules()
-    layers = [Layer("banker", 100), Layer("co_bank", 50, "c1", 4), Layer("co_bank", 50, "c2", 5),
-              Layer("casino", 1000)]
+    layers = [
+        Layer("banker", 100),
+        Layer("co_bank", 50, "c1", 4),
+        Layer("co_bank", 50, "c2", 5),
+        Layer("casino", 1000),
+    ]
     r = settle_bank(layers, [W(1, 180, True), W(2, 100, True)], m)
     assert r.steps[0].shares == (100, 50, 30, 0)
     assert r.steps[1].shares == (0, 0, 20, 80)
@@ -174,9 +178,11 @@ layers_st = st.tuples(
     st.lists(st.integers(1, 3000), max_size=3),
     st.integers(0, 4000),
 ).map(
-    lambda t: [Layer("banker", t[0])]
-    + [Layer("co_bank", c, f"c{i}", 20 + i) for i, c in enumerate(t[1])]
-    + ([Layer("casino", t[2])] if t[2] else [])
+    lambda t: (
+        [Layer("banker", t[0])]
+        + [Layer("co_bank", c, f"c{i}", 20 + i) for i, c in enumerate(t[1])]
+        + ([Layer("casino", t[2])] if t[2] else [])
+    )
 )
 
 
@@ -253,8 +259,12 @@ def test_settlement_properties_art_5_and_9(
 def test_settlement_order_right_to_left_then_order_placed_art_2_3() -> None:
     # 261/96/M art. 2 3): "a sequência das apostas processam-se da direita para a
     # esquerda"; within a place the bets keep the order they were placed.
-    ws = [W(0, 10, True, place=2), W(1, 10, True, place=7), W(2, 10, True, place=2),
-          W(3, 10, True, place=5)]
+    ws = [
+        W(0, 10, True, place=2),
+        W(1, 10, True, place=7),
+        W(2, 10, True, place=2),
+        W(3, 10, True, place=5),
+    ]
     served = service_order(5, 8)  # 5, 6, 7, 8, 1, 2, 3, 4
     assert [w.bet_id for w in order_wagers(ws, served, "served")] == ["w3", "w1", "w0", "w2"]
     assert [w.bet_id for w in order_wagers(ws, served, "placed")] == ["w0", "w1", "w2", "w3"]

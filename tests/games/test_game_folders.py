@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 from pathlib import Path
+from typing import Any
 
 from firmware_host.games import GAME_IDS, GAME_MODULES, available_games, get_game
 from firmware_host.games.base import Game
@@ -21,9 +23,13 @@ ROOT = Path(__file__).resolve().parents[2]
 GAMES = ROOT / "firmware_host" / "games"
 
 #: The pieces every game shares, at the top of games/.
-#: "roads": the scoreboard roads (bead plate, big road and its derived roads) of any
+#: "describe": what a game says of itself beside its rules (its board, statistics, words,
+#: its demo). "roads": the scoreboard roads (bead plate, big road and its derived roads) of any
 #: banker/player/tie sequence, shared like cards and dice (baccarat uses them today).
-SHARED = {"base", "money", "options", "cards", "dice", "errors", "jackpot", "banker", "roads"}
+SHARED = {
+    "base", "money", "options", "cards", "dice", "errors", "jackpot", "banker", "roads",
+    "describe",
+}  # fmt: skip
 
 
 def test_the_registry_and_the_game_folders_agree() -> None:
@@ -96,3 +102,21 @@ def test_the_import_check_sees_a_game_import(tmp_path: Path) -> None:
         "firmware_host.games.blackjack",
         "firmware_host.games.blackjack.deal",
     ]
+
+
+def _enum(schema: str, *path: str) -> list[str]:
+    node: Any = json.loads((ROOT / "firmware_host" / "schemas" / schema).read_text())
+    for key in path:
+        node = node[key]
+    return list(node["enum"])
+
+
+def test_the_published_schemas_name_every_game_and_board() -> None:
+    """What the floor is told to expect (``round.json``, ``state.json``: the game;
+    ``board.json``: the layout) names every game of the folders and every board layout
+    a game declares (``Game.display.board``): a new game adds its id there, and its
+    layout if it has a board."""
+    assert _enum("round.json", "properties", "game") == list(GAME_IDS)
+    assert _enum("state.json", "properties", "game") == list(GAME_IDS)
+    layouts = [b.layout for g in GAME_IDS if (b := get_game(g).display.board) is not None]
+    assert sorted(_enum("board.json", "properties", "layout")) == sorted(layouts)

@@ -21,16 +21,32 @@ CONV = MahjongRules()
 SIMP = MahjongRules(variant="simplified")
 
 
-def declare(concealed: str, tile: str, by: str = "discard", *, melds: list[dict[str, Any]] | None = None,
-            winner: int = 1, banker: int = 0, round_wind: str = "E", frm: int | None = None,
-            rules: MahjongRules = CONV, **extra: Any) -> dict[str, Any]:
+def declare(
+    concealed: str,
+    tile: str,
+    by: str = "discard",
+    *,
+    melds: list[dict[str, Any]] | None = None,
+    winner: int = 1,
+    banker: int = 0,
+    round_wind: str = "E",
+    frm: int | None = None,
+    rules: MahjongRules = CONV,
+    **extra: Any,
+) -> dict[str, Any]:
     win: dict[str, Any] = {"tile": tile, "by": by}
     if by in ("discard", "robbing_kong"):
         win["from"] = frm if frm is not None else (winner + 2) % 4
     win.update(extra.pop("win", {}))
-    raw = {"stake": "25/50" if rules.variant == "conventional" else "100/200", "banker": banker,
-           "winner": winner, "round_wind": round_wind, "concealed": concealed,
-           "melds": melds or [], "win": win}
+    raw = {
+        "stake": "25/50" if rules.variant == "conventional" else "100/200",
+        "banker": banker,
+        "winner": winner,
+        "round_wind": round_wind,
+        "concealed": concealed,
+        "melds": melds or [],
+        "win": win,
+    }
     raw.update(extra)
     return raw
 
@@ -339,7 +355,9 @@ def test_kan_kan_vu_not_with_a_kong_art_6_a_3() -> None:
 
 
 def test_kan_kan_vu_not_with_an_exposed_pung_art_6_a_3() -> None:
-    s = score(declare("111m 222p 333s 5p", "5p", "self_drawn", melds=[{"tiles": "777m", "from": 3}]))
+    s = score(
+        declare("111m 222p 333s 5p", "5p", "self_drawn", melds=[{"tiles": "777m", "from": 3}])
+    )
     assert keys(s) == ["all_pungs"]
 
 

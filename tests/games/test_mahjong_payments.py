@@ -26,15 +26,31 @@ KAI, ONE, DOUBLE = 2500, 5000, 10000
 PLAIN = "12m 456p 789s 222p 55m"  # + 3m: no fan
 
 
-def declare(concealed: str, tile: str, by: str = "discard", *, melds: list[dict[str, Any]] | None = None,
-            winner: int = 1, banker: int = 0, frm: int | None = 3, stake: str = "25/50",
-            **extra: Any) -> dict[str, Any]:
+def declare(
+    concealed: str,
+    tile: str,
+    by: str = "discard",
+    *,
+    melds: list[dict[str, Any]] | None = None,
+    winner: int = 1,
+    banker: int = 0,
+    frm: int | None = 3,
+    stake: str = "25/50",
+    **extra: Any,
+) -> dict[str, Any]:
     win: dict[str, Any] = {"tile": tile, "by": by}
     if by == "discard":
         win["from"] = frm
     win.update(extra.pop("win", {}))
-    raw = {"stake": stake, "banker": banker, "winner": winner, "round_wind": "E",
-           "concealed": concealed, "melds": melds or [], "win": win}
+    raw = {
+        "stake": stake,
+        "banker": banker,
+        "winner": winner,
+        "round_wind": "E",
+        "concealed": concealed,
+        "melds": melds or [],
+        "win": win,
+    }
     raw.update(extra)
     return raw
 
@@ -84,12 +100,32 @@ def test_configured_pay_table_is_used() -> None:
 # -- art. 8: the commission ---------------------------------------------------------
 
 # Independent transcription of art. 8 (a) and (b), in patacas.
-ART8A = [("25/50", 10), ("50/100", 20), ("100/200", 40), ("200/400", 80), ("300/600", 120),
-         ("500/1000", 200), ("1000/2000", 400), ("2000/4000", 800), ("3000/6000", 1200),
-         ("5000/10000", 2000), ("10000/20000", 4000)]
-ART8B = [("100/200", 20), ("200/400", 40), ("300/600", 60), ("500/1000", 100), ("1000/2000", 200),
-         ("2000/4000", 400), ("3000/6000", 600), ("5000/10000", 1000), ("10000/20000", 2000),
-         ("20000/40000", 4000), ("30000/60000", 6000)]
+ART8A = [
+    ("25/50", 10),
+    ("50/100", 20),
+    ("100/200", 40),
+    ("200/400", 80),
+    ("300/600", 120),
+    ("500/1000", 200),
+    ("1000/2000", 400),
+    ("2000/4000", 800),
+    ("3000/6000", 1200),
+    ("5000/10000", 2000),
+    ("10000/20000", 4000),
+]
+ART8B = [
+    ("100/200", 20),
+    ("200/400", 40),
+    ("300/600", 60),
+    ("500/1000", 100),
+    ("1000/2000", 200),
+    ("2000/4000", 400),
+    ("3000/6000", 600),
+    ("5000/10000", 1000),
+    ("10000/20000", 2000),
+    ("20000/40000", 4000),
+    ("30000/60000", 6000),
+]
 
 
 @pytest.mark.parametrize(("stake", "commission"), ART8A)
@@ -119,13 +155,24 @@ def test_stake_level_spellings_art_8() -> None:
 
 # Art. 8 (a) and (b) exactly as the Portuguese text prints the levels: decimal comma,
 # a space between thousands ("$ 1 000,00/ $ 2 000,00").
-PRINTED_A = ["$ 25,00/ $ 50,00", "$ 50,00/ $ 100,00", "$ 100,00/ $ 200,00", "$ 200,00/ $ 400,00",
-             "$ 300,00/ $ 600,00", "$ 500,00/ $ 1 000,00", "$ 1 000,00/ $ 2 000,00",
-             "$ 2 000,00/ $ 4 000,00", "$ 3 000,00/ $ 6 000,00", "$ 5 000,00/ $ 10 000,00",
-             "$ 10 000,00/ $ 20 000,00"]
+PRINTED_A = [
+    "$ 25,00/ $ 50,00",
+    "$ 50,00/ $ 100,00",
+    "$ 100,00/ $ 200,00",
+    "$ 200,00/ $ 400,00",
+    "$ 300,00/ $ 600,00",
+    "$ 500,00/ $ 1 000,00",
+    "$ 1 000,00/ $ 2 000,00",
+    "$ 2 000,00/ $ 4 000,00",
+    "$ 3 000,00/ $ 6 000,00",
+    "$ 5 000,00/ $ 10 000,00",
+    "$ 10 000,00/ $ 20 000,00",
+]
 
 
-@pytest.mark.parametrize(("printed", "plain"), list(zip(PRINTED_A, [s for s, _ in ART8A], strict=True)))
+@pytest.mark.parametrize(
+    ("printed", "plain"), list(zip(PRINTED_A, [s for s, _ in ART8A], strict=True))
+)
 def test_levels_as_the_regulation_prints_them_art_8_a(printed: str, plain: str) -> None:
     # issue 12 point 6: "$ 100,00/ $ 200,00" was read as 10,000/20,000 (the winner got
     # MOP 40,000 instead of 400). The commission is the level's, in patacas, x 100 avos.
@@ -193,8 +240,11 @@ def test_simplified_cap_art_9_b_3() -> None:
 
 # -- art. 10 (a): the discarder who pays for the other two ---------------------------
 
-FULL_FLUSH_3_EXPOSED = [{"tiles": "111m", "from": 2}, {"tiles": "555m", "from": 3},
-                        {"tiles": "789m", "from": 0}]
+FULL_FLUSH_3_EXPOSED = [
+    {"tiles": "111m", "from": 2},
+    {"tiles": "555m", "from": 3},
+    {"tiles": "789m", "from": 0},
+]
 
 
 def test_full_flush_three_sets_in_view_discarder_pays_all_art_10_a_1() -> None:
@@ -216,8 +266,12 @@ def test_concealed_kong_counts_in_view_only_if_configured_art_10_a_1() -> None:
     assert plan(raw, MahjongRules(concealed_kong_in_view=True)).liability.seat == 3
 
 
-FOURTH_SET = [{"tiles": "111m", "from": 2}, {"tiles": "555m", "from": 3}, {"tiles": "789m", "from": 0},
-              {"tiles": "234m", "from": 0}]
+FOURTH_SET = [
+    {"tiles": "111m", "from": 2},
+    {"tiles": "555m", "from": 3},
+    {"tiles": "789m", "from": 0},
+    {"tiles": "234m", "from": 0},
+]
 
 
 def test_feeding_the_fourth_set_of_a_full_flush_art_10_a_2() -> None:
@@ -232,8 +286,12 @@ def test_fourth_set_fed_but_win_not_on_the_next_draw_art_10_a_2() -> None:
 
 
 def test_fourth_set_fed_with_only_two_earlier_sets_in_view_art_10_a_2() -> None:
-    melds = [{"tiles": "111m", "from": 2}, {"tiles": "5m5m5m5m", "concealed": True},
-             {"tiles": "789m", "from": 0}, {"tiles": "234m", "from": 0}]
+    melds = [
+        {"tiles": "111m", "from": 2},
+        {"tiles": "5m5m5m5m", "concealed": True},
+        {"tiles": "789m", "from": 0},
+        {"tiles": "234m", "from": 0},
+    ]
     p = plan(declare("9m", "9m", "self_drawn", melds=melds, win={"after_claim": True}))
     assert not p.liability.applies
 
@@ -242,15 +300,22 @@ BIG_DRAGONS_2_EXPOSED = [{"tiles": "RD RD RD", "from": 2}, {"tiles": "GD GD GD",
 
 
 def test_big_dragons_two_dragon_sets_in_view_art_10_a_3() -> None:
-    raw = declare("WD WD 123m 55p", "WD", melds=BIG_DRAGONS_2_EXPOSED, frm=3, win={"tile_seen": True})
+    raw = declare(
+        "WD WD 123m 55p", "WD", melds=BIG_DRAGONS_2_EXPOSED, frm=3, win={"tile_seen": True}
+    )
     p = plan(raw)
     assert p.liability.seat == 3 and "10 (a) 3)" in p.liability.cases[0]
     assert amounts(p)[3] == -4 * DOUBLE
 
 
 def test_big_dragons_one_dragon_set_in_view_art_10_a_3() -> None:
-    raw = declare("GD GD GD WD WD 123m 55p", "WD", melds=BIG_DRAGONS_2_EXPOSED[:1], frm=3,
-                  win={"tile_seen": True})
+    raw = declare(
+        "GD GD GD WD WD 123m 55p",
+        "WD",
+        melds=BIG_DRAGONS_2_EXPOSED[:1],
+        frm=3,
+        win={"tile_seen": True},
+    )
     assert not plan(raw).liability.applies
 
 
@@ -267,7 +332,9 @@ def test_big_winds_three_wind_sets_in_view_art_10_a_3() -> None:
 
 
 def test_live_dragon_discard_is_exempt_art_10_a_10() -> None:
-    raw = declare("WD WD 123m 55p", "WD", melds=BIG_DRAGONS_2_EXPOSED, frm=3, win={"tile_seen": False})
+    raw = declare(
+        "WD WD 123m 55p", "WD", melds=BIG_DRAGONS_2_EXPOSED, frm=3, win={"tile_seen": False}
+    )
     p = plan(raw)
     assert p.liability.cases and p.liability.exemptions and not p.liability.applies
     assert "10 (a) 10)" in p.liability.exemptions[0]
@@ -285,11 +352,15 @@ def test_all_honours_is_exempt_art_10_a_9() -> None:
     # Big winds with a dragon pair is chun chu: no liability even with three wind sets in view.
     melds = [{"tiles": "EEE", "from": 2}, {"tiles": "SSS", "from": 3}, {"tiles": "WWW", "from": 0}]
     p = plan(declare("NN RD RD", "N", melds=melds, frm=3, win={"tile_seen": True}))
-    assert p.liability.cases and "10 (a) 9)" in p.liability.exemptions[0] and not p.liability.applies
+    assert (
+        p.liability.cases and "10 (a) 9)" in p.liability.exemptions[0] and not p.liability.applies
+    )
 
 
 def test_all_terminals_is_exempt_art_10_a_9() -> None:
-    p = plan(declare("111m 999m 111p 999s 1s", "1s", frm=3, discarder={"withheld_last_honour": True}))
+    p = plan(
+        declare("111m 999m 111p 999s 1s", "1s", frm=3, discarder={"withheld_last_honour": True})
+    )
     assert not p.liability.applies and "10 (a) 9)" in p.liability.exemptions[0]
 
 
@@ -301,7 +372,9 @@ def test_all_terminals_is_exempt_art_10_a_9() -> None:
         ({"ready": True, "broke_ready_hand": True}, "10 (a) 6)"),
     ],
 )
-def test_discarder_conduct_makes_him_pay_all_art_10_a_4_to_6(conduct: dict[str, bool], case: str) -> None:
+def test_discarder_conduct_makes_him_pay_all_art_10_a_4_to_6(
+    conduct: dict[str, bool], case: str
+) -> None:
     p = plan(declare(PLAIN, "3m", frm=2, discarder=conduct))
     assert p.liability.seat == 2 and case in p.liability.cases[0]
     assert amounts(p) == {0: 0, 1: 4 * KAI, 2: -4 * KAI, 3: 0}
@@ -351,7 +424,10 @@ def test_wrong_set_exposed_is_a_false_win_art_10_a_7() -> None:
 
 
 def test_the_right_set_exposed_is_no_false_win_art_10_a_7() -> None:
-    assert plan(declare("456p 789s 222p 5m", "5m", melds=[{"tiles": "1m 2m 3m", "from": 0}])).grade == "kai vu"
+    assert (
+        plan(declare("456p 789s 222p 5m", "5m", melds=[{"tiles": "1m 2m 3m", "from": 0}])).grade
+        == "kai vu"
+    )
 
 
 def test_pung_announced_and_withdrawn_voids_the_win_art_9_a_2() -> None:
@@ -391,11 +467,15 @@ def test_simplified_ready_and_broke_a_pung_art_10_b_2() -> None:
 
 
 def test_simplified_broke_a_pung_not_ready_no_liability_art_10_b_2() -> None:
-    assert not plan(sdeclare("12s 5s5s", "3s", frm=2, discarder={"broke_pung": True}), SIMP).liability.applies
+    assert not plan(
+        sdeclare("12s 5s5s", "3s", frm=2, discarder={"broke_pung": True}), SIMP
+    ).liability.applies
 
 
 def test_simplified_live_green_dragon_exempt_art_10_b_4() -> None:
-    raw = sdeclare("123m GD", "GD", frm=2, win={"tile_seen": False}, discarder={"withheld_last_honour": True})
+    raw = sdeclare(
+        "123m GD", "GD", frm=2, win={"tile_seen": False}, discarder={"withheld_last_honour": True}
+    )
     p = plan(raw, SIMP)
     assert not p.liability.applies and "10 (b) 4)" in p.liability.exemptions[0]
     raw["win"]["tile_seen"] = True
@@ -411,4 +491,6 @@ def test_simplified_false_win_one_fan_each_art_10_b_3() -> None:
 
 def test_simplified_has_no_case_6_art_10_b() -> None:
     with pytest.raises(OutcomeError):
-        G.parse_outcome(SIMP, sdeclare("12s 5s5s", "3s", frm=2, discarder={"broke_ready_hand": True}))
+        G.parse_outcome(
+            SIMP, sdeclare("12s 5s5s", "3s", frm=2, discarder={"broke_ready_hand": True})
+        )

@@ -24,12 +24,16 @@ FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCh
 
 # A set: a pung of any of the 34 kinds, or a chow (suit, lowest rank 1..7).
 pung = st.integers(0, 33).map(lambda t: (t, t, t))
-chow = st.tuples(st.integers(0, 2), st.integers(0, 6)).map(lambda sr: tuple(9 * sr[0] + sr[1] + i for i in range(3)))
+chow = st.tuples(st.integers(0, 2), st.integers(0, 6)).map(
+    lambda sr: tuple(9 * sr[0] + sr[1] + i for i in range(3))
+)
 a_set = st.one_of(pung, chow)
 
 
 @st.composite
-def valid_hand(draw: Any, n_sets: int = 4, kinds: Sequence[int] = range(34)) -> tuple[list[tuple[int, ...]], int]:
+def valid_hand(
+    draw: Any, n_sets: int = 4, kinds: Sequence[int] = range(34)
+) -> tuple[list[tuple[int, ...]], int]:
     sets = [draw(a_set.filter(lambda s: all(t in kinds for t in s))) for _ in range(n_sets)]
     pair = draw(st.sampled_from(list(kinds)))
     counts = Counter(t for s in sets for t in s) + Counter({pair: 2})
@@ -48,7 +52,11 @@ def declared(draw: Any, rules: MahjongRules = CONV) -> dict[str, Any]:
     conventional = rules.variant == "conventional"
     kinds = range(34) if conventional else [*range(27), 32]
     sets, pair = draw(valid_hand(4 if conventional else 1, kinds))
-    seats = [0, 1, 2, 3] if conventional else sorted(draw(st.sets(st.integers(0, 3), min_size=2, max_size=4)))
+    seats = (
+        [0, 1, 2, 3]
+        if conventional
+        else sorted(draw(st.sets(st.integers(0, 3), min_size=2, max_size=4)))
+    )
     winner = draw(st.sampled_from(seats))
     banker = draw(st.sampled_from(seats))
     others = [s for s in seats if s != winner]
@@ -66,16 +74,31 @@ def declared(draw: Any, rules: MahjongRules = CONV) -> dict[str, Any]:
     tile = hidden.pop(i)
     by = draw(st.sampled_from(["self_drawn", "discard", "last_tile"]))
     win: dict[str, Any] = {"tile": tile_str(tile), "by": by}
-    raw: dict[str, Any] = {"stake": draw(st.sampled_from(["25/50", "1000/2000"] if conventional else
-                                                        ["100/200", "30000/60000"])),
-                           "seats": seats, "banker": banker, "winner": winner,
-                           "round_wind": draw(st.sampled_from("ESWN")),
-                           "concealed": names(hidden), "melds": melds, "win": win}
+    raw: dict[str, Any] = {
+        "stake": draw(
+            st.sampled_from(["25/50", "1000/2000"] if conventional else ["100/200", "30000/60000"])
+        ),
+        "seats": seats,
+        "banker": banker,
+        "winner": winner,
+        "round_wind": draw(st.sampled_from("ESWN")),
+        "concealed": names(hidden),
+        "melds": melds,
+        "win": win,
+    }
     if by == "discard":
         win["from"] = draw(st.sampled_from(others))
         win["tile_seen"] = draw(st.booleans())
-        raw["discarder"] = draw(st.fixed_dictionaries({}, optional={
-            "withheld_last_honour": st.booleans(), "broke_pung": st.booleans(), "ready": st.booleans()}))
+        raw["discarder"] = draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "withheld_last_honour": st.booleans(),
+                    "broke_pung": st.booleans(),
+                    "ready": st.booleans(),
+                },
+            )
+        )
     if draw(st.booleans()):
         raw["capital"] = draw(st.integers(1, 10**7))
     return raw
@@ -94,7 +117,9 @@ def test_generated_valid_hand_is_complete_art_4_a(hand: tuple[list[tuple[int, ..
 
 @FAST
 @given(valid_hand(), st.data())
-def test_removing_any_tile_never_completes_art_4_a(hand: tuple[list[tuple[int, ...]], int], data: Any) -> None:
+def test_removing_any_tile_never_completes_art_4_a(
+    hand: tuple[list[tuple[int, ...]], int], data: Any
+) -> None:
     sets, pair = hand
     tiles = [t for s in sets for t in s] + [pair, pair]
     for i in range(len(tiles)):
@@ -170,8 +195,9 @@ def near_complete(draw: Any) -> list[int]:
     return tiles
 
 
-fourteen = st.one_of(st.lists(st.sampled_from(FEW), min_size=14, max_size=14), near_complete()).filter(
-    lambda ts: max(Counter(ts).values()) <= 4)
+fourteen = st.one_of(
+    st.lists(st.sampled_from(FEW), min_size=14, max_size=14), near_complete()
+).filter(lambda ts: max(Counter(ts).values()) <= 4)
 
 
 @settings(max_examples=400, deadline=None)
@@ -185,10 +211,13 @@ def test_checker_agrees_with_a_brute_force_reference_art_4_a(tiles: list[int]) -
 
 
 @FAST
-@given(st.one_of(declared().map(lambda r: (CONV, r)), declared(SIMP).map(lambda r: (SIMP, r))),
-       st.booleans())
-def test_payments_sum_to_zero_before_commission_art_7(case: tuple[MahjongRules, dict[str, Any]],
-                                                       broken: bool) -> None:
+@given(
+    st.one_of(declared().map(lambda r: (CONV, r)), declared(SIMP).map(lambda r: (SIMP, r))),
+    st.booleans(),
+)
+def test_payments_sum_to_zero_before_commission_art_7(
+    case: tuple[MahjongRules, dict[str, Any]], broken: bool
+) -> None:
     rules, raw = case
     if broken:  # a false win: swap the winning tile for another suit tile
         raw = {**raw, "win": {**raw["win"], "tile": "9s" if raw["win"]["tile"] != "9s" else "1s"}}
@@ -227,8 +256,9 @@ def test_a_fifth_copy_is_refused_art_2(raw: dict[str, Any], data: Any) -> None:
 
 @FAST
 @given(declared(SIMP), st.sampled_from(["E", "S", "W", "N", "RD", "WD"]), st.data())
-def test_a_tile_the_simplified_set_does_not_hold_is_refused_art_2_b(raw: dict[str, Any], honour: str,
-                                                                    data: Any) -> None:
+def test_a_tile_the_simplified_set_does_not_hold_is_refused_art_2_b(
+    raw: dict[str, Any], honour: str, data: Any
+) -> None:
     tiles = raw["concealed"].split()
     i = data.draw(st.integers(0, len(tiles) - 1))
     tiles[i] = honour

@@ -79,7 +79,9 @@ def test_wall_example_of_art_3_b() -> None:
     assert w.stacks_per_wall - w.start_stack + 1 == 5
 
 
-@pytest.mark.parametrize(("total", "wall"), [(2, "S"), (3, "W"), (4, "N"), (5, "E"), (6, "S"), (12, "N")])
+@pytest.mark.parametrize(
+    ("total", "wall"), [(2, "S"), (3, "W"), (4, "N"), (5, "E"), (6, "S"), (12, "N")]
+)
 def test_wall_counted_counter_clockwise_banker_first_art_3(total: int, wall: str) -> None:
     dice = [total - 1, 1] if total <= 7 else [6, total - 6]
     assert wall_break("simplified", dice).wall == wall
@@ -92,9 +94,13 @@ def test_count_beyond_the_wall_goes_on_to_the_next_decision_art_3_a() -> None:
     assert (w.wall, w.start_wall, w.start_stack) == ("E", "N", 1)
 
 
-@pytest.mark.parametrize(("variant", "dice"), [("conventional", [1, 2]), ("simplified", [1, 2, 3]),
-                                               ("conventional", [1, 2, 7])])
-def test_dice_count_three_conventional_two_simplified_art_2_1(variant: str, dice: list[int]) -> None:
+@pytest.mark.parametrize(
+    ("variant", "dice"),
+    [("conventional", [1, 2]), ("simplified", [1, 2, 3]), ("conventional", [1, 2, 7])],
+)
+def test_dice_count_three_conventional_two_simplified_art_2_1(
+    variant: str, dice: list[int]
+) -> None:
     with pytest.raises(OutcomeError) as e:
         wall_break(variant, dice)
     assert e.value.code == "MAHJONG_DICE"

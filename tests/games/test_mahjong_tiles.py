@@ -44,7 +44,15 @@ def test_notation_round_trip() -> None:
 def test_notation_forms() -> None:
     assert tiles_str(parse_tiles("123m 55p EEE")) == ["1m", "2m", "3m", "5p", "5p", "E", "E", "E"]
     assert tiles_str(parse_tiles(["rd", "Gd", "wD", "s", "5S"])) == ["RD", "GD", "WD", "S", "5s"]
-    assert tiles_str(parse_tiles("五萬 5筒 九索 東 中 發 白")) == ["5m", "5p", "9s", "E", "RD", "GD", "WD"]
+    assert tiles_str(parse_tiles("五萬 5筒 九索 東 中 發 白")) == [
+        "5m",
+        "5p",
+        "9s",
+        "E",
+        "RD",
+        "GD",
+        "WD",
+    ]
     assert tiles_str(parse_tiles("1m,2m, 3m")) == ["1m", "2m", "3m"]
     assert tile_chinese(parse_tiles("5m")[0]) == "五萬"
 
@@ -57,8 +65,14 @@ def test_unknown_tiles_are_refused(bad: str) -> None:
 
 
 def _hand(concealed: str, tile: str, **kw: object) -> dict[str, object]:
-    raw: dict[str, object] = {"stake": "100/200", "banker": 0, "winner": 1, "round_wind": "E",
-                              "concealed": concealed, "win": {"tile": tile, "by": "self_drawn"}}
+    raw: dict[str, object] = {
+        "stake": "100/200",
+        "banker": 0,
+        "winner": 1,
+        "round_wind": "E",
+        "concealed": concealed,
+        "win": {"tile": tile, "by": "self_drawn"},
+    }
     raw.update(kw)
     return raw
 
@@ -78,8 +92,7 @@ def test_fifth_copy_is_refused_art_2() -> None:
 
 
 def test_fifth_copy_across_hand_and_melds_is_refused_art_2() -> None:
-    raw = _hand("5m 5m 123p 456p 789p", "9s", stake="25/50",
-                melds=[{"tiles": "5m5m5m", "from": 3}])
+    raw = _hand("5m 5m 123p 456p 789p", "9s", stake="25/50", melds=[{"tiles": "5m5m5m", "from": 3}])
     with pytest.raises(OutcomeError) as e:
         G.parse_outcome(MahjongRules(), raw)
     assert e.value.code == "MAHJONG_TILE_COUNT"
@@ -112,7 +125,9 @@ def test_chow_only_from_the_player_on_the_left_art_5_a_3() -> None:
 
 def test_conventional_needs_four_players_simplified_two_to_four_art_3() -> None:
     with pytest.raises(OutcomeError):
-        G.parse_outcome(MahjongRules(), _hand("123p 456p 789p 111s 5m", "5m", stake="25/50", seats=[0, 1]))
+        G.parse_outcome(
+            MahjongRules(), _hand("123p 456p 789p 111s 5m", "5m", stake="25/50", seats=[0, 1])
+        )
     G.parse_outcome(MahjongRules(variant="simplified"), _hand("12m 5p5p", "3m", seats=[0, 1]))
     with pytest.raises(OutcomeError):
         G.parse_outcome(MahjongRules(variant="simplified"), _hand("12m 5p5p", "3m", seats=[1]))

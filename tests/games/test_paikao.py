@@ -221,8 +221,16 @@ def test_place_beats_banker_is_the_key_order() -> None:
 # -- outcome, dice, eight places, a set for two games (art. 2, 3) ---------------------------
 
 
-HANDS = {"1": ["6/6", "1/6"], "2": ["2/4", "1/2"], "3": ["3/3", "1/3"], "4": ["5/5", "4/6"],
-         "5": ["1/1", "3/5"], "6": ["4/5", "2/3"], "7": ["2/2", "5/6"], "8": ["1/5", "3/4"]}
+HANDS = {
+    "1": ["6/6", "1/6"],
+    "2": ["2/4", "1/2"],
+    "3": ["3/3", "1/3"],
+    "4": ["5/5", "4/6"],
+    "5": ["1/1", "3/5"],
+    "6": ["4/5", "2/3"],
+    "7": ["2/2", "5/6"],
+    "8": ["1/5", "3/4"],
+}
 
 
 def outcome(**kw: object) -> dict:
@@ -259,8 +267,9 @@ def test_eight_places_always_dealt_art_2_d() -> None:
 
 def test_tiles_in_dealing_order_art_2_c_d() -> None:
     tiles = [str(t) for t in FULL_SET[:16]]
-    o = G.parse_outcome(R, {"banker": 8, "banker_capital": 10, "dice": [1, 1, 1, 2],
-                            "tiles": tiles})
+    o = G.parse_outcome(
+        R, {"banker": 8, "banker_capital": 10, "dice": [1, 1, 1, 2], "tiles": tiles}
+    )
     assert o.setup.first_place == 4  # 8, 1, 2, 3, 4
     assert [str(t) for t in o.hand(4)] == tiles[:2]
     assert [str(t) for t in o.hand(3)] == tiles[14:16]
@@ -275,7 +284,7 @@ def test_no_more_copies_than_the_set_art_1_a() -> None:
     # the second game of a set: with the first game's tiles, 32 tiles at most
     first = [t for ts in HANDS.values() for t in ts]
     rest = list((Counter(PHYSICAL) - Counter(first)).elements())
-    ok = {str(p): rest[2 * (p - 1): 2 * p] for p in range(1, 9)}
+    ok = {str(p): rest[2 * (p - 1) : 2 * p] for p in range(1, 9)}
     G.parse_outcome(R, outcome(set_game=2, first_game_tiles=first, hands=ok))
     with pytest.raises(OutcomeError) as exc:
         G.parse_outcome(R, outcome(set_game=2, first_game_tiles=first, hands=HANDS))
@@ -291,8 +300,24 @@ def test_deal_engine_and_the_second_game_of_a_set_art_2_a() -> None:
         d.shake(["stacked", 1, 1, 1])
     d = d.shake([1, 1, 1, 1])  # 4 from place 2: 2, 3, 4, 5
     assert d.expect().to_json() == {"kind": "tile", "to": 5}
-    order = ["6/6", "6/6", "1/1", "1/1", "4/4", "4/4", "1/3", "1/3", "5/5", "5/5", "3/3",
-             "3/3", "2/2", "2/2", "5/6", "5/6"]
+    order = [
+        "6/6",
+        "6/6",
+        "1/1",
+        "1/1",
+        "4/4",
+        "4/4",
+        "1/3",
+        "1/3",
+        "5/5",
+        "5/5",
+        "3/3",
+        "3/3",
+        "2/2",
+        "2/2",
+        "5/6",
+        "5/6",
+    ]
     for i, t in enumerate(order):
         if i == 2:
             with pytest.raises(Misdeal) as exc:
@@ -319,8 +344,9 @@ def test_deal_engine_and_the_second_game_of_a_set_art_2_a() -> None:
 @given(st.permutations(list(FULL_SET)), st.integers(0, 16), st.integers(1, 8), st.booleans())
 def test_deal_state_json_round_trip(tiles: list[Tile], n: int, banker: int, second: bool) -> None:
     if second:
-        d = PaiKaoDeal.start(R, banker=banker, banker_capital=10, set_game=2,
-                             first_game_tiles=tiles[16:])
+        d = PaiKaoDeal.start(
+            R, banker=banker, banker_capital=10, set_game=2, first_game_tiles=tiles[16:]
+        )
     else:
         d = PaiKaoDeal.start(R, banker=banker, banker_capital=10)
     d = d.shake([2, 5, 3, 1])
@@ -357,27 +383,48 @@ def test_settlement_art_5_c_and_9() -> None:
 
 
 tile_bets = st.lists(
-    st.tuples(st.sampled_from(["place", "place", "co_bank"]), st.integers(1, 8),
-              st.integers(1, 30).map(lambda x: 50 * x), st.integers(0, 6)),
+    st.tuples(
+        st.sampled_from(["place", "place", "co_bank"]),
+        st.integers(1, 8),
+        st.integers(1, 30).map(lambda x: 50 * x),
+        st.integers(0, 6),
+    ),
     max_size=10,
 )
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.permutations(list(FULL_SET)), st.integers(1, 8), st.integers(1, 40),
-       st.integers(0, 1), tile_bets, st.sampled_from([1, 50]))
+@given(
+    st.permutations(list(FULL_SET)),
+    st.integers(1, 8),
+    st.integers(1, 40),
+    st.integers(0, 1),
+    tile_bets,
+    st.sampled_from([1, 50]),
+)
 def test_settlement_conserves_money_art_5_9(
     tiles: list[Tile], banker: int, capital: int, casino: int, raw_bets: list, unit: int
 ) -> None:
-    raw = {"banker": banker, "banker_capital": 50 * capital, "casino_capital": 700 * casino,
-           "dice": [6, 5, 4, 3], "tiles": [str(t) for t in tiles[:16]]}
+    raw = {
+        "banker": banker,
+        "banker_capital": 50 * capital,
+        "casino_capital": 700 * casino,
+        "dice": [6, 5, 4, 3],
+        "tiles": [str(t) for t in tiles[:16]],
+    }
     bets = []
     for i, (bt, place, stake, seat) in enumerate(raw_bets):
         if bt == "place" and place == banker:
             continue
-        bets.append({"bet_id": f"b{i}", "seat": 50 + i if bt == "co_bank" else seat,
-                     "bet_type": bt, "stake": stake,
-                     **({"selection": place} if bt == "place" else {})})
+        bets.append(
+            {
+                "bet_id": f"b{i}",
+                "seat": 50 + i if bt == "co_bank" else seat,
+                "bet_type": bt,
+                "stake": stake,
+                **({"selection": place} if bt == "place" else {}),
+            }
+        )
     s = settle(raw, bets, money=MoneyRules(payable_unit=unit))
     nets = sum(b["net"] for b in s["bets"]) + s["banker"]["net"] + s["bank"]["casino_net"]
     exact, breakage = Fraction(s["commission_exact"]), Fraction(s["totals"]["breakage"])
@@ -433,10 +480,22 @@ def test_tablectl_settle_math_score(capsys: pytest.CaptureFixture[str]) -> None:
     cfg = str(ROOT / "config" / "paikao.toml")
     assert main(["check-config", cfg]) == 0
     capsys.readouterr()
-    bets = [{"seat": 3, "bet_type": "place", "selection": 2, "stake": 100000},
-            {"seat": 9, "bet_type": "co_bank", "stake": 50000}]
-    rc = main(["settle", "paikao", "--outcome", json.dumps(outcome()), "--bets",
-               json.dumps(bets), "--config", cfg])
+    bets = [
+        {"seat": 3, "bet_type": "place", "selection": 2, "stake": 100000},
+        {"seat": 9, "bet_type": "co_bank", "stake": 50000},
+    ]
+    rc = main(
+        [
+            "settle",
+            "paikao",
+            "--outcome",
+            json.dumps(outcome()),
+            "--bets",
+            json.dumps(bets),
+            "--config",
+            cfg,
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert data["bets"][0]["net"] == 95000

@@ -30,8 +30,21 @@ M = MoneyRules()
 # art. 6 1), transcribed: "Rei, Dama, Valete, Dez, Nove ... Dois e Ás", highest first;
 # pictures and tens are worth zero, the ace one.
 ORDER = "KQJT98765432A"
-VALUE = {"K": 0, "Q": 0, "J": 0, "T": 0, "9": 9, "8": 8, "7": 7, "6": 6, "5": 5, "4": 4,
-         "3": 3, "2": 2, "A": 1}
+VALUE = {
+    "K": 0,
+    "Q": 0,
+    "J": 0,
+    "T": 0,
+    "9": 9,
+    "8": 8,
+    "7": 7,
+    "6": 6,
+    "5": 5,
+    "4": 4,
+    "3": 3,
+    "2": 2,
+    "A": 1,
+}
 
 
 def plain_points(hand: str) -> int:
@@ -128,11 +141,24 @@ def test_comparison_agrees_with_a_plain_transcription_art_7_8(cards: list[Card])
 def outcome(
     banker: int = 1, dice: list[int] | None = None, declared: int = 0, **kw: object
 ) -> dict:
-    hands = {"1": ["5S", "4H"], "2": ["9S", "KD"], "3": ["2S", "3D"], "4": ["KS", "QD"],
-             "5": ["AS", "AD"], "6": ["7S", "2D"], "7": ["6S", "3C"], "8": ["8S", "AH"],
-             "9": ["9H", "JC"]}
-    out = {"banker": banker, "banker_capital": 100000, "dice": dice or [1, 2, 3, 4],
-           "declared": declared, "hands": hands}
+    hands = {
+        "1": ["5S", "4H"],
+        "2": ["9S", "KD"],
+        "3": ["2S", "3D"],
+        "4": ["KS", "QD"],
+        "5": ["AS", "AD"],
+        "6": ["7S", "2D"],
+        "7": ["6S", "3C"],
+        "8": ["8S", "AH"],
+        "9": ["9H", "JC"],
+    }
+    out = {
+        "banker": banker,
+        "banker_capital": 100000,
+        "dice": dice or [1, 2, 3, 4],
+        "declared": declared,
+        "hands": hands,
+    }
     out.update(kw)
     return out
 
@@ -150,8 +176,9 @@ def test_dice_and_declaration_pick_the_first_place_art_2_2_3() -> None:
 def test_cards_in_dealing_order_go_two_by_two_from_the_first_place_art_2_3() -> None:
     # "recebendo cada lugar duas cartas seguidas", right to left from the first place.
     cards = [str(c) for c in deck()[:18]]
-    o = G.parse_outcome(R, {"banker": 9, "banker_capital": 500, "dice": [1, 1, 1, 1],
-                            "cards": cards})
+    o = G.parse_outcome(
+        R, {"banker": 9, "banker_capital": 500, "dice": [1, 1, 1, 1], "cards": cards}
+    )
     # count 4 from place 9: 9, 1, 2, 3 -> place 3 first
     assert o.setup.first_place == 3
     assert [str(c) for c in o.hand(3)] == cards[0:2]
@@ -208,13 +235,20 @@ def test_deal_engine_card_by_card_art_2() -> None:
     assert exc.value.code == "MISDEAL_EXTRA_CARD"
     o = d.outcome()
     assert o.hand(3) == (cards[0], cards[1])
-    assert o == G.parse_outcome(R, {"banker": 2, "banker_capital": 1000, "declared": 1,
-                                    "dice": [1, 2, 3, 4], "cards": [str(c) for c in cards[:18]]})
+    assert o == G.parse_outcome(
+        R,
+        {
+            "banker": 2,
+            "banker_capital": 1000,
+            "declared": 1,
+            "dice": [1, 2, 3, 4],
+            "cards": [str(c) for c in cards[:18]],
+        },
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.permutations(list(deck())), st.integers(0, 18), st.integers(1, 9),
-       st.integers(-30, 30))
+@given(st.permutations(list(deck())), st.integers(0, 18), st.integers(1, 9), st.integers(-30, 30))
 def test_deal_state_json_round_trip(cards: list[Card], n: int, banker: int, declared: int) -> None:
     d = SuperPan9Deal.start(R, banker=banker, banker_capital=777, declared=declared).shake(
         [3, 4, 5, 6]
@@ -228,8 +262,9 @@ def test_deal_state_json_round_trip(cards: list[Card], n: int, banker: int, decl
 # -- settlement (art. 5, 7, 9) ---------------------------------------------------------------
 
 
-def settle(raw_outcome: dict, bets: list[dict], rules: SuperPan9Rules = R,
-           money: MoneyRules = M) -> dict:
+def settle(
+    raw_outcome: dict, bets: list[dict], rules: SuperPan9Rules = R, money: MoneyRules = M
+) -> dict:
     o = G.parse_outcome(rules, raw_outcome)
     return G.settle(rules, o, G.parse_bets(rules, bets), money).to_json()
 
@@ -254,8 +289,11 @@ def test_settlement_within_the_banker_capital_art_5_3_and_9() -> None:
     assert (by["a"]["payout"], by["a"]["net"]) == (600, 570)
     assert s["banker"]["gross"] == -900 and s["banker"]["net"] == -900
     # now the banker only has 1000 and the losers come last: a and b exhaust him
-    s = settle(raw, [bets[0], bets[1], {**bets[2], "selection": 4}],
-               SuperPan9Rules(settlement_order="placed"))
+    s = settle(
+        raw,
+        [bets[0], bets[1], {**bets[2], "selection": 4}],
+        SuperPan9Rules(settlement_order="placed"),
+    )
     by = {b["bet_id"]: b for b in s["bets"]}
     assert by["a"]["payout"] == 600 and by["b"]["payout"] == 400 and by["b"]["net"] == 380
     assert "capital is reached" in by["b"]["reason"]
@@ -309,27 +347,49 @@ def test_bet_order_in_the_outcome_art_5_3() -> None:
 
 
 bets_st = st.lists(
-    st.tuples(st.sampled_from(["place", "place", "place", "co_bank"]), st.integers(1, 9),
-              st.integers(1, 40).map(lambda x: 100 * x), st.integers(0, 5)),
+    st.tuples(
+        st.sampled_from(["place", "place", "place", "co_bank"]),
+        st.integers(1, 9),
+        st.integers(1, 40).map(lambda x: 100 * x),
+        st.integers(0, 5),
+    ),
     max_size=12,
 )
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.permutations(list(deck())), st.integers(1, 9), st.integers(1, 60),
-       st.integers(0, 1), bets_st, st.sampled_from([1, 100]))
+@given(
+    st.permutations(list(deck())),
+    st.integers(1, 9),
+    st.integers(1, 60),
+    st.integers(0, 1),
+    bets_st,
+    st.sampled_from([1, 100]),
+)
 def test_settlement_conserves_money_art_5_9(
     cards: list[Card], banker: int, capital: int, casino: int, raw_bets: list, unit: int
 ) -> None:
-    raw = {"banker": banker, "banker_capital": capital * 100, "casino_capital": casino * 2000,
-           "dice": [2, 3, 4, 5], "cards": [str(c) for c in cards[:18]]}
+    raw = {
+        "banker": banker,
+        "banker_capital": capital * 100,
+        "casino_capital": casino * 2000,
+        "dice": [2, 3, 4, 5],
+        "cards": [str(c) for c in cards[:18]],
+    }
     bets = []
     for i, (bt, place, stake, seat) in enumerate(raw_bets):
         if bt == "place" and place == banker:
             continue
         seat = 50 + i if bt == "co_bank" else seat  # co-bankers bet on nothing else
-        bets.append({"bet_id": f"b{i}", "seat": seat, "bet_type": bt, "stake": stake,
-                     **({"selection": place} if bt == "place" else {})})
+        bets.append(
+            {
+                "bet_id": f"b{i}",
+                "seat": seat,
+                "bet_type": bt,
+                "stake": stake,
+                **({"selection": place} if bt == "place" else {}),
+            }
+        )
     s = settle(raw, bets, money=MoneyRules(payable_unit=unit))
     nets = sum(b["net"] for b in s["bets"]) + s["banker"]["net"] + s["bank"]["casino_net"]
     exact, breakage = Fraction(s["commission_exact"]), Fraction(s["totals"]["breakage"])
@@ -379,8 +439,10 @@ def test_math_options() -> None:
 
 
 def test_config_refuses_what_the_text_does_not_allow() -> None:
-    doc = {"table": {"id": "t", "game": "super-pan-9"},
-           "rules": {"super-pan-9": {"places": 1, "equal_high_card": "split"}}}
+    doc = {
+        "table": {"id": "t", "game": "super-pan-9"},
+        "rules": {"super-pan-9": {"places": 1, "equal_high_card": "split"}},
+    }
     with pytest.raises(ConfigInvalid) as exc:
         validate_document(doc)
     text = "\n".join(exc.value.errors)
@@ -393,8 +455,18 @@ def test_tablectl_settle_and_math(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check-config", cfg]) == 0
     capsys.readouterr()
     bets = [{"seat": 3, "bet_type": "place", "selection": 2, "stake": 10000}]
-    rc = main(["settle", "super-pan-9", "--outcome", json.dumps(outcome()), "--bets",
-               json.dumps(bets), "--config", cfg])
+    rc = main(
+        [
+            "settle",
+            "super-pan-9",
+            "--outcome",
+            json.dumps(outcome()),
+            "--bets",
+            json.dumps(bets),
+            "--config",
+            cfg,
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert out["bets"][0]["net"] == 9500 and out["banker"]["net"] == -10000

@@ -24,7 +24,8 @@ PIN = "2468"
 
 
 async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
-    tmp_path: Path, amqtt_broker  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    amqtt_broker,  # type: ignore[no-untyped-def]
 ) -> None:
     principals = make_principals(tmp_path / "keys")
     cfg = validate_document(
@@ -38,7 +39,12 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
         cfg,
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol, reconnect_min_ms=50),
+        mqtt=MqttSettings(
+            host=amqtt_broker.host,
+            port=amqtt_broker.port,
+            protocol=amqtt_broker.protocol,
+            reconnect_min_ms=50,
+        ),
     )
     await d.start()
     await d.link.wait_subscribed(30)  # type: ignore[union-attr]
@@ -94,11 +100,13 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
                 assert state.state == "cleared", (code, state)
             # nothing left: the retained topic says so, schema-valid
             await floor.until(
-                lambda: any(m.topic == "alerts" for m in floor.messages)
-                and json.loads([m for m in floor.messages if m.topic == "alerts"][-1].payload)[
-                    "alerts"
-                ]
-                == [],
+                lambda: (
+                    any(m.topic == "alerts" for m in floor.messages)
+                    and json.loads([m for m in floor.messages if m.topic == "alerts"][-1].payload)[
+                        "alerts"
+                    ]
+                    == []
+                ),
                 what="an empty alerts topic",
             )
             for m in floor.messages:
@@ -162,7 +170,12 @@ async def test_verify_software_over_mqtt_and_console(tmp_path: Path, amqtt_broke
         cfg,
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol, reconnect_min_ms=50),
+        mqtt=MqttSettings(
+            host=amqtt_broker.host,
+            port=amqtt_broker.port,
+            protocol=amqtt_broker.protocol,
+            reconnect_min_ms=50,
+        ),
     )
     await d.start()
     await d.link.wait_subscribed(30)  # type: ignore[union-attr]
@@ -214,7 +227,12 @@ async def test_detectors_on_a_running_roulette_table(tmp_path: Path, amqtt_broke
         cfg,
         state_dir=tmp_path,
         runtime_dir=tmp_path,
-        mqtt=MqttSettings(host=amqtt_broker.host, port=amqtt_broker.port, protocol=amqtt_broker.protocol, reconnect_min_ms=50),
+        mqtt=MqttSettings(
+            host=amqtt_broker.host,
+            port=amqtt_broker.port,
+            protocol=amqtt_broker.protocol,
+            reconnect_min_ms=50,
+        ),
     )
     await d.start()
     await d.link.wait_subscribed(30)  # type: ignore[union-attr]
@@ -235,8 +253,10 @@ async def test_detectors_on_a_running_roulette_table(tmp_path: Path, amqtt_broke
                 return [a["code"] for a in json.loads(got[-1].payload)["alerts"]] if got else []
 
             await floor.until(
-                lambda: sorted(latest_alerts())
-                == ["LARGE_TRANSACTION", "LARGE_TRANSACTION", "REPEATED_NUMBER"],
+                lambda: (
+                    sorted(latest_alerts())
+                    == ["LARGE_TRANSACTION", "LARGE_TRANSACTION", "REPEATED_NUMBER"]
+                ),
                 what="the detectors' alerts on the alerts topic",
             )
             await floor.until(

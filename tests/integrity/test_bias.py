@@ -152,6 +152,8 @@ def test_the_documented_figures_are_the_computed_ones() -> None:
     text = DOC.read_text()
     b = bounds()
     for key, value in b.items():
-        assert re.search(rf"\b{value:,}\b", text), f"docs/integrity.md lacks the {key} bound {value:,}"
+        assert re.search(rf"\b{value:,}\b", text), (
+            f"docs/integrity.md lacks the {key} bound {value:,}"
+        )
     for design in (pocket_design(), sector_design(), face_design(3)):
         assert f"h = {design.h}" in text and f"+{design.up} / -{design.down}" in text

@@ -37,7 +37,9 @@ class Sign:
         return True
 
 
-async def test_simultaneous_hits_lock_every_display_in_the_regulations_order(tmp_path: Path) -> None:
+async def test_simultaneous_hits_lock_every_display_in_the_regulations_order(
+    tmp_path: Path,
+) -> None:
     j = Journal(tmp_path / "j.sqlite3", identity=TableIdentity.generate())
     ext = TableExtensions()
     ctl = JackpotController(j.jackpot, j.db, PARAMS)

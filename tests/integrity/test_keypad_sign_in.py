@@ -12,13 +12,13 @@ from typing import Any
 
 from gpiozero.pins.mock import MockFactory
 
-from drivers.keypad.events import KeypadSignIn
 from firmware_host.config import validate_document
 from firmware_host.console.keypad import KeypadSignInDesk
 from firmware_host.console.lockout import Lockout
 from firmware_host.console.settings import hash_pin
 from firmware_host.integrity.pace import DealerRoster
 from firmware_host.journal import Journal
+from tablecommon.events.keypad import KeypadSignIn
 
 ANA = ("1042", "739215")
 BO = ("7", "4444")

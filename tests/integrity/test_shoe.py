@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from drivers.shoe.events import CardDealt, DeckChecked, ShuffleStarted
 from drivers.shoe.model import ShoeModel
 from firmware_host.auth import TableIdentity
 from firmware_host.integrity.alerts import Alerts
@@ -17,6 +16,7 @@ from firmware_host.integrity.settings import IntegritySettings
 from firmware_host.integrity.shoe import ShoeComposition
 from firmware_host.journal import Journal
 from firmware_host.table.extension import TableExtensions
+from tablecommon.events.shoe import CardDealt, DeckChecked, ShuffleStarted
 
 
 def test_a_full_shoe_is_quiet_and_a_foreign_card_is_found() -> None:

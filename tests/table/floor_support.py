@@ -151,9 +151,7 @@ def make_table(
     settings = AuthSettings(
         signatures=signatures,
         max_age_s=30,
-        principals={
-            n: PrincipalSpec(n, (), r, (dealers or {}).get(n)) for n, r in ROLES.items()
-        },
+        principals={n: PrincipalSpec(n, (), r, (dealers or {}).get(n)) for n, r in ROLES.items()},
     )
     j = journal or Journal(
         tmp_path / "journal.sqlite3", identity=TableIdentity.generate(), clock=clock

@@ -51,13 +51,8 @@ from firmware_host.table.floor import FloorRequests
 from firmware_host.table.procedures import Device, Procedure, ProcedureContext, make_procedure
 from firmware_host.table.state import LatchedFaults
 
-#: Device kind -> the module of its events.
-EVENT_MODULES = {
-    "wheel": "drivers.cammegh.events",
-    "shaker": "drivers.shaker.events",
-    "keypad": "drivers.keypad.events",
-    "shoe": "drivers.shoe.events",
-}
+#: The package of every device kind's events (``tablecommon.events.<kind>``).
+EVENTS = "tablecommon.events"
 
 #: Fields a scenario may leave out, per event class.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -216,7 +211,7 @@ class Scenario:
         assert self.procedure is not None
         device, cls_name, *kv = tokens
         kind = self.devices[device][0]
-        module = importlib.import_module(EVENT_MODULES[kind])
+        module = importlib.import_module(f"{EVENTS}.{kind}")
         cls = getattr(module, cls_name, None)
         if not (isinstance(cls, type) and issubclass(cls, DeviceEvent)):
             raise ScenarioFailed(f"no event {cls_name} among the {kind} events")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from drivers.registry import DEVICE_KINDS
+from drivers.registry import kinds
 from firmware_host.config import validate_document
 from firmware_host.games import GAME_IDS, get_game
 from firmware_host.games.base import Bet
@@ -84,7 +84,7 @@ EXPECTED = {
 
 @pytest.mark.parametrize("game_id", GAME_IDS)
 def test_the_procedure_is_chosen_by_the_result_device_kind(game_id: str, tmp_path: Path) -> None:
-    assert set(PROCEDURES) <= set(DEVICE_KINDS.values())
+    assert set(PROCEDURES) <= kinds()
     cfg = validate_document({"table": {"id": "t-1", "game": game_id}})
     engine = RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"))
     kind = cfg.game.result_device

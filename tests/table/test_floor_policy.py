@@ -191,7 +191,11 @@ def test_an_observer_s_refused_requests_are_counted_not_journaled(tmp_path: Path
     answered = len(t.journal.requests.recent(10_000))
     for i in range(200):
         r = t.cmd("watcher", "void_round", rid=f"w-{i}", round_id=rnd, args={"reason": "x"})
-        assert (r["code"], r["principal"], r["request_id"]) == ("NOT_PERMITTED", "watcher", f"w-{i}")
+        assert (r["code"], r["principal"], r["request_id"]) == (
+            "NOT_PERMITTED",
+            "watcher",
+            f"w-{i}",
+        )
         assert r["command"] == "void_round"
     # a command it cannot name, and a bet: refused the same way, before the journal
     assert t.cmd("watcher", "no_such_command")["code"] == "NOT_PERMITTED"
@@ -304,6 +308,7 @@ def test_a_window_that_cannot_be_journaled_is_kept_for_the_next_try() -> None:
     [(kind, data)] = j.entries
     assert kind == "requests_refused" and data["total"] == 2
     assert [(c["principal"], c["code"]) for c in data["counts"]] == [
-        ("pos", "BAD_SIGNATURE"), ("unsigned", "UNSIGNED")
+        ("pos", "BAD_SIGNATURE"),
+        ("unsigned", "UNSIGNED"),
     ]
     assert ledger.flush() is True and len(j.entries) == 1  # an empty window: nothing

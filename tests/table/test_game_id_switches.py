@@ -1,11 +1,18 @@
-"""A game has one home (issue 13): outside ``firmware_host/games/`` no code switches on a
-game id. The check reads the source with :mod:`ast` and finds every comparison of a
-value with a game-id string literal (``==``, ``!=``, ``in`` a literal tuple, list or
-set, and ``match`` cases). A lookup table keyed by a protocol's own vocabulary (the
-board protocol's game codes, say) is not a switch and is not counted.
+"""A game has one home (issues 13, 31): outside ``firmware_host/games/`` no code switches
+on a game id; the rest asks the game what it says of itself (``Game.display``,
+``Game.demo``, ``Game.result_device``...). The check reads the source with :mod:`ast`
+and finds every comparison of a value with a game-id string literal (``==``, ``!=``,
+``in`` a literal tuple, list or set, and ``match`` cases): in the runtime, the drivers,
+the view, the demo (``tablesim/``: its croupier, players and printer play every game
+from what the game describes) and the benchmarks.
 
-Allowed: the game registry itself (``firmware_host/games/``) and the demo's own
-package (``tablesim/``, which plays every game as a dealer would).
+A table keyed by game ids (``{"roulette": ..., "sicbo": ...}``, a set of them) is a
+switch kept elsewhere: none in the runtime, the shared leaf or the demo either. A
+lookup table keyed by a protocol's own vocabulary (the board protocol's game codes in
+``drivers/board/codec.py``) and a benchmark's goal for one game (``bench/rules.py``)
+are not the game's description and are not counted there.
+
+Allowed: the games themselves (``firmware_host/games/``).
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ from pathlib import Path
 from firmware_host.games import GAME_IDS
 
 ROOT = Path(__file__).resolve().parents[2]
-SEARCHED = ("firmware_host", "drivers", "tableview")
+SEARCHED = ("firmware_host", "drivers", "tableview", "tablesim", "bench", "tablecommon")
+#: Where a table keyed by game ids is a switch too.
+NO_TABLES = ("firmware_host", "tablesim", "tablecommon")
 ALLOWED = (ROOT / "firmware_host" / "games",)
 
 
@@ -41,6 +50,23 @@ def switches(source: str) -> list[tuple[int, str]]:
     return found
 
 
+def tables(source: str) -> list[tuple[int, str]]:
+    """(line, game id) of every dict key and set element that is a game-id literal."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        keys = (
+            node.keys
+            if isinstance(node, ast.Dict)
+            else node.elts
+            if isinstance(node, ast.Set)
+            else []
+        )
+        found += [
+            (k.lineno, k.value) for k in keys if isinstance(k, ast.Constant) and k.value in GAME_IDS
+        ]
+    return found
+
+
 def test_the_checker_sees_each_kind_of_switch() -> None:
     src = (
         'if g == "roulette": pass\n'
@@ -50,14 +76,22 @@ def test_the_checker_sees_each_kind_of_switch() -> None:
         'RANGES = {"roulette": (0, 36)}\n'  # a table keyed by game: not a switch
     )
     assert switches(src) == [(1, "roulette"), (2, "sicbo"), (4, "fantan")]
+    assert tables(src) == [(5, "roulette")]
+    assert tables('Z = {"mahjong"}\nn = {"x": 1}\n') == [(1, "mahjong")]
 
 
 def test_no_game_id_switch_outside_the_games() -> None:
     bad = []
     for pkg in SEARCHED:
-        for path in sorted((ROOT / pkg).rglob("*.py")):
+        files = sorted((ROOT / pkg).rglob("*.py"))
+        assert files, pkg
+        for path in files:
             if any(path.is_relative_to(a) for a in ALLOWED):
                 continue
-            for line, game in switches(path.read_text(encoding="utf-8")):
+            source = path.read_text(encoding="utf-8")
+            for line, game in switches(source):
                 bad.append(f"{path.relative_to(ROOT)}:{line}: compares with {game!r}")
+            if pkg in NO_TABLES:
+                for line, game in tables(source):
+                    bad.append(f"{path.relative_to(ROOT)}:{line}: a table keyed by {game!r}")
     assert not bad, "ask the game instead of switching on its id:\n" + "\n".join(bad)

@@ -28,6 +28,7 @@ from ..base import (
     require,
 )
 from ..cards import RANKS, cards_str, deck, parse_cards
+from ..describe import Area, Board, Demo, Display, Rng
 from ..errors import OutcomeError, RulesError
 from ..money import MoneyRules, Verdict, settle_amounts
 from .deal import BaccaratDeal, BaccaratOutcome, banker_draws, deal_coup, replay
@@ -49,6 +50,34 @@ _DERIVED_KEYS = frozenset(
     {"player_total", "banker_total", "winner", "player_pair", "banker_pair", "natural"}
 )
 
+# -- what people see, and how a demonstration plays it ------------------------------------
+#: The board: the winner's area (a tie lights the tie alone: the player and banker bets
+#: push, art. 12) and the pairs' (art. 13 4)); the roads of the shoe beside it.
+BOARD = Board(
+    "baccarat",
+    (
+        Area("banker", "banker"),
+        Area("player", "player"),
+        Area("tie", "tie"),
+        Area("banker-pair", "banker_pair"),
+        Area("player-pair", "player_pair"),
+    ),
+    roads=True,
+)
+
+
+def demo_bet(rules: BaccaratRules, rng: Rng) -> tuple[str, JSON]:
+    """One bet on the layout, as a player places it (the banker and the player most)."""
+    kinds = ["player", "banker", "player", "banker", "tie", "player_pair", "banker_pair"]
+    return rng.choice(kinds), None
+
+
+def _words(o: Any) -> str:
+    return (
+        f"player {' '.join(o['player'])} ({o['player_total']})  banker {' '.join(o['banker'])} "
+        f"({o['banker_total']})  -> {o['winner']}"
+    )
+
 
 class Baccarat(Game[BaccaratRules, BaccaratOutcome]):
     game_id = "baccarat"
@@ -58,6 +87,8 @@ class Baccarat(Game[BaccaratRules, BaccaratOutcome]):
     title = "Baccarat"
     regulation = "55/2004"
     rules_type = BaccaratRules
+    display = Display(BOARD, words=_words)
+    demo = Demo(bet=demo_bet)
 
     def bet_types(self, rules: BaccaratRules) -> Sequence[BetType]:
         return _BET_TYPES if rules.pairs_offered else _BET_TYPES[:3]

@@ -15,12 +15,15 @@ from ..base import (
     Bet,
     BetResult,
     BetType,
+    Deal,
+    Expect,
     Game,
     MathLine,
     MathReport,
     Settlement,
     Totals,
 )
+from ..describe import Demo, DemoRound, Display, Rng
 from ..errors import (
     BetError,
     BetNotOffered,
@@ -81,6 +84,53 @@ SAMPLE_ROUNDS: tuple[JSON, ...] = (
 )  # fmt: skip
 
 
+# -- what people see, and how a demonstration plays it ------------------------------------
+def demo_seats(rules: BlackjackRules, rng: Rng, rnd: DemoRound) -> list[dict[str, JSON]]:
+    """Three players take seats: a main bet each, now and then the any-pair side bet."""
+    bets: list[dict[str, JSON]] = []
+    for s in rng.sample(range(1, 8), 3):
+        stake = 2500 * rng.randint(1, 8)
+        bets.append({"bet_id": f"{rnd.tag}m{s}", "seat": s, "bet_type": "main", "stake": stake})
+        if rng.random() < 0.3:
+            bets.append({"bet_id": f"{rnd.tag}p{s}", "seat": s, "bet_type": "pair", "stake": 2500})
+    return bets
+
+
+def hand_total(deal: Deal, seat: int | None, hand: int | None) -> int:
+    """A hand's total as the deal reports it (``summary_json``), 12 when not found."""
+    summary = getattr(deal, "summary_json", None)
+    for place in summary().get("places", []) if summary else []:
+        if place.get("seat") == seat:
+            return int(place["hands"][hand or 0]["total"])
+    return 12
+
+
+def demo_decide(rules: BlackjackRules, rng: Rng, exp: Expect, deal: Deal) -> dict[str, JSON]:
+    """A player's decision: split half the time it may, double on 10 and 11, hit below
+    17, else stand."""
+    allowed = tuple(exp.allowed)
+    total = hand_total(deal, exp.seat, exp.hand)
+    if "split" in allowed and rng.random() < 0.5:
+        action = "split"
+    elif "double" in allowed and total in (10, 11):
+        action = "double"
+    elif "hit" in allowed and total < 17:
+        action = "hit"
+    else:
+        action = "stand" if "stand" in allowed else allowed[0]
+    return {"seat": exp.seat, "hand": exp.hand, "action": action}
+
+
+def _words(o: Any) -> str:
+    places = "; ".join(
+        f"seat {p['seat']}: "
+        + " | ".join(f"{' '.join(h['cards'])} ({h['total']} {h['status']})" for h in p["hands"])
+        for p in o["places"]
+    )
+    d = o["dealer"]
+    return f"dealer {' '.join(d['cards'])} ({d['total']}); {places}"
+
+
 class Blackjack(Game[BlackjackRules, BlackjackDeal]):
     game_id = "blackjack"
     math_options = frozenset({"decks", "rounds", "seed"})
@@ -90,6 +140,8 @@ class Blackjack(Game[BlackjackRules, BlackjackDeal]):
     regulation = "56/2004"
     rules_type = BlackjackRules
     math_needs_rng = True
+    display = Display(words=_words)
+    demo = Demo(seated=demo_seats, decide=demo_decide)
 
     def bet_types(self, rules: BlackjackRules) -> Sequence[BetType]:
         off = {

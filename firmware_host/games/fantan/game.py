@@ -15,12 +15,13 @@ has the same probability and prize.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from ..base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
+from ..describe import Area, Board, Demo, DemoRound, Display, Rng, number_statistics
 from ..errors import InvalidSelection, OutcomeError
 from ..money import Verdict
 
@@ -76,6 +77,46 @@ def _distinct(nums: list[int], bet_type: str) -> None:
     require(len(set(nums)) == len(nums), f"{bet_type}: numbers must be different, got {nums}")
 
 
+# -- what people see, and how a demonstration plays it ------------------------------------
+def statistics(
+    outcomes: Sequence[Mapping[str, Any]], *, last: int = 20, hot_cold: int = 2
+) -> dict[str, JSON]:
+    """``outcomes`` newest first (``{"number": 1..4}``): each number's count, hot and
+    cold, odd and even."""
+    out = number_statistics(outcomes, range(1, 5), last, hot_cold)
+    ns = [int(o["number"]) for o in outcomes]
+    out["chances"] = {"odd": sum(n % 2 for n in ns), "even": sum(1 - n % 2 for n in ns)}
+    return out
+
+
+def demo_bet(rules: FantanRules, rng: Rng) -> tuple[str, JSON]:
+    """One bet anywhere on the layout, as a player places it."""
+    kind = rng.choice(["fan", "nim", "nga", "sam_hong", "kwok"])
+    n = rng.sample([1, 2, 3, 4], 4)
+    return kind, {
+        "fan": n[0],
+        "nim": {"win": n[0], "push": n[1]},
+        "nga": {"win": n[:2], "push": n[2]},
+        "sam_hong": n[:3],
+        "kwok": n[:2],
+    }[kind]
+
+
+def demo_count(rules: FantanRules, rng: Rng, rnd: DemoRound) -> tuple[None, JSON]:
+    """The croupier's count of the covered buttons (art. 3), entered as the result; the
+    players bet on the layout."""
+    return None, {"buttons": rng.randint(20, 120)}
+
+
+def _words(o: Any) -> str:
+    return f"number {o['number']}" + (f" ({o['buttons']} buttons)" if "buttons" in o else "")
+
+
+#: The board: the four numbers, each lit by the Fan on it, and the number shown with the
+#: numbers before it (art. 3 2): the remainder, 4 for none).
+BOARD = Board("fantan", tuple(Area(str(n), "fan", n) for n in NUMBERS), number="number")
+
+
 class Fantan(DiscreteGame[FantanRules, FantanOutcome]):
     game_id = "fantan"
     result_device = "keypad"
@@ -83,6 +124,8 @@ class Fantan(DiscreteGame[FantanRules, FantanOutcome]):
     title = "Fantan"
     regulation = "58/2004"
     rules_type = FantanRules
+    display = Display(BOARD, statistics, words=_words, short=lambda o: str(o["number"]))
+    demo = Demo(bet=demo_bet, declared=demo_count)
 
     def bet_types(self, rules: FantanRules) -> Sequence[BetType]:
         return _BET_TYPES

@@ -17,7 +17,8 @@ from fractions import Fraction
 from typing import Any
 
 from ..base import JSON, Bet, BetType, DiscreteGame, check_derived, require
-from ..dice import ThreeDice, parse_dice, throw_space
+from ..describe import Area, Board, Demo, Display, Rng
+from ..dice import ThreeDice, dice_statistics, parse_dice, throw_space
 from ..errors import InvalidSelection, OutcomeError
 from ..money import Verdict
 
@@ -115,6 +116,45 @@ def parse_fpc_outcome(raw: JSON) -> ThreeDice:
     )
 
 
+# -- what people see, and how a demonstration plays it ------------------------------------
+def _board_areas() -> tuple[Area, ...]:
+    """Every area of the layout, each the bet of art. 5 it shows, in the default lamp
+    order (59/2004 art. 1 1): the figures in the order of their numbers)."""
+    out = [Area("small", "small"), Area("big", "big")]
+    out += [Area(f, "figure", f) for f in FIGURES]
+    out += [Area(f"{w}-{c}", f"{w}_colour", c) for c in COLOURS for w in ("one", "two", "three")]
+    out += [Area("any-three-colour", "any_three_colour")]
+    out += [Area(f"triple-{f}", "specific_triple", f) for f in FIGURES]
+    out += [Area("any-triple", "any_triple")]
+    out += [Area(f"total-{t}", "total", t) for t in range(4, 18)]
+    return tuple(out)
+
+
+_DEMO_KINDS = (
+    "small", "big", "figure", "figure", "figure", "one_colour", "two_colour", "three_colour",
+    "any_three_colour", "specific_triple", "any_triple", "total",
+)  # fmt: skip
+
+
+def demo_bet(rules: FishPrawnCrabRules, rng: Rng) -> tuple[str, JSON]:
+    """One bet anywhere on the layout, as a player places it."""
+    figures = list(FIGURES)
+    kind = rng.choice(_DEMO_KINDS)
+    return kind, {
+        "figure": rng.choice(figures),
+        "specific_triple": rng.choice(figures),
+        "total": rng.randint(4, 17),
+        "one_colour": rng.choice(COLOURS),
+        "two_colour": rng.choice(COLOURS),
+        "three_colour": rng.choice(COLOURS),
+    }.get(kind)
+
+
+def _words(o: Any) -> str:
+    dice = " ".join(str(d) for d in o["dice"])
+    return f"dice {dice}, total {o['total']} {' '.join(o.get('figures', []))}".rstrip()
+
+
 class FishPrawnCrab(DiscreteGame[FishPrawnCrabRules, ThreeDice]):
     game_id = "fish-prawn-crab"
     result_device = "shaker"
@@ -122,6 +162,13 @@ class FishPrawnCrab(DiscreteGame[FishPrawnCrabRules, ThreeDice]):
     title = "Fish-prawn-crab"
     regulation = "59/2004"
     rules_type = FishPrawnCrabRules
+    display = Display(
+        Board("fish-prawn-crab", _board_areas()),
+        dice_statistics,
+        words=_words,
+        short=lambda o: "/".join(o["figures"]),
+    )
+    demo = Demo(bet=demo_bet)
 
     def bet_types(self, rules: FishPrawnCrabRules) -> Sequence[BetType]:
         return _BET_TYPES

@@ -41,7 +41,13 @@ WIN_SOURCES = (
 )
 #: Sources where the winner drew the tile himself.
 SELF_DRAWN = frozenset(
-    {"self_drawn", "kong_replacement", "second_kong_replacement", "last_tile", "dealer_first_fourteen"}
+    {
+        "self_drawn",
+        "kong_replacement",
+        "second_kong_replacement",
+        "last_tile",
+        "dealer_first_fourteen",
+    }
 )
 #: Sources where another player discarded the winning tile (liability of art. 10 applies).
 DISCARDS = frozenset({"discard", "dealer_first_discard"})
@@ -204,14 +210,16 @@ def parse_level(text: str) -> tuple[int, int]:
     if len(figures) != 2:
         raise _err(
             f"stake level {text!r} is not written in an accepted form: {LEVEL_FORMS} (a "
-            "comma or point before three digits, as in \"1,000\", is refused: thousands or "
+            'comma or point before three digits, as in "1,000", is refused: thousands or '
             "decimals?)",
             "MAHJONG_STAKE_LEVEL",
         )
     return figures[0], figures[1]
 
 
-def parse_stake(value: object, levels: Mapping[tuple[int, int], Any], variant: str) -> tuple[int, int]:
+def parse_stake(
+    value: object, levels: Mapping[tuple[int, int], Any], variant: str
+) -> tuple[int, int]:
     """The declared stake level, one of ``levels`` (art. 8)."""
     known = ", ".join(f"{a}/{b}" for a, b in levels)
     if not isinstance(value, str):
@@ -239,8 +247,10 @@ def _bool(raw: Mapping[str, Any], key: str, where: str) -> bool:
 
 def _seat(value: object, what: str, seats: tuple[int, ...]) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value not in seats:
-        raise _err(f"{what} must be one of the seats playing {list(seats)}, got {value!r}",
-                   "MAHJONG_SEAT_INVALID")
+        raise _err(
+            f"{what} must be one of the seats playing {list(seats)}, got {value!r}",
+            "MAHJONG_SEAT_INVALID",
+        )
     return value
 
 
@@ -250,7 +260,13 @@ def _shape(tiles: tuple[int, ...]) -> str | None:
         return "kong"
     if len(s) == 3 and s[0] == s[2]:
         return "pung"
-    if len(s) == 3 and s[0] < 27 and s[2] // 9 == s[0] // 9 and s[1] == s[0] + 1 and s[2] == s[0] + 2:
+    if (
+        len(s) == 3
+        and s[0] < 27
+        and s[2] // 9 == s[0] // 9
+        and s[1] == s[0] + 1
+        and s[2] == s[0] + 2
+    ):
         return "chow"
     return None
 
@@ -261,7 +277,9 @@ def _previous(seat: int, seats: tuple[int, ...]) -> int:
     return order[order.index(seat) - 1]
 
 
-def parse_declared_win(raw: object, variant: str, levels: Mapping[tuple[int, int], Any]) -> DeclaredWin:
+def parse_declared_win(
+    raw: object, variant: str, levels: Mapping[tuple[int, int], Any]
+) -> DeclaredWin:
     """Validate a declared win's JSON (see ``docs/rules/mahjong.md``)."""
     if not isinstance(raw, Mapping):
         raise _err(f"a declared win is a JSON object, got {type(raw).__name__}")
@@ -285,17 +303,26 @@ def parse_declared_win(raw: object, variant: str, levels: Mapping[tuple[int, int
     seats_raw = raw.get("seats", [0, 1, 2, 3])
     if (
         not isinstance(seats_raw, list)
-        or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= 3 for s in seats_raw)
+        or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= 3 for s in seats_raw
+        )
         or len(set(seats_raw)) != len(seats_raw)
     ):
-        raise _err(f"seats must be a list of different seats 0..3, got {seats_raw!r}", "MAHJONG_SEAT_INVALID")
+        raise _err(
+            f"seats must be a list of different seats 0..3, got {seats_raw!r}",
+            "MAHJONG_SEAT_INVALID",
+        )
     seats = tuple(sorted(seats_raw))
     if conventional and len(seats) != 4:
-        raise _err("the conventional game is played by four players (135/91/M art. 3 (a))",
-                   "MAHJONG_SEAT_INVALID")
+        raise _err(
+            "the conventional game is played by four players (135/91/M art. 3 (a))",
+            "MAHJONG_SEAT_INVALID",
+        )
     if not 2 <= len(seats) <= 4:
-        raise _err("the simplified game is played by 2 to 4 players (135/91/M art. 3 (b))",
-                   "MAHJONG_SEAT_INVALID")
+        raise _err(
+            "the simplified game is played by 2 to 4 players (135/91/M art. 3 (b))",
+            "MAHJONG_SEAT_INVALID",
+        )
     banker = _seat(raw["banker"], "banker", seats)
     winner = _seat(raw["winner"], "winner", seats)
     round_wind = wind_index(raw["round_wind"], "round_wind")
@@ -328,17 +355,26 @@ def parse_declared_win(raw: object, variant: str, levels: Mapping[tuple[int, int
         declared_type = m.get("type")
         if declared_type is not None:
             if declared_type not in ("chow", "pung", "kong"):
-                raise _err(f"{where}type must be chow, pung or kong, got {declared_type!r}",
-                           "MAHJONG_MELD_INVALID")
+                raise _err(
+                    f"{where}type must be chow, pung or kong, got {declared_type!r}",
+                    "MAHJONG_MELD_INVALID",
+                )
             if shape is not None and declared_type != shape:
-                raise _err(f"{where}type says {declared_type} but the tiles "
-                           f"{' '.join(tiles_str(tiles))} are a {shape}", "MAHJONG_MELD_INVALID")
+                raise _err(
+                    f"{where}type says {declared_type} but the tiles "
+                    f"{' '.join(tiles_str(tiles))} are a {shape}",
+                    "MAHJONG_MELD_INVALID",
+                )
         if len(tiles) not in (3, 4):
-            raise _err(f"melds[{i}] must hold 3 tiles (chow, pung) or 4 (kong), got {len(tiles)}",
-                       "MAHJONG_MELD_INVALID")
+            raise _err(
+                f"melds[{i}] must hold 3 tiles (chow, pung) or 4 (kong), got {len(tiles)}",
+                "MAHJONG_MELD_INVALID",
+            )
         kind = shape or declared_type or ("kong" if len(tiles) == 4 else None)
         if hidden and kind != "kong":
-            raise _err(f"melds[{i}]: only a kong can be concealed (art. 5 (a) (5))", "MAHJONG_MELD_INVALID")
+            raise _err(
+                f"melds[{i}]: only a kong can be concealed (art. 5 (a) (5))", "MAHJONG_MELD_INVALID"
+            )
         if not conventional and kind != "kong":
             raise _err(
                 f"melds[{i}]: the simplified game has no exposed chow or pung, only kongs "
@@ -348,10 +384,15 @@ def parse_declared_win(raw: object, variant: str, levels: Mapping[tuple[int, int
         source = None
         if "from" in m:
             if hidden:
-                raise _err(f"melds[{i}]: a concealed kong takes no discard ('from')", "MAHJONG_MELD_INVALID")
+                raise _err(
+                    f"melds[{i}]: a concealed kong takes no discard ('from')",
+                    "MAHJONG_MELD_INVALID",
+                )
             source = _seat(m["from"], f"{where}from", seats)
             if source == winner:
-                raise _err(f"{where}from: a player does not claim his own discard", "MAHJONG_SEAT_INVALID")
+                raise _err(
+                    f"{where}from: a player does not claim his own discard", "MAHJONG_SEAT_INVALID"
+                )
             if kind == "chow" and source != _previous(winner, seats):
                 raise _err(
                     f"{where}from: only the player on the discarder's right may chow his discard "
@@ -372,7 +413,10 @@ def parse_declared_win(raw: object, variant: str, levels: Mapping[tuple[int, int
     tile = win_tiles[0]
     by = win.get("by")
     if by not in WIN_SOURCES:
-        raise _err(f"win.by must be one of {', '.join(WIN_SOURCES)}; got {by!r}", "MAHJONG_WIN_SOURCE_INVALID")
+        raise _err(
+            f"win.by must be one of {', '.join(WIN_SOURCES)}; got {by!r}",
+            "MAHJONG_WIN_SOURCE_INVALID",
+        )
 
     check_tiles([*concealed, tile, *(t for m in melds for t in m.tiles)], tile_set)
     size = 14 if conventional else 5
@@ -388,7 +432,9 @@ def parse_declared_win(raw: object, variant: str, levels: Mapping[tuple[int, int
     if "from" in win:
         source = _seat(win["from"], "win.from", seats)
         if source == winner:
-            raise _err("win.from: the winner does not win on his own discard", "MAHJONG_WIN_SOURCE_INVALID")
+            raise _err(
+                "win.from: the winner does not win on his own discard", "MAHJONG_WIN_SOURCE_INVALID"
+            )
     kongs = sum(1 for m in melds if len(m.tiles) == 4)
 
     def need(cond: bool, message: str) -> None:
@@ -407,12 +453,18 @@ def parse_declared_win(raw: object, variant: str, levels: Mapping[tuple[int, int
         need(not melds, "the dealer's first tiles have no set on the table")
     elif by == "robbing_kong":
         others = sum(1 for t in (*concealed, *(t for m in melds for t in m.tiles)) if t == tile)
-        need(others == 0, f"the robbed player shows a pung of {tile_str(tile)} and adds the fourth, "
-             "so the winner can hold no other copy of it")
+        need(
+            others == 0,
+            f"the robbed player shows a pung of {tile_str(tile)} and adds the fourth, "
+            "so the winner can hold no other copy of it",
+        )
     elif by == "kong_replacement":
         need(kongs >= 1, "the winner must have made a kong (art. 6 (a) (2) kóng seong fá)")
     elif by == "second_kong_replacement":
-        need(kongs >= 2, "the winner must have made two kongs in a row (art. 6 (a) (3) kóng seong kóng)")
+        need(
+            kongs >= 2,
+            "the winner must have made two kongs in a row (art. 6 (a) (3) kóng seong kóng)",
+        )
     if by not in ("discard", "dealer_first_discard", "robbing_kong"):
         need(source is None, "win.from is only for a discard or a robbed kong")
 
@@ -423,34 +475,50 @@ def parse_declared_win(raw: object, variant: str, levels: Mapping[tuple[int, int
         raise _err("win.tile_seen is only for a win on a discard (art. 10 (a) 10), (b) 4))")
     after_claim = _bool(win, "after_claim", "win.")
     if after_claim:
-        need(by in SELF_DRAWN and by != "dealer_first_fourteen",
-             "after_claim is for a tile drawn by the winner (art. 10 (a) 2))")
-        need(any(m.source is not None for m in melds),
-             "after_claim needs the exposed set claimed last, with its 'from'")
+        need(
+            by in SELF_DRAWN and by != "dealer_first_fourteen",
+            "after_claim is for a tile drawn by the winner (art. 10 (a) 2))",
+        )
+        need(
+            any(m.source is not None for m in melds),
+            "after_claim needs the exposed set claimed last, with its 'from'",
+        )
 
     conduct_raw = raw.get("discarder", {})
     if not isinstance(conduct_raw, Mapping):
         raise _err(f"discarder must be an object, got {conduct_raw!r}")
     bad = set(conduct_raw) - set(_CONDUCT_KEYS)
     if bad:
-        raise _err(f"unknown field(s) in discarder: {', '.join(sorted(map(str, bad)))}; "
-                   f"known: {', '.join(_CONDUCT_KEYS)}")
+        raise _err(
+            f"unknown field(s) in discarder: {', '.join(sorted(map(str, bad)))}; "
+            f"known: {', '.join(_CONDUCT_KEYS)}"
+        )
     conduct = Conduct(**{k: _bool(conduct_raw, k, "discarder.") for k in _CONDUCT_KEYS})
     if conduct.any() and by not in DISCARDS:
-        raise _err("discarder: the discarder's conduct only matters for a win on a discard (art. 10)",
-                   "MAHJONG_WIN_SOURCE_INVALID")
+        raise _err(
+            "discarder: the discarder's conduct only matters for a win on a discard (art. 10)",
+            "MAHJONG_WIN_SOURCE_INVALID",
+        )
     if not conventional and conduct.broke_ready_hand:
-        raise _err("discarder.broke_ready_hand is a case of art. 10 (a) 6) only; the simplified game "
-                   "has art. 10 (b) 1)-2)", "MAHJONG_MALFORMED")
+        raise _err(
+            "discarder.broke_ready_hand is a case of art. 10 (a) 6) only; the simplified game "
+            "has art. 10 (b) 1)-2)",
+            "MAHJONG_MALFORMED",
+        )
 
     wrong_meld = _bool(raw, "wrong_meld", "")
     withdrew_pung = _bool(raw, "withdrew_pung", "")
     if not conventional and (wrong_meld or withdrew_pung):
-        raise _err("wrong_meld and withdrew_pung are cases of art. 10 (a) 7) and art. 9 (a) 2); the "
-                   "simplified game exposes no chow or pung (art. 5 (b) (3))", "MAHJONG_MALFORMED")
+        raise _err(
+            "wrong_meld and withdrew_pung are cases of art. 10 (a) 7) and art. 9 (a) 2); the "
+            "simplified game exposes no chow or pung (art. 5 (b) (3))",
+            "MAHJONG_MALFORMED",
+        )
 
     capital = raw.get("capital")
-    if capital is not None and (isinstance(capital, bool) or not isinstance(capital, int) or capital <= 0):
+    if capital is not None and (
+        isinstance(capital, bool) or not isinstance(capital, int) or capital <= 0
+    ):
         raise _err(f"capital must be a positive integer of minor units, got {capital!r}")
 
     return DeclaredWin(

@@ -37,6 +37,7 @@ from ..base import (
     Totals,
     unit_problems,
 )
+from ..describe import Demo, Display
 from ..errors import RulesError, UnknownBetType
 from ..money import Amounts, MoneyRules
 from .declared import DeclaredWin, parse_declared_win
@@ -66,11 +67,29 @@ class Scored:
     plan: PaymentPlan
 
 
+# -- what people see, and how a demonstration plays it ------------------------------------
+def _seat(seat: Any) -> str:
+    """A seat as people are shown it: from 1 (the payload numbers them from 0, East)."""
+    return str(seat + 1) if isinstance(seat, int) else "-" if seat is None else str(seat)
+
+
+def _words(o: Any) -> str:
+    win = o["win"]
+    return (
+        f"seat {_seat(o['winner'])} wins on {win['tile']} "
+        f"({str(win['by']).replace('_', ' ')}), banker seat {_seat(o['banker'])}, "
+        f"stake level {o['stake']}"
+    )
+
+
 class Mahjong(Game[MahjongRules, DeclaredWin]):
     game_id = "mahjong"
     title = "Mah-jong"
     regulation = "Portaria 135/91/M"
     rules_type = MahjongRules
+    display = Display(words=_words, first_seat=0)
+    #: The demo declares the sample wins in turn; no bets, the payments are the results.
+    demo = Demo(table={"limits": {"min_stake": 1, "max_stake": 10**9}})
 
     def money_problems(self, rules: MahjongRules, money: MoneyRules) -> list[str]:
         """Every level's single shares (configured or default) are handed over between
@@ -111,8 +130,9 @@ class Mahjong(Game[MahjongRules, DeclaredWin]):
     def evaluate(self, rules: MahjongRules, win: DeclaredWin, money: MoneyRules) -> Scored:
         score = score_hand(win)
         table = effective_table(rules.variant, rules.amounts, money.minor_digits)
-        payments = plan(win, score, table, money.minor_digits, money.payable_unit,
-                        rules.concealed_kong_in_view)
+        payments = plan(
+            win, score, table, money.minor_digits, money.payable_unit, rules.concealed_kong_in_view
+        )
         return Scored(win, score, payments)
 
     def settle(
@@ -158,12 +178,14 @@ class Mahjong(Game[MahjongRules, DeclaredWin]):
             # A kai vu won by a player other than the banker, four players: 1 + 1 + 2
             # shares (art. 7), the smallest a conventional win collects.
             smallest = 4 * shares[0]
-            levels.append({
-                "stake": level_text(level),
-                "commission": commission,
-                **{g.replace(" ", "_"): a for g, a in zip(grades, shares, strict=True)},
-                "commission_of_kai_vu_win": _per_cent(Fraction(commission, smallest)),
-            })
+            levels.append(
+                {
+                    "stake": level_text(level),
+                    "commission": commission,
+                    **{g.replace(" ", "_"): a for g, a in zip(grades, shares, strict=True)},
+                    "commission_of_kai_vu_win": _per_cent(Fraction(commission, smallest)),
+                }
+            )
         return MathReport(
             self.game_id,
             self.rules_json(rules),
@@ -184,22 +206,64 @@ class Mahjong(Game[MahjongRules, DeclaredWin]):
 
 SAMPLES: dict[str, list[dict[str, Any]]] = {
     "conventional": [
-        {"stake": "25/50", "banker": 0, "winner": 1, "round_wind": "E", "concealed": "12m 456p 789s 222p 55m",
-         "win": {"tile": "3m", "by": "discard", "from": 3}},
-        {"stake": "100/200", "banker": 2, "winner": 2, "round_wind": "S", "concealed": "23m 99m",
-         "melds": [{"tiles": "111m", "from": 0}, {"tiles": "555m", "from": 3},
-                   {"tiles": "8m8m8m8m", "concealed": True}],
-         "win": {"tile": "4m", "by": "kong_replacement"}, "capital": 500000},
-        {"stake": "25/50", "banker": 0, "winner": 3, "round_wind": "E",
-         "concealed": "1m 9m 1p 9p 1s 9s E S W N RD GD WD", "win": {"tile": "9p", "by": "self_drawn"}},
-        {"stake": "50/100", "banker": 0, "winner": 1, "round_wind": "E", "concealed": "12m 456p 789s 222p 56m",
-         "win": {"tile": "3m", "by": "discard", "from": 2}},
+        {
+            "stake": "25/50",
+            "banker": 0,
+            "winner": 1,
+            "round_wind": "E",
+            "concealed": "12m 456p 789s 222p 55m",
+            "win": {"tile": "3m", "by": "discard", "from": 3},
+        },
+        {
+            "stake": "100/200",
+            "banker": 2,
+            "winner": 2,
+            "round_wind": "S",
+            "concealed": "23m 99m",
+            "melds": [
+                {"tiles": "111m", "from": 0},
+                {"tiles": "555m", "from": 3},
+                {"tiles": "8m8m8m8m", "concealed": True},
+            ],
+            "win": {"tile": "4m", "by": "kong_replacement"},
+            "capital": 500000,
+        },
+        {
+            "stake": "25/50",
+            "banker": 0,
+            "winner": 3,
+            "round_wind": "E",
+            "concealed": "1m 9m 1p 9p 1s 9s E S W N RD GD WD",
+            "win": {"tile": "9p", "by": "self_drawn"},
+        },
+        {
+            "stake": "50/100",
+            "banker": 0,
+            "winner": 1,
+            "round_wind": "E",
+            "concealed": "12m 456p 789s 222p 56m",
+            "win": {"tile": "3m", "by": "discard", "from": 2},
+        },
     ],
     "simplified": [
-        {"stake": "100/200", "seats": [0, 1, 2], "banker": 0, "winner": 2, "round_wind": "E",
-         "concealed": "123m GD", "win": {"tile": "GD", "by": "discard", "from": 1, "tile_seen": True}},
-        {"stake": "500/1000", "banker": 1, "winner": 1, "round_wind": "W", "concealed": "5p",
-         "melds": [{"tiles": "7s7s7s7s", "concealed": True}], "win": {"tile": "5p", "by": "kong_replacement"}},
+        {
+            "stake": "100/200",
+            "seats": [0, 1, 2],
+            "banker": 0,
+            "winner": 2,
+            "round_wind": "E",
+            "concealed": "123m GD",
+            "win": {"tile": "GD", "by": "discard", "from": 1, "tile_seen": True},
+        },
+        {
+            "stake": "500/1000",
+            "banker": 1,
+            "winner": 1,
+            "round_wind": "W",
+            "concealed": "5p",
+            "melds": [{"tiles": "7s7s7s7s", "concealed": True}],
+            "win": {"tile": "5p", "by": "kong_replacement"},
+        },
     ],
 }
 
@@ -217,8 +281,13 @@ def _per_cent(f: Fraction) -> str:
 
 def _result(win: DeclaredWin, p: PaymentPlan, pay: Payment) -> BetResult:
     seat = pay.seat
-    bet = Bet(f"seat-{seat}", seat, "payment",
-              {"wind": WIND_LETTERS[win.wind_of(seat)], "role": pay.role}, 0)
+    bet = Bet(
+        f"seat-{seat}",
+        seat,
+        "payment",
+        {"wind": WIND_LETTERS[win.wind_of(seat)], "role": pay.role},
+        0,
+    )
     if pay.amount > 0:
         commission = p.commission if pay.role == "winner" else 0
         amounts = Amounts("win", pay.amount, commission, pay.amount - commission, Fraction(0))

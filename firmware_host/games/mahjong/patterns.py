@@ -118,16 +118,22 @@ def round_wind_set(c: Context) -> list[str]:
     """Pung or kong of the round's wind; when it is also the seat's wind it is seong fán."""
     if c.round_wind == c.seat_wind:
         return []
-    return [f"{g.kind} of {tile_str(g.tile)} in the {tile_str(c.round_wind)} round"
-            for g in c.triplets() if g.tile == c.round_wind]
+    return [
+        f"{g.kind} of {tile_str(g.tile)} in the {tile_str(c.round_wind)} round"
+        for g in c.triplets()
+        if g.tile == c.round_wind
+    ]
 
 
 def seat_wind_set(c: Context) -> list[str]:
     """Pung or kong of the winner's seat wind (not also the round's: that is seong fán)."""
     if c.round_wind == c.seat_wind:
         return []
-    return [f"{g.kind} of {tile_str(g.tile)} by the {tile_str(c.seat_wind)} player"
-            for g in c.triplets() if g.tile == c.seat_wind]
+    return [
+        f"{g.kind} of {tile_str(g.tile)} by the {tile_str(c.seat_wind)} player"
+        for g in c.triplets()
+        if g.tile == c.seat_wind
+    ]
 
 
 def robbing_kong(c: Context) -> list[str]:
@@ -142,7 +148,9 @@ def kong_replacement(c: Context) -> list[str]:
 
 def all_pungs(c: Context) -> list[str]:
     """Only pungs or kongs and a pair, no chow («tò-i-tò-i vu»)."""
-    return _yes(bool(c.sets) and all(g.is_triplet for g in c.sets), "four pungs or kongs and a pair")
+    return _yes(
+        bool(c.sets) and all(g.is_triplet for g in c.sets), "four pungs or kongs and a pair"
+    )
 
 
 def all_chows(c: Context) -> list[str]:
@@ -158,7 +166,8 @@ def all_chows(c: Context) -> list[str]:
 def _honour_sets_scoring(c: Context) -> bool:
     """An honour set that earns fan by itself (dragon, round or seat wind)."""
     return any(
-        g.is_triplet and (is_dragon(g.tile) or g.tile in (c.round_wind, c.seat_wind)) for g in c.sets
+        g.is_triplet and (is_dragon(g.tile) or g.tile in (c.round_wind, c.seat_wind))
+        for g in c.sets
     )
 
 
@@ -182,15 +191,19 @@ def last_tile(c: Context) -> list[str]:
 def small_dragons(c: Context) -> list[str]:
     """Two pungs of dragons and a pair of the third («siu sam un»)."""
     n = sum(1 for g in c.triplets() if is_dragon(g.tile))
-    return _yes(n == 2 and c.pair is not None and is_dragon(c.pair),
-                f"two dragon sets and a pair of {tile_str(c.pair or 0)}")
+    return _yes(
+        n == 2 and c.pair is not None and is_dragon(c.pair),
+        f"two dragon sets and a pair of {tile_str(c.pair or 0)}",
+    )
 
 
 def small_winds(c: Context) -> list[str]:
     """Three pungs of winds and a pair of the fourth («siu sei hei»)."""
     n = sum(1 for g in c.triplets() if is_wind(g.tile))
-    return _yes(n == 3 and c.pair is not None and is_wind(c.pair),
-                f"three wind sets and a pair of {tile_str(c.pair or 0)}")
+    return _yes(
+        n == 3 and c.pair is not None and is_wind(c.pair),
+        f"three wind sets and a pair of {tile_str(c.pair or 0)}",
+    )
 
 
 def mixed_terminals(c: Context) -> list[str]:
@@ -202,8 +215,10 @@ def mixed_terminals(c: Context) -> list[str]:
     if c.reading.thirteen_orphans:
         return []
     ok = all(is_terminal(t) or is_honour(t) for t in c.tiles)
-    return _yes(ok and any(is_terminal(t) for t in c.tiles) and any(is_honour(t) for t in c.tiles),
-                "only 1s, 9s and honours")
+    return _yes(
+        ok and any(is_terminal(t) for t in c.tiles) and any(is_honour(t) for t in c.tiles),
+        "only 1s, 9s and honours",
+    )
 
 
 # -- art. 6 (a) (3): double fan ----------------------------------------------
@@ -223,13 +238,18 @@ def double_wind(c: Context) -> list[str]:
     """Pung or kong of the wind that is both the seat's and the round's («seong fán»)."""
     if c.round_wind != c.seat_wind:
         return []
-    return [f"{g.kind} of {tile_str(g.tile)}: seat and round wind" for g in c.triplets()
-            if g.tile == c.seat_wind]
+    return [
+        f"{g.kind} of {tile_str(g.tile)}: seat and round wind"
+        for g in c.triplets()
+        if g.tile == c.seat_wind
+    ]
 
 
 def kong_on_kong(c: Context) -> list[str]:
     """Won on the replacement tile of a second kong in a row («kóng seong kóng»)."""
-    return _yes(c.win.by == "second_kong_replacement", "won on the replacement tile of a second kong")
+    return _yes(
+        c.win.by == "second_kong_replacement", "won on the replacement tile of a second kong"
+    )
 
 
 def half_flush_chows(c: Context) -> list[str]:
@@ -246,8 +266,10 @@ def half_flush_chows(c: Context) -> list[str]:
 def full_flush(c: Context) -> list[str]:
     """Every set and the pair of one suit («ch'èng iat sêk»)."""
     suits = c.suits()
-    return _yes(len(suits) == 1 and all(t < 27 for t in c.tiles),
-                f"all {_suit_name(next(iter(suits)))}" if suits else "")
+    return _yes(
+        len(suits) == 1 and all(t < 27 for t in c.tiles),
+        f"all {_suit_name(next(iter(suits)))}" if suits else "",
+    )
 
 
 def thirteen_orphans(c: Context) -> list[str]:
@@ -262,12 +284,16 @@ def concealed_pungs(c: Context) -> list[str]:
     """
     if c.win.melds or c.win.by in DISCARDS or c.win.by == "robbing_kong":
         return []
-    return _yes(all(g.kind == "pung" for g in c.sets) and bool(c.sets), "four concealed pungs, tile drawn")
+    return _yes(
+        all(g.kind == "pung" for g in c.sets) and bool(c.sets), "four concealed pungs, tile drawn"
+    )
 
 
 def big_dragons(c: Context) -> list[str]:
     """Three sets of dragons («tai sam un»)."""
-    return _yes(sum(1 for g in c.triplets() if is_dragon(g.tile)) == 3, "pungs of all three dragons")
+    return _yes(
+        sum(1 for g in c.triplets() if is_dragon(g.tile)) == 3, "pungs of all three dragons"
+    )
 
 
 def big_winds(c: Context) -> list[str]:
@@ -277,14 +303,17 @@ def big_winds(c: Context) -> list[str]:
 
 def all_terminals(c: Context) -> list[str]:
     """Only sets and a pair of 1s and 9s («cheng iu»)."""
-    return _yes(not c.reading.thirteen_orphans and all(is_terminal(t) for t in c.tiles),
-                "only 1s and 9s")
+    return _yes(
+        not c.reading.thirteen_orphans and all(is_terminal(t) for t in c.tiles), "only 1s and 9s"
+    )
 
 
 def all_honours(c: Context) -> list[str]:
     """Only sets of dragons and winds («chun chu»)."""
-    return _yes(not c.reading.thirteen_orphans and all(is_honour(t) for t in c.tiles),
-                "only dragons and winds")
+    return _yes(
+        not c.reading.thirteen_orphans and all(is_honour(t) for t in c.tiles),
+        "only dragons and winds",
+    )
 
 
 # -- art. 6 (b): the simplified game -------------------------------------------
@@ -299,8 +328,16 @@ def _suit_name(s: int) -> str:
     return ("characters", "circles", "bamboos")[s]
 
 
-def _p(key: str, name: str, rom: str, zh: str, fan: int, art: str,
-       test: Callable[[Context], list[str]], replaces: tuple[str, ...] = ()) -> Pattern:
+def _p(
+    key: str,
+    name: str,
+    rom: str,
+    zh: str,
+    fan: int,
+    art: str,
+    test: Callable[[Context], list[str]],
+    replaces: tuple[str, ...] = (),
+) -> Pattern:
     return Pattern(key, name, rom, zh, fan, art, test, replaces)
 
 
@@ -312,41 +349,119 @@ CONVENTIONAL_PATTERNS: tuple[Pattern, ...] = (
     _p("dragon_set", "Conjunto de trunfo", "", "碰出或槓中、發、白", 1, A6A2, dragon_set),
     _p("round_wind_set", "Conjunto de vento da roda", "", "圈風", 1, A6A2, round_wind_set),
     _p("seat_wind_set", "Conjunto de vento do lugar", "", "門風", 1, A6A2, seat_wind_set),
-    _p("robbing_kong", "Aproveitamento da pedra dum kóng", "ch'éong kóng", "搶槓", 1, A6A2, robbing_kong),
-    _p("kong_replacement", "Ganho derivado dum kóng", "kóng seong fá", "槓上花", 1, A6A2, kong_replacement),
+    _p(
+        "robbing_kong",
+        "Aproveitamento da pedra dum kóng",
+        "ch'éong kóng",
+        "搶槓",
+        1,
+        A6A2,
+        robbing_kong,
+    ),
+    _p(
+        "kong_replacement",
+        "Ganho derivado dum kóng",
+        "kóng seong fá",
+        "槓上花",
+        1,
+        A6A2,
+        kong_replacement,
+    ),
     _p("all_pungs", "Trios", "tò-i-tò-i vu", "對對糊", 1, A6A2, all_pungs),
     _p("all_chows", "Sequências e par", "p'èng vu", "平糊", 1, A6A2, all_chows),
     _p("half_flush", "Wân iat sêk", "wân iat sêk", "混一色", 1, A6A2, half_flush),
     _p("last_tile", "Última pedra", "hoi tai lau yuet", "海底撈月", 1, A6A2, last_tile),
     _p("small_dragons", "Pedras trunfos", "siu sam un", "小三元", 1, A6A2, small_dragons),
     _p("small_winds", "Pedras ventos", "siu sei hei", "小四喜", 1, A6A2, small_winds),
-    _p("mixed_terminals", "Conjunto de 1, 9, trunfos ou ventos", "fá iu-kau", "混么", 1, A6A2,
-       mixed_terminals),
+    _p(
+        "mixed_terminals",
+        "Conjunto de 1, 9, trunfos ou ventos",
+        "fá iu-kau",
+        "混么",
+        1,
+        A6A2,
+        mixed_terminals,
+    ),
     _p("heavenly", "Ganho natural", "t'in vu", "天糊", 2, A6A3, heavenly),
     _p("earthly", "Ganho não natural", "tei vu", "地糊", 2, A6A3, earthly),
     _p("double_wind", "Duplo fán", "seong fán", "雙番門風", 2, A6A3, double_wind),
-    _p("kong_on_kong", "Kóng sucessivos", "kóng seong kóng", "槓上槓", 2, A6A3, kong_on_kong,
-       ("kong_replacement",)),
-    _p("half_flush_chows", "P'èng vu dum mesmo grupo", "wân iat sêk p'èng vu", "混一色平糊", 2, A6A3,
-       half_flush_chows, ("all_chows", "half_flush")),
+    _p(
+        "kong_on_kong",
+        "Kóng sucessivos",
+        "kóng seong kóng",
+        "槓上槓",
+        2,
+        A6A3,
+        kong_on_kong,
+        ("kong_replacement",),
+    ),
+    _p(
+        "half_flush_chows",
+        "P'èng vu dum mesmo grupo",
+        "wân iat sêk p'èng vu",
+        "混一色平糊",
+        2,
+        A6A3,
+        half_flush_chows,
+        ("all_chows", "half_flush"),
+    ),
     _p("full_flush", "Pedras dum mesmo grupo", "ch'èng iat sêk", "清一色", 2, A6A3, full_flush),
     _p("thirteen_orphans", "Treze chamadas", "sap-sám iu", "十三么", 2, A6A3, thirteen_orphans),
-    _p("concealed_pungs", "Conjunto de trios fechados", "kan-kan vu", "擱擱糊", 2, A6A3, concealed_pungs,
-       ("all_pungs",)),
-    _p("big_dragons", "Conjuntos de trunfos", "tai sam un", "大三元", 2, A6A3, big_dragons,
-       ("dragon_set",)),
-    _p("big_winds", "Conjuntos de ventos", "tai sei hei", "大四喜", 2, A6A3, big_winds,
-       ("round_wind_set", "seat_wind_set")),
+    _p(
+        "concealed_pungs",
+        "Conjunto de trios fechados",
+        "kan-kan vu",
+        "擱擱糊",
+        2,
+        A6A3,
+        concealed_pungs,
+        ("all_pungs",),
+    ),
+    _p(
+        "big_dragons",
+        "Conjuntos de trunfos",
+        "tai sam un",
+        "大三元",
+        2,
+        A6A3,
+        big_dragons,
+        ("dragon_set",),
+    ),
+    _p(
+        "big_winds",
+        "Conjuntos de ventos",
+        "tai sei hei",
+        "大四喜",
+        2,
+        A6A3,
+        big_winds,
+        ("round_wind_set", "seat_wind_set"),
+    ),
     _p("all_terminals", "Conjunto de 1 e 9", "cheng iu", "清么", 2, A6A3, all_terminals),
     _p("all_honours", "Conjuntos de trunfos e ventos", "chun chu", "全字", 2, A6A3, all_honours),
 )
 
 #: The one-fan conditions of art. 6 (b) (2).
 SIMPLIFIED_PATTERNS: tuple[Pattern, ...] = (
-    _p("robbing_kong", "Aproveitamento da pedra dum kóng", "ch'éong kóng", "搶槓", 1, A6B2, robbing_kong),
+    _p(
+        "robbing_kong",
+        "Aproveitamento da pedra dum kóng",
+        "ch'éong kóng",
+        "搶槓",
+        1,
+        A6B2,
+        robbing_kong,
+    ),
     _p("last_tile", "Última pedra", "hoi tai lau yuet", "海底撈月", 1, A6B2, last_tile),
-    _p("green_dragon", "Ganho com a pedra «fát chói»", "fát chói", "食糊牌為番子（發財）", 1, A6B2,
-       green_dragon_win),
+    _p(
+        "green_dragon",
+        "Ganho com a pedra «fát chói»",
+        "fát chói",
+        "食糊牌為番子（發財）",
+        1,
+        A6B2,
+        green_dragon_win,
+    ),
 )
 
 PATTERNS = {"conventional": CONVENTIONAL_PATTERNS, "simplified": SIMPLIFIED_PATTERNS}
@@ -388,7 +503,13 @@ class Score:
 
 def _meld_groups(win: DeclaredWin) -> tuple[Group, ...]:
     return tuple(
-        Group(cast(Kind, m.shape), min(m.tiles), exposed=not m.concealed, declared=True, source=m.source)
+        Group(
+            cast(Kind, m.shape),
+            min(m.tiles),
+            exposed=not m.concealed,
+            declared=True,
+            source=m.source,
+        )
         for m in win.melds
     )
 
@@ -401,27 +522,45 @@ def score_hand(win: DeclaredWin) -> Score:
     Ties keep the reading with the most fan before the cap, then the first in order.
     """
     conventional = win.variant == "conventional"
-    art4 = "135/91/M art. 4 (a): four sets and a pair" if conventional else \
-        "135/91/M art. 4 (b): one set and a pair"
+    art4 = (
+        "135/91/M art. 4 (a): four sets and a pair"
+        if conventional
+        else "135/91/M art. 4 (b): one set and a pair"
+    )
     if win.wrong_meld:
-        return Score(False, "a set was exposed with the wrong tiles and not corrected before "
-                     "declaring the win (135/91/M art. 10 (a) 7))")
+        return Score(
+            False,
+            "a set was exposed with the wrong tiles and not corrected before "
+            "declaring the win (135/91/M art. 10 (a) 7))",
+        )
     for m in win.melds:
         if m.shape is None:
-            return Score(False, f"the exposed tiles {' '.join(tile_str(t) for t in m.tiles)} are not a "
-                         "set: a wrong set exposed and not corrected (135/91/M art. 10 (a) 7))")
+            return Score(
+                False,
+                f"the exposed tiles {' '.join(tile_str(t) for t in m.tiles)} are not a "
+                "set: a wrong set exposed and not corrected (135/91/M art. 10 (a) 7))",
+            )
     if win.withdrew_pung:
-        return Score(False, "the player announced a pung and gave it up, losing the right to win "
-                     "this game (135/91/M art. 9 (a) 2))")
+        return Score(
+            False,
+            "the player announced a pung and gave it up, losing the right to win "
+            "this game (135/91/M art. 9 (a) 2))",
+        )
     counts = counts_of([*win.concealed, win.tile])
     melds = _meld_groups(win)
-    readings = [r for r in decompositions(counts) if len(r.sets) + len(melds) == (4 if conventional else 1)]
+    readings = [
+        r for r in decompositions(counts) if len(r.sets) + len(melds) == (4 if conventional else 1)
+    ]
     if conventional and not melds and is_thirteen_orphans(counts):
         pair = next(t for t in range(len(counts)) if counts[t] == 2)
         readings.append(Reading(pair, (), thirteen_orphans=True))
     if not readings:
-        return Score(False, f"the tiles are not a win: {art4}, or the thirteen orphans "
-                     "(art. 6 (a) (3))" if conventional else f"the tiles are not a win: {art4}")
+        return Score(
+            False,
+            f"the tiles are not a win: {art4}, or the thirteen orphans (art. 6 (a) (3))"
+            if conventional
+            else f"the tiles are not a win: {art4}",
+        )
     tiles = win.all_tiles()
     best: tuple[tuple[int, int, int], Score] | None = None
     for i, r in enumerate(readings):

@@ -67,18 +67,26 @@ def check_amounts(variant: str, amounts: Mapping[str, Sequence[int]]) -> str | N
             return f"amounts: {exc.message}"
         if level not in levels:
             known = ", ".join(level_text(lv) for lv in levels)
-            return (f"amounts: {key!r} (read as {level_text(level)}) is not a stake level of "
-                    f"{COMMISSION_ARTICLE[variant]} ({variant}); levels: {known}")
+            return (
+                f"amounts: {key!r} (read as {level_text(level)}) is not a stake level of "
+                f"{COMMISSION_ARTICLE[variant]} ({variant}); levels: {known}"
+            )
         if level in seen:
-            return (f"amounts: {seen[level]!r} and {key!r} are the same stake level "
-                    f"{level_text(level)}; give it once")
+            return (
+                f"amounts: {seen[level]!r} and {key!r} are the same stake level "
+                f"{level_text(level)}; give it once"
+            )
         seen[level] = key
         if len(values) != len(grades):
-            return (f"amounts.{key!r}: give {len(grades)} single-share amounts in minor units "
-                    f"({', '.join(grades)}), got {list(values)}")
+            return (
+                f"amounts.{key!r}: give {len(grades)} single-share amounts in minor units "
+                f"({', '.join(grades)}), got {list(values)}"
+            )
         if any(v <= 0 for v in values) or list(values) != sorted(values):
-            return (f"amounts.{key!r}: amounts must be positive and never lower for a higher grade "
-                    f"({', '.join(grades)}; 135/91/M art. 6), got {list(values)}")
+            return (
+                f"amounts.{key!r}: amounts must be positive and never lower for a higher grade "
+                f"({', '.join(grades)}; 135/91/M art. 6), got {list(values)}"
+            )
     return None
 
 
@@ -88,7 +96,8 @@ def effective_table(
     """Every stake level of the variant -> its single-share amounts (configured or default)."""
     configured = {parse_level(k): tuple(v) for k, v in amounts.items()}
     return {
-        lv: configured.get(lv) or default_amounts(variant, lv, minor_digits) for lv in COMMISSION[variant]
+        lv: configured.get(lv) or default_amounts(variant, lv, minor_digits)
+        for lv in COMMISSION[variant]
     }
 
 
@@ -167,24 +176,37 @@ def liability(win: DeclaredWin, score: Score, concealed_kong_in_view: bool = Fal
         view = _in_view(win, score, concealed_kong_in_view)
         if discarder is not None:
             if "full_flush" in keys and len(view) >= 3:
-                cases.append(f"{A10A} 1): ch'êng iat sêk with {len(view)} sets in view on the table")
+                cases.append(
+                    f"{A10A} 1): ch'êng iat sêk with {len(view)} sets in view on the table"
+                )
             if "big_dragons" in keys and is_dragon(win.tile) and sum(map(is_dragon, view)) >= 2:
-                cases.append(f"{A10A} 3): tai sam un completed by a discarded dragon, two dragon sets in view")
+                cases.append(
+                    f"{A10A} 3): tai sam un completed by a discarded dragon, two dragon sets in view"
+                )
             if "big_winds" in keys and is_wind(win.tile) and sum(map(is_wind, view)) >= 3:
-                cases.append(f"{A10A} 3): tai sei hei completed by a discarded wind, three wind sets in view")
+                cases.append(
+                    f"{A10A} 3): tai sei hei completed by a discarded wind, three wind sets in view"
+                )
             if c.withheld_last_honour:
                 cases.append(f"{A10A} 4): kept the last dragon or wind and discarded another tile")
             if c.broke_pung and not c.ready:
                 cases.append(f"{A10A} 5): not ready, discarded a tile of a pung in hand")
             if c.ready and c.broke_ready_hand:
                 cases.append(f"{A10A} 6): ready, broke his hand with the discard")
-        elif win.by in SELF_DRAWN and win.after_claim and "full_flush" in keys and len(win.melds) == 4:
+        elif (
+            win.by in SELF_DRAWN
+            and win.after_claim
+            and "full_flush" in keys
+            and len(win.melds) == 4
+        ):
             last = win.melds[-1]
             prior = sum(1 for m in win.melds[:3] if not m.concealed or concealed_kong_in_view)
             if last.source is not None and not last.concealed and prior == 3:
                 seat = last.source
-                cases.append(f"{A10A} 2): fed the fourth set of a ch'êng iat sêk with three sets in "
-                             "view, and the winner drew his winning tile next")
+                cases.append(
+                    f"{A10A} 2): fed the fourth set of a ch'êng iat sêk with three sets in "
+                    "view, and the winner drew his winning tile next"
+                )
         exemptions = []
         if cases:
             if keys & {"all_terminals", "all_honours"}:
@@ -198,8 +220,10 @@ def liability(win: DeclaredWin, score: Score, concealed_kong_in_view: bool = Fal
                         code="MAHJONG_MISSING_FACT",
                     )
                 if not win.tile_seen:
-                    exemptions.append(f"{A10A} 10): the discarded {tile_str(win.tile)} was a dragon or "
-                                      "wind not yet in view on the table")
+                    exemptions.append(
+                        f"{A10A} 10): the discarded {tile_str(win.tile)} was a dragon or "
+                        "wind not yet in view on the table"
+                    )
     else:
         if discarder is not None:
             if c.withheld_last_honour:
@@ -271,18 +295,31 @@ def plan(
     capped = False
     if win.capital is not None and sum(owed) > win.capital:
         capped = True
-        notes.append(f"the winner receives no more than his capital of {win.capital} minor units "
-                     f"(135/91/M art. 9 ({'a) 4' if variant == 'conventional' else 'b) 3'}))")
+        notes.append(
+            f"the winner receives no more than his capital of {win.capital} minor units "
+            f"(135/91/M art. 9 ({'a) 4' if variant == 'conventional' else 'b) 3'}))"
+        )
         owed = _cap(owed, win.capital, payable_unit)
     received = sum(owed)
     payments = [Payment(win.winner, "winner", sum(dues), received)]
-    payments += [Payment(s, r, -d, -o) for s, r, d, o in zip(others, roles, dues, owed, strict=True)]
+    payments += [
+        Payment(s, r, -d, -o) for s, r, d, o in zip(others, roles, dues, owed, strict=True)
+    ]
     payments.sort(key=lambda p: p.seat)
     commission = min(commission_table, received)
     if commission < commission_table:
         notes.append("the commission is limited to what the winner receives")
-    return PaymentPlan(GRADES[variant][score.fan], share, tuple(payments), liab, commission_table,
-                       commission, win.capital, capped, tuple(notes))
+    return PaymentPlan(
+        GRADES[variant][score.fan],
+        share,
+        tuple(payments),
+        liab,
+        commission_table,
+        commission,
+        win.capital,
+        capped,
+        tuple(notes),
+    )
 
 
 def _after(seat: int, seats: Sequence[int]) -> list[int]:
@@ -292,7 +329,11 @@ def _after(seat: int, seats: Sequence[int]) -> list[int]:
 
 
 def _false_win(
-    win: DeclaredWin, score: Score, amounts: tuple[int, ...], others: list[int], commission_table: int
+    win: DeclaredWin,
+    score: Score,
+    amounts: tuple[int, ...],
+    others: list[int],
+    commission_table: int,
 ) -> PaymentPlan:
     """Art. 10 (a) 8): a banker pays each player double fan; any other player pays the
     banker double fan and the other two one fan. Art. 10 (b) 3): one fan to each."""
@@ -307,9 +348,18 @@ def _false_win(
     payments += [Payment(s, "compensated", c, c) for s, c in zip(others, comp, strict=True)]
     payments.sort(key=lambda p: p.seat)
     return PaymentPlan(
-        "false win", amounts[1], tuple(payments), Liability(None, (), ()), commission_table, 0,
-        win.capital, False, (f"false win («jogo nulo»): compensation of {art}",
-                             "no game is won, so no commission is taken (art. 8)"),
+        "false win",
+        amounts[1],
+        tuple(payments),
+        Liability(None, (), ()),
+        commission_table,
+        0,
+        win.capital,
+        False,
+        (
+            f"false win («jogo nulo»): compensation of {art}",
+            "no game is won, so no commission is taken (art. 8)",
+        ),
     )
 
 

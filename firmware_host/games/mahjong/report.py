@@ -60,8 +60,13 @@ def score_json(win: DeclaredWin, score: Score, plan: PaymentPlan) -> dict[str, A
     out["grade"] = plan.grade
     out["single_share"] = plan.single_share
     out["payments"] = [
-        {"seat": p.seat, "wind": WIND_LETTERS[win.wind_of(p.seat)], "role": p.role, "share": p.share,
-         "amount": p.amount}
+        {
+            "seat": p.seat,
+            "wind": WIND_LETTERS[win.wind_of(p.seat)],
+            "role": p.role,
+            "share": p.share,
+            "amount": p.amount,
+        }
         for p in plan.payments
     ]
     liab = plan.liability
@@ -114,8 +119,11 @@ def score_text(win: DeclaredWin, score: Score, plan: PaymentPlan, money: MoneyRu
             lines.append("Valid: the thirteen orphans (135/91/M art. 6 (a) (3))")
             lines.append(f"  tiles: {' '.join(tiles_str(sorted([*win.concealed, win.tile])))}")
         else:
-            art = "art. 4 (a): four sets and a pair" if win.variant == "conventional" else \
-                "art. 4 (b): one set and a pair"
+            art = (
+                "art. 4 (a): four sets and a pair"
+                if win.variant == "conventional"
+                else "art. 4 (b): one set and a pair"
+            )
             lines.append(f"Valid: 135/91/M {art}")
             for g in score.sets:
                 lines.append(f"  {_set_line(g)}")
@@ -136,8 +144,10 @@ def score_text(win: DeclaredWin, score: Score, plan: PaymentPlan, money: MoneyRu
         lines.append(f"Fan: {score.fan}{capped}: {plan.grade}")
     lines.append("")
     if score.valid:
-        lines.append(f"Payments (art. 7: the banker pays and receives double); single share "
-                     f"{fmt(plan.single_share)}:")
+        lines.append(
+            f"Payments (art. 7: the banker pays and receives double); single share "
+            f"{fmt(plan.single_share)}:"
+        )
     else:
         lines.append("Compensation for the false win:")
     for p in plan.payments:
@@ -155,6 +165,8 @@ def score_text(win: DeclaredWin, score: Score, plan: PaymentPlan, money: MoneyRu
     art = COMMISSION_ARTICLE[win.variant]
     if plan.grade != "false win":
         received = plan.winner_received()
-        lines.append(f"Commission ({art}, ${win.stake[0]}/${win.stake[1]}): {fmt(plan.commission)}"
-                     f" from the winner; the winner's net {fmt(received - plan.commission)}")
+        lines.append(
+            f"Commission ({art}, ${win.stake[0]}/${win.stake[1]}): {fmt(plan.commission)}"
+            f" from the winner; the winner's net {fmt(received - plan.commission)}"
+        )
     return "\n".join(lines)

@@ -24,7 +24,7 @@ class MahjongRules:
         {},
         section="pay_table",
         kind="sectors",
-        doc="single share per stake level, in minor units: \"25/50\" = [kai vu, one fan, double "
+        doc='single share per stake level, in minor units: "25/50" = [kai vu, one fan, double '
         "fan] (simplified: [kai vu, one fan]); a level not listed pays its two figures and, for "
         "double fan, twice the second (decision: the text gives no amounts)",
         cite="135/91/M art. 6, art. 7, art. 8",
@@ -43,4 +43,6 @@ class MahjongRules:
                 raise ConfigError(f"{problem} (rules.mahjong.variant = {self.variant!r})")
 
     def __hash__(self) -> int:  # dict field: hash by content
-        return hash((self.variant, tuple(sorted(self.amounts.items())), self.concealed_kong_in_view))
+        return hash(
+            (self.variant, tuple(sorted(self.amounts.items())), self.concealed_kong_in_view)
+        )

@@ -124,7 +124,9 @@ def wall_break(variant: str, dice: Sequence[int]) -> WallBreak:
     9 points -> the banker's wall, drawing starts at stack 10 (five remain).
     """
     n = DICE[variant]
-    if len(dice) != n or any(isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= 6 for d in dice):
+    if len(dice) != n or any(
+        isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= 6 for d in dice
+    ):
         raise OutcomeError(
             f"the {variant} game throws {n} dice of 1..6 (135/91/M art. 2 1)), got {list(dice)}",
             code="MAHJONG_DICE",
@@ -138,13 +140,21 @@ def wall_break(variant: str, dice: Sequence[int]) -> WallBreak:
     return WallBreak(total, WIND_LETTERS[wall], WIND_LETTERS[start], total % per + 1, per)
 
 
-def win_priority(discarder: int, claimants: Sequence[int], seats: Sequence[int] = (0, 1, 2, 3)) -> int:
+def win_priority(
+    discarder: int, claimants: Sequence[int], seats: Sequence[int] = (0, 1, 2, 3)
+) -> int:
     """Of several players who can win on one discard, the nearest counter-clockwise from
     the discarder (the next in the order of play) takes it («chit vu», art. 5 (a) (6), (b) (5))."""
     order = sorted(seats)
-    if discarder not in order or not claimants or any(c not in order or c == discarder for c in claimants):
-        raise RoundStateError(f"claimants {list(claimants)} of seat {discarder}'s discard are not "
-                              f"other players among {order}")
+    if (
+        discarder not in order
+        or not claimants
+        or any(c not in order or c == discarder for c in claimants)
+    ):
+        raise RoundStateError(
+            f"claimants {list(claimants)} of seat {discarder}'s discard are not "
+            f"other players among {order}"
+        )
     i = order.index(discarder)
     for k in range(1, len(order)):
         seat = order[(i + k) % len(order)]

@@ -92,7 +92,9 @@ def wind_index(letter: object, what: str) -> int:
             return WIND_LETTERS.index(s)
         if len(s) == 1 and s in _CHINESE_HONOURS[:4]:
             return _CHINESE_HONOURS.index(s)
-    raise OutcomeError(f"{what} must be one of E, S, W, N, got {letter!r}", code="MAHJONG_MALFORMED")
+    raise OutcomeError(
+        f"{what} must be one of E, S, W, N, got {letter!r}", code="MAHJONG_MALFORMED"
+    )
 
 
 _TOKEN = re.compile(
@@ -110,14 +112,18 @@ def parse_tiles(value: object, what: str = "tiles") -> tuple[int, ...]:
     """Parse a list of tile tokens or one string of them; raise ``MAHJONG_TILE_UNKNOWN``."""
     if isinstance(value, list | tuple):
         if not all(isinstance(v, str) for v in value):
-            raise OutcomeError(f"{what}: tiles must be strings such as '5m', 'E', 'RD'; got {value!r}",
-                               code="MAHJONG_MALFORMED")
+            raise OutcomeError(
+                f"{what}: tiles must be strings such as '5m', 'E', 'RD'; got {value!r}",
+                code="MAHJONG_MALFORMED",
+            )
         text = " ".join(value)
     elif isinstance(value, str):
         text = value
     else:
-        raise OutcomeError(f"{what}: expected a list of tiles or a string of them, got {value!r}",
-                           code="MAHJONG_MALFORMED")
+        raise OutcomeError(
+            f"{what}: expected a list of tiles or a string of them, got {value!r}",
+            code="MAHJONG_MALFORMED",
+        )
     out: list[int] = []
     pos = 0
     text = text.strip()
@@ -168,9 +174,7 @@ class TileSet:
 #: 136 tiles: 3 dragons, 4 winds and three suits of 1-9, four of each (art. 2 2) (a)).
 CONVENTIONAL = TileSet("conventional", frozenset(range(N_KINDS)), "135/91/M art. 2 1) (a), 2) (a)")
 #: 112 tiles: the green dragon «fát chói» and three suits of 1-9, four of each (art. 2 2) (b)).
-SIMPLIFIED = TileSet(
-    "simplified", frozenset(range(27)) | {GREEN}, "135/91/M art. 2 1) (b), 2) (b)"
-)
+SIMPLIFIED = TileSet("simplified", frozenset(range(27)) | {GREEN}, "135/91/M art. 2 1) (b), 2) (b)")
 TILE_SETS = {"conventional": CONVENTIONAL, "simplified": SIMPLIFIED}
 
 

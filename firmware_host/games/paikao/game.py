@@ -10,11 +10,22 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..banker import COMMISSION_RATE, BankerGame, PlaceVerdict, one_place_lines, parse_hands_outcome
-from ..base import JSON, MathLine, MathReport
+from ..banker import (
+    COMMISSION_RATE,
+    DEMO_CAPITAL,
+    DEMO_TABLE,
+    BankerGame,
+    PlaceVerdict,
+    declared_round,
+    hands_words,
+    one_place_lines,
+    parse_hands_outcome,
+)
+from ..base import JSON, Bet, MathLine, MathReport
+from ..describe import Demo, DemoRound, Display, Rng
 from ..errors import OutcomeError, RulesError
 from ..money import MoneyRules, fraction_str
-from .deal import PaiKaoOutcome
+from .deal import PaiKaoDeal, PaiKaoOutcome
 from .rules import PLACES, REGULATION, TILES_PER_GAME, PaiKaoRules
 from .tiles import FULL_SET, HandValue, Tile, check_set, evaluate, hand_key, parse_tiles
 
@@ -74,11 +85,28 @@ def parse_outcome_json(rules: PaiKaoRules, raw: JSON) -> PaiKaoOutcome:
     return PaiKaoOutcome(setup, hands, set_game, first)
 
 
+def demo_declared(
+    rules: PaiKaoRules, rng: Rng, rnd: DemoRound
+) -> tuple[list[dict[str, JSON]], JSON]:
+    """The first game of a set dealt by hand from the shuffled 32 tiles and declared by
+    the inspector, through the game's own deal (the dice shaken, then two tiles a
+    place, art. 2 (b)-(d))."""
+
+    def start(banker: int, bets: list[Bet], dice: list[int]) -> PaiKaoDeal:
+        return PaiKaoDeal.start(
+            rules, banker=banker, banker_capital=DEMO_CAPITAL, casino_capital=0, set_game=1
+        )
+
+    return declared_round(GAME, rules, rng, rnd, FULL_SET, start)
+
+
 class PaiKao(BankerGame[PaiKaoRules, PaiKaoOutcome]):
     game_id = "paikao"
     title = "P'ai Kao de 2 pedras"
     regulation = REGULATION
     rules_type = PaiKaoRules
+    display = Display(words=hands_words)
+    demo = Demo(table=DEMO_TABLE, declared=demo_declared)
     place_article = "195/92/M art. 5 (c), art. 6-8, art. 9"
     co_bank_article = "195/92/M art. 5 (e), art. 9"
 

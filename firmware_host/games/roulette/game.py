@@ -18,21 +18,19 @@ Decisions where the text is silent (see ``docs/rules/roulette.md``):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from tablecommon.wheel import WHEEL_ORDER
+
 from ..base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
+from ..describe import HOT_COLD, Area, Board, Demo, Display, Rng, number_statistics
 from ..errors import InvalidSelection, OutcomeError
 from ..money import Verdict
 from ..options import option
-
-#: Pocket order of the single-zero wheel, clockwise from zero.
-WHEEL_ORDER: tuple[int, ...] = (
-    0, 32, 15, 19, 4, 21, 2, 25, 17, 34, 6, 27, 13, 36, 11, 30, 8, 23, 10,
-    5, 24, 16, 33, 1, 20, 14, 31, 9, 22, 18, 29, 7, 28, 12, 35, 3, 26,
-)  # fmt: skip
 
 RED: frozenset[int] = frozenset({1, 3, 5, 7, 9, 12, 14, 16, 18, 19, 21, 23, 25, 27, 30, 32, 34, 36})
 BLACK: frozenset[int] = frozenset(range(1, 37)) - RED
@@ -170,6 +168,69 @@ def numbers_covered(rules: RouletteRules, bet_type: str, selection: JSON) -> fro
     }[bet_type]
 
 
+# -- what people see, and how a demonstration plays it ------------------------------------
+def statistics(
+    outcomes: Sequence[Mapping[str, Any]], *, last: int = 20, hot_cold: int = HOT_COLD
+) -> dict[str, JSON]:
+    """``outcomes`` newest first (``{"number", "colour"}``): the numbers' counts, hot and
+    cold, and the chances of 60/2004 art. 6: red and black as on the wheel (``colour``),
+    zero neither; odd/even, low (1-18)/high (19-36), dozens (1-12, 13-24, 25-36) and
+    columns (1, 4, 7...; 2, 5, 8...; 3, 6, 9...) leave zero out too."""
+    out = number_statistics(outcomes, range(37), last, hot_cold)
+    ns = [int(o["number"]) for o in outcomes]
+    colours = Counter(str(o.get("colour")) for o in outcomes)
+    nz = [n for n in ns if n]
+    out["chances"] = {
+        "red": colours["red"],
+        "black": colours["black"],
+        "zero": len(ns) - len(nz),
+        "odd": sum(n % 2 for n in nz),
+        "even": sum(1 - n % 2 for n in nz),
+        "low": sum(n <= 18 for n in nz),
+        "high": sum(n >= 19 for n in nz),
+    }
+    out["dozens"] = [sum(12 * d < n <= 12 * (d + 1) for n in nz) for d in range(3)]
+    out["columns"] = [sum(n % 3 == (c + 1) % 3 for n in nz) for c in range(3)]
+    return out
+
+
+_DEMO_KINDS = (
+    "straight", "split", "street", "corner", "line", "column", "dozen",
+    "red", "black", "even", "odd", "low", "high", "sector12",
+)  # fmt: skip
+
+
+def demo_bet(rules: RouletteRules, rng: Rng) -> tuple[str, JSON]:
+    """One bet anywhere on the layout, as a player places it."""
+    kind = rng.choice(_DEMO_KINDS)
+    n = rng.randint(1, 36)
+    if kind == "straight":
+        return kind, [rng.randint(0, 36)]
+    if kind == "split":
+        if n % 3 and rng.random() < 0.5:
+            return kind, [n, n + 1]
+        return kind, [n, n + 3] if n <= 33 else [n - 3, n]
+    if kind == "street":
+        a = 3 * rng.randint(0, 11) + 1
+        return kind, [a, a + 1, a + 2]
+    if kind == "corner":
+        a = 3 * rng.randint(0, 10) + rng.randint(1, 2)
+        return kind, [a, a + 1, a + 3, a + 4]
+    if kind == "line":
+        a = 3 * rng.randint(0, 10) + 1
+        return kind, list(range(a, a + 6))
+    if kind in ("column", "dozen"):
+        return kind, rng.randint(1, 3)
+    if kind == "sector12":
+        return kind, rng.randint(1, 2)
+    return kind, None
+
+
+#: The board: every number's area, lit by the straight bet on it (the winning number's
+#: alone), and the number shown with the numbers before it.
+BOARD = Board("roulette", tuple(Area(str(n), "straight", [n]) for n in range(37)), number="number")
+
+
 class Roulette(DiscreteGame[RouletteRules, RouletteOutcome]):
     game_id = "roulette"
     result_device = "wheel"
@@ -177,6 +238,13 @@ class Roulette(DiscreteGame[RouletteRules, RouletteOutcome]):
     title = "Roulette (single zero)"
     regulation = "60/2004"
     rules_type = RouletteRules
+    display = Display(
+        BOARD,
+        statistics,
+        words=lambda o: f"{o['number']} {o['colour']}",
+        short=lambda o: f"{o['number']}{str(o['colour'])[:1].upper()}",
+    )
+    demo = Demo(bet=demo_bet)
 
     def bet_types(self, rules: RouletteRules) -> Sequence[BetType]:
         if not rules.sectors9:

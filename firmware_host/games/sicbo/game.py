@@ -15,10 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import combinations
 from typing import Any
 
 from ..base import JSON, Bet, BetType, DiscreteGame, as_int_list, check_derived, require
-from ..dice import ThreeDice, parse_dice, throw_space
+from ..describe import Area, Board, Demo, Display, Rng
+from ..dice import ThreeDice, dice_statistics, parse_dice, throw_space
 from ..errors import InvalidSelection
 from ..money import Verdict
 from ..options import option
@@ -129,6 +131,63 @@ def wins(rules: SicboRules, throw: ThreeDice, bet_type: str, sel: JSON) -> bool:
     raise InvalidSelection(f"unknown sic bo bet type {bet_type!r}")  # pragma: no cover
 
 
+# -- what people see, and how a demonstration plays it ------------------------------------
+def _board_areas() -> tuple[Area, ...]:
+    """Every area of the sic bo layout, each the bet of art. 5 it shows, in the default
+    lamp order. Lit when its bet wins: Even and Odd on a triple too (art. 7 names only
+    Small and Big), no total area for 3 or 18 (art. 5 6): 4 to 17)."""
+    faces = range(1, 7)
+    out = [Area(t, t) for t in ("small", "big", "odd", "even")]
+    out += [Area(f"single-{i}", "single", i) for i in faces]
+    out += [Area(f"double-{i}", "specific_double", i) for i in faces]
+    out += [Area(f"triple-{i}", "specific_triple", i) for i in faces]
+    out += [Area("any-triple", "any_triple")]
+    out += [Area(f"total-{t}", "total", t) for t in range(4, 18)]
+    out += [Area(f"combo-{a}-{b}", "two_dice", [a, b]) for a, b in combinations(faces, 2)]
+    out += [
+        Area(f"pair-single-{a}-{b}", "double_single", [a, b])
+        for a in faces
+        for b in faces
+        if a != b
+    ]
+    out += [
+        Area("three-{}-{}-{}".format(*c), "three_specified", list(c))
+        for c in combinations(faces, 3)
+    ]
+    out += [
+        Area("four-{}-{}-{}-{}".format(*c), "four_numbers", list(c)) for c in combinations(faces, 4)
+    ]
+    return tuple(out)
+
+
+_DEMO_KINDS = (
+    "small", "big", "small", "big", "single", "total", "even", "odd", "any_triple",
+    "specific_triple", "two_dice", "specific_double", "three_specified", "four_numbers",
+    "double_single",
+)  # fmt: skip
+
+
+def demo_bet(rules: SicboRules, rng: Rng) -> tuple[str, JSON]:
+    """One bet anywhere on the layout, as a player places it."""
+    kind = rng.choice(_DEMO_KINDS)
+    faces = rng.sample(range(1, 7), 4)
+    return kind, {
+        "single": faces[0],
+        "specific_triple": faces[0],
+        "specific_double": faces[0],
+        "total": rng.randint(4, 17),
+        "two_dice": faces[:2],
+        "three_specified": faces[:3],
+        "four_numbers": faces,
+        "double_single": faces[:2],
+    }.get(kind)
+
+
+def _words(o: Any) -> str:
+    dice = " ".join(str(d) for d in o["dice"])
+    return f"dice {dice}, total {o['total']} {'triple' if o.get('triple') else ''}".rstrip()
+
+
 class Sicbo(DiscreteGame[SicboRules, ThreeDice]):
     game_id = "sicbo"
     result_device = "shaker"
@@ -136,6 +195,13 @@ class Sicbo(DiscreteGame[SicboRules, ThreeDice]):
     title = "Cussec / Sic bo"
     regulation = "57/2004"
     rules_type = SicboRules
+    display = Display(
+        Board("sicbo", _board_areas()),
+        dice_statistics,
+        words=_words,
+        short=lambda o: "".join(map(str, o["dice"])),
+    )
+    demo = Demo(bet=demo_bet)
 
     def bet_types(self, rules: SicboRules) -> Sequence[BetType]:
         return _BET_TYPES

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .. import jackpot as jp
 from ..base import JSON, Deal, Expect
 from ..cards import Card, cards_str, parse_cards
 from ..errors import Misdeal, OutcomeError, RoundStateError
+from ..jackpot import JackpotState
 from .rules import SEATS, StudPokerRules
 
 # -- the deal engine (art. 7, art. 11) --------------------------------------------------
@@ -44,7 +44,7 @@ class StudOutcome:
     dealer: tuple[Card, ...]
     hands: tuple[SeatHand, ...]
     #: The jackpot before the round, when the caller supplies it (else the seed).
-    jackpot: jp.JackpotState | None = None
+    jackpot: JackpotState | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,12 +12,13 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from .. import jackpot as jp
 from ..base import (
     JSON,
     Bet,
     BetResult,
     BetType,
+    Deal,
+    Expect,
     Game,
     MathLine,
     MathReport,
@@ -27,7 +28,20 @@ from ..base import (
     unit_problems,
 )
 from ..cards import cards_str, deck, parse_cards
+from ..describe import Demo, DemoRound, Display, Rng
 from ..errors import BetError, BetNotOffered, OutcomeError, RulesError
+from ..jackpot import (
+    JACKPOT_HANDS,
+    JackpotBet,
+    JackpotParams,
+    JackpotRound,
+    JackpotState,
+    fixed_return,
+    initial_state,
+    prize_for,
+    round_bets,
+    settle_round,
+)
 from ..money import Amounts, MoneyRules, Verdict, settle_amounts
 from .deal import ACTIONS, SeatHand, StudDeal, StudOutcome
 from .hands import category, category_name, hand_counts, hand_value, qualifies
@@ -48,6 +62,55 @@ _SEAT_DERIVED = frozenset({"hand", "beats_dealer"})
 _TOP_DERIVED = frozenset({"dealer_hand", "dealer_qualifies", "up_card"})
 
 
+# -- what people see, and how a demonstration plays it ------------------------------------
+def demo_seats(rules: StudPokerRules, rng: Rng, rnd: DemoRound) -> list[dict[str, JSON]]:
+    """Three players take seats: an ante each, most of them the jackpot bet too."""
+    bets: list[dict[str, JSON]] = []
+    for s in rng.sample(range(1, 8), 3):
+        stake = 10000 * rng.randint(1, 4)
+        bets.append({"bet_id": f"{rnd.tag}a{s}", "seat": s, "bet_type": "ante", "stake": stake})
+        if rng.random() < 0.6:
+            bets.append(
+                {"bet_id": f"{rnd.tag}j{s}", "seat": s, "bet_type": "jackpot", "stake": 2000}
+            )
+    return bets
+
+
+def demo_decide(rules: StudPokerRules, rng: Rng, exp: Expect, deal: Deal) -> dict[str, JSON]:
+    """A player raises (twice the ante) most of the time, else folds."""
+    return {"seat": exp.seat, "action": "raise" if rng.random() < 0.7 else "fold"}
+
+
+def _words(o: Any) -> str:
+    seats = "; ".join(
+        f"seat {k}: {' '.join(v['cards'])} {v['hand']} {v['action']}" for k, v in o["seats"].items()
+    )
+    q = "qualifies" if o["dealer_qualifies"] else "does not qualify"
+    return f"dealer {' '.join(o['dealer'])} {o['dealer_hand']} ({q}); {seats}"
+
+
+#: The demo's table: the progressive jackpot offered (and the limits its bets need).
+DEMO_TABLE: dict[str, Any] = {
+    "limits": {
+        "min_stake": 10000,
+        "max_stake": 4000000,  # no bet type's max above the table's (issue 12)
+        "bet_types": {
+            "ante": {"max": 2000000},
+            "raise": {"min": 20000, "max": 4000000},
+            "jackpot": {"min": 2000, "max": 2000},
+        },
+    },
+    "pay_table": {
+        "stud-poker": {
+            "jackpot_offered": True,
+            "jackpot_stake": 2000,
+            "jackpot_contribution_rate": "7/10",
+            "jackpot_seed": 20000000,
+        }
+    },
+}
+
+
 class StudPoker(Game[StudPokerRules, StudOutcome]):
     game_id = "stud-poker"
     math_options = frozenset({"rounds", "seed"})
@@ -56,6 +119,8 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
     title = "Stud poker"
     regulation = "61/2004"
     rules_type = StudPokerRules
+    display = Display(words=_words)
+    demo = Demo(table=DEMO_TABLE, seated=demo_seats, decide=demo_decide)
 
     def bet_types(self, rules: StudPokerRules) -> Sequence[BetType]:
         return _BET_TYPES if rules.jackpot_offered else _BET_TYPES[:2]
@@ -69,8 +134,7 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
         if rules.jackpot_offered:
             amounts.append((path + "jackpot_stake", rules.jackpot_stake))
             amounts += [
-                (f"{path}jackpot_{h}_fixed", rules.jackpot_params().fixed(h))
-                for h in jp.JACKPOT_HANDS
+                (f"{path}jackpot_{h}_fixed", rules.jackpot_params().fixed(h)) for h in JACKPOT_HANDS
             ]
         return unit_problems(amounts, money, "the table could not take or pay it exactly")
 
@@ -107,7 +171,7 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
             }
         ]
 
-    def jackpot_params(self, rules: StudPokerRules) -> jp.JackpotParams | None:
+    def jackpot_params(self, rules: StudPokerRules) -> JackpotParams | None:
         """The progressive jackpot, if the table offers it (art. 10)."""
         return rules.jackpot_params() if rules.jackpot_offered else None
 
@@ -164,7 +228,7 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
             )
         state = None
         if raw.get("jackpot") is not None:
-            state = jp.JackpotState.from_json(raw["jackpot"], rules.jackpot_params())
+            state = JackpotState.from_json(raw["jackpot"], rules.jackpot_params())
         return StudOutcome(dealer, tuple(hands), state)
 
     def outcome_json(self, outcome: StudOutcome) -> JSON:
@@ -232,7 +296,7 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
     def settle(
         self, rules: StudPokerRules, outcome: StudOutcome, bets: Sequence[Bet], money: MoneyRules
     ) -> Settlement:
-        state = outcome.jackpot or jp.initial_state(rules.jackpot_params())
+        state = outcome.jackpot or initial_state(rules.jackpot_params())
         return self.settle_with_jackpot(rules, outcome, bets, money, state)[0]
 
     def settle_with_jackpot(
@@ -241,8 +305,8 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
         outcome: StudOutcome,
         bets: Sequence[Bet],
         money: MoneyRules,
-        state: jp.JackpotState,
-    ) -> tuple[Settlement, jp.JackpotState]:
+        state: JackpotState,
+    ) -> tuple[Settlement, JackpotState]:
         """Settle a game and run the jackpot from ``state``; returns the settlement
         (jackpot itemised in ``extras["jackpot"]``) and the state to persist."""
         _check_bets(rules, outcome, bets)
@@ -255,14 +319,14 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
         extras: dict[str, JSON] = {}
         dealt = [h.seat for h in outcome.hands]
         if jackpot_bets or state.carried:
-            new = [jp.JackpotBet(b.seat, b.stake, b.bet_id) for b in jackpot_bets]
-            playing, _still = jp.round_bets(state, new, dealt)
+            new = [JackpotBet(b.seat, b.stake, b.bet_id) for b in jackpot_bets]
+            playing, _still = round_bets(state, new, dealt)
             eligible = {
                 h.seat: category_name(hand_value(h.cards))
                 for h in outcome.hands
                 if h.action == "raise" or rules.jackpot_on_fold
             }
-            jr = jp.settle_round(state, playing, eligible)
+            jr = settle_round(state, playing, eligible)
             own = {b.bet_id: b for b in jackpot_bets}
             for jb in playing:
                 placed = own.get(jb.bet_id) if jb in new else None
@@ -336,11 +400,11 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
         probs = {h: Fraction(n, total) for h, n in counts.items()}
         pool = params.seed
         outcomes: list[tuple[Fraction, Fraction]] = []
-        for h in jp.JACKPOT_HANDS:
-            prize = jp.prize_for(params, h, pool)
+        for h in JACKPOT_HANDS:
+            prize = prize_for(params, h, pool)
             outcomes.append((Fraction(prize - params.stake, params.stake), probs[h]))
         outcomes.append((Fraction(-1), 1 - sum(probs.values(), Fraction(0))))
-        ret = jp.fixed_return(params, probs, pool)
+        ret = fixed_return(params, probs, pool)
         edge = 1 - ret / params.stake
         slope = probs["royal_flush"] + probs["straight_flush"] / 10
         per_million = slope * 1_000_000 / params.stake
@@ -402,7 +466,7 @@ def _check_bets(rules: StudPokerRules, outcome: StudOutcome, bets: Sequence[Bet]
         raise BetNotOffered("this table does not run the progressive jackpot")
 
 
-def _jackpot_result(bet: Bet, jr: jp.JackpotRound) -> BetResult:
+def _jackpot_result(bet: Bet, jr: JackpotRound) -> BetResult:
     """A jackpot bet is collected; a prize is what the player receives for it
     (``payout = prize - stake`` on top of the stake handed back, net the same)."""
     prize = sum(p.prize for p in jr.payments if p.seat == bet.seat)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from .. import jackpot as jp
+from ..jackpot import RESET_RULES, JackpotParams
 from ..options import option
 from .hands import (
     FLUSH,
@@ -126,7 +126,7 @@ class StudPokerRules:
     )
     jackpot_reset: str = option(
         "exhausted",
-        choices=jp.RESET_RULES,
+        choices=RESET_RULES,
         doc="exhausted: the pool restarts at the seed when a payment empties it (the letter of "
         "art. 10 8)); below_seed: also topped up to the seed whenever a payment leaves less",
         cite="61/2004 art. 10 8)",
@@ -148,8 +148,8 @@ class StudPokerRules:
     def __post_init__(self) -> None:
         self.jackpot_params()  # cross-field checks (fixed sums at least the stake...)
 
-    def jackpot_params(self) -> jp.JackpotParams:
-        return jp.JackpotParams(
+    def jackpot_params(self) -> JackpotParams:
+        return JackpotParams(
             stake=self.jackpot_stake,
             contribution_rate=self.jackpot_contribution_rate,
             seed=self.jackpot_seed,

@@ -9,9 +9,20 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from ..banker import COMMISSION_RATE, BankerGame, PlaceVerdict, one_place_lines, parse_hands_outcome
+from ..banker import (
+    COMMISSION_RATE,
+    DEMO_CAPITAL,
+    DEMO_TABLE,
+    BankerGame,
+    PlaceVerdict,
+    declared_round,
+    hands_words,
+    one_place_lines,
+    parse_hands_outcome,
+)
 from ..base import JSON, Bet, MathLine, MathReport
-from ..cards import Card, cards_str
+from ..cards import Card, cards_str, deck
+from ..describe import Demo, DemoRound, Display, Rng
 from ..errors import OutcomeError, RulesError
 from ..money import fraction_str
 from .deal import SuperPan9Deal, SuperPan9Outcome
@@ -70,6 +81,25 @@ def _parse_cards(raw: JSON, what: str) -> list[Card]:
 # -- the game ---------------------------------------------------------------------------------
 
 
+def demo_declared(
+    rules: SuperPan9Rules, rng: Rng, rnd: DemoRound
+) -> tuple[list[dict[str, JSON]], JSON]:
+    """A game dealt by hand from a shuffled deck and declared (no card reader in the
+    demo), through the game's own deal: the banker's setup and dice first (art. 2, 5)."""
+
+    def start(banker: int, bets: list[Bet], dice: list[int]) -> SuperPan9Deal:
+        setup: dict[str, JSON] = {
+            "banker": banker,
+            "banker_capital": DEMO_CAPITAL,
+            "casino_capital": 0,
+            "declared": 0,
+            "dice": list(dice),
+        }
+        return GAME.start_deal(rules, bets, setup)
+
+    return declared_round(GAME, rules, rng, rnd, deck(), start)
+
+
 class SuperPan9(BankerGame[SuperPan9Rules, SuperPan9Outcome]):
     game_id = "super-pan-9"
     math_options = frozenset({"decks"})
@@ -78,6 +108,8 @@ class SuperPan9(BankerGame[SuperPan9Rules, SuperPan9Outcome]):
     title = "Super Pan 9"
     regulation = REGULATION
     rules_type = SuperPan9Rules
+    display = Display(words=hands_words)
+    demo = Demo(table=DEMO_TABLE, declared=demo_declared)
     place_article = "261/96/M art. 5 3), art. 7, art. 8, art. 9"
     co_bank_article = "261/96/M art. 5 5), art. 9"
 

@@ -2,7 +2,7 @@
 
 A procedure is chosen by the kind of device that carries the game's result
 (:attr:`~firmware_host.games.base.Game.result_device`, a kind of
-``drivers.registry.DEVICE_KINDS``), never by the game: it asks the game what it needs
+as its drivers declare it, ``drivers.registry.kind_of``), never by the game: it asks the game what it needs
 (the deal, the decisions, the bets a decision creates). One module per procedure:
 
 - :class:`ManualProcedure` (``manual``): everything from dealer/floor commands; mah-jong
@@ -47,7 +47,7 @@ def make_procedure(ctx: ProcedureContext) -> Procedure:
         # to entering results by command without the table saying so.
         raise RulesError(
             f"this {ctx.engine.game.game_id} table reads its results from a {kind} and has "
-            "none; say table.result_source = \"manual\" if people enter the results",
+            'none; say table.result_source = "manual" if people enter the results',
             code="RESULT_DEVICE_MISSING",
         )
     if kind is None or device is None or kind not in PROCEDURES:

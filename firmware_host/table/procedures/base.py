@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar
 
-from drivers.base import DeviceEvent
+from tablecommon.events.base import DeviceEvent
 
 from ...games.errors import RulesError
 from ...jsonio import JSON
@@ -30,7 +30,7 @@ from ..phase import Phase
 @dataclass(frozen=True, slots=True)
 class Device:
     """A configured device as a procedure sees it: its name (``[devices.<name>]``),
-    its kind (``drivers.registry.DEVICE_KINDS``) and its driver."""
+    its kind (what its driver declares: ``drivers.registry.kind_of``) and its driver."""
 
     name: str
     kind: str

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from drivers.base import DeviceEvent
-from drivers.shaker.events import (
+from tablecommon.events.base import DeviceEvent
+from tablecommon.events.shaker import (
     Bell,
     DiceRead,
     DiceUnreadable,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from drivers.base import DeviceEvent
-from drivers.keypad.events import (
+from tablecommon.events.base import DeviceEvent
+from tablecommon.events.keypad import (
     Bell,
     ButtonStuck,
     KeypadConfirm,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from drivers.base import DeviceEvent
-from drivers.shoe.events import CardDealt, ShoeFault, ShuffleFinished
+from tablecommon.events.base import DeviceEvent
+from tablecommon.events.shoe import CardDealt, ShoeFault, ShuffleFinished
 
 from ...games.base import Deal
 from ...games.cards import Card

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from drivers.base import DeviceEvent
-from drivers.cammegh.events import GameStateChanged, GameVoided, WinningNumber
+from tablecommon.events.base import DeviceEvent
+from tablecommon.events.wheel import GameStateChanged, GameVoided, WinningNumber
 
 from ..engine import Frame
 from ..phase import Phase

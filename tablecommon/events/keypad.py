@@ -1,11 +1,13 @@
-"""Events of the dealer inputs. Each has ``key``: the input that produced it."""
+"""Events of the dealer inputs (the keypad, the bell, the dome), whatever drives them
+(``keypad-gpio``): the keypad procedure and the console's dealer sign-in match on
+them. Each has ``key``: the input that produced it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base import DeviceEvent
+from .base import DeviceEvent
 
 __all__ = [
     "Bell",

@@ -1,14 +1,16 @@
 """Typed events of a card shoe / shuffler-dealer, whatever its wire protocol.
 
-A vendor protocol plug-in emits these same events, so the round logic never knows
-which shoe is on the table. Cards use the rules core's notation (``AS``, ``TD``).
+Every shoe driver (the reference protocol's ``shoe-ref`` and ``shoe-ref-usb``, a
+vendor's plug-in) emits these same events, so the shoe procedure and the integrity
+monitor never know which shoe is on the table. Cards are in the shared notation
+(:mod:`tablecommon.cards`: ``AS``, ``TD``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base import DeviceEvent
+from .base import DeviceEvent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

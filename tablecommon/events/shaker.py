@@ -1,4 +1,5 @@
-"""Typed events of an electronic dice shaker, whatever its wire protocol.
+"""Typed events of an electronic dice shaker, whatever its wire protocol (every shaker
+driver emits them; the dice procedure matches on them).
 
 Sic bo and fish-prawn-crab: dice stacked or tilted after the dome is lifted void
 the round, which is shaken again (57/2004 art. 3 3), 59/2004 art. 3 3)); the
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..base import DeviceEvent
+from .base import DeviceEvent
 
 FLAT, TILTED, STACKED = "flat", "tilted", "stacked"
 DIE_FLAGS = (FLAT, TILTED, STACKED)

@@ -1,0 +1,87 @@
+"""How a value of a table file is read and checked: the one reader of the settings of
+every section (:mod:`tablecommon.settings`) and of the games' rule options
+(``firmware_host.games.options``). Pure: takes values, returns values or error
+strings naming their path (and the article that authorises a range, if any)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+__all__ = ["check_value", "coerce"]
+
+
+def _cite(meta: Mapping[str, Any]) -> str:
+    return f" ({meta['cite']})" if meta["cite"] else ""
+
+
+def coerce(kind: str, value: Any, path: str, meta: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """Convert a TOML value to the option's type; return (value, error)."""
+    if kind == "bool":
+        if not isinstance(value, bool):
+            return None, f"{path}: expected true or false, got {value!r}"
+        return value, None
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            return None, f"{path}: expected an integer, got {value!r}"
+        return value, None
+    if kind == "str":
+        if not isinstance(value, str):
+            return None, f"{path}: expected a string, got {value!r}"
+        return value, None
+    if kind == "fraction":
+        if isinstance(value, (bool, float)):
+            return None, (
+                f'{path}: expected an exact fraction such as "1/20" or an integer, got {value!r}'
+                " (floats are refused: odds and rates must be exact)"
+            )
+        if isinstance(value, int):
+            return Fraction(value), None
+        if isinstance(value, str):
+            try:
+                return Fraction(value.strip()), None
+            except (ValueError, ZeroDivisionError):
+                return None, f'{path}: {value!r} is not an exact fraction such as "1/20"'
+        return None, f'{path}: expected an exact fraction such as "1/20", got {value!r}'
+    if kind in ("int_list", "str_list"):
+        want = str if kind == "str_list" else int
+        if not isinstance(value, list) or not all(
+            isinstance(v, want) and not isinstance(v, bool) for v in value
+        ):
+            return None, f"{path}: expected a list of {want.__name__}s, got {value!r}"
+        return tuple(value), None
+    if kind == "sectors":
+        if not isinstance(value, dict):
+            return None, f"{path}: expected a table of name = [numbers], got {value!r}"
+        out = {}
+        for name, nums in value.items():
+            if not isinstance(nums, list) or not all(
+                isinstance(n, int) and not isinstance(n, bool) for n in nums
+            ):
+                return None, f"{path}.{name}: expected a list of integers, got {nums!r}"
+            out[str(name)] = tuple(nums)
+        return out, None
+    raise AssertionError(kind)
+
+
+def check_value(value: Any, path: str, meta: Mapping[str, Any]) -> str | None:
+    rng = meta.get("range")
+    if rng is not None:
+        lo, hi = rng
+        items = value if isinstance(value, tuple) else (value,)
+        for v in items:
+            if not lo <= v <= hi:
+                word = "authorised" if meta.get("cite") else "allowed"
+                return f"{path}: {v} is outside the {word} range {lo}..{hi}{_cite(meta)}"
+    choices = meta.get("choices")
+    if choices is not None and value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        word = "authorised" if meta.get("cite") else "allowed"
+        return f"{path}: {value!r} is not one of the {word} choices {allowed}{_cite(meta)}"
+    check = meta.get("check")
+    if check is not None:
+        problem = check(value)
+        if problem:
+            return f"{path}: {problem}{_cite(meta)}"
+    return None
