@@ -109,11 +109,11 @@ class SettlementsAhead:
 
 class Ahead:
     """A table's settlements ahead: the round whose betting closed last, at most.
-    Without a :attr:`runner` (outside the daemon) every result settles on its path."""
+    Without a ``runner`` (outside the daemon) every result settles on its path."""
 
-    def __init__(self) -> None:
+    def __init__(self, runner: Runner | None = None) -> None:
         #: Runs the steps (the daemon's :func:`loop_runner`), or None.
-        self.runner: Runner | None = None
+        self.runner = runner
         self._round: SettlementsAhead | None = None
 
     def start(

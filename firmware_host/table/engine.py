@@ -59,7 +59,7 @@ from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..table_config import TableConfig
 from ..timefmt import iso_utc, utc_now
-from .ahead import Ahead
+from .ahead import Ahead, Runner
 from .bets import BetAnswer, BetCaps, answer_again, pruned
 from .extension import RoundHistory, TableExtensions
 from .jackpot import JackpotController
@@ -127,12 +127,21 @@ class RoundEngine:
         clock: Callable[[], datetime] = utc_now,
         caps: BetCaps | None = None,
         dealer: Callable[[], str | None] | None = None,
+        runner: Runner | None = None,
     ) -> None:
         """``jackpot``: the progressive jackpot, which takes part in every settle and
         void; ``play_stop``: why play is stopped (a latched fault), or None: no round
         opens while it says so; ``extensions``: told of every committed change (after
         the commit: inside a grouped transaction, once it commits); ``caps``: how many
-        bets and how much stake a round and a seat may hold."""
+        bets and how much stake a round and a seat may hold; ``runner``: runs the
+        settlements ahead step by step (``ahead.py``; None: every result settles on its
+        path).
+
+        Rounds a crash left in flight are not the engine's to act on: no result, bet or
+        command reaches them (the phase is idle) until :meth:`resume` voids them, which
+        the daemon calls once the journal was compared with the floor, and which the
+        next :meth:`open_betting` calls first if it was not (a technician let the table
+        play without the floor's check)."""
         #: The dealer on duty, in every round payload (``integrity/pace.py``; issue 19).
         self._dealer: Callable[[], JSON] = dealer if dealer is not None else lambda: None
         self.cfg = cfg
@@ -151,14 +160,15 @@ class RoundEngine:
         self._clock = clock
         self.caps = caps or BetCaps()
         self._current: RoundRecord | None = None
-        in_flight = self._rounds.in_flight(cfg.table_id)
-        self._current = in_flight[-1] if in_flight else None
+        #: Whether rounds a crash left in flight wait for :meth:`resume`, and whether it ran.
+        self._left_in_flight = bool(self._rounds.in_flight(cfg.table_id))
+        self._resumed = False
         #: The bets in play in one round, as journaled: ``(round_id, {bet_id: Bet})`` in
         #: the order placed. Kept beside the journal (which stays the record) so that a
         #: result is settled without reading the round's bets back; loaded from the
         #: journal for any other round (after a restart).
         self._bets: tuple[str, dict[str, Bet]] | None = None
-        self.ahead = Ahead()  #: settlements made while the result is awaited (ahead.py)
+        self.ahead = Ahead(runner)  #: settlements made while the result is awaited (ahead.py)
 
     # -- state -----------------------------------------------------------------
     @property
@@ -227,7 +237,7 @@ class RoundEngine:
         """The transaction that held our last change rolled back: take the round in
         flight and its bets from the journal again (the journal is the record)."""
         in_flight = self._rounds.in_flight(self.cfg.table_id)
-        self._current = in_flight[-1] if in_flight else None
+        self._current = in_flight[-1] if in_flight and not self._left_in_flight else None
         self._bets = None
         if self.jackpot is not None:
             self.jackpot.discard()
@@ -301,6 +311,8 @@ class RoundEngine:
         stopped = self._play_stop()
         if stopped:
             raise RoundFault(stopped, code="PLAY_STOPPED")
+        if self._left_in_flight:
+            self.resume()  # in the same step as the round that opens
         storage = self._db.storage.blocked()
         if storage is not None:
             raise RoundFault(storage.message, code=storage.code)
@@ -733,13 +745,18 @@ class RoundEngine:
 
         A result is journaled only in the transaction that settles it, so a round in
         flight never has one: each is voided with its bets refunded and the reason
-        recorded (published on ``rounds`` like any void).
+        recorded (published on ``rounds`` like any void). Once per engine: the rounds
+        it opens itself are never voided here.
         """
+        if self._resumed:
+            return []  # a round in flight now is this engine's own: never voided here
         done = []
-        for rnd in self._rounds.in_flight(self.cfg.table_id):
+        for rnd in self._rounds.in_flight(self.cfg.table_id) if self._left_in_flight else ():
             self._current = rnd
             reason = f"controller restarted in phase {rnd.phase!r} before the result was read"
             done.append(self._void(rnd, reason, "restart"))
+            log.warning("resumed round %s: void, %s", rnd.round_id, reason)
         self._current = None
+        self._left_in_flight, self._resumed = False, True
         self._db.later(lambda: self.extensions.resumed(done, self._history))  # hooks in order
         return done

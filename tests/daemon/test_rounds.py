@@ -144,7 +144,9 @@ def test_bets_in_play_are_the_journaled_ones_through_any_sequence(
 ) -> None:
     # The engine keeps the round's bets in memory to settle without reading them back;
     # whatever the order of places, re-deliveries, conflicts, cancels and restarts, the
-    # bets settled are exactly the journal's bets in play, in the order placed.
+    # bets settled are exactly the journal's bets in play, in the order placed. (A
+    # restart voids the round it finds in flight, as the daemon does, and play goes on
+    # in a new round.)
     d = tmp_path_factory.mktemp("bets")
     e, j = engine_and_journal(d)
     e.open_betting()
@@ -152,6 +154,8 @@ def test_bets_in_play_are_the_journaled_ones_through_any_sequence(
         if op == "restart":
             j = Journal(d / "j.sqlite3")
             e = RoundEngine(e.cfg, j)
+            assert e.current is None and len(e.resume()) == 1
+            e.open_betting()
         elif op == "cancel":
             e.cancel_bet(f"b{i}")
         elif op == "conflict":
@@ -226,6 +230,40 @@ def test_resume_voids_every_unfinished_round_and_never_settles_twice(tmp_path: P
     assert v["status"] == "void" and "restarted" in v["void_reason"]
     assert v["bets"][0]["result"] == "refund"
     assert e3.resume() == []  # nothing settled twice
+
+
+def test_a_round_left_in_flight_takes_nothing_until_resumed(tmp_path: Path) -> None:
+    # After a restart the table may have to wait for the floor's check before it may
+    # void what a crash left in flight (a restored journal could reuse a seq the floor
+    # holds). Meanwhile the old round is nobody's to act on: a result read by the wheel,
+    # a bet or a close for it is refused and nothing is settled; the next open voids it
+    # first, in the same step.
+    cfg = load_config(ROOT / "config" / "fantan.toml")
+    j = Journal(tmp_path / "j.sqlite3")
+    e = RoundEngine(cfg, j)
+    e.open_betting()
+    assert e.place_bet(bet("a", "fan", 2, 10000)).accepted
+    e.close_betting()
+    old = e.current
+    assert old is not None
+    j.close()
+    j2 = Journal(tmp_path / "j.sqlite3")
+    e2 = RoundEngine(cfg, j2)
+    assert e2.phase is Phase.IDLE and e2.current is None
+    with pytest.raises(RoundFault) as refused:
+        e2.submit_result({"number": 2})
+    assert refused.value.code == "WRONG_PHASE"
+    with pytest.raises(RoundFault):
+        e2.close_betting()
+    late = e2.place_bet(bet("b", "fan", 2, 10000), round_id=old.round_id)
+    assert not late.accepted and late.code == "STALE_ROUND"
+    assert j2.rounds.settlement(old.round_id) is None
+    new = e2.open_betting()
+    assert new.round_id != old.round_id
+    voided = j2.rounds.settlement(old.round_id)
+    assert voided is not None and voided["status"] == "void"
+    assert voided["bets"][0]["result"] == "refund"  # type: ignore[index]
+    assert e2.resume() == []  # nothing voided twice
 
 
 @settings(

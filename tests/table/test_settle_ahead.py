@@ -57,9 +57,8 @@ class CountingSettle:
 
 def engine(tmp_path: Path, game: str = "roulette") -> tuple[RoundEngine, Steps]:
     cfg = load_config(ROOT / "config" / f"{game}.toml")
-    e = RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"))
     steps = Steps()
-    e.ahead.runner = steps
+    e = RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"), runner=steps)
     return e, steps
 
 
@@ -209,8 +208,7 @@ def test_no_settlements_ahead_beyond_the_budget_or_without_bets_or_a_discrete_ga
     # A game that cannot be settled ahead: its bets are not even read at the close.
     read: list[int] = []
     runner = Steps()
-    box = Ahead()
-    box.runner = runner
+    box = Ahead(runner)
     box.start(bac.game, bac.rules, bac.money, "R", lambda: read.append(1) or [])  # type: ignore[func-returns-value]
     assert read == [] and runner.given == []
     # The engine: no runner call for a round without bets.
