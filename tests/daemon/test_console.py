@@ -99,7 +99,7 @@ async def test_login_recall_void_and_audit(table) -> None:  # type: ignore[no-un
     for c in COMMANDS:
         assert c.syntax in help_text, c.name
     # a settled round to recall, with the dealer's raw keypad frame
-    e = d.engine
+    e = d.parts.engine
     e.open_betting()
     e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "fan", "selection": 2, "stake": 500})
     e.close_betting()
@@ -208,7 +208,7 @@ async def test_the_daemon_settles_ahead_while_the_result_is_awaited(  # type: ig
     # the close, a few loop turns settle fantan's four remainders, and the result
     # takes its own without the rules core settling again.
     d, _term = table
-    e = d.engine
+    e = d.parts.engine
     e.open_betting()
     e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "fan", "selection": 3, "stake": 500})
     e.close_betting()
