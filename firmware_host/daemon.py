@@ -238,9 +238,11 @@ class TableDaemon:
             extensions=self.extensions,
             caps=plan.bet_caps,
             dealer=roster.current,
+            # the game's own admission rules: the jackpot's (61/2004 art. 11 1), 4))
+            admission=(self.jackpot.admit,) if self.jackpot is not None else (),
+            # While the ball spins, the bets are settled for every outcome (table/ahead.py).
+            runner=loop_runner(asyncio.get_running_loop().call_soon),
         )
-        # While the ball spins, the bets are settled for every outcome (table/ahead.py).
-        engine.ahead.runner = loop_runner(asyncio.get_running_loop().call_soon)
         devices = self.devices = TableDevices(
             plan.devices,
             pin_factory=self._pin_factory
