@@ -8,7 +8,9 @@ settled.
 The engine is synchronous and is called from the daemon's event loop by the game's
 *procedure* (``firmware_host/table/procedures/``), which turns device events and dealer
 inputs into engine calls following the regulation's own procedure, and by the floor's
-requests. Every change is one journal transaction that also queues the MQTT messages
+requests. The round's bets are its bet desk's (:attr:`RoundEngine.desk`,
+``admission.py``: placed, cancelled, added by a decision, in play), which reads the
+round in flight and its phase here; a result settles the bets in play the desk holds. Every change is one journal transaction that also queues the MQTT messages
 announcing it, so a lifecycle event is published if and only if the change is
 committed. A result is settled in the transaction that records it: the outcome, the
 settlement, its outbox entries, the jackpot meter and the raw frames that carried the
@@ -17,8 +19,10 @@ result are committed together, before anything is published.
 Collaborators come through the constructor: the parts of the journal it writes
 through (:class:`~.journaling.RoundJournal`: its database, rounds, bets, raw frames, chain and
 outbox, and the rounds' history the extensions rebuild from), the progressive jackpot
-(which takes part in each settle and void), what stops play (latched faults), and the
-table's extensions, told of every committed phase change, settled and voided round.
+(which takes part in each settle and void), what stops play (latched faults), the
+table's extensions, told of every committed phase change, settled and voided round,
+the game's admission rules and the caps (handed to the desk), and what runs the
+settlements ahead (``ahead.py``).
 
 A storage fault (disk full, I/O error: ``firmware_host/journal/storage.py``) changes
 nothing: the operation is refused with the fault's code (``DISK_FULL``,
