@@ -131,8 +131,8 @@ def test_a_place_holding_a_carried_jackpot_bet_is_refused_a_second_one(tmp_path:
     e.close_betting()
     void = e.void_round("test: the dealer voids the deal")
     # the void refunds the ante; the jackpot bet is carried, not refunded
-    assert [b["bet_id"] for b in void["bets"]] == ["a1"]  # type: ignore[union-attr,index]
-    assert [b["bet_id"] for b in void["jackpot"]["carried"]] == ["j1"]  # type: ignore[index]
+    assert [b["bet_id"] for b in void["bets"]] == ["a1"]
+    assert [b["bet_id"] for b in void["jackpot"]["carried"]] == ["j1"]
 
     rid = e.open_betting().round_id
     assert e.desk.place(ante("a3", 3)).accepted
@@ -159,9 +159,9 @@ def test_a_place_holding_a_carried_jackpot_bet_is_refused_a_second_one(tmp_path:
             },
         }
     )
-    played = sorted(b["bet_id"] for b in done["bets"] if b["bet_type"] == "jackpot")  # type: ignore[union-attr,index,call-overload]
+    played = sorted(b["bet_id"] for b in done["bets"] if b["bet_type"] == "jackpot")
     assert played == ["j1", "j4"]  # the carried bet played in place 3's next game
-    (hit,) = done["jackpot"]["hits"]  # type: ignore[index]
+    (hit,) = done["jackpot"]["hits"]
     # art. 10 2) (1): the royal flush takes the pool (the seed and 7/10 of each of the
     # two jackpot bets) or the fixed sum, the larger
     assert hit["bet_id"] == "j1"
