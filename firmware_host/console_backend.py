@@ -124,7 +124,7 @@ class TableConsoleBackend:
             "seq": cur.seq,
             "phase": cur.phase,
             "timestamps": dict(cur.timestamps),
-            "bets": [b.to_json() for b in e.bets()],
+            "bets": [b.to_json() for b in e.desk.bets()],
         }
 
     def jackpot(self) -> JSON:

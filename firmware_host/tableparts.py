@@ -151,6 +151,8 @@ def build_parts(
         extensions=extensions,
         caps=plan.bet_caps,
         dealer=roster.current,
+        # the game's own admission rules: the jackpot's (61/2004 art. 11 1), 4))
+        admission=(jackpot.admit,) if jackpot is not None else (),
         # While the ball spins, the bets are settled for every outcome (table/ahead.py).
         runner=loop_runner(asyncio.get_running_loop().call_soon),
     )

@@ -399,7 +399,7 @@ async def test_a_toy_driver_feeds_a_procedure(
         await _until(lambda: driver.health.state is HealthState.ONLINE)  # the port is open
         sim.press("CONFIRM")  # no round in flight: betting opens (58/2004 art. 4)
         await _until(lambda: engine.phase is Phase.OPEN)
-        assert engine.place_bet(
+        assert engine.desk.place(
             {"bet_id": "f3", "bet_type": "fan", "selection": 3, "stake": 100}
         ).accepted
         sim.press("BELL")  # no more bets

@@ -40,7 +40,7 @@ def play(e: RoundEngine, n: int) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
         e.open_betting()
-        assert e.place_bet({"bet_id": f"b{i}", "seat": 1, "bet_type": "fan", "selection": 1,
+        assert e.desk.place({"bet_id": f"b{i}", "seat": 1, "bet_type": "fan", "selection": 1,
                             "stake": 10000}).accepted  # fmt: skip
         e.close_betting()
         out.append(dict(e.submit_result({"number": 1 + i % 4})))

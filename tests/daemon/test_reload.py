@@ -47,7 +47,7 @@ async def test_reload_applies_safe_keys_and_names_the_rest(tmp_path: Path, amqtt
         assert d.parts.engine.cfg.limits.min_stake == 500
         assert d.parts.engine.rules.total_5 == 18  # a pay table changes only with a restart
         d.parts.engine.open_betting()
-        low = d.parts.engine.place_bet({"bet_id": "x", "bet_type": "big", "stake": 200})
+        low = d.parts.engine.desk.place({"bet_id": "x", "bet_type": "big", "stake": 200})
         assert low.code == "BET_STAKE_OUT_OF_LIMITS"
         path.write_text("[table\nbroken")
         refused = d.reload()

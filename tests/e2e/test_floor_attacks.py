@@ -42,7 +42,7 @@ async def table(tmp_path: Path, mosquitto_broker: Any) -> Any:
     mqtt = MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port, reconnect_min_ms=50)
     d = TableDaemon(cfg, state_dir=tmp_path, runtime_dir=tmp_path, mqtt=mqtt)
     await d.start()
-    await d.parts.link.wait_subscribed(30)
+    await d.link.wait_subscribed(30)
     floor = FloorClient(mosquitto_broker.host, mosquitto_broker.port, "atk-1", signers=principals)
     await floor.start()
     try:
@@ -87,7 +87,7 @@ async def test_retried_void_and_result_after_the_next_round_opened(table: Any) -
         "void_round", round_id=first, request_id="void-1", reason="ball left the wheel"
     )
     assert again == void
-    assert d.parts.engine.current.round_id == second and len(d.parts.engine.bets()) == 1
+    assert d.parts.engine.current.round_id == second and len(d.parts.engine.desk.bets()) == 1
     ok(await floor.command("close_betting"))
     result = ok(await floor.command("result", request_id="res-1", outcome={"number": 4}))
     assert result["data"]["round_id"] == second
@@ -172,9 +172,9 @@ async def test_a_bet_is_cancelled_only_by_the_principal_that_placed_it(table: An
     other = await floor.cancel("b1", signer=principals.signer("floor2"))
     assert (other["status"], other["code"]) == ("rejected", "BET_NOT_OWNER")
     validate("bet_response", other)
-    assert [b.bet_id for b in d.parts.engine.bets()] == ["b1"]
+    assert [b.bet_id for b in d.parts.engine.desk.bets()] == ["b1"]
     assert (await floor.cancel("b1"))["status"] == "accepted"
-    assert d.parts.engine.bets() == []
+    assert d.parts.engine.desk.bets() == []
     state = floor.state
     assert state["auth"] == "signed" and state["result_source"] == "manual"
     validate("state", state)
@@ -188,11 +188,11 @@ async def test_a_dealer_signs_in_only_as_itself_a_supervisor_anyone(table: Any) 
     other = await floor.command("dealer_sign_in", dealer="dealer-02", signer=dealer)
     assert (other["status"], other["code"]) == ("error", "DEALER_NOT_BOUND"), other
     validate("command_response", other)
-    assert d.parts.dealers.current() is None
+    assert d.dealers.current() is None
     ok(await floor.command("dealer_sign_in", signer=dealer))
-    assert d.parts.dealers.current() == "dealer"
+    assert d.dealers.current() == "dealer"
     ok(await floor.command("dealer_sign_in", dealer="dealer-02", signer=pit))
-    assert d.parts.dealers.current() == "dealer-02"
+    assert d.dealers.current() == "dealer-02"
     ins = [e.data for e in d.journal.chain.events(50, kind="dealer_signed_in")]
     assert [(x["dealer"], x["by"], x["authority"]) for x in ins] == [
         ("dealer", "mqtt:dealer", "bound"),
@@ -222,10 +222,10 @@ async def test_a_bet_with_a_duplicated_stake_is_refused_and_nothing_is_placed(
     answer = await answer_to_unauthenticated(floor, "bets", text.encode())
     assert (answer["code"], answer["request_id"]) == ("DUPLICATE_MEMBER", None), answer
     validate("bet_response", answer)
-    assert d.parts.engine.bets() == [] and d.journal.requests.answered("floor", "dup-1") is None
+    assert d.parts.engine.desk.bets() == [] and d.journal.requests.answered("floor", "dup-1") is None
     # sent once as signed, the same request id is then placed, once, at its one stake
     placed = ok(await floor.send_raw_awaiting("bets", json.dumps(signed).encode(), "dup-1"))
-    assert placed["bet"]["stake"] == 90000 and [b.stake for b in d.parts.engine.bets()] == [90000]
+    assert placed["bet"]["stake"] == 90000 and [b.stake for b in d.parts.engine.desk.bets()] == [90000]
     state = floor.state
     assert state["accepted_risks"] == []
     by = {(b["principal"], b["code"]) for b in state["refused_requests"]["by"]}
@@ -252,7 +252,7 @@ async def test_an_unauthenticated_refusal_under_a_pending_id_is_not_taken_for_th
     assert "principal" not in refusal
     validate("bet_response", refusal)
     real = ok(await floor.place(body["bet"], request_id="pos-7"))
-    assert real["principal"] == "floor" and [b.bet_id for b in d.parts.engine.bets()] == ["b7"]
+    assert real["principal"] == "floor" and [b.bet_id for b in d.parts.engine.desk.bets()] == ["b7"]
 
 
 @pytest.mark.mosquitto
@@ -286,7 +286,7 @@ async def test_an_accepted_risk_is_logged_at_start_and_in_the_retained_state(
         for i in range(3):
             junk = json.dumps({"request_id": f"j-{i}", "command": "status"}).encode()
             assert (await answer_to_unauthenticated(floor, "commands", junk))["code"] == "UNSIGNED"
-        assert d.parts.floor is not None and d.parts.floor.refusals.total == 3
+        assert d.floor is not None and d.floor.refusals.total == 3
     finally:
         await floor.stop()
         await d.stop()

@@ -244,7 +244,7 @@ async def test_detectors_on_a_running_roulette_table(tmp_path: Path, amqtt_broke
             assert e is not None
             for n, stake in ((18, 1_000_000), (18, 1000)):  # 18 is red: stake and payout
                 e.open_betting()
-                e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "red", "stake": stake})
+                e.desk.place({"bet_id": "a", "seat": 1, "bet_type": "red", "stake": stake})
                 e.close_betting()
                 e.submit_result({"number": n})
 

@@ -91,9 +91,12 @@ def test_the_daemon_sets_only_its_late_attributes_outside_init() -> None:
             continue
         for node in ast.walk(fn):
             for target in _targets(node):
-                if isinstance(target, ast.Attribute) and _is_self(target.value):
-                    if target.attr not in LATE_ATTRIBUTES:
-                        late[f"{fn.name}:{node.lineno}"] = target.attr
+                if (
+                    isinstance(target, ast.Attribute)
+                    and _is_self(target.value)
+                    and target.attr not in LATE_ATTRIBUTES
+                ):
+                    late[f"{fn.name}:{node.lineno}"] = target.attr
     assert not late, f"daemon attributes set outside __init__: {late}"
 
 

@@ -115,7 +115,7 @@ def direct_settlement(e: RoundEngine, raw: list[dict[str, Any]], outcome: Any) -
 def play(e: RoundEngine, raw: list[dict[str, Any]]) -> None:
     e.open_betting()
     for b in raw:
-        assert e.place_bet(b).accepted
+        assert e.desk.place(b).accepted
     e.close_betting()
 
 
@@ -160,7 +160,7 @@ def test_a_bet_added_after_a_voided_throw_is_settled_never_missed(
     stale = steps.given[-1]
     e.reopen_betting("dice tilted")
     assert stale() is False  # stopped by the reopening
-    assert e.place_bet(bet("b", "big", None, 5000)).accepted
+    assert e.desk.place(bet("b", "big", None, 5000)).accepted
     e.close_betting()  # a new round of work ahead, not run yet
     counted = CountingSettle(monkeypatch, e.game)
     payload = e.submit_result({"dice": [4, 5, 6]})
