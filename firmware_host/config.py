@@ -97,6 +97,7 @@ SECTION_MODULES = (
     "firmware_host.auth",
     "firmware_host.table.floor",
     "drivers.registry",
+    "drivers.switches.settings",
     "firmware_host.integrity.software",
     "firmware_host.integrity.settings",
 )

@@ -198,6 +198,7 @@ class TableDaemon:
 
         self.notifier.status("starting devices")
         await p.devices.start(p.on_device_event, p.link, j.chain)
+        p.switches.start()  # each switch's state read, journaled; then every change
         self._task(p.procedure.run(), "procedure")
         self._task(self.extensions.run_ticks(), "extensions")
         self._task(p.software.run(), "software-check")
@@ -279,6 +280,7 @@ class TableDaemon:
             with contextlib.suppress(BaseException):
                 await t
         if p is not None:
+            p.switches.stop()
             await p.devices.stop()
             await p.link.stop()
         if self.journal is not None:
@@ -320,6 +322,7 @@ class TableDaemon:
             self.lockout,
             channel=channel,
             dual=self.dual_control,
+            presence=self.parts.technicians,
         )
 
     async def _serial_console(self, port: str, baud: int) -> None:
