@@ -21,8 +21,9 @@ and published, the switch's ``devices/<name>`` in ``fault``, and the lasting ale
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from drivers.registry import DeviceConfig
 from drivers.switches.bank import GpioSwitch, SwitchBank
@@ -124,7 +125,7 @@ class TableSwitches:
             data["alert"] = alert[0] if alert else None
         kind = "switch_opened" if opened else "switch_closed"
         with self._db.transaction(kind):
-            table_event(self._chain, self._table_id, kind, data, at=_now(), round_id=rid)
+            table_event(self._chain, self._table_id, kind, data, at=_at(event), round_id=rid)
             if alert is not None:
                 code, why = alert
                 self._alerts.raise_(
@@ -158,7 +159,7 @@ class TableSwitches:
             "raw_changes": sw.tracker.raw_changes,
         }
         with self._db.transaction("switch_fault"):
-            table_event(self._chain, self._table_id, "switch_fault", data, at=_now())
+            table_event(self._chain, self._table_id, "switch_fault", data, at=_at(event))
             self._alerts.raise_(
                 "SWITCH_FAULT",
                 f"{sw.cfg.kind} switch {sw.name!r}: {event.code}: {event.message}",
@@ -175,12 +176,14 @@ class TableSwitches:
             "code": event.code,
         }
         with self._db.transaction("switch_recovered"):
-            table_event(self._chain, self._table_id, "switch_recovered", data, at=_now())
+            table_event(self._chain, self._table_id, "switch_recovered", data, at=_at(event))
             self._alerts.end("SWITCH_FAULT", sw.name, evidence=data)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
+def _at(event: SwitchEvent) -> datetime:
+    """The wall time of the contact's change the event stems from (its monotonic time,
+    before the bounce time that confirmed it), for the ``events`` payload's ``at``."""
+    return datetime.now(UTC) - timedelta(seconds=max(0.0, time.monotonic() - event.monotonic))
 
 
 def switch_problems(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from gpiozero.pins.mock import MockFactory
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from drivers.switches.bank import SwitchBank
@@ -137,6 +137,7 @@ def reference(
     return out
 
 
+@settings(max_examples=1000)
 @given(
     st.sampled_from([OP, C]),
     st.lists(st.tuples(st.integers(1, 60), st.sampled_from([OP, C])), max_size=60),
@@ -158,6 +159,45 @@ def test_the_tracker_agrees_with_the_reference_model(
             level = r
     until = now + 1000
     assert run(t, steps, until) == reference(start, steps, until, 20)
+
+
+@settings(max_examples=1000)
+@given(
+    st.sampled_from([OP, C]),
+    st.lists(st.tuples(st.integers(1, 60), st.sampled_from([OP, C, X])), max_size=80),
+)
+def test_with_chatter_and_invalid_readings_the_reports_stay_consistent(
+    start: Reading, raw: list[tuple[int, Reading]]
+) -> None:
+    # chatter on (a 200 ms window, 3 changes), invalid readings of a changeover switch
+    t = ContactTracker(bounce=20, chatter=200, chatter_changes=3)
+    t.start(0, start)
+    steps: list[tuple[float, Reading]] = []
+    now, level = 0, start
+    for gap_ms, r in raw:
+        now += gap_ms
+        if r is not level:
+            steps.append((now, r))
+            level = r
+    out = run(t, steps, now + 1000)
+    state, faulted = start, ""
+    for what in out:
+        if what.startswith("fault"):
+            # one fault at a time; an invalid switch that also changes too often is
+            # escalated to chatter (the recovery then ends it)
+            assert faulted in ("", "fault:SWITCH_INVALID") and what != faulted, out
+            faulted = what
+        elif what.startswith("recovered"):
+            assert faulted == "fault:" + what.split(":")[1], out  # ends the fault in place
+            faulted = ""
+        else:
+            assert not faulted, out  # nothing reported while the state is unknown
+            assert what == ("closed" if state is OP else "opened"), out  # a change, never twice
+            state = OP if what == "opened" else C
+    # a second after the last change the contact is quiet: no fault left, and the last
+    # report is the last valid reading
+    if level is not X:
+        assert not faulted and state is level, out
 
 
 # -- on gpiozero's MockFactory ---------------------------------------------------------------
