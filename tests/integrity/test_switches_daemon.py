@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,18 @@ async def test_openings_in_a_round_and_between_rounds(tmp_path: Path, broker: An
 
             # 1. the lid opens while betting is open: SWITCH_OPENED_IN_ROUND, held
             rnd = p.engine.open_betting(source="test")
-            await drive(LID, True)
+            t0 = time.monotonic()
+            pins.pin(LID).drive_high()
+            while not j.chain.events(1, kind="switch_opened"):
+                await asyncio.sleep(0.002)
+            t1 = time.monotonic()
+            await floor.until(lambda: len(events_of(floor, "switch_opened")) == 1, what="opened")
+            # measured, not asserted: the contact's change to the journal's commit and to
+            # the floor's copy of the event
+            print(
+                f"lid opened -> switch_opened journaled {(t1 - t0) * 1000:.0f} ms (bounce 20 "
+                f"ms), received by the floor {(time.monotonic() - t0) * 1000:.0f} ms"
+            )
             await drive(LID, False)
             await floor.until(lambda: len(events_of(floor, "switch_closed")) == 1, what="closed")
             opened = events_of(floor, "switch_opened")
