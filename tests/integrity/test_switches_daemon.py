@@ -84,12 +84,14 @@ async def test_openings_in_a_round_and_between_rounds(tmp_path: Path, broker: An
 
     async def drop_box(opened: bool) -> None:
         """The changeover switch moves: its contacts swap 2 ms apart (both open for that
-        instant, break before make: within the bounce time, not a fault)."""
+        instant, break before make: within the bounce time, not a fault). The loop is
+        held meanwhile (a blocking sleep: each edge is timestamped when it happens, so a
+        loaded machine cannot stretch the 2 ms)."""
         pins.pin(DROP_B).drive_high()  # (already high when closing)
-        await asyncio.sleep(0.002)
+        time.sleep(0.002)
         pins.pin(DROP).drive_high() if opened else pins.pin(DROP).drive_low()
         if opened:
-            await asyncio.sleep(0.002)
+            time.sleep(0.002)
             pins.pin(DROP_B).drive_low()
         await asyncio.sleep(SETTLE)
 
