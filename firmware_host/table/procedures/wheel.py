@@ -81,6 +81,14 @@ class WheelProcedure(Procedure):
         await super().on_device_event(device, event)
         if not self.is_mine(device):
             return
+        if self.holding():  # the result is held (docs/witness.md): the next game waits
+            if isinstance(event, WinningNumber):
+                self.engine.record_frames([(device, "rx", event.raw)] if event.raw else [])
+                self.fault(
+                    "result_refused",
+                    {"source": device, "number": event.number, "reason": "a result is held"},
+                )
+            return
         match event:
             case GameStateChanged():
                 self._state(device, event)
