@@ -575,8 +575,10 @@ class WitnessHealth:
                 subject=str(data.get("round_id", "")),
                 evidence={k: data[k] for k in ("why", "primary", "witness") if k in data},
             )
-        elif news in ("resolved", "voided") and self.state == "fault":
-            self._set("online", "", "")
+        elif news in ("resolved", "voided"):
+            c["resolved"] += news == "resolved"
+            if self.state == "fault":
+                self._set("online", "", "")
         self.publish()
 
     def _set(self, state: str, code: str, message: str) -> None:
