@@ -169,8 +169,11 @@ class ResultWitness(TableExtension):
         or for a supervisor: the device's next game is not a round of it."""
         r = self._round
         cur = self.engine.current
-        return r is not None and r.primary is not None and cur is not None and (
-            cur.round_id == r.round_id
+        return (
+            r is not None
+            and r.primary is not None
+            and cur is not None
+            and (cur.round_id == r.round_id)
         )
 
     def held(self) -> dict[str, JSON] | None:
@@ -288,8 +291,7 @@ class ResultWitness(TableExtension):
         cur = e.current
         if cur is None or e.phase is not Phase.CLOSED:
             raise RoundFault(
-                f"{what} is taken once betting is closed; the table is in phase "
-                f"{e.phase.value!r}",
+                f"{what} is taken once betting is closed; the table is in phase {e.phase.value!r}",
                 code="WITNESS_TOO_EARLY" if e.phase is Phase.OPEN else "WRONG_PHASE",
             )
         parsed = e.game.parse_outcome(e.rules, raw)  # OutcomeError: the game's own code
@@ -320,7 +322,11 @@ class ResultWitness(TableExtension):
         if e.game.same_outcome(e.rules, r.primary.parsed, r.witness.parsed):
             self._chain.append_event(
                 "result_witnessed",
-                {"round_id": r.round_id, "primary": r.primary.outcome, "witness": r.witness.outcome},
+                {
+                    "round_id": r.round_id,
+                    "primary": r.primary.outcome,
+                    "witness": r.witness.outcome,
+                },
             )
             payload = self._settle(r, r.primary)
             self._tell("agreed", {"round_id": r.round_id, **self._lag(r)})
@@ -408,7 +414,8 @@ class ResultWitness(TableExtension):
         r = self._current()
         if r is None or r.disputed is None:
             raise RoundFault(
-                f"round {call.round_id} has no disputed result to resolve", code="RESULT_NOT_DISPUTED"
+                f"round {call.round_id} has no disputed result to resolve",
+                code="RESULT_NOT_DISPUTED",
             )
         stands = r.primary if reading == "primary" else r.witness
         if stands is None:

@@ -225,7 +225,9 @@ async def test_roulette_witness_agrees_disagrees_and_is_silent(roulette: Table) 
     assert (settled["round_id"], settled["status"]) == (rid, "settled")
     assert settled["outcome"]["number"] == 17
     assert {b["bet_id"]: b["result"] for b in settled["bets"]} == {
-        f"s-{rid[-4:]}": "win", f"r-{rid[-4:]}": "lose"}  # fmt: skip (17 is black)
+        f"s-{rid[-4:]}": "win",
+        f"r-{rid[-4:]}": "lose",
+    }  # fmt: skip (17 is black)
     readings = t.chain_data("result_reading", rid)
     assert [r["reading"] for r in readings] == ["primary", "witness"]
     assert readings[0]["source"].startswith("result:spin") and readings[0]["frames"]
