@@ -444,3 +444,43 @@ def test_a_second_wheel_listed_after_the_result_device_is_a_witness() -> None:
 def test_the_witness_answers_its_commands_as_their_specs_say(r: Rig) -> None:
     for name in ("witness_result", "resolve_result"):
         assert r.commands.owner(name) == CATALOGUE[name].handler == "table.witness.ResultWitness"
+
+
+async def test_a_baccarat_coup_from_the_shoe_is_held_for_the_finished_hand(tmp_path: Path) -> None:
+    # The shoe procedure's result (the finished hand, 55/2004 art. 9) goes to the witness
+    # like the wheel's; a camera reading the same hand settles it, another hand holds it.
+    from firmware_host.table.procedures import Device, ProcedureContext, make_procedure
+    from tablecommon.events.shoe import CardDealt
+
+    shoe = {"driver": "shoe-ref", "port": "socket://127.0.0.1:9"}
+    cfg = validate_document(doc("baccarat", {}, shoe=shoe))
+    j = Journal(tmp_path / "journal.sqlite3")
+    ext = TableExtensions()
+    engine = RoundEngine(cfg, j, extensions=ext)
+    w = ResultWitness(
+        WitnessSettings(), engine, db=j.db, chain=j.chain, faults=j.faults,
+        approvals=j.requests, extensions=ext,
+    )  # fmt: skip
+    proc = make_procedure(
+        ProcedureContext(
+            engine, devices=(Device("shoe", "shoe", None),), extensions=ext, results=w
+        )  # fmt: skip
+    )
+    hand = {"player": ["9H", "KD"], "banker": ["2S", "3C"]}
+    for n, witness in enumerate(({**hand}, {"player": ["9H", "KD"], "banker": ["2S", "4C"]})):
+        engine.open_betting()
+        rid = engine.current.round_id
+        assert engine.desk.place({"bet_id": f"p{n}", "seat": 1, "bet_type": "player",
+                                  "stake": 1000}).accepted  # fmt: skip
+        for seq, card in enumerate(["9H", "2S", "KD", "3C"], start=1 + 4 * n):
+            await proc.on_device_event("shoe", CardDealt(device="shoe", card=card, seq=seq))
+        assert w.holding() and j.rounds.settlement(rid) is None
+        await proc.on_device_event("shoe", CardDealt(device="shoe", card="5D", seq=99))
+        assert w.holding()  # a card after the finished hand: a misdeal, nothing settles
+        out = w.witness_reading(witness, "mqtt:camera")
+        if n == 0:
+            assert out["status"] == "settled"
+            assert j.rounds.settlement(rid)["outcome"]["winner"] == "player"
+        else:
+            assert out["status"] == "held" and {f.code for f in j.faults.active()} == {FAULT}
+    j.close()

@@ -122,14 +122,21 @@ class Procedure:
         """Publish a fault on ``events`` and write it to the event log."""
         self._report(kind, data)
 
+    def submit_result(
+        self, outcome: JSON, *, source: str, frames: Sequence[Frame] = ()
+    ) -> Mapping[str, JSON] | None:
+        """The round's result, from the device or a command: to the table's witness when
+        it has one (held until a second reading agrees: None), else settled."""
+        sink = self.ctx.results
+        if sink is not None:
+            return sink.submit_result(outcome, source=source, frames=frames)
+        return self.engine.submit_result(outcome, source=source, frames=frames)
+
     def try_result(
         self, outcome: JSON, source: str, frames: Sequence[Frame] = ()
     ) -> Mapping[str, JSON] | None:
-        sink = self.ctx.results
         try:
-            if sink is not None:
-                return sink.submit_result(outcome, source=source, frames=frames)
-            return self.engine.submit_result(outcome, source=source, frames=frames)
+            return self.submit_result(outcome, source=source, frames=frames)
         except RulesError as exc:
             self.engine.record_frames(frames)
             self.fault(
