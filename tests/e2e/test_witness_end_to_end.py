@@ -255,7 +255,7 @@ async def test_roulette_witness_agrees_disagrees_and_is_silent(roulette: Table) 
     assert disputed["primary"]["frames"] and disputed["witness"]["frames"]
     assert len(t.d.journal.frames.of_round(rid)) >= 2
     late_bet = {"bet_id": "late", "seat": 3, "bet_type": "black", "stake": 1000}
-    assert (await t.floor.place(late_bet, round_id=rid))["status"] == "rejected"
+    assert (await t.floor.place(late_bet, round_id=rid))["code"] == "BETTING_CLOSED"
     await asyncio.sleep(0.5)  # the wheel goes on to its next game: nothing opens
     assert t.engine.current.round_id == rid and t.engine.phase is Phase.CLOSED
     events = [m.json() for m in t.floor.messages if m.topic == "events"]

@@ -464,7 +464,7 @@ async def test_a_baccarat_coup_from_the_shoe_is_held_for_the_finished_hand(tmp_p
     proc = make_procedure(
         ProcedureContext(
             engine, devices=(Device("shoe", "shoe", None),), extensions=ext, results=w
-        )  # fmt: skip
+        )
     )
     hand = {"player": ["9H", "KD"], "banker": ["2S", "3C"]}
     for n, witness in enumerate(({**hand}, {"player": ["9H", "KD"], "banker": ["2S", "4C"]})):
