@@ -37,9 +37,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -201,7 +203,7 @@ class ResultWitness(TableExtension):
                 + ("held for a supervisor" if r.disputed else "waiting for the witness"),
                 code="RESULT_HELD",
             )
-        with self._db.transaction("witness_primary"):
+        with self._undone(r), self._db.transaction("witness_primary"):
             r.primary = reading
             self._journal(r, "primary", reading)
             if r.witness is not None:
@@ -261,7 +263,7 @@ class ResultWitness(TableExtension):
                 "is taken once",
                 code="WITNESS_ALREADY_READ",
             )
-        with self._db.transaction("witness_reading"):
+        with self._undone(r), self._db.transaction("witness_reading"):
             r.witness = reading
             self._journal(r, "witness", reading)
             if r.disputed is not None:  # late: evidence for the supervisor, nothing settles
@@ -276,6 +278,20 @@ class ResultWitness(TableExtension):
         return {"round_id": r.round_id, "status": status}
 
     # -- comparing, settling, holding ------------------------------------------------------
+    @contextlib.contextmanager
+    def _undone(self, r: _Round) -> Iterator[None]:
+        """What the block changes of ``r`` (and which round is followed) is undone when
+        its transaction does not commit (a full disk, a settlement the rules refuse): the
+        memory never says more than the journal."""
+        before = dataclasses.replace(r)
+        try:
+            yield
+        except BaseException:
+            r.primary, r.witness, r.disputed = before.primary, before.witness, before.disputed
+            self._round = r
+            self._arm(r)  # still waiting for the witness: its time runs again
+            raise
+
     def _current(self) -> _Round | None:
         cur = self.engine.current
         r = self._round
@@ -358,6 +374,10 @@ class ResultWitness(TableExtension):
             self.expire(round_id)
         except Exception:
             log.exception("witness: holding round %s after the timeout failed", round_id)
+            r = self._current()
+            if r is not None and r.round_id == round_id:
+                r.timer = None
+                self._arm(r)  # tried again a timeout later (the journal may write again)
 
     def expire(self, round_id: str) -> bool:
         """The witness did not read in time: hold the round (True), if it still waits."""
@@ -367,7 +387,7 @@ class ResultWitness(TableExtension):
         if r.witness is not None or r.disputed is not None:
             return False
         r.timer = None
-        with self._db.transaction("witness_timeout"):
+        with self._undone(r), self._db.transaction("witness_timeout"):
             self._dispute(r, "timeout")
         return True
 
@@ -439,7 +459,7 @@ class ResultWitness(TableExtension):
             "by": list(by),
             "reason": reason,
         }
-        with self._db.transaction("resolve_result"):
+        with self._undone(r), self._db.transaction("resolve_result"):
             self._chain.append_event("result_resolved", data)
             if FAULT in {f.code for f in self._faults.active()}:
                 self._faults.clear_fault(FAULT, by=call.source, reason=f"{reading}: {reason}")

@@ -462,9 +462,7 @@ async def test_a_baccarat_coup_from_the_shoe_is_held_for_the_finished_hand(tmp_p
         approvals=j.requests, extensions=ext,
     )  # fmt: skip
     proc = make_procedure(
-        ProcedureContext(
-            engine, devices=(Device("shoe", "shoe", None),), extensions=ext, results=w
-        )
+        ProcedureContext(engine, devices=(Device("shoe", "shoe", None),), extensions=ext, results=w)
     )
     hand = {"player": ["9H", "KD"], "banker": ["2S", "3C"]}
     for n, witness in enumerate(({**hand}, {"player": ["9H", "KD"], "banker": ["2S", "4C"]})):
@@ -484,3 +482,26 @@ async def test_a_baccarat_coup_from_the_shoe_is_held_for_the_finished_hand(tmp_p
         else:
             assert out["status"] == "held" and {f.code for f in j.faults.active()} == {FAULT}
     j.close()
+
+
+def test_a_hold_the_journal_cannot_write_leaves_the_round_waiting(r: Rig, monkeypatch: Any) -> None:
+    # The attack on the memory: a dispute whose transaction rolls back (a full disk)
+    # must not leave the witness believing it read; the journal holds neither.
+    from firmware_host.journal.errors import JournalFull, StorageError
+
+    rid = r.round()
+    r.witness.submit_result({"number": 1}, source="wheel")
+
+    def full(*a: Any, **k: Any) -> Any:
+        raise JournalFull("disk full")
+
+    monkeypatch.setattr(r.journal.faults, "set_fault", full)
+    with pytest.raises(StorageError):
+        r.witness.witness_reading({"number": 2}, "mqtt:camera")
+    assert r.witness.held() == {"round_id": rid, "disputed": None,
+                                "primary": {"number": 1, "colour": "red"}, "witness": None}  # fmt: skip
+    assert [e.data["reading"] for e in r.journal.chain.events(100)
+            if e.kind == "result_reading"] == ["primary"]  # fmt: skip
+    monkeypatch.undo()
+    assert r.witness.witness_reading({"number": 1}, "mqtt:camera")["status"] == "settled"
+    assert r.journal.rounds.settlement(rid)["outcome"]["number"] == 1
