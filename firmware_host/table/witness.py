@@ -232,7 +232,8 @@ class ResultWitness(TableExtension):
         if wanted and name != wanted:
             log.warning("witness: reading from %s refused: not the witness %s", name, wanted)
             raise RequestError(
-                "NOT_THE_WITNESS", f"{name} is not this table's witness; its readings count"
+                "NOT_THE_WITNESS",
+                f"{name} is not this table's witness ({wanted}): only the witness's readings count",
             )
         if "outcome" not in call.args:
             raise RequestError("MALFORMED_REQUEST", "witness_result needs an 'outcome'")
@@ -246,7 +247,7 @@ class ResultWitness(TableExtension):
         }
         frame: Frame = (self.settings.name, "rx", canonical_json(evidence).encode())
         try:
-            return self.witness_reading(call.args["outcome"], f"{call.source}", (frame,))
+            return self.witness_reading(call.args["outcome"], call.source, (frame,))
         except Exception as exc:
             log.warning("witness: reading of %s refused: %s", name, exc)
             raise
@@ -256,7 +257,7 @@ class ResultWitness(TableExtension):
     ) -> dict[str, JSON]:
         """The witness's reading of the round in flight: compared with the primary's
         when both are in; kept as evidence when the round is already held."""
-        r, reading = self._reading(raw_outcome, source, frames, "the witness's reading")
+        r, reading = self._reading(raw_outcome, source, frames, "the witness's reading", early=True)
         if r.witness is not None:
             raise RoundFault(
                 f"the witness already read round {r.round_id} ({r.witness.source}); a reading "
@@ -300,15 +301,16 @@ class ResultWitness(TableExtension):
         return r
 
     def _reading(
-        self, raw: JSON, source: str, frames: Sequence[Frame], what: str
+        self, raw: JSON, source: str, frames: Sequence[Frame], what: str, *, early: bool = False
     ) -> tuple[_Round, Reading]:
-        """The round in flight (betting closed) and ``raw`` parsed as its outcome."""
+        """The round in flight (betting closed) and ``raw`` parsed as its outcome
+        (``early``: a witness's reading while betting is open is ``WITNESS_TOO_EARLY``)."""
         e = self.engine
         cur = e.current
         if cur is None or e.phase is not Phase.CLOSED:
             raise RoundFault(
                 f"{what} is taken once betting is closed; the table is in phase {e.phase.value!r}",
-                code="WITNESS_TOO_EARLY" if e.phase is Phase.OPEN else "WRONG_PHASE",
+                code="WITNESS_TOO_EARLY" if early and e.phase is Phase.OPEN else "WRONG_PHASE",
             )
         parsed = e.game.parse_outcome(e.rules, raw)  # OutcomeError: the game's own code
         r = self._current()
@@ -445,12 +447,11 @@ class ResultWitness(TableExtension):
             )
         who = call.operator
         by: list[str] = [who]
+        subject = f"{r.round_id}:{reading}"
         if call.two_person:
-            subject = f"{r.round_id}:{reading}"
             by = self._approvals.approve("resolve_result", subject, who, call.request_id or "")
             if len(by) < 2:
                 return {"round_id": r.round_id, "resolved": False, "confirmed_by": list(by)}
-            self._approvals.clear_approvals("resolve_result", subject)
         data: dict[str, JSON] = {
             "round_id": r.round_id,
             "reading": reading,
@@ -461,6 +462,8 @@ class ResultWitness(TableExtension):
         }
         with self._undone(r), self._db.transaction("resolve_result"):
             self._chain.append_event("result_resolved", data)
+            if call.two_person:
+                self._approvals.clear_approvals("resolve_result", subject)
             if FAULT in {f.code for f in self._faults.active()}:
                 self._faults.clear_fault(FAULT, by=call.source, reason=f"{reading}: {reason}")
             payload = self._settle(r, stands)
