@@ -136,16 +136,26 @@ def refused(answer: Any, code: str) -> Any:
     return answer
 
 
+MQTT_WITNESS = {"source": "mqtt", "name": "camera-1", "principal": "camera", "timeout_s": TIMEOUT_S}
+
+
 async def start_table(
-    tmp: Path, broker: Any, game: str, device: dict[str, Any], sim: Any, **auth: Any
+    tmp: Path,
+    broker: Any,
+    game: str,
+    device: dict[str, Any],
+    sim: Any,
+    *,
+    witness: dict[str, Any] = MQTT_WITNESS,
+    second: dict[str, Any] | None = None,
+    **auth: Any,
 ) -> Table:
     principals = make_principals(tmp / "keys", ROLES)
     doc = {
         "table": {"id": f"w-{game}", "game": game},
         "limits": {"min_stake": 100, "max_stake": 1_000_000},
-        "devices": {"result": device},
-        "witness": {"source": "mqtt", "name": "camera-1", "principal": "camera",
-                    "timeout_s": TIMEOUT_S},
+        "devices": {"result": device, **({"wheel2": second} if second else {})},
+        "witness": witness,
         "auth": principals.auth_section(**auth),
     }  # fmt: skip
     cfg = validate_document(doc)
@@ -455,3 +465,57 @@ async def test_sicbo_witness_agrees_disagrees_and_is_silent(sicbo: Table) -> Non
     await stop_table(t)
     done = audit_verify(t)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# -- a second device as the witness -------------------------------------------------
+async def test_a_second_wheel_witnesses_the_first(tmp_path: Path, mosquitto_broker: Any) -> None:
+    # Two SS2 wheels over their own ptys read the same ball (a second sensor ring): the
+    # first drives the rounds, the second's winning number is the witness's reading.
+    from bench.table import FAST
+    from drivers.cammegh.sim import CammeghSim
+
+    sims = [CammeghSim(seed=s, timing=FAST) for s in (1, 2)]
+    ports = [await sim.serve_pty() for sim in sims]
+    for sim in sims:
+        await sim.power_on()
+    t = await start_table(
+        tmp_path,
+        mosquitto_broker,
+        "roulette",
+        {"driver": "cammegh-ss2", "port": str(ports[0].path)},
+        sims[0],
+        witness={
+            "source": "device",
+            "device": "wheel2",
+            "name": "wheel2-witness",
+            "timeout_s": TIMEOUT_S,
+        },
+        second={"driver": "cammegh-ss2", "port": str(ports[1].path)},
+    )
+    try:
+        await until(lambda: t.d.drivers["wheel2"].health.state.value == "online")
+        for first, second in ((21, 21), (21, 22)):
+            await until(lambda: t.engine.phase is Phase.OPEN, what="betting open")
+            rid = t.in_flight()
+            sims[0].set_next(first)
+            sims[1].set_next(second)
+            await asyncio.gather(sims[0].spin(), sims[1].spin())
+            if first == second:
+                settled = await t.floor.next_round()
+                assert (settled["round_id"], settled["outcome"]["number"]) == (rid, 21)
+                assert "result_witnessed" in t.chain_kinds(rid)
+                assert t.chain_data("result_reading", rid)[1]["source"] == "wheel2"
+            else:
+                await until(lambda: "RESULT_DISPUTED" in t.faults(), what="held")
+                assert t.chain_data("result_disputed", rid)[0]["witness"]["outcome"]["number"] == 22
+                ok(await t.resolve("witness", "the second ring read it right"))
+                settled = await t.floor.next_round()
+                assert (settled["round_id"], settled["outcome"]["number"]) == (rid, 22)
+        await until(
+            lambda: (t.device("wheel2-witness") or {}).get("witness", {}).get("disagreed") == 1
+        )
+        assert t.device("wheel2-witness")["witness"]["source"] == "device"
+    finally:
+        await stop_table(t)
+        for sim in sims:
+            await sim.stop()
