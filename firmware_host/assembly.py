@@ -36,6 +36,7 @@ from .mqtt import MqttSettings
 from .risks import assess
 from .table.bets import BetCaps, bet_caps
 from .table.jackpot import JackpotSettings
+from .table.witness_settings import WitnessSettings, witness_problems
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ class TablePlan:
     accepted_risk_lines: tuple[str, ...] = ()
     #: ``[switches.<name>]``: the table's doors, lids, boxes and tamper loops.
     switches: tuple[SwitchConfig, ...] = ()
+    #: ``[witness]``: the result's second reading (``docs/witness.md``), or None.
+    witness: WitnessSettings | None = None
 
 
 def read_plan(
@@ -108,6 +111,7 @@ def read_plan(
     warnings.extend(verdict.warnings)
     software = _resolve_software(cfg.section("software") or SoftwareSettings(), cfg.source)
     integrity = IntegritySettings.from_section(cfg.section("integrity"))
+    witness = WitnessSettings.from_section(cfg.section("witness"))
     warnings.extend(mqtt.warnings())
     warnings.extend(console.warnings())
     if not software.configured:
@@ -125,6 +129,12 @@ def read_plan(
             [(d.name, d.kind, d.settings) for d in devices if d.enabled],
         ),
         *ball_revs_problems(integrity, devices),
+        *witness_problems(
+            witness,
+            devices,
+            result_kind=cfg.game.result_device,
+            result_source=cfg.result_source,
+        ),
         *cfg.unread_options(),
     ]
     return TablePlan(
@@ -147,6 +157,7 @@ def read_plan(
         accepted_risks=verdict.accepted,
         accepted_risk_lines=verdict.accepted_lines,
         switches=tuple(switches.values()),
+        witness=witness,
     )
 
 
