@@ -310,7 +310,8 @@ def build_parts(
             engine=engine,
             journal=j,
             link=link,
-            drivers=devices.drivers,
+            # the console's `devices` shows the table's switches too
+            drivers={**devices.drivers, **switches.bank.switches},
             jackpot_controller=jackpot,
             loop_lag=loop_lag.seconds,
             config_path=config_path,

@@ -181,6 +181,10 @@ async def test_openings_in_a_round_and_between_rounds(tmp_path: Path, broker: An
                 out = await session.handle(f"ack {a.id} seen on camera, drop team")
                 assert "error" not in " ".join(out), out
             assert p.alerts.active() == []
+            # the console's devices shows them
+            shown = "\n".join(await session.handle("devices"))
+            drop_shown = shown.split("drop:", 1)[1].split("tray:", 1)[0]
+            assert "kind: drop_box" in drop_shown and "state: open" in drop_shown, shown
             # the switches' devices/<name> say online
             await floor.until(
                 lambda: any(m.topic == "devices/drop" for m in floor.messages), what="devices"
