@@ -54,6 +54,7 @@ from .console import (
     serve_stream,
 )
 from .integrity.selfcheck import SoftwareMismatch
+from .integrity.significant import previous_end
 from .journal import AuditLog, Journal, JournalError, StorageError, TableOwner
 from .journal.rounds import rules_digest
 from .jsonio import JSON
@@ -249,6 +250,8 @@ class TableDaemon:
         chain.append_event(
             "power_up",
             {
+                # how the previous run ended: power_down, or lost (the lab's power loss)
+                "previous_end": previous_end(chain),
                 "version": __version__,
                 "table_id": self.cfg.table_id,
                 "game": self.cfg.game_id,

@@ -9,7 +9,9 @@ lists the same table (a test keeps both equal).
 
 from __future__ import annotations
 
-__all__ = ["SIGNIFICANT_EVENTS", "SWITCH_NAMES", "switch_event_name"]
+from ..journal import AuditLog
+
+__all__ = ["SIGNIFICANT_EVENTS", "SWITCH_NAMES", "previous_end", "switch_event_name"]
 
 #: A switch's kind -> the lab's names of its opening and its closing.
 SWITCH_NAMES: dict[str, tuple[str, str]] = {
@@ -38,6 +40,18 @@ SIGNIFICANT_EVENTS: dict[str, str] = {
     "fault_latched": "tilt",
     "fault_cleared": "tilt cleared",
 }
+
+
+def previous_end(chain: AuditLog) -> str | None:
+    """How the table's previous run ended, read before this start's ``power_up`` is
+    written: ``power_down`` (it stopped and said so), ``lost`` (its last ``power_up``
+    has no ``power_down`` after it: the power was cut, the process killed, the system
+    crashed; the lab's "power loss"), or None (the journal's first start)."""
+    ups = chain.events(1, kind="power_up")
+    if not ups:
+        return None
+    downs = chain.events(1, kind="power_down")
+    return "power_down" if downs and downs[-1].id > ups[-1].id else "lost"
 
 
 def switch_event_name(kind: str, opened: bool) -> str:
