@@ -30,7 +30,7 @@ from drivers.switches.bank import GpioSwitch, SwitchBank
 from drivers.switches.events import SwitchChanged, SwitchEvent, SwitchFault, SwitchRecovered
 from drivers.switches.settings import SwitchConfig
 
-from ..journal import AuditLog, Database
+from ..journal import STORAGE_CODES, AuditLog, Database
 from ..jsonio import JSON
 from .alerts import Alerts
 from .events import table_event
@@ -72,6 +72,8 @@ class TableSwitches:
         self._round_in_flight = round_in_flight
         self._present = present
         self._health = health
+        #: Events the journal could not take (a full disk...): counted and logged.
+        self.unjournaled = 0
 
     def start(self) -> None:
         """Read every switch (its state at start is journaled) and follow them."""
@@ -88,13 +90,21 @@ class TableSwitches:
         sw = self.bank.get(event.device)
         if sw is None:
             return
-        match event:
-            case SwitchChanged():
-                self._changed(sw, event)
-            case SwitchFault():
-                self._fault(sw, event)
-            case SwitchRecovered():
-                self._recovered(sw, event)
+        try:
+            match event:
+                case SwitchChanged():
+                    self._changed(sw, event)
+                case SwitchFault():
+                    self._fault(sw, event)
+                case SwitchRecovered():
+                    self._recovered(sw, event)
+        except Exception as exc:
+            if getattr(exc, "code", None) not in STORAGE_CODES:
+                raise
+            # the journal cannot write (its storage guard latched the fault that stops
+            # play): the event is lost to the chain, and said so here
+            self.unjournaled += 1
+            log.error("switch %s: %s not journaled: %s", sw.name, event.to_json(), exc)
         if self._health is not None:
             self._health(sw.name, {**sw.health.to_json(), "kind": "switch"})
 
