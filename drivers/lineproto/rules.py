@@ -197,7 +197,7 @@ def _fields(value: Any, bad: Any) -> list[FieldConv]:
     for name, spec in value.items():
         conv, why = parse_field(str(name), spec)
         if why:
-            bad("fields", why)
+            bad(f"fields.{name}", why)
         elif conv is not None:
             out.append(conv)
     return out

@@ -6,7 +6,8 @@ framing) is written again to each host that connects, with the capture's own tim
 (``--speed`` times faster; a pause longer than ``max_gap`` seconds, a capture's
 session break, is cut to it), each line ended as the device ends them (CR LF for
 ``end = "CR or LF"``). Without a capture it speaks the file's example lines in turn,
-``[framing] status_every_ms`` apart, for ever. ``loop``: the capture again from its
+``[framing] status_every_ms`` apart, for ever (a result's example ``[results] lines``
+times in a row, so that it is confirmed). ``loop``: the capture again from its
 start when it ends (else the device falls silent, and a driver then reports it so).
 
 What the host sends is read as the file's commands and reported (:attr:`heard`, and
@@ -38,9 +39,10 @@ __all__ = ["ReplaySim", "replay_lines"]
 def replay_lines(protocol: Protocol, capture: bytes | None) -> list[tuple[float, bytes]]:
     """(seconds since the previous line, line) of what the device sent."""
     every = protocol.framing.status_every
-    if capture is None:
+    if capture is None:  # the examples; a result's as many times as confirm it
         return [(every, ex.encode(protocol.framing.encoding, "replace"))
-                for rule in protocol.rules for ex in rule.examples]  # fmt: skip
+                for rule in protocol.rules for ex in rule.examples
+                for _ in range(protocol.results.lines if rule.result == "shows" else 1)]  # fmt: skip
     out: list[tuple[float, bytes]] = []
     if not is_frame_log(capture):
         return [(every, piece) for piece in LineSplitter(protocol.framing).feed(capture)

@@ -92,17 +92,21 @@ class Locator:
         return 0
 
     def key(self, name: str, key: str, index: int | None = None) -> int:
-        """The line of ``key = `` (or ``key.x = ``) in that table, else the table's line."""
+        """The line of ``key = `` (or ``key.x = ``) in that table, else (a dotted key,
+        ``fields.state``) the line of its first part, else the table's line."""
         start = self.table(name, index)
         if not start:
             return 0
-        pattern = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*[=.]")
-        for no in range(start + 1, len(self.lines) + 1):
-            if self._HEADER.match(self.lines[no - 1]):
-                break
-            if pattern.match(self.lines[no - 1]):
-                return no
-        return start
+        while True:
+            pattern = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*[=.]")
+            for no in range(start + 1, len(self.lines) + 1):
+                if self._HEADER.match(self.lines[no - 1]):
+                    break
+                if pattern.match(self.lines[no - 1]):
+                    return no
+            if "." not in key:
+                return start
+            key = key.rsplit(".", 1)[0]
 
 
 @dataclass
