@@ -304,3 +304,49 @@ async def test_the_example_shaker_file_speaks_to_a_line_shaker() -> None:
         await asyncio.wait_for(task, 5)
     first = next(e for e in got if isinstance(e, DiceRead))
     assert (first.shake, first.dice) == (7, (3, 4, 5))  # the file's first dice example
+
+
+# ------------------------------------------------------------------ the docs stay true
+def test_the_format_page_lists_every_event_field_and_conversion() -> None:
+    from drivers.lineproto.fields import CONVERSIONS
+    from drivers.lineproto.kinds import EVENTS
+
+    page = (ROOT / "docs" / "protocols" / "line-protocol.md").read_text()
+    rows = {(m[0], m[1]): m[2] for m in re.findall(r"^\| (\w+) \| `(\w+)` \| (.*) \|$", page, re.M)}
+    for kind, events in EVENTS.items():
+        for event, fields in events.items():
+            if event == "none":
+                continue
+            row = rows[(kind, event)]
+            for f in fields.values():
+                shown = f"**`{f.name}`**" if f.required else f"`{f.name}`"
+                assert shown in row, (kind, event, f.name)
+    for conv in CONVERSIONS:
+        assert f'| `"{conv}"` |' in page
+    for key in (
+        "end",
+        "send_end",
+        "encoding",
+        "max_line",
+        "printable",
+        "silence_ms",
+        "status_every_ms",
+    ):
+        assert f"| `{key}` |" in page
+
+
+def test_the_worked_examples_excerpt_is_the_file() -> None:
+    """The rules shown in docs/drivers.md are those of acme-wheel.toml, key for key."""
+    import tomllib
+
+    page = (ROOT / "docs" / "drivers.md").read_text()
+    section = page.split("## Connecting a device that speaks text lines", 1)[1]
+    excerpt = tomllib.loads(section.split("```toml\n", 1)[1].split("```", 1)[0])
+    whole = tomllib.loads(ACME.read_text())
+    assert excerpt["rule"] == whole["rule"][: len(excerpt["rule"])]
+    assert excerpt["results"] == whole["results"]
+    assert excerpt["protocol"]["garbage"] == whole["protocol"]["garbage"]
+    table = tomllib.loads(section.split("```toml\n", 2)[2].split("```", 1)[0])
+    assert (
+        table["devices"] == tomllib.loads((EXAMPLES / "acme-roulette.toml").read_text())["devices"]
+    )
