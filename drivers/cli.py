@@ -197,7 +197,11 @@ def _protocol_kind(path: str) -> str:
 
 def _invalid(exc: Any) -> CliError:
     problems = list(getattr(exc, "problems", [])) or [str(exc)]
-    more = f" (and {len(problems) - 1} more: tablectl check-config lists them)" if len(problems) > 1 else ""
+    more = (
+        f" (and {len(problems) - 1} more: tablectl check-config lists them)"
+        if len(problems) > 1
+        else ""
+    )
     return CliError(f"{problems[0]}{more}", code="PROTOCOL_INVALID")
 
 

@@ -290,3 +290,16 @@ def test_the_reference_counts_of_the_simulator() -> None:
 
     sim = asyncio.run(run())
     assert sim.driven == {"index": 5} and sim.bursts == 10
+
+
+async def test_the_rotor_reversed_with_the_ball_in_the_rim_voids(make: Any) -> None:
+    """State 3 is in play: a reversal then voids the game, as in state 4 (in state 2,
+    between games, it is normal)."""
+    rig = await make(track=True, sim_kw={"bounce_ms": 1.0})
+    t = rig.sim.clock.t
+    await rig.sim.run(1.0, track=[(t + 0.5, 0.004)])  # the ball launched: one track pass
+    assert [e.state for e in rig.of(GameStateChanged)][-1] == 3
+    rig.sim.direction = "anticlockwise"
+    await rig.sim.run(6.0)
+    (void,) = rig.of(GameVoided)
+    assert void.reason == "DIRECTION_CHANGED" and "in the rim" in void.message
