@@ -198,7 +198,7 @@ def _protocol_kind(path: str) -> str:
 def _invalid(exc: Any) -> CliError:
     problems = list(getattr(exc, "problems", [])) or [str(exc)]
     more = (
-        f" (and {len(problems) - 1} more: tablectl check-config lists them)"
+        f" (and {len(problems) - 1} more: tablectl check-config of a table naming it lists them)"
         if len(problems) > 1
         else ""
     )

@@ -48,10 +48,14 @@ def _loader(kind: str) -> Any:
 
 def _protocol(kind: str, options: Mapping[str, Any]) -> Any:
     from .load import load_protocol
+    from .spec import ProtocolInvalid
 
     protocol = load_protocol(str(options.get("protocol") or DEFAULT_PROTOCOL[kind]))
     if protocol.kind != kind:
-        raise ValueError(f"{protocol.source} describes a {protocol.kind}: use line-{protocol.kind}")
+        raise ProtocolInvalid(protocol.source, [
+            f"{protocol.source}: it describes a {protocol.kind}, and line-{kind} serves a "
+            f"{kind}: use line-{protocol.kind}"
+        ])  # fmt: skip
     return protocol
 
 

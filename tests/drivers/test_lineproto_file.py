@@ -233,11 +233,29 @@ def test_decode_a_bad_file_is_one_clear_error(
     assert "Traceback" not in err
 
 
-def test_decode_with_a_file_of_another_kind_than_the_driver(
+def test_decode_and_sim_with_a_file_of_another_kind_than_the_driver(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    said = f"PROTOCOL_INVALID: {ACME}: it describes a wheel, and line-shaker serves a shaker: use line-wheel"
     assert main(["decode", "line-shaker", str(ACME_LOG), "--protocol", str(ACME)]) != 0
-    assert "PROTOCOL_INVALID" in capsys.readouterr().err
+    assert said in capsys.readouterr().err
+    assert main(["sim", "line-shaker", "--protocol", str(ACME)]) != 0
+    assert said in capsys.readouterr().err
+
+
+def test_sim_refuses_protocol_for_a_native_device_and_a_bad_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sim", "cammegh-ss2", "--protocol", str(ACME)]) != 0
+    err = capsys.readouterr().err
+    assert "OPTION_NOT_APPLICABLE: --protocol does not apply to cammegh-ss2" in err
+    bad = tmp_path / "bad.toml"
+    bad.write_text(GOOD.replace("\\d{1,2})'", "\\d{1,2}'").replace("format = 1", "format = 2"))
+    assert main(["sim", "line-wheel", "--protocol", str(bad)]) != 0
+    err = capsys.readouterr().err
+    assert f"PROTOCOL_INVALID: {bad}:4: [protocol] format: 2 is not 1" in err
+    assert "(and 1 more: tablectl check-config of a table naming it lists them)" in err
+    assert "Traceback" not in err
 
 
 async def test_the_worked_example_replayed_to_a_line_wheel() -> None:
