@@ -303,3 +303,23 @@ async def test_the_rotor_reversed_with_the_ball_in_the_rim_voids(make: Any) -> N
     await rig.sim.run(6.0)
     (void,) = rig.of(GameVoided)
     assert void.reason == "DIRECTION_CHANGED" and "in the rim" in void.message
+
+
+@pytest.mark.parametrize("seed", range(12))
+async def test_seeded_sessions_with_chatter_at_every_speed(make: Any, seed: int) -> None:
+    """Longer sessions: a rotor speed drawn per session (6-58 rpm), bursts up to 3 ms on
+    every pulse and alone while the ball runs, the ball bouncing, 12 spins: every result
+    the simulator's, every real pulse one pass, no void."""
+    import random
+
+    rng = random.Random(seed)
+    rpm = rng.uniform(6, 58)
+    rig = await make(seed=seed, rpm=rpm, sim_kw={"bounce_ms": rng.uniform(0.5, 3.0),
+                                                 "noise_bursts": rng.randrange(0, 4)})  # fmt: skip
+    expected = []
+    for _ in range(12):
+        expected.append(await rig.sim.spin(rpm=rpm, bounces=rng.randrange(0, 4)))
+        rig.of(WinningNumber)  # collect as we go (a subscriber's queue is bounded)
+    await rig.sim.run(2 * 60 / rpm)
+    assert [w.number for w in rig.of(WinningNumber)] == expected
+    assert not rig.of(GameVoided)
