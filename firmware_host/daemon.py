@@ -57,6 +57,7 @@ from .console.keypad import KeypadSignInDesk
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
+from .face.limits import TableLimits
 from .integrity.alerts import Alerts
 from .integrity.clock import ClockWatch, StepWatch
 from .integrity.monitor import IntegrityMonitor, max_payout_of
@@ -443,7 +444,16 @@ class TableDaemon:
                 publish=lambda body: link.set_snapshot("board", body),
                 boards=[b for b in boards if isinstance(b, BoardDevice)],
                 shoe_log=chain,
+                dealer=self.dealers.current if self.dealers is not None else None,
             )
+            if self.dealers is not None:
+                board = self.board
+                self.dealers.add_listener(lambda _old, _new: board.refresh())
+        engine = self.engine
+        if engine is not None:  # the retained limits (issue 33)
+            TableLimits(self.extensions, game=cfg.game, rules=cfg.rules, money=cfg.money,
+                        limits=lambda: engine.cfg.limits, name=cfg.name,
+                        publish=lambda body: link.set_snapshot("limits", body))  # fmt: skip
         if TableStatistics.applies(cfg.game_id):
             self.statistics = TableStatistics(
                 self.extensions,

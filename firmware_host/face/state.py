@@ -31,6 +31,9 @@ from ..jsonio import JSON
 
 #: Numbers of history the board keeps (the board protocol carries up to 20).
 HISTORY_MAX = 20
+#: Outcomes the board keeps for a game whose board has neither a number history nor
+#: roads (the dice games, the card and tile games): the history a screen shows.
+RECENT_MAX = 10
 
 #: The phase messages (``message`` in the ``board`` topic).
 IDLE, PLACE_BETS, NO_MORE_BETS, RESULT, VOID = (
@@ -75,6 +78,12 @@ class BoardState:
     #: Seq of the last round before the current shoe (None: no shoe change recorded).
     shoe_after_seq: int | None = None
     void_reason: str | None = None
+    #: The last settled rounds' outcomes as published, most recent first, each with its
+    #: ``seq`` (``{"seq": n, "outcome": {...}}``), for a board that keeps no number
+    #: history and no roads (:attr:`keeps_recent`); empty otherwise.
+    recent: tuple[JSON, ...] = ()
+    #: The dealer on duty (None: nobody signed in), as the table's roster says.
+    dealer: str | None = None
 
     @property
     def board(self) -> Board | None:
@@ -94,6 +103,12 @@ class BoardState:
         board = self.board
         return board is not None and board.roads
 
+    @property
+    def keeps_recent(self) -> bool:
+        """Whether the board keeps the last outcomes (:attr:`recent`): it shows no
+        number history and no roads."""
+        return not (self.shows_number or self.shows_roads)
+
     def roads(self) -> br.Roads:
         return br.roads(self.coups)
 
@@ -112,6 +127,8 @@ class BoardState:
             "history": list(self.history),
             "void_reason": self.void_reason,
             "roads": self.roads().to_json() if self.shows_roads else None,
+            "recent": list(self.recent),
+            "dealer": self.dealer,
         }
 
 
@@ -153,6 +170,7 @@ def settled(s: BoardState, payload: Mapping[str, Any], rules: Any = None) -> Boa
         outcome=outcome,
         void_reason=None,
         lit=(),
+        recent=_recent(s, payload) if isinstance(outcome, Mapping) else s.recent,
     )
     board = s.board
     if not isinstance(outcome, Mapping) or board is None:
@@ -167,6 +185,14 @@ def settled(s: BoardState, payload: Mapping[str, Any], rules: Any = None) -> Boa
     if out.shows_roads:
         out = replace(out, coups=(*s.coups, br.Coup.from_outcome(outcome)))
     return out
+
+
+def _recent(s: BoardState, payload: Mapping[str, Any]) -> tuple[JSON, ...]:
+    """``s.recent`` with the settled round of ``payload`` on top (when kept)."""
+    if not s.keeps_recent:
+        return ()
+    entry: JSON = {"seq": payload.get("seq"), "outcome": payload.get("outcome")}
+    return (entry, *s.recent)[:RECENT_MAX]
 
 
 def voided(s: BoardState, payload: Mapping[str, Any]) -> BoardState:
