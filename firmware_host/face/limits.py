@@ -10,7 +10,9 @@ What is published is the table's own reading of its limits, bet type by bet type
 the order the game lists its bet types (``Game.bet_types``), each with the regulation's
 title and article and what it pays, so that a display needs no copy of the rules: the
 minimum and maximum a bet of that type is accepted with (``Limits.check``: the bet
-type's own, else the table's), in minor units of the table's currency.
+type's own, else the table's), in minor units of the table's currency; and the rules in
+force as every round carries them (``rules``: the roulette's sectors, the pay table), so
+that a screen can show what the regulation leaves to the house.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def limits_body(
         "min_stake": limits.min_stake,
         "max_stake": limits.max_stake,
         "bet_types": rows,
+        "rules": game.rules_json(rules),
     }
 
 
