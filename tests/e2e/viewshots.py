@@ -19,8 +19,6 @@ use.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -152,11 +150,12 @@ def alert(table_id: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def shoot(browser: Browser, url: str, path: Path, ready: str) -> None:
+async def shoot(browser: Browser, url: str, path: Path, ready: str, *, full: bool = True) -> None:
+    """``url`` once ``ready`` holds, as a PNG (``full``: the whole page, else the screen)."""
     await browser.open(url)
     await browser.wait_for(ready, 20)
     await asyncio.sleep(0.3)
-    await browser.screenshot(path)
+    await browser.screenshot(path, full=full)
 
 
 async def main(outdir: Path) -> None:
@@ -176,7 +175,8 @@ async def main(outdir: Path) -> None:
                 async with Browser(chromium, width=w, height=h) as b:
                     lang = {"1920": "en", "390": "zh", "portrait": "pt"}[name]
                     await shoot(b, f"{url}?lang={lang}", outdir / f"board-{game}-{name}.png",
-                                "document.querySelector('[data-result]') !== null")  # fmt: skip
+                                "document.querySelector('[data-result]') !== null",
+                                full=name == "390")  # fmt: skip
             print(f"viewshots: {game}: board pictures", flush=True)
         finally:
             await t.stop()
@@ -198,8 +198,6 @@ async def main(outdir: Path) -> None:
         print("viewshots: pit pictures", flush=True)
     finally:
         await broker.stop()
-    with contextlib.suppress(Exception):
-        json.dumps([])
 
 
 if __name__ == "__main__":
