@@ -31,7 +31,7 @@ function resultView(t) {
     return el("div", { class: "res number", "data-result": b.number }, ball(b.number, "huge", plain),
       colour ? el("div", { class: "caption" }, colour) : el("div", { class: "caption" }, `${T("fan")} ${b.number}`));
   }
-  if (Array.isArray(o.dice)) {
+  if (Array.isArray(o.dice) && o.total !== undefined) {  // three dice and their total
     return el("div", { class: "res dice-result", "data-result": o.dice.join("") }, dice(o.dice, o.figures),
       el("div", { class: "caption" }, el("span", { class: "total" }, o.total), " ", bigSmall(o.total, isTriple(o.dice))));
   }
