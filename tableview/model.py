@@ -172,7 +172,8 @@ class Totals:
         self.seen.append(rid)
         if not self.since:
             self.since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        stamps = r.get("timestamps") if isinstance(r.get("timestamps"), dict) else {}
+        raw = r.get("timestamps")
+        stamps: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
         opened, ended = stamps.get("opened"), stamps.get(str(r.get("status")))
         if isinstance(opened, str) and (self.first_at is None or opened < self.first_at):
             self.first_at = opened
@@ -181,7 +182,8 @@ class Totals:
         if r.get("status") != "settled":
             self.voids += 1
             return
-        totals = r.get("totals") if isinstance(r.get("totals"), dict) else {}
+        raw = r.get("totals")
+        totals: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
         self.rounds += 1
         self.handle += _int(totals.get("stakes"))
         self.win += _int(totals.get("house_net"))

@@ -104,7 +104,10 @@ async def test_the_board_shows_the_result_history_and_limits(game: str) -> None:
             async with Browser(CHROMIUM, width=width, height=height) as b:
                 await b.open(url + "?lang=en")
                 await b.wait_for("document.querySelector('[data-result]') !== null", 20)
-                await b.wait_for(f"document.getElementById('board').dataset.round === {json.dumps(last['round_id'])}", 10)
+                await b.wait_for(
+                    f"document.getElementById('board').dataset.round === {json.dumps(last['round_id'])}",
+                    10,
+                )
                 shown = await b.eval(PROBE)
                 assert shown["game"] == game
                 assert shown["result"] == expected_result(last["outcome"]), shown
@@ -174,8 +177,13 @@ async def test_the_pit_of_twelve_tables_and_a_pending_jackpot_hit() -> None:
             for width, height in ((1920, 1080), (390, 844)):
                 async with Browser(CHROMIUM, width=width, height=height) as b:
                     await b.open(view.url)
-                    await b.wait_for("document.querySelectorAll('tbody tr[data-table]').length === 12", 20)
-                    await b.wait_for("[...document.querySelectorAll('tbody td[data-handle]')].every(e => e.dataset.handle !== '0')", 20)
+                    await b.wait_for(
+                        "document.querySelectorAll('tbody tr[data-table]').length === 12", 20
+                    )
+                    await b.wait_for(
+                        "[...document.querySelectorAll('tbody td[data-handle]')].every(e => e.dataset.handle !== '0')",
+                        20,
+                    )
                     rows = await b.eval("""[...document.querySelectorAll('tbody tr[data-table]')].map(tr => [
                       tr.dataset.table, +tr.querySelector('[data-handle]').dataset.handle,
                       +tr.querySelector('[data-win]').dataset.win,
@@ -184,21 +192,29 @@ async def test_the_pit_of_twelve_tables_and_a_pending_jackpot_hit() -> None:
                     assert {r[0]: (r[1], r[2]) for r in rows} == want
                     assert {r[0] for r in rows if r[3] == "1"} == {pit.tables[0][0]}
                     assert all(r[4] == "not built yet" for r in rows)
-                    total = await b.eval("+document.querySelector('tfoot tr.total [data-handle]').dataset.handle")
+                    total = await b.eval(
+                        "+document.querySelector('tfoot tr.total [data-handle]').dataset.handle"
+                    )
                     assert total == sum(h for h, _ in want.values())
-                    assert "from the settled rounds" in await b.eval("document.getElementById('basis').textContent")
+                    assert "from the settled rounds" in await b.eval(
+                        "document.getElementById('basis').textContent"
+                    )
                     assert await b.eval("document.documentElement.scrollWidth") <= width
                     if width == 1920:  # sortable: by handle, largest first after two clicks
                         await b.eval("document.querySelector('th[data-sort=handle]').click()")
                         await b.eval("document.querySelector('th[data-sort=handle]').click()")
-                        order = await b.eval("[...document.querySelectorAll('tbody [data-handle]')].map(e => +e.dataset.handle)")
+                        order = await b.eval(
+                            "[...document.querySelectorAll('tbody [data-handle]')].map(e => +e.dataset.handle)"
+                        )
                         assert order == sorted(order, reverse=True)
             stud_id = next(tid for tid, p, _ in pit.tables if p.game == "stud-poker")
             async with Browser(CHROMIUM, width=1920, height=1080) as b:
                 await b.open(f"{view.url}board/{stud_id}")
                 await b.wait_for("document.querySelector('[data-jackpot-locked]') !== null", 20)
                 meter = await b.eval("+document.querySelector('[data-jackpot]').dataset.jackpot")
-                locked = await b.eval("+document.querySelector('[data-jackpot-locked]').dataset.jackpotLocked")
+                locked = await b.eval(
+                    "+document.querySelector('[data-jackpot-locked]').dataset.jackpotLocked"
+                )
                 assert meter == jackpot["amount"] and locked == 80_000_000
                 visible = await b.eval("""(() => { const r = document.querySelector('.meter').getBoundingClientRect();
                   return r.width > 0 && r.bottom <= innerHeight; })()""")

@@ -126,9 +126,13 @@ class Pit:
             for i, (tid, p, ident) in enumerate(self.tables):
                 root = f"{prefix}/tables/{tid}"
                 for topic, body in p.retained.items():
-                    await c.publish(f"{root}/{topic}", ident.seal(topic, _as(tid, body)), qos=1, retain=True)
+                    await c.publish(
+                        f"{root}/{topic}", ident.seal(topic, _as(tid, body)), qos=1, retain=True
+                    )
                 if i == alert_on:
-                    await c.publish(f"{root}/alerts", ident.seal("alerts", alert(tid)), qos=1, retain=True)
+                    await c.publish(
+                        f"{root}/alerts", ident.seal("alerts", alert(tid)), qos=1, retain=True
+                    )
                 for r in p.rounds:
                     await c.publish(f"{root}/rounds", ident.seal("rounds", _as(tid, r)), qos=1)
 
