@@ -68,6 +68,10 @@ class BoardState:
     seq: int | None = None
     #: The last settled round's outcome as published (None before the first).
     outcome: JSON = None
+    #: The round whose outcome that is (``round_id`` and ``seq`` move on when the next
+    #: round opens; the last result stays that of this round).
+    outcome_round_id: str | None = None
+    outcome_seq: int | None = None
     #: The lit areas of the layout (the winning areas of the last result).
     lit: tuple[str, ...] = ()
     #: Roulette or fantan: the last number, and the earlier ones, most recent first.
@@ -122,6 +126,8 @@ class BoardState:
             "round_id": self.round_id,
             "seq": self.seq,
             "outcome": self.outcome,
+            "outcome_round_id": self.outcome_round_id,
+            "outcome_seq": self.outcome_seq,
             "lit": list(self.lit),
             "number": self.number,
             "history": list(self.history),
@@ -168,6 +174,8 @@ def settled(s: BoardState, payload: Mapping[str, Any], rules: Any = None) -> Boa
         round_id=payload.get("round_id"),
         seq=payload.get("seq"),
         outcome=outcome,
+        outcome_round_id=payload.get("round_id"),
+        outcome_seq=payload.get("seq"),
         void_reason=None,
         lit=(),
         recent=_recent(s, payload) if isinstance(outcome, Mapping) else s.recent,

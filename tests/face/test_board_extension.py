@@ -343,3 +343,27 @@ def test_a_card_games_board_and_the_dealer_on_duty(tmp_path: Path) -> None:
     on_duty[0] = "bruno"
     rb.refresh()
     assert published[-1]["dealer"] == "bruno" and len(published) == 2
+
+
+def test_the_last_result_keeps_its_round_when_the_next_opens(tmp_path: Path) -> None:
+    """Issue 33: ``round_id``/``seq`` follow the round in progress; the last result's own
+    round (``outcome_round_id``, ``outcome_seq``) stays that of the settled round through
+    the next round's opening and closing, and through a void; it is rebuilt after a
+    restart."""
+    e, rb, published, j = table(tmp_path, "roulette")
+    first = play(e, {"number": 17})
+    e.open_betting()
+    body = published[-1]
+    assert body["message"] == "place_your_bets" and body["seq"] == first["seq"] + 1
+    assert (body["outcome_round_id"], body["outcome_seq"]) == (first["round_id"], first["seq"])
+    assert body["outcome"] == first["outcome"]
+    validate("board", head(body))
+    e.close_betting()
+    e.void_round("wheel fault")
+    body = published[-1]
+    assert body["message"] == "void" and body["outcome_seq"] == first["seq"]
+    j.close()
+    e2, rb2, _, j2 = table(tmp_path, "roulette")
+    e2.resume()
+    assert (rb2.state.outcome_round_id, rb2.state.outcome_seq) == (first["round_id"], first["seq"])
+    j2.close()
