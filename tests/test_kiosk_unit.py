@@ -88,6 +88,10 @@ def test_the_kiosk_restarts_the_browser_and_stays_on_loopback() -> None:
     for flag in ("--kiosk", "--incognito", "--noerrdialogs", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "${BOARD_URL}"):  # fmt: skip
         assert flag in start, flag
+    # the browser is watched (tableview/kiosk.py): its flags after the kiosk's "--"
+    kiosk, _, browser = start.partition(" -- /usr/bin/chromium ")
+    assert kiosk.endswith("/opt/tablectl/venv/bin/python -m tableview.kiosk ${BOARD_URL}"), start
+    assert browser.startswith("--kiosk ")
     url = re.search(r"^Environment=BOARD_URL=(\S+)$", text, re.M)
     assert url and url.group(1).startswith("http://127.0.0.1:8080/board")
     view = VIEW.read_text()
