@@ -153,7 +153,9 @@ class Totals:
     since: str = ""
     rounds: int = 0
     voids: int = 0
-    #: Stakes of the settled rounds (a void's stakes are refunded: not handle).
+    #: Stakes of the settled rounds (a void's stakes are refunded: not handle), the
+    #: banker's capital of a player-banked table aside (it is staked against the places,
+    #: not wagered with the house: ``bank.layers[].capital``, docs/rules/super-pan-9.md).
     handle: int = 0
     #: The house's net result of the settled rounds (``totals.house_net``).
     win: int = 0
@@ -185,7 +187,7 @@ class Totals:
         raw = r.get("totals")
         totals: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
         self.rounds += 1
-        self.handle += _int(totals.get("stakes"))
+        self.handle += _int(totals.get("stakes")) - _capital(r.get("bank"))
         self.win += _int(totals.get("house_net"))
         if isinstance(r.get("currency"), str):
             self.currency = r["currency"]
@@ -204,6 +206,14 @@ class Totals:
             "first_at": self.first_at,
             "last_at": self.last_at,
         }
+
+
+def _capital(bank: Any) -> int:
+    """The banker's capital in a round's ``bank`` (0 where there is none)."""
+    layers = bank.get("layers") if isinstance(bank, dict) else None
+    if not isinstance(layers, list):
+        return 0
+    return sum(_int(x.get("capital")) for x in layers if isinstance(x, dict))
 
 
 @dataclass

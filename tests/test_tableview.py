@@ -338,6 +338,24 @@ def test_the_pit_adds_up_each_tables_settled_rounds_once() -> None:
     assert json.loads(pit.text("T9") + b"}")["tables"] == []
 
 
+def test_the_pits_handle_leaves_out_the_bankers_capital() -> None:
+    """A player-banked table (Super Pan 9, P'ai Kao): the round's ``totals.stakes`` holds
+    the banker's capital beside the places' bets (``bank.layers[].capital``,
+    docs/rules/super-pan-9.md); the banker stakes it against the places, not with the
+    house, so the pit's handle is the bets: here 45,000 + 5,000 of 1,045,000 + 5,000."""
+    pit = Pit("casino")
+    banked = {"round_id": "T1-1", "status": "settled", "currency": "MOP", "minor_digits": 2,
+              "totals": {"stakes": 1045000, "house_net": 2300},
+              "bank": {"layers": [{"capital": 1000000, "net": 42700, "who": "banker"}]},
+              "timestamps": {"opened": "2026-05-09T07:00:00.000Z"}}  # fmt: skip
+    plain = {"round_id": "T1-2", "status": "settled", "totals": {"stakes": 5000, "house_net": 100},
+             "bank": {"layers": "not a list"}, "timestamps": {"opened": "2026-05-09T07:01:00.000Z"}}  # fmt: skip
+    for r in (banked, plain):
+        pit.apply("casino/tables/T1/rounds", msg(r))
+    tot = pit.to_json()["tables"][0]["totals"]
+    assert tot["handle"] == 45000 + 5000 and tot["win"] == 2300 + 100
+
+
 def test_the_view_imports_nothing_of_the_daemons_runtime() -> None:
     """Issue 33: what the board shows comes from the table's signed topics; the view uses
     the project's shared helpers (signatures, bounded JSON, MQTT settings, progress

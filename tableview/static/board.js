@@ -76,8 +76,8 @@ function resultView(t) {
     const tiles = [...(o.concealed || []), ...(o.melds || []).flatMap((m) => m.tiles || [])];
     return el("div", { class: "res hands", "data-result": `winner-${o.winner}` },
       el("div", { class: "caption" }, `${T("winner")}: ${T("seat")} ${Number(o.winner) + 1} (${o.seat_wind || ""})`),
-      el("div", { class: "mj" }, tiles.map((x) => el("span", { class: "mjtile" }, x)),
-        o.win.tile ? el("span", { class: "mjtile win" }, o.win.tile) : null));
+      el("div", { class: "mj" }, tiles.map((x) => mjTile(x)), o.win.tile ? mjTile(o.win.tile, true) : null),
+      o.win.by ? el("div", { class: "caption small" }, mjBy(o.win.by)) : null);
   }
   return el("div", { class: "res", "data-result": "?" }, outcomeLine(o));
 }
@@ -233,6 +233,9 @@ function render() {
   const [phase, phaseText] = phaseOf(t);
   const b = t.board || {};
   root.dataset.game = game; root.dataset.message = b.message || ""; root.dataset.round = b.round_id || "";
+  // the round of the last result (the round in progress moves on when betting opens)
+  const shown = b.outcome_round_id !== undefined ? b.outcome_seq : b.seq;
+  root.dataset.resultRound = b.outcome_round_id !== undefined ? b.outcome_round_id || "" : b.round_id || "";
   root.dataset.phase = phase;
   const name = (t.limits && t.limits.name) || t.table_id;
   const top = el("header", { class: "top" },
@@ -241,7 +244,7 @@ function render() {
     langSwitch(render));
   const banner = el("div", { class: `phase ${phase}`, "data-phase": phase }, phaseText || "\u00a0",
     b.message === "void" && b.void_reason ? el("span", { class: "reason" }, b.void_reason) : null);
-  const result = el("section", { class: "panel result-panel" }, el("h2", {}, T("last_result"), b.seq ? el("span", { class: "seq" }, `${T("round")} ${b.seq}`) : null), resultView(t));
+  const result = el("section", { class: "panel result-panel" }, el("h2", {}, T("last_result"), shown && b.outcome ? el("span", { class: "seq" }, `${T("round")} ${shown}`) : null), resultView(t));
   const footer = el("footer", { class: "bottom" },
     el("span", { class: "dealer", "data-dealer": lastDealer(t) || "" }, `${T("dealer")}: ${lastDealer(t) || T("no_dealer")}`),
     el("span", { class: "table-id" }, t.table_id));
@@ -250,6 +253,22 @@ function render() {
   root.replaceChildren(top, banner, el("main", { class: "grid" },
     el("div", { class: "col main-col" }, result, historyView(t)),
     el("div", { class: "col side-col" }, jackpotView(t), limitsView(t))), footer);
+  fitScreen();
+}
+
+// A screen facing the players cannot be scrolled: on a screen (landscape or portrait,
+// 900 px wide or more) the oldest lines of the history give way until the board fits
+// its height (a phone scrolls down as any page does).
+function fitScreen() {
+  if (innerWidth < 900) return;
+  const fits = () => document.documentElement.scrollHeight <= innerHeight;
+  const lines = [...document.querySelectorAll(".history-panel .vrow:not(.head), .history-panel .drow, .history-panel .hline")];
+  while (!fits() && lines.length > 3) lines.pop().remove();
+  // the roads cannot lose a column: they are drawn narrower (and so lower) instead
+  const roads = document.querySelector(".history-panel .roads");
+  for (let w = 95; roads && !fits() && w >= 40; w -= 5) roads.style.maxWidth = `${w}%`;
+  document.getElementById("board").dataset.shown = document.querySelectorAll(
+    ".history-panel .vrow:not(.head), .history-panel .drow, .history-panel .hline").length;
 }
 
 function clockText() {
@@ -273,6 +292,7 @@ async function main() {
     onTable: (t) => { if (!BOARD.id || t.table_id === BOARD.id) { BOARD.table = t; BOARD.id = t.table_id; render(); } },
     onLink: (l) => { if (BOARD.linkUp !== l.connected) { BOARD.linkUp = l.connected; render(); } },
   });
+  addEventListener("resize", render);
 }
 
 main();

@@ -159,6 +159,22 @@ function ball(n, size, colourless = false) {
   return el("span", { class: `num ${size} ${numberClass(n, colourless)}` }, n);
 }
 
+// -- mah-jong: a tile as its face (the notation of docs/rules/mahjong.md: 1m..9m, 1p..9p,
+// 1s..9s, E S W N, RD GD WD), and how the winning tile came, in the regulation's words
+const MJ_NUMERALS = "一二三四五六七八九";
+const MJ_SUITS = { m: "萬", p: "筒", s: "索" };
+const MJ_HONOURS = { E: "東", S: "南", W: "西", N: "北", RD: "中", GD: "發", WD: "白" };
+
+function mjTile(code, win = false) {
+  const m = /^([1-9])([mps])$/.exec(code);
+  const face = m ? [el("b", {}, MJ_NUMERALS[Number(m[1]) - 1]), el("i", {}, MJ_SUITS[m[2]])] : [el("b", {}, MJ_HONOURS[code] || code)];
+  return el("span", { class: `mjtile ${m ? `suit-${m[2]}` : `honour h-${code}`}${win ? " win" : ""}`, "data-tile": code, title: code }, face);
+}
+
+function mjBy(by) {
+  return by ? word(I18N.data && I18N.data.mahjong_wins && I18N.data.mahjong_wins[by], String(by).replace(/_/g, " ")) : "";
+}
+
 // -- an outcome in a line: readable for every game (the table page's result column) ------
 function handWord(h) { return word(I18N.data && I18N.data.hands[h], String(h || "").replace(/_/g, " ")); }
 
@@ -186,7 +202,8 @@ function outcomeLine(o) {
     return el("span", { class: "line" }, `${T("banker")} (${T("seat")} ${o.banker}) `, tiles ? el("span", { class: "tiles" }, bank.map(tile)) : cards(bank));
   }
   if (o.winner !== undefined && o.win) {  // mah-jong
-    return el("span", { class: "line" }, `${T("winner")}: ${T("seat")} ${Number(o.winner) + 1} (${o.seat_wind || ""}) · ${o.win.by || ""}`);
+    return el("span", { class: "line" }, `${T("winner")}: ${T("seat")} ${Number(o.winner) + 1} (${o.seat_wind || ""}) · `,
+      o.win.tile ? mjTile(o.win.tile, true) : null, ` ${mjBy(o.win.by)}`);
   }
   return el("span", {}, JSON.stringify(o).slice(0, 80));
 }

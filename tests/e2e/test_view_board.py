@@ -3,7 +3,10 @@
 For each of the ten games a demo table (a real daemon, its simulated device, signed
 MQTT) plays rounds with a dealer signed in; its board (``/board/<id>``) must show the
 last settled round's result, the history, and the limits per bet type with the
-currency, at 1920x1080 and at 390 px wide without scrolling sideways; the language
+currency; at 1920x1080 and at 1080x1920 (portrait) all of it on the screen (a screen
+facing the players cannot be scrolled: the oldest history gives way), at 390 px wide
+without scrolling sideways; the last result is labelled with its own round, not the
+one that opened after it; the language
 switch changes the bet names to the regulations' (``tableview/static/i18n.json``). The
 pit page with 12 tables shows each table's handle and win (checked against the rounds
 each table published, added up here), the pit's totals and an open alert; a stud poker
@@ -15,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +45,9 @@ pytestmark = [
     ),
 ]
 
-#: Rounds played per game (a shoe game a few more, to have roads).
-ROUNDS = {"baccarat": 4, "roulette": 3}
+#: Rounds played per game (a shoe game a few more, to have roads; roulette and sic bo
+#: enough for their history to fill a landscape screen).
+ROUNDS = {"baccarat": 4, "roulette": 13, "sicbo": 10}
 
 #: What the board shows, read by the test.
 PROBE = """(() => {
@@ -50,6 +56,9 @@ PROBE = """(() => {
   return {
     result: r ? r.dataset.result : null,
     round: q('#board').dataset.round,
+    resultSeq: (q('.result-panel h2 .seq') || {}).textContent || null,
+    tiles: [...document.querySelectorAll('.result-panel [data-tile]')].map(e => e.dataset.tile),
+    resultText: (q('.result-panel') || {}).textContent || '',
     history: (q('[data-history]') || {}).dataset ? q('[data-history]').dataset.history : null,
     coups: q('[data-coups]') ? q('[data-coups]').dataset.coups : null,
     bets: [...document.querySelectorAll('tr[data-bet]')].map(e => [e.dataset.bet,
@@ -59,6 +68,9 @@ PROBE = """(() => {
     limitsText: (q('.limits-panel') || {}).textContent || '',
     dealer: q('[data-dealer]') ? q('[data-dealer]').dataset.dealer : null,
     scrollWidth: document.documentElement.scrollWidth,
+    scrollHeight: document.documentElement.scrollHeight,
+    innerHeight: innerHeight,
+    footer: document.querySelector('footer.bottom').getBoundingClientRect().bottom,
     game: q('#board').dataset.game,
   };
 })()"""
@@ -82,6 +94,55 @@ def expected_result(o: dict[str, Any]) -> str:
     return f"winner-{o['winner']}"
 
 
+#: The table page's last rounds, read by the test.
+ROUNDS_PROBE = """[...document.querySelectorAll('table.rounds tr[data-round]')].map(tr => {
+  const col = (c) => tr.querySelector(`[data-col=${c}]`).textContent;
+  const res = tr.querySelector('td.result');
+  return {id: tr.dataset.round, staked: col('staked'), returned: col('returned'), won: col('won'),
+          house: col('house'), result: res.textContent, drawn: res.querySelectorAll('*').length};
+})"""
+
+
+def minor(text: str, digits: int) -> int | None:
+    """A money figure as the page prints it ("1,688.00", "-35.00") in minor units; None
+    for the "–" of a round with no stakes."""
+    if text == "–":
+        return None
+    neg, text = text.startswith("-"), text.lstrip("-").replace(",", "")
+    whole, _, frac = text.partition(".")
+    value = int(whole) * 10**digits + (int(frac.ljust(digits, "0")) if frac else 0)
+    return -value if neg else value
+
+
+def round_money(r: dict[str, Any]) -> dict[str, int]:
+    """A round's four money columns, added up here from what it moved as published, bet
+    by bet and, at a player-banked table, the bank's layers (``bank.layers``: the
+    banker's capital is staked against the places, ``docs/rules/super-pan-9.md``): staked
+    (the stakes and capital), returned (what of them went back: a stake less what it
+    lost), won (what they won, net of commission) and house (the table's ``house_net``)."""
+    moved = [(b["stake"], b["net"]) for b in r["bets"]]
+    moved += [(x["capital"], x["net"]) for x in (r.get("bank") or {}).get("layers", [])]
+    return {
+        "staked": sum(stake for stake, _ in moved),
+        "returned": sum(stake + min(net, 0) for stake, net in moved),
+        "won": sum(max(net, 0) for _, net in moved),
+        "house": r["totals"]["house_net"],
+    }
+
+
+def rounds_per_hour(rounds: list[dict[str, Any]]) -> str:
+    """The pit's rounds per hour of a table as the page must print it: its rounds (settled
+    or void) over the time from the first one's opening to the last one's end, to the
+    nearest whole number ("–" under a minute)."""
+    when = [
+        datetime.fromisoformat(r["timestamps"][key].replace("Z", "+00:00"))
+        for r in rounds
+        for key in ("opened", r["status"])
+    ]
+    secs = (max(when) - min(when)).total_seconds()
+    return "–" if secs < 60 else str(math.floor(len(rounds) * 3600 / secs + 0.5))
+
+
 def money_text(amount: int, digits: int) -> str:
     whole, rest = divmod(amount, 10**digits)
     return f"{whole:,}" + (f".{rest:0{digits}d}" if rest else "")
@@ -100,19 +161,29 @@ async def test_the_board_shows_the_result_history_and_limits(game: str) -> None:
         last = t.rounds[-1]
         limits = next(m.json() for m in reversed(t.floor.messages) if m.topic == "limits")
         url = f"{t.view.url}board/{t.table_id}"
-        for width, height in ((1920, 1080), (390, 844)):
+        for width, height in ((1920, 1080), (1080, 1920), (390, 844)):
             async with Browser(CHROMIUM, width=width, height=height) as b:
                 await b.open(url + "?lang=en")
                 await b.wait_for("document.querySelector('[data-result]') !== null", 20)
                 await b.wait_for(
-                    f"document.getElementById('board').dataset.round === {json.dumps(last['round_id'])}",
+                    f"document.getElementById('board').dataset.resultRound === {json.dumps(last['round_id'])}",
                     10,
                 )
                 shown = await b.eval(PROBE)
                 assert shown["game"] == game
                 assert shown["result"] == expected_result(last["outcome"]), shown
                 assert shown["dealer"] == "ana"
+                if game == "mahjong":  # the winning hand as tiles, how it was won in words
+                    o = last["outcome"]
+                    melds = [x for m in o.get("melds", []) for x in m["tiles"]]
+                    assert shown["tiles"] == [*o["concealed"], *melds, o["win"]["tile"]], shown
+                    assert WORDS["mahjong_wins"][o["win"]["by"]]["en"] in shown["resultText"]
+                # "Round N" over the last result is the settled round's, not the next one's
+                assert shown["resultSeq"] == f"{WORDS['ui']['round']['en']} {last['seq']}", shown
                 assert shown["scrollWidth"] <= width, f"{game}: scrolls sideways at {width} px"
+                if width >= 900:  # a screen facing the players: all of it on the screen
+                    assert shown["scrollHeight"] <= shown["innerHeight"], (game, width, shown)
+                    assert shown["footer"] <= shown["innerHeight"]
                 # the history in the game's form: every round played is in it
                 if game == "baccarat":
                     assert int(shown["coups"]) == len(t.rounds)
@@ -140,6 +211,26 @@ async def test_the_board_shows_the_result_history_and_limits(game: str) -> None:
                         want = [WORDS["games"][game]["bets"][r["bet_type"]][lang] for r in rows]
                         assert [r[1] for r in names["bets"]] == want
                         assert names["scrollWidth"] <= width
+        # the table's page: the last rounds' money adds up, their results are drawn
+        async with Browser(CHROMIUM, width=1920, height=1080) as b:
+            await b.open(f"{t.view.url}table/{t.table_id}")
+            await b.wait_for(
+                f"document.querySelector('tr[data-round={json.dumps(last['round_id'])}]') !== null",
+                20,
+            )
+            shown_rounds = {r["id"]: r for r in await b.eval(ROUNDS_PROBE)}
+        published = {r["round_id"]: r for r in t.rounds}
+        assert shown_rounds and set(shown_rounds) <= set(published)
+        for rid, row in shown_rounds.items():
+            r, d = published[rid], published[rid]["minor_digits"]
+            want = round_money(r)
+            got = {k: minor(row[k], d) for k in ("staked", "returned", "won", "house")}
+            if got["returned"] is None:  # mah-jong: payments between players, no stakes
+                assert want["staked"] == 0 and game == "mahjong", (rid, row)
+                got["returned"] = want["returned"]
+            assert got == want, (game, rid, got, want)
+            assert got["staked"] == got["returned"] + got["won"] + got["house"], (game, rid, got)
+            assert "{" not in row["result"] and (row["drawn"] or row["result"].strip()), row
     finally:
         await t.stop()
 
@@ -171,10 +262,14 @@ async def test_the_pit_of_twelve_tables_and_a_pending_jackpot_hit() -> None:
             await view.wait_subscribed()
             await pit.publish(alert_on=0)
             await asyncio.sleep(1.0)
-            want = {tid: (sum(r["totals"]["stakes"] for r in p.rounds if r["status"] == "settled"),
+            # handle: the stakes of the settled rounds' bets (a player-banked table's
+            # banker's capital is not wagered with the house); win: the house's net
+            want = {tid: (sum(b["stake"] for r in p.rounds if r["status"] == "settled" for b in r["bets"]),
                           sum(r["totals"]["house_net"] for r in p.rounds if r["status"] == "settled"))
                     for tid, p, _ in pit.tables}  # fmt: skip
-            for width, height in ((1920, 1080), (390, 844)):
+            pace = {tid: rounds_per_hour(rs) for tid, rs in pit.published.items()}
+            assert all(v != "–" for v in pace.values())
+            for width, height in ((1920, 1080), (1080, 1920), (390, 844)):
                 async with Browser(CHROMIUM, width=width, height=height) as b:
                     await b.open(view.url)
                     await b.wait_for(
@@ -185,13 +280,15 @@ async def test_the_pit_of_twelve_tables_and_a_pending_jackpot_hit() -> None:
                         20,
                     )
                     rows = await b.eval("""[...document.querySelectorAll('tbody tr[data-table]')].map(tr => [
-                      tr.dataset.table, +tr.querySelector('[data-handle]').dataset.handle,
+                      tr.dataset.table, tr.querySelector('[data-col=pace]').textContent,
+                      +tr.querySelector('[data-handle]').dataset.handle,
                       +tr.querySelector('[data-win]').dataset.win,
                       tr.querySelector('[data-col=alerts]').dataset.unacknowledged || '0',
                       tr.querySelector('[data-col=witness]').textContent])""")
-                    assert {r[0]: (r[1], r[2]) for r in rows} == want
-                    assert {r[0] for r in rows if r[3] == "1"} == {pit.tables[0][0]}
-                    assert all(r[4] == "not built yet" for r in rows)
+                    assert {r[0]: (r[2], r[3]) for r in rows} == want
+                    assert {r[0]: r[1] for r in rows} == pace
+                    assert {r[0] for r in rows if r[4] == "1"} == {pit.tables[0][0]}
+                    assert all(r[5] == "not built yet" for r in rows)
                     total = await b.eval(
                         "+document.querySelector('tfoot tr.total [data-handle]').dataset.handle"
                     )

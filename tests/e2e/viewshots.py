@@ -22,6 +22,7 @@ import asyncio
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,8 @@ class Pit:
             p = base[i % len(base)]
             tid = f"MO-{p.game[:2].upper()}-{i + 1:02d}"
             self.tables.append((tid, p, TableIdentity.generate()))
+        #: The rounds published, per table, as published (ids, times: see :meth:`publish`).
+        self.published: dict[str, list[dict[str, Any]]] = {}
 
     @property
     def keys(self) -> dict[str, tuple[Any, ...]]:
@@ -133,8 +136,33 @@ class Pit:
                     await c.publish(
                         f"{root}/alerts", ident.seal("alerts", alert(tid)), qos=1, retain=True
                     )
-                for r in p.rounds:
-                    await c.publish(f"{root}/rounds", ident.seal("rounds", _as(tid, r)), qos=1)
+                # a demo plays a round in seconds: each table of the pit at a pace of its
+                # own, one round every 90 + 6 i seconds, the last one ending now
+                period = 90.0 + 6 * i
+                start = datetime.now(UTC) - timedelta(seconds=period * len(p.rounds))
+                self.published[tid] = []
+                for k, r in enumerate(p.rounds):
+                    body = _retimed(_as(tid, r), start + timedelta(seconds=period * k))
+                    self.published[tid].append(body)
+                    await c.publish(f"{root}/rounds", ident.seal("rounds", body), qos=1)
+
+
+def _stamp(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _retimed(body: dict[str, Any], opened: datetime) -> dict[str, Any]:
+    """A round moved in time to open at ``opened``, its other stamps as far from it as
+    they were."""
+    stamps = body["timestamps"]
+    shift = opened - _stamp(stamps["opened"])
+    moved = {
+        k: (_stamp(v) + shift).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        if isinstance(v, str)
+        else v
+        for k, v in stamps.items()
+    }
+    return {**body, "timestamps": moved}
 
 
 def alert(table_id: str) -> dict[str, Any]:
