@@ -126,11 +126,16 @@ class Kiosk:
 
     async def run(self) -> None:
         while True:
-            with contextlib.suppress(BrowserGone):
+            why = ""
+            try:
                 await self._one_browser()
+            except BrowserGone:
+                pass
+            except (TimeoutError, RuntimeError) as exc:  # it started and would not answer
+                why = f": it did not answer ({exc or 'timed out'}), stopped"
             code = self.proc.returncode if self.proc is not None else None
             self._count("browser_ended")
-            log(f"the browser ended (exit {code}); starting it again in {self.restart_s:g} s")
+            log(f"the browser ended (exit {code}){why}; starting it again in {self.restart_s:g} s")
             await asyncio.sleep(self.restart_s)
 
     async def _start(self) -> Pipe:
@@ -296,7 +301,11 @@ async def amain(ns: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     ns = parse(sys.argv[1:] if argv is None else argv)
-    asyncio.run(amain(ns))
+    try:
+        asyncio.run(amain(ns))
+    except OSError as exc:  # the browser cannot be started at all (its unit restarts us)
+        log(f"error: BROWSER_NOT_STARTED: {ns.browser[0]}: {exc.strerror or exc}")
+        return 1
     return 0
 
 

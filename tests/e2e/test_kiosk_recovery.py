@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from tableview.kiosk import Kiosk, parse
+from tableview.kiosk import Kiosk, main, parse
 from tests.e2e._cdp import find_chromium
 
 STATIC = Path(__file__).resolve().parents[2] / "tableview" / "static"
@@ -162,3 +162,11 @@ def test_the_kiosk_refuses_what_it_cannot_run(capsys: pytest.CaptureFixture[str]
         assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "the browser and its flags after --" in err and "must be http" in err
+
+
+def test_a_browser_that_cannot_start_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """No traceback: one line naming the browser, exit 1 (the unit starts it again)."""
+    assert main(["http://127.0.0.1:8080/board", "--", "/nonexistent/chromium", "--kiosk"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("tablectl kiosk: error: BROWSER_NOT_STARTED: /nonexistent/chromium: ")
+    assert "Traceback" not in "\n".join(err)
