@@ -119,8 +119,11 @@ function die(n, figure) {
   const FIG = { fish: "#d62d2d", prawn: "#1f9d55", gourd: "#2a62d6", coin: "#2a62d6", crab: "#1f9d55", rooster: "#d62d2d" };
   s.append(svg("rect", { x: 3, y: 3, width: 94, height: 94, rx: 16, fill: figure ? FIG[figure] || "#f5f1e6" : "#f5f1e6", stroke: "#333", "stroke-width": 2 }));
   if (figure) {
-    const t = svg("text", { x: 50, y: 50, "text-anchor": "middle", "dominant-baseline": "central", "font-size": I18N.lang === "zh" ? 46 : 20, fill: "#fff", "font-weight": 700 });
-    t.textContent = word(I18N.data.figures[figure], figure);
+    // the word as large as the die holds it (a Chinese character at 46, "Caranguejo" at 16)
+    const w = word(I18N.data.figures[figure], figure);
+    const size = Math.min(I18N.lang === "zh" ? 46 : 36, Math.floor(160 / Math.max(1, w.length)));
+    const t = svg("text", { x: 50, y: 48, "text-anchor": "middle", "dominant-baseline": "central", "font-size": size, fill: "#fff", "font-weight": 800 });
+    t.textContent = w;
     s.append(t);
     const p = svg("text", { x: 88, y: 90, "text-anchor": "end", "font-size": 16, fill: "#fff" });
     p.textContent = n; s.append(p);

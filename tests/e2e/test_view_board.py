@@ -219,6 +219,10 @@ async def test_the_board_shows_the_result_history_and_limits(game: str) -> None:
                 20,
             )
             shown_rounds = {r["id"]: r for r in await b.eval(ROUNDS_PROBE)}
+        async with Browser(CHROMIUM, width=390, height=844) as b:  # a phone: nothing sideways
+            await b.open(f"{t.view.url}table/{t.table_id}")
+            await b.wait_for("document.querySelector('tr[data-round]') !== null", 20)
+            assert await b.eval("document.documentElement.scrollWidth") <= 390, game
         published = {r["round_id"]: r for r in t.rounds}
         assert shown_rounds and set(shown_rounds) <= set(published)
         for rid, row in shown_rounds.items():

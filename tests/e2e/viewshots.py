@@ -9,7 +9,8 @@ opens each table's board in headless Chromium (``tests/e2e/_cdp.py``) at 1920x10
 390 px wide and at 1080x1920 (portrait), and then a pit of 12 tables made of what those
 tables published (each message given to a table of the pit under its own id and signed
 with that table's own key, as a pit of real tables would publish it; one table with an
-open alert) on the pit page at both widths. The same seed draws the same rounds; the
+open alert, the stud poker table with a jackpot hit pending) on the pit page at both
+widths, and that stud poker table's board with the hit beside the meter. The same seed draws the same rounds; the
 pictures differ from one run to the next only by the clock and the timestamps.
 
 ``Pit`` and ``play_game`` are what the browser tests (``tests/e2e/test_view_board.py``)
@@ -212,6 +213,12 @@ async def main(outdir: Path) -> None:
             print(f"viewshots: {game}: board pictures", flush=True)
         finally:
             await t.stop()
+    # the stud poker table of the pit with a jackpot hit waiting to be paid (a royal flush
+    # at place 4: docs/integrity.md), to show the meter with the pending hit beside it
+    stud = next(p for p in played if p.game == "stud-poker")
+    stud.retained["jackpot"] = {**stud.retained["jackpot"], "locked": {
+        "hit_id": "h-1", "amount": 80_000_000, "round_id": stud.rounds[-1]["round_id"],
+        "seat": 4, "hand": "royal_flush", "waiting": 1}}  # fmt: skip
     broker = EmbeddedBroker()
     ep = await broker.start()
     try:
@@ -227,6 +234,11 @@ async def main(outdir: Path) -> None:
                 async with Browser(chromium, width=w, height=h) as b:
                     await shoot(b, view.url, outdir / f"pit-{name}.png",
                                 "document.querySelectorAll('tr[data-table]').length >= 12")  # fmt: skip
+            stud_id = next(tid for tid, p, _ in pit.tables if p.game == "stud-poker")
+            async with Browser(chromium, width=1920, height=1080) as b:
+                await shoot(b, f"{view.url}board/{stud_id}?lang=en",
+                            outdir / "board-stud-poker-pending-1920.png",
+                            "document.querySelector('[data-jackpot-locked]') !== null", full=False)  # fmt: skip
         print("viewshots: pit pictures", flush=True)
     finally:
         await broker.stop()
