@@ -119,9 +119,10 @@ function die(n, figure) {
   const FIG = { fish: "#d62d2d", prawn: "#1f9d55", gourd: "#2a62d6", coin: "#2a62d6", crab: "#1f9d55", rooster: "#d62d2d" };
   s.append(svg("rect", { x: 3, y: 3, width: 94, height: 94, rx: 16, fill: figure ? FIG[figure] || "#f5f1e6" : "#f5f1e6", stroke: "#333", "stroke-width": 2 }));
   if (figure) {
-    // the word as large as the die holds it (a Chinese character at 46, "Caranguejo" at 16)
+    // the word as large as the die holds it (one Chinese character at 46, "Caranguejo" at 15)
     const w = word(I18N.data.figures[figure], figure);
-    const size = Math.min(I18N.lang === "zh" ? 46 : 36, Math.floor(160 / Math.max(1, w.length)));
+    const zh = I18N.lang === "zh";  // a Chinese character is about 1 em wide, a letter 0.6
+    const size = Math.min(zh ? 46 : 36, Math.floor((zh ? 84 : 150) / Math.max(1, w.length)));
     const t = svg("text", { x: 50, y: 48, "text-anchor": "middle", "dominant-baseline": "central", "font-size": size, fill: "#fff", "font-weight": 800 });
     t.textContent = w;
     s.append(t);
