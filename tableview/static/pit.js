@@ -2,7 +2,7 @@
 // table's page and its board. The shift's figures are added up by the view from the
 // settled rounds it received since it started (handle: stakes; win: the house's net;
 // hold: win / handle; rounds per hour between the first round's opening and the last
-// round's end): labelled so. Witness health has a place and no data yet.
+// round's end): labelled so. A table's witness (docs/witness.md) has its own column.
 "use strict";
 
 const PIT = { tables: new Map(), sort: { key: "table", dir: 1 } };
@@ -18,9 +18,24 @@ function alertsOf(t) {
   return { open: a.length, unacked: a.filter((x) => !x.acknowledged_by).length, list: a };
 }
 
-function devicesOf(t) {
-  const d = Object.values(t.devices || {});
+function devicesOf(t) {  // the table's devices (its witness has a column of its own)
+  const d = Object.values(t.devices || {}).filter((x) => x.kind !== "witness");
   return { total: d.length, bad: d.filter((x) => x.state !== "online").length, list: d };
+}
+
+// The witness's health (docs/witness.md): its retained devices/<name>, kind "witness";
+// the disagreements over the comparisons as exact counts (agreed + disagreed).
+function witnessesOf(t) { return Object.values(t.devices || {}).filter((x) => x.kind === "witness"); }
+
+function witnessCell(t) {
+  const list = witnessesOf(t);
+  if (!list.length) return el("td", { class: "note", "data-witness": "none" }, "none");
+  return el("td", { "data-witness": list.map((x) => x.state).join(",") }, list.map((x) => {
+    const w = x.witness || {};
+    const compared = (w.agreed ?? 0) + (w.disagreed ?? 0);
+    return el("div", { class: `device ${x.state}`, title: `${x.device}: ${x.state} ${x.code || ""} ${x.message || ""}` },
+      `${x.state}${x.code ? ` ${x.code}` : ""}`, compared ? ` · ${w.disagreed} / ${compared} disagreed (${pct(w.disagreed, compared)})` : "");
+  }));
 }
 
 function gameOf(t) { return (t.state && t.state.game) || (t.board && t.board.game) || (t.limits && t.limits.game) || ""; }
@@ -65,7 +80,7 @@ const COLUMNS = [
     const d = devicesOf(t);
     return el("td", { "data-devices-bad": d.bad }, d.list.map((x) => el("span", { class: `device ${x.state}`, title: `${x.device}: ${x.state} ${x.code || ""} ${x.message || ""}` }, x.device)));
   }],
-  ["witness", "Witness", () => 0, () => el("td", { class: "note", "data-witness": "none" }, "not built yet")],
+  ["witness", "Witness", (t) => { const w = witnessesOf(t); return w.length ? w.filter((x) => x.state !== "online").length : -1; }, witnessCell],
   ["jackpot", "Jackpot", (t) => (t.jackpot ? t.jackpot.amount : -1), (t) => {
     const j = t.jackpot;
     if (!j) return el("td", {}, "–");
@@ -111,7 +126,7 @@ function render() {
   const rows = list.map((t) => el("tr", { "data-table": t.table_id },
     COLUMNS.map(([key, title, , draw]) => { const td = draw(t); td.dataset.label = title; td.dataset.col = key; return td; })));
   main.replaceChildren(
-    el("p", { class: "note", id: "basis" }, `Handle, win, hold and rounds per hour: from the settled rounds this view received since ${sinceText()} (not the table's shift accounts). Witness: not built yet.`),
+    el("p", { class: "note", id: "basis" }, `Handle, win, hold and rounds per hour: from the settled rounds this view received since ${sinceText()} (not the table's shift accounts).`),
     el("table", { class: "pit" }, el("thead", {}, head), el("tbody", {}, rows), el("tfoot", {}, totalsRow(list))));
 }
 

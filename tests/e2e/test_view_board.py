@@ -8,9 +8,10 @@ facing the players cannot be scrolled: the oldest history gives way), at 390 px 
 without scrolling sideways; the last result is labelled with its own round, not the
 one that opened after it; the language
 switch changes the bet names to the regulations' (``tableview/static/i18n.json``). The
-pit page with 12 tables shows each table's handle and win (checked against the rounds
-each table published, added up here), the pit's totals and an open alert; a stud poker
-table's board shows the jackpot meter beside a pending hit.
+pit page with 12 tables shows each table's handle, win and rounds per hour (checked
+against the rounds each table published, added up here), the pit's totals, an open
+alert, a witness holding a disputed result; a stud poker table's board shows the jackpot
+meter beside a pending hit.
 
 Skipped, saying so, where Chromium is not installed (``.ci/run`` installs it)."""
 
@@ -241,7 +242,7 @@ async def test_the_board_shows_the_result_history_and_limits(game: str) -> None:
 
 async def test_the_pit_of_twelve_tables_and_a_pending_jackpot_hit() -> None:
     """12 tables on the pit page: each one's handle and win added up from the rounds it
-    published, the pit's total, an open alert not acknowledged; sortable; no sideways
+    published, the pit's total, an open alert not acknowledged, a witness's dispute; sortable; no sideways
     scrolling at 390 px. A stud table's jackpot hit pending payment: its board shows the
     meter and the hit beside it."""
     assert CHROMIUM is not None, "TABLECTL_REQUIRE_CHROMIUM is set and Chromium is missing"
@@ -292,7 +293,14 @@ async def test_the_pit_of_twelve_tables_and_a_pending_jackpot_hit() -> None:
                     assert {r[0]: (r[2], r[3]) for r in rows} == want
                     assert {r[0]: r[1] for r in rows} == pace
                     assert {r[0] for r in rows if r[4] == "1"} == {pit.tables[0][0]}
-                    assert all(r[5] == "not built yet" for r in rows)
+                    # the witness of table 2 holds a disputed result: 1 of its 409 + 1
+                    # comparisons disagreed; the other tables have none
+                    witnessed = pit.tables[1][0]
+                    assert {r[0]: r[5] for r in rows if r[0] != witnessed} == {
+                        tid: "none" for tid, _, _ in pit.tables if tid != witnessed
+                    }
+                    row = next(r for r in rows if r[0] == witnessed)
+                    assert row[5] == "fault RESULT_DISPUTED · 1 / 410 disagreed (0.2 %)", row
                     total = await b.eval(
                         "+document.querySelector('tfoot tr.total [data-handle]').dataset.handle"
                     )

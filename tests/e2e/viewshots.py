@@ -9,7 +9,8 @@ opens each table's board in headless Chromium (``tests/e2e/_cdp.py``) at 1920x10
 390 px wide and at 1080x1920 (portrait), and then a pit of 12 tables made of what those
 tables published (each message given to a table of the pit under its own id and signed
 with that table's own key, as a pit of real tables would publish it; one table with an
-open alert, the stud poker table with a jackpot hit pending) on the pit page at both
+open alert, one whose witness holds a disputed result, the stud poker table with a
+jackpot hit pending) on the pit page at both
 widths, and that stud poker table's board with the hit beside the meter. The same seed draws the same rounds; the
 pictures differ from one run to the next only by the clock and the timestamps.
 
@@ -125,7 +126,7 @@ class Pit:
 
         return {tid: (load_pem_public_key(ident.public_pem()),) for tid, _, ident in self.tables}
 
-    async def publish(self, prefix: str = "casino", alert_on: int = 0) -> None:
+    async def publish(self, prefix: str = "casino", alert_on: int = 0, witness_on: int = 1) -> None:
         async with aiomqtt.Client(self.host, self.port) as c:
             for i, (tid, p, ident) in enumerate(self.tables):
                 root = f"{prefix}/tables/{tid}"
@@ -136,6 +137,14 @@ class Pit:
                 if i == alert_on:
                     await c.publish(
                         f"{root}/alerts", ident.seal("alerts", alert(tid)), qos=1, retain=True
+                    )
+                if i == witness_on:
+                    topic = f"devices/{WITNESS['device']}"
+                    await c.publish(
+                        f"{root}/{topic}",
+                        ident.seal(topic, {**WITNESS, "table_id": tid}),
+                        qos=1,
+                        retain=True,
                     )
                 # a demo plays a round in seconds: each table of the pit at a pace of its
                 # own, one round every 90 + 6 i seconds, the last one ending now
@@ -164,6 +173,19 @@ def _retimed(body: dict[str, Any], opened: datetime) -> dict[str, Any]:
         for k, v in stamps.items()
     }
     return {**body, "timestamps": moved}
+
+
+#: A witness's health holding a disputed result (docs/mqtt.md, "devices/<device>" of a
+#: witness; docs/witness.md): 1 disagreement in 410 comparisons.
+WITNESS: dict[str, Any] = {
+    "schema_version": 5, "device": "camera-1", "kind": "witness", "state": "fault",
+    "code": "RESULT_DISPUTED", "message": "the witness read 17, the wheel 71",
+    "since": "2026-05-09T07:36:12.480Z",
+    "witness": {"source": "mqtt", "readings": 412, "agreed": 409, "disagreed": 1, "timeouts": 2,
+                "resolved": 3, "disagreement_rate": 0.0024, "lag_ms": 184, "mean_lag_ms": 231,
+                "last_reading_at": "2026-05-09T07:36:12.480Z"},
+    "updated_at": "2026-05-09T07:36:12.481Z",
+}  # fmt: skip
 
 
 def alert(table_id: str) -> dict[str, Any]:
