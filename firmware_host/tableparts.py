@@ -34,6 +34,7 @@ from .console.keypad import KeypadSignInDesk
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
+from .face.limits import TableLimits
 from .integrity.alerts import Alerts
 from .integrity.clock import ClockWatch, StepWatch
 from .integrity.monitor import IntegrityMonitor, max_payout_of
@@ -89,6 +90,8 @@ class TableParts:
     round_log: RoundLog
     jackpot_display: JackpotDisplay | None
     board: ResultBoard | None
+    #: The table's limits per bet type, retained for the screens (``limits`` topic).
+    limits: TableLimits
     statistics: TableStatistics | None
     integrity: IntegrityMonitor
     pace: PaceMonitor
@@ -242,7 +245,16 @@ def build_parts(
         if witness is not None
         else None
     )
-    board, statistics = _faces(plan, cfg, extensions, devices, link, j)
+    board, statistics = _faces(plan, cfg, extensions, devices, link, j, roster)
+    limits = TableLimits(
+        extensions,
+        game=cfg.game,
+        rules=cfg.rules,
+        money=cfg.money,
+        limits=lambda: engine.cfg.limits,
+        name=cfg.name,
+        publish=functools.partial(link.set_snapshot, "limits"),
+    )
     clock_watch = (
         ClockWatch(
             alerts,
@@ -300,6 +312,7 @@ def build_parts(
         round_log=RoundLog(extensions, cfg.money),
         jackpot_display=_jackpot_display(plan, extensions, jackpot, devices, link),
         board=board,
+        limits=limits,
         statistics=statistics,
         integrity=_integrity(plan, cfg, extensions, alerts, devices, j),
         pace=pace,
@@ -388,9 +401,11 @@ def _faces(
     devices: TableDevices,
     link: FloorLink,
     journal: Journal,
+    roster: DealerRoster,
 ) -> tuple[ResultBoard | None, TableStatistics | None]:
-    """The result board (``board`` topic and the board devices) and the statistics
-    (``stats`` topic) of a table whose game has a result layout."""
+    """The result board (``board`` topic and the board devices; with the dealer on
+    duty, published again when the roster changes) and the statistics (``stats`` topic)
+    of a table whose game has a result layout."""
     boards = [d.driver for d in devices if d.kind == "board"]
     board = (
         ResultBoard(
@@ -400,10 +415,14 @@ def _faces(
             boards=[b for b in boards if isinstance(b, BoardDevice)],
             shoe_log=journal.chain,
             rules=cfg.rules,
+            dealer=roster.current,
         )
         if ResultBoard.applies(cfg.game_id)
         else None
     )
+    if board is not None:  # a subscription: the board shows who deals
+        shown = board
+        roster.add_listener(lambda _old, _new: shown.refresh())
     statistics = (
         TableStatistics(
             extensions,

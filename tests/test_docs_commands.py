@@ -148,6 +148,10 @@ NOT_HERE: list[tuple[str, str]] = [
         "the load check (the suite itself)",
     ),
     (r"^(\.venv/bin/python|python) -m bench", "benchmarks (tests/test_bench_smoke.py)"),
+    (
+        r"^\.venv/bin/python -m tests\.e2e\.viewshots ",
+        "ten minutes of demo tables and Chromium (tests/e2e/test_view_board.py runs the same)",
+    ),
     (r"^\.venv/bin/pip install -e '\.\[bench\]'", "installs the benchmarks' peers from PyPI"),
     (
         r"^tablectl view --(config /etc|broker mqtts?://(pit|10\.))",

@@ -33,6 +33,7 @@ SCHEMA_NAMES = (
     "board",
     "stats",
     "alerts",
+    "limits",
     "floor_record",
 )
 
@@ -50,6 +51,7 @@ TOPIC_SCHEMAS = {
     "board": "board",
     "stats": "stats",
     "alerts": "alerts",
+    "limits": "limits",
 }
 
 
