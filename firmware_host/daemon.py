@@ -59,6 +59,7 @@ from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .integrity.alerts import Alerts
 from .integrity.clock import ClockWatch, StepWatch
+from .integrity.installs import RECORD, SoftwareInstalls
 from .integrity.monitor import IntegrityMonitor, max_payout_of
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
@@ -80,6 +81,7 @@ from .table.floorcheck import (
     floor_record_topic,
 )
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
+from .table.maintenance import Maintenance
 from .table.procedures import ManualProcedure, Procedure, ProcedureContext, make_procedure
 from .table.round_commands import table_commands
 from .table.state import LatchedFaults, TableState
@@ -168,6 +170,8 @@ class TableDaemon:
         #: A dealer's sign-in at the keypad (number and PIN, docs/console.md).
         self.keypad_sign_in: KeypadSignInDesk | None = None
         self.faults: LatchedFaults | None = None
+        #: Out of play between rounds for an update (``table/maintenance.py``).
+        self.maintenance: Maintenance | None = None
         #: Rounds left in flight by a crash, not resolved yet (``_resolve_in_flight``).
         self._unresolved = False
         self._tasks: list[asyncio.Task[Any]] = []
@@ -220,7 +224,9 @@ class TableDaemon:
         software = self.software = SoftwareCheck(
             plan.software, j.chain, j.faults, alerts, faults_changed=self._faults_changed
         )
-        software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
+        installs = SoftwareInstalls(j.chain, cfg.table_id, Path(plan.journal.path).parent / RECORD)
+        software.at_start(then=installs.at_start)  # a mismatch: recorded, latched, refused
+        self.maintenance = Maintenance(j.chain, cfg.table_id, changed=self._faults_changed)
         roster = self.dealers = DealerRoster(j.chain, auth=plan.auth)
         self.keypad_sign_in = KeypadSignInDesk(
             roster,
@@ -260,7 +266,7 @@ class TableDaemon:
             log.warning("running with an accepted risk: %s", line)
         # Each command's handler, registered by the part that answers it (table/commands.py).
         commands = table_commands(engine, procedure, j, jackpot=self.jackpot)
-        for part in (alerts, software, roster):
+        for part in (alerts, software, roster, self.maintenance):
             part.register_commands(commands)
         floor = self.floor = FloorRequests(engine, procedure, j, auth=auth, commands=commands)
         link = self.link = FloorLink(
@@ -281,6 +287,7 @@ class TableDaemon:
             anchor=j.rounds.anchor,
             accepted_risks=plan.accepted_risks,
             refused=floor.refusals.snapshot,
+            maintenance=self.maintenance.snapshot,
         )
         floor.refusals.listeners.append(self.state.refresh)
         # A storage fault raised or cleared: the retained state says so at once, and the
@@ -470,6 +477,8 @@ class TableDaemon:
         left in flight are resolved first (in the same step as the round that opens)."""
         assert self.faults is not None
         stopped = self.faults.play_stop()
+        if stopped is None and self.maintenance is not None:
+            self.maintenance.check_open()  # raises MAINTENANCE: no round opens
         if stopped is None:
             self._resolve_in_flight()
         return stopped
