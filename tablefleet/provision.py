@@ -35,6 +35,7 @@ import shutil
 import tempfile
 import tomllib
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,8 @@ class Writer:
 
     def __init__(self, summary: Summary) -> None:
         self.summary = summary
+        #: Secrets this run created (:meth:`create_secrets`).
+        self._fresh: set[Path] = set()
 
     def put(self, path: Path, data: bytes, mode: int) -> None:
         try:
@@ -139,9 +142,26 @@ class Writer:
             raise
         (self.summary.changed if existed else self.summary.created).append(str(path))
 
+    def create_secrets(self, wanted: list[tuple[Path, Any]]) -> None:
+        """The secrets of ``wanted`` that are missing, created by ``make(path)`` in a few
+        threads (each waits on its own fsync); counted as created, once."""
+        missing = [(p, make) for p, make in wanted if not p.exists()]
+
+        def one(item: tuple[Path, Any]) -> None:
+            item[0].parent.mkdir(parents=True, exist_ok=True)
+            item[1](item[0])
+            os.chmod(item[0], SECRET)
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(one, missing))
+        self._fresh.update(p for p, _ in missing)
+        self.summary.created.extend(str(p) for p, _ in missing)
+
     def secret_once(self, path: Path, make: Any) -> None:
         """A secret created by ``make(path)`` when missing (never replaced); its mode
         made 0600 if it was opened up."""
+        if path in self._fresh:
+            return
         if path.exists():
             if (path.stat().st_mode & 0o777) != SECRET:
                 os.chmod(path, SECRET)
@@ -272,10 +292,15 @@ def provision(
                            "`tablectl provision`", ""]  # fmt: skip
     pits: dict[str, list[str]] = {}
     dealers: dict[str, list[str]] = {}
+    # The keys a table lacks, made first and side by side: each is written and fsynced
+    # by the code that makes it at the table (``TableIdentity``, ``AuditKey``).
+    w.create_secrets(
+        [(out / "tables" / t.table_id / name, make) for t, _, _ in plans
+         for name, make in (("identity.key", _identity), ("audit.key", AuditKey.create))]
+    )  # fmt: skip
     for table, auth, files in plans:
         d = out / "tables" / table.table_id
         etc = etc_dir.replace("{table}", table.table_id)
-        d.mkdir(parents=True, exist_ok=True)
         w.secret_once(d / "identity.key", _identity)
         w.put(d / "identity.pub", TableIdentity.load(d / "identity.key").public_pem(), PUBLIC)
         w.secret_once(d / "audit.key", AuditKey.create)
