@@ -2,20 +2,28 @@
 
 25 CFR 547.12(a)(5) asks for a log of the software downloaded to a gaming device: who
 installed which software, when, from which version to which, and whether it was
-verified before play. The table keeps it itself (issue 35): at every start, once its
-software has been checked against the signed manifest (``selfcheck.py``), it compares
-what runs (its version and the manifest's SHA-256) with the last ``software_installed``
-event of its chain; when they differ (a first start, an update, a rollback, a new
-manifest) it journals a ``software_installed`` event and publishes it on ``events`` in
-the same transaction, so the floor holds the log too.
+verified before play. The table keeps it itself (issue 35).
 
-Who installed it and when come from the **installation record**, a small JSON file the
-package's ``postinst`` writes beside the journal (``software-install.json``:
-``installed_by``, ``installed_at``, ``from_version``, ``to_version``, ``package``): the
-playbook passes who asked (``TABLECTL_INSTALLED_BY``). A record that does not name the
-running version is not this installation's and is not used (``installed_by`` null,
-``record`` says why). The version installed before is the chain's own (the last event's
-``to_version``), not the record's.
+**The installation log** (``software-installs.jsonl`` beside the journal, one JSON object
+a line, appended, never rewritten) is written where the table's software is installed:
+
+- the package's ``postinst`` appends ``{"action": "installed", "at", "by",
+  "from_version", "to_version", "package"}`` at every installation, upgrade or
+  downgrade (``by``: ``TABLECTL_INSTALLED_BY``, which the update playbook sets to who
+  ran it, else the user behind ``sudo``, else ``root``);
+- ``tablectl verify-software --record LOG`` appends ``{"action": "verified", "at", "ok",
+  "reason", "version", "manifest_sha256", "files"}``: the playbook's check of the
+  installed files against the signed manifest, before the restart.
+
+**At every start**, once its own check against the signed manifest has run
+(``selfcheck.py``), the daemon journals one ``software_installed`` event, published on
+``events`` in the same transaction (so the floor holds the log too), when the log has
+lines its chain has not recorded yet (an update, a refused update rolled back: both
+are in the log) or when the software that runs differs from the chain's last record of
+it (its version, its manifest's SHA-256). The event carries the new lines (``log``, at
+most :data:`MAX_LINES`, ``log_lines`` the log's length), who installed the running
+version and when (the last ``installed`` line naming it), the version recorded before
+(the chain's own), and the start-up check's result (``verification``).
 """
 
 from __future__ import annotations
@@ -29,21 +37,50 @@ from pathlib import Path
 from .. import __version__
 from ..journal import AuditLog
 from ..jsonio import JSON
-from ..timefmt import utc_now
+from ..timefmt import iso_utc, utc_now
 from .events import table_event
 from .software import Verification
 
 log = logging.getLogger(__name__)
 
 EVENT = "software_installed"
-#: The installation record's name, beside the journal (the package's postinst writes it).
-RECORD = "software-install.json"
-#: The record's members that are copied into the event.
-_FROM_RECORD = ("installed_by", "installed_at", "package", "package_sha256")
+#: The installation log's name, beside the journal.
+RECORD = "software-installs.jsonl"
+#: New lines of the log carried by one event (the count is whole).
+MAX_LINES = 50
+#: The longest line kept (a line longer is kept cut, and said so).
+MAX_LINE = 2000
+
+
+def read_log(path: Path) -> tuple[list[JSON], str | None]:
+    """The log's lines (a line that is not a JSON object is kept as ``{"unreadable":
+    TEXT}``), and why it could not be read at all (None: it was, or it is absent)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return [], None
+    except OSError as exc:
+        return [], f"{path}: {exc.strerror or exc}"
+    out: list[JSON] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            body = json.loads(line[:MAX_LINE])
+        except ValueError:
+            body = None
+        out.append(body if isinstance(body, dict) else {"unreadable": line[:200]})
+    return out, None
+
+
+def append_log(path: Path, entry: dict[str, JSON]) -> None:
+    """Append one line to the log (``tablectl verify-software --record``)."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"at": iso_utc(utc_now()), **entry}, sort_keys=True) + "\n")
 
 
 class SoftwareInstalls:
-    """Journals an installation at start-up when the software changed (module docstring)."""
+    """Journals the installations at start-up (module docstring)."""
 
     def __init__(
         self,
@@ -54,68 +91,57 @@ class SoftwareInstalls:
         version: str = __version__,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
-        """``record``: the installation record's path (``<state dir>/software-install.json``)."""
+        """``record``: the installation log (``<state dir>/software-installs.jsonl``)."""
         self.chain = chain
         self.table_id = table_id
         self.record = record
         self.version = version
         self.clock = clock
-        #: The event journaled at this start (None: the software had not changed).
+        #: The event journaled at this start (None: nothing new).
         self.journaled: dict[str, JSON] | None = None
 
     def at_start(self, verified: Verification | None) -> dict[str, JSON] | None:
         """After the start-up check (``verified``; None: no manifest configured)."""
         msha = verified.manifest_sha256 if verified is not None else None
         last = self.chain.events(1, kind=EVENT)
-        before = last[-1].data if last and isinstance(last[-1].data, dict) else None
-        if (
-            before is not None
-            and before.get("to_version") == self.version
-            and before.get("manifest_sha256") == msha
-        ):
+        before = last[-1].data if last and isinstance(last[-1].data, dict) else {}
+        lines, unreadable = read_log(self.record)
+        done = before.get("log_lines")
+        done = done if isinstance(done, int) and 0 <= done <= len(lines) else 0
+        new = lines[done:]
+        same = before.get("to_version") == self.version and before.get("manifest_sha256") == msha
+        if before and same and not new and unreadable is None:
             return None
+        installed = [
+            ln for ln in lines
+            if isinstance(ln, dict) and ln.get("action") == "installed"
+            and ln.get("to_version") == self.version
+        ]  # fmt: skip
+        by = installed[-1] if installed and isinstance(installed[-1], dict) else {}
         data: dict[str, JSON] = {
-            "from_version": before.get("to_version") if before is not None else None,
+            "from_version": before.get("to_version"),
             "to_version": self.version,
             "manifest_sha256": msha,
-            **dict.fromkeys(_FROM_RECORD),
-            "record": self._read_record(),
+            "installed_by": by.get("by"),
+            "installed_at": by.get("at"),
+            "package": by.get("package"),
             "verification": _verification(verified),
+            "log": new[-MAX_LINES:],
+            "log_lines": len(lines),
         }
-        rec = data["record"]
-        if isinstance(rec, dict) and rec.get("used") is True:
-            for key in _FROM_RECORD:
-                data[key] = rec.get(key)
+        if len(new) > MAX_LINES:
+            data["log_omitted"] = len(new) - MAX_LINES
+        if unreadable is not None:
+            data["log_unreadable"] = unreadable
         table_event(self.chain, self.table_id, EVENT, data, at=self.clock())
         log.info(
-            "software installed: %s -> %s by %s (verified: %s)",
-            data["from_version"], self.version, data["installed_by"] or "unknown",
+            "software: %s -> %s installed by %s; %d new line(s) of the installation log; "
+            "verified at start: %s",
+            data["from_version"], self.version, data["installed_by"] or "unknown", len(new),
             "not configured" if verified is None else ("ok" if verified.ok else "MISMATCH"),
         )  # fmt: skip
         self.journaled = data
         return data
-
-    def _read_record(self) -> dict[str, JSON]:
-        """The installation record as found: ``used`` and, if not, why."""
-        path = str(self.record)
-        try:
-            body = json.loads(self.record.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {"path": path, "used": False, "why": "no installation record"}
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            return {"path": path, "used": False, "why": f"unreadable: {exc}"[:200]}
-        if not isinstance(body, dict):
-            return {"path": path, "used": False, "why": "not a JSON object"}
-        if body.get("to_version") != self.version:
-            return {
-                "path": path, "used": False,
-                "why": f"it records version {body.get('to_version')!r}, not {self.version}",
-            }  # fmt: skip
-        kept: dict[str, JSON] = {"path": path, "used": True}
-        for key in (*_FROM_RECORD, "from_version", "to_version"):
-            value = body.get(key)
-            kept[key] = str(value)[:200] if value is not None else None
-        return kept
 
 
 def _verification(v: Verification | None) -> JSON:

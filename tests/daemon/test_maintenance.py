@@ -64,11 +64,11 @@ async def test_a_table_mid_round_finishes_it_then_opens_none(
     principals = make_principals(tmp_path / "keys")
     path.write_text(FANTAN + to_toml({"auth": principals.auth_section()}))
     (tmp_path / "state").mkdir()
-    # The package's postinst leaves the installation record beside the journal.
+    # The package's postinst appends its line to the installation log.
     (tmp_path / "state" / RECORD).write_text(json.dumps({
-        "to_version": __version__, "from_version": None, "installed_by": "ansible:ops-7",
-        "installed_at": "2026-05-09T07:00:00Z", "package": f"table-controller_{__version__}",
-    }))  # fmt: skip
+        "action": "installed", "to_version": __version__, "from_version": None,
+        "by": "ansible:ops-7", "at": "2026-05-09T07:00:00Z",
+    }) + "\n")  # fmt: skip
     events = await Collector(
         mosquitto_broker.host, mosquitto_broker.port, "casino/tables/ft-m/events"
     ).start()
