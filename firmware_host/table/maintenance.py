@@ -22,8 +22,8 @@ from ..journal import AuditLog
 from ..jsonio import JSON
 from ..timefmt import iso_utc, utc_now
 from .commands import CommandCall, Commands
-from .engine import RoundFault
 from .reading import RequestError, reason_text
+from .roundfault import RoundFault
 
 #: The event of the chain (and of ``events``) each change is.
 EVENT = "maintenance"
@@ -47,20 +47,34 @@ class Maintenance:
         chain: AuditLog,
         table_id: str,
         *,
-        changed: Callable[[], None] = lambda: None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
-        """``changed``: called after each change (the retained ``state`` follows)."""
         self.chain = chain
         self.table_id = table_id
-        self.changed = changed
         self.clock = clock
+        self._listeners: list[Callable[[], None]] = []
         #: ``{"since", "by", "reason"}`` while in maintenance, else None.
         self.current: dict[str, JSON] | None = None
         last = chain.events(1, kind=EVENT)
         if last and isinstance(last[-1].data, dict) and last[-1].data.get("active") is True:
             d = last[-1].data
             self.current = {"since": d.get("since"), "by": d.get("by"), "reason": d.get("reason")}
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """``listener``: called after each change (the retained ``state`` follows)."""
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in self._listeners:
+            listener()
+
+    def play_stop(self, faults: Callable[[], str | None]) -> str | None:
+        """The round engine's ``play_stop``: the latched faults (``faults``) first; when
+        none stops play, :meth:`check_open` (``MAINTENANCE``)."""
+        stopped = faults()
+        if stopped is None:
+            self.check_open()
+        return stopped
 
     @property
     def active(self) -> bool:
@@ -93,7 +107,7 @@ class Maintenance:
             now = self.clock()
             self.current = {"since": iso_utc(now), "by": call.source, "reason": reason}
             _event(self.chain, self.table_id, {"active": True, **self.current}, now)
-            self.changed()
+            self._changed()
         return {"maintenance": self.snapshot()}
 
     def command_leave(self, call: CommandCall) -> JSON:
@@ -110,7 +124,7 @@ class Maintenance:
             "began": ended["since"],
         }  # fmt: skip
         _event(self.chain, self.table_id, data, now)
-        self.changed()
+        self._changed()
         return {"maintenance": None, "ended": ended}
 
 

@@ -74,7 +74,7 @@ async def test_a_table_mid_round_finishes_it_then_opens_none(
     ).start()
     d = _daemon(path, tmp_path, mosquitto_broker)
     await d.start()
-    await d.link.wait_subscribed(30)
+    await d.parts.link.wait_subscribed(30)
     pit, dealer = principals.signer("pit"), principals.signer("dealer")
     try:
         async with FloorClient(
@@ -126,7 +126,7 @@ async def test_a_table_mid_round_finishes_it_then_opens_none(
     # A restart inside maintenance (the update restarts the daemon) keeps it.
     d = _daemon(path, tmp_path, mosquitto_broker)
     await d.start()
-    await d.link.wait_subscribed(30)
+    await d.parts.link.wait_subscribed(30)
     try:
         async with FloorClient(
             mosquitto_broker.host, mosquitto_broker.port, "ft-m", signers=principals,
