@@ -112,36 +112,30 @@ def _events(c: Collector, tid: str, kind: str) -> list[dict[str, Any]]:
     return out
 
 
-@pytest.mark.skipif(not ANSIBLE.exists(), reason="ansible-core is not installed (pip: dev extra)")
-async def test_the_playbook_updates_between_rounds_and_rolls_back_a_failed_verification(
-    mosquitto_broker: Any, tmp_path: Path
-) -> None:
+def _floor(
+    tmp_path: Path, broker: Any, tables: tuple[str, ...], *, corrupt: str = "", round_timeout: int = 120
+) -> tuple[Any, dict[str, Path], Path]:
+    """The tables' directories (each with its two releases, 0.1.0 installed), the
+    principals, and the playbook's inventory (``corrupt``: the table whose 0.2.0 package
+    fails its verification)."""
     principals = make_principals(tmp_path / "keys")
     build = tmp_path / "build"
     _tablectl("keys", "generate", "build", "--dir", str(build), cwd=tmp_path)
     pkgs = tmp_path / "packages"
     pkgs.mkdir()
-    dirs = {tid: tmp_path / tid for tid in TABLES}
-    packages: dict[str, tuple[Path, Path]] = {}
+    dirs = {tid: tmp_path / tid for tid in tables}
+    py = sys.executable
+    hosts = []
     for tid, d in dirs.items():
         for sub in ("state", "run"):
             (d / sub).mkdir(parents=True)
-        new = _package(d, pkgs, "0.2.0", build, corrupt=tid == "ut-b")
+        new = _package(d, pkgs, "0.2.0", build, corrupt=tid == corrupt)
         old = _package(d, pkgs, "0.1.0", build)  # installed now
-        packages[tid] = (new, old)
-        (d / "table.toml").write_text(_table_file(tid, d, mosquitto_broker,
-                                                  principals.auth_section()))  # fmt: skip
+        (d / "table.toml").write_text(_table_file(tid, d, broker, principals.auth_section()))
         (d / "state" / "software-installs.jsonl").write_text(json.dumps({
             "action": "installed", "by": "root", "from_version": None, "to_version": "0.1.0",
             "at": "2026-05-01T08:00:00Z",
         }) + "\n")  # fmt: skip
-    events = await Collector(
-        mosquitto_broker.host, mosquitto_broker.port, "casino/tables/+/events"
-    ).start()
-    py = sys.executable
-    hosts = []
-    for tid, d in dirs.items():
-        new, old = packages[tid]
         hosts.append(
             f"{tid} tablectl_package={new} tablectl_previous_package={old} "
             f"tablectl_package_dir={d / 'packages'} "
@@ -156,16 +150,37 @@ async def test_the_playbook_updates_between_rounds_and_rolls_back_a_failed_verif
         "[tables]\n" + "\n".join(hosts) + "\n\n[tables:vars]\n"
         f"ansible_connection=local\nansible_python_interpreter={py}\n"
         f"tablectl_controller_command='{py} -m firmware_host.cli'\n"
-        f"tablectl_broker=mqtt://{mosquitto_broker.host}:{mosquitto_broker.port}\n"
+        f"tablectl_broker=mqtt://{broker.host}:{broker.port}\n"
         f"tablectl_updater=pit\ntablectl_updater_key={principals.directory / 'pit.key'}\n"
         "tablectl_version=0.2.0\ntablectl_previous_version=0.1.0\n"
         f"tablectl_software_version={__version__}\n"
         f"tablectl_previous_software_version={__version__}\n"
-        "tablectl_round_timeout=120\ntablectl_ready_timeout=60\n"
+        f"tablectl_round_timeout={round_timeout}\ntablectl_ready_timeout=60\n"
         "tablectl_operator=ansible:tester\n"
     )
     for d in dirs.values():
         subprocess.run([py, str(STANDIN), "restart", str(d)], check=True)
+    return principals, dirs, inventory
+
+
+async def _playbook(inventory: Path, tmp_path: Path) -> Any:
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCAL_TEMP": str(tmp_path / "at"),
+           "ANSIBLE_HOME": str(tmp_path / "ah"), "ANSIBLE_STDOUT_CALLBACK": "default"}  # fmt: skip
+    return await asyncio.create_subprocess_exec(
+        str(ANSIBLE), "-i", str(inventory), str(PLAYBOOK), cwd=ROOT, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+
+
+@pytest.mark.skipif(not ANSIBLE.exists(), reason="ansible-core is not installed (pip: dev extra)")
+async def test_the_playbook_updates_between_rounds_and_rolls_back_a_failed_verification(
+    mosquitto_broker: Any, tmp_path: Path
+) -> None:
+    principals, dirs, inventory = _floor(tmp_path, mosquitto_broker, TABLES, corrupt="ut-b")
+    events = await Collector(
+        mosquitto_broker.host, mosquitto_broker.port, "casino/tables/+/events"
+    ).start()
+    py = sys.executable
     proc = None
     try:
         async with FloorClient(
@@ -177,12 +192,7 @@ async def test_the_playbook_updates_between_rounds_and_rolls_back_a_failed_verif
             rid = floor.round_in_progress
             assert (await floor.place(BET))["status"] == "accepted"
 
-            env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCAL_TEMP": str(tmp_path / "at"),
-                   "ANSIBLE_HOME": str(tmp_path / "ah"), "ANSIBLE_STDOUT_CALLBACK": "default"}  # fmt: skip
-            proc = await asyncio.create_subprocess_exec(
-                str(ANSIBLE), "-i", str(inventory), str(PLAYBOOK), cwd=ROOT, env=env,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            )  # fmt: skip
+            proc = await _playbook(inventory, tmp_path)
             run = asyncio.ensure_future(proc.communicate())
             # The update asked maintenance: the round in progress goes on, nothing installed.
             await floor.until(lambda: (floor.state or {}).get("maintenance") is not None,
@@ -254,6 +264,46 @@ async def test_the_playbook_updates_between_rounds_and_rolls_back_a_failed_verif
         for d in dirs.values():
             subprocess.run([py, str(STANDIN), "stop", str(d)], check=False)
         await events.stop()
+
+
+@pytest.mark.skipif(not ANSIBLE.exists(), reason="ansible-core is not installed (pip: dev extra)")
+async def test_a_round_that_does_not_finish_in_time_leaves_the_table_untouched_and_in_play(
+    mosquitto_broker: Any, tmp_path: Path
+) -> None:
+    """tablectl_round_timeout passes with the round still open: nothing is installed, the
+    table is not restarted, the maintenance this run asked is ended, the round goes on."""
+    principals, dirs, inventory = _floor(tmp_path, mosquitto_broker, ("ut-c",), round_timeout=4)
+    d = dirs["ut-c"]
+    pid = (d / "pid").read_text()
+    py = sys.executable
+    try:
+        async with FloorClient(
+            mosquitto_broker.host, mosquitto_broker.port, "ut-c", signers=principals
+        ) as floor:
+            await floor.until(lambda: (floor.state or {}).get("availability") == "online",
+                              timeout=60, what="ut-c online")  # fmt: skip
+            assert (await floor.command("open_betting"))["status"] == "ok"
+            rid = floor.round_in_progress
+            assert (await floor.place(BET))["status"] == "accepted"
+            proc = await _playbook(inventory, tmp_path)
+            out, _ = await asyncio.wait_for(proc.communicate(), 300)
+            text = out.decode(errors="replace")
+            assert proc.returncode != 0, text
+            assert "ut-c: the update to 0.2.0 failed" in text, text
+            assert "nothing installed, in play again" in text, text
+            assert "TASK [Install the package]" not in text, text
+            await floor.until(lambda: (floor.state or {}).get("maintenance") is None,
+                              timeout=30, what="out of maintenance")  # fmt: skip
+            assert floor.state["phase"] == "open" and floor.state["round_id"] == rid
+            assert (await floor.command("close_betting"))["status"] == "ok"
+            assert (await floor.command("result", outcome={"number": 3}))["status"] == "ok"
+            rnd = await floor.next_round()
+            assert rnd["round_id"] == rid and rnd["status"] == "settled"
+        assert [e["action"] for e in _log(d)] == ["installed"]  # nothing installed
+        assert (d / "share" / "version").read_text() == "0.1.0"
+        assert (d / "pid").read_text() == pid  # never restarted
+    finally:
+        subprocess.run([py, str(STANDIN), "stop", str(d)], check=False)
 
 
 def _ansible(args: list[str], tmp: Path) -> subprocess.CompletedProcess[str]:
