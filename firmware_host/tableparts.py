@@ -37,6 +37,7 @@ from .face.board import BoardDevice, ResultBoard, TableStatistics
 from .face.limits import TableLimits
 from .integrity.alerts import Alerts
 from .integrity.clock import ClockWatch, StepWatch
+from .integrity.installs import RECORD, SoftwareInstalls
 from .integrity.monitor import IntegrityMonitor, max_payout_of
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck
@@ -52,6 +53,7 @@ from .table.extension import TableExtensions
 from .table.floor import FloorRequests
 from .table.floorcheck import FLOOR_RECORD, RETAINED, JournalFloorCheck, floor_record_topic
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
+from .table.maintenance import Maintenance
 from .table.phase import Phase
 from .table.procedures import Procedure, ProcedureContext, make_procedure
 from .table.round_commands import table_commands
@@ -87,6 +89,10 @@ class TableParts:
     #: Integrity alerts held until acknowledged (``docs/integrity.md``).
     alerts: Alerts
     software: SoftwareCheck
+    #: The download log journaled at start (``integrity/installs.py``).
+    installs: SoftwareInstalls
+    #: Out of play between rounds for an update (``table/maintenance.py``).
+    maintenance: Maintenance
     round_log: RoundLog
     jackpot_display: JackpotDisplay | None
     board: ResultBoard | None
@@ -162,11 +168,13 @@ def build_parts(
         roster, console.dealers, Lockout(console.max_tries, console.lockout_seconds), j.chain
     )
     jackpot = _jackpot(j, plan, cfg) if plan.jackpot_params is not None else None
+    maintenance = Maintenance(j.chain, cfg.table_id)
     engine = RoundEngine(
         cfg,
         j,
         jackpot=jackpot,
-        play_stop=faults.play_stop,
+        # no round opens while a fault is latched or the table is in maintenance
+        play_stop=functools.partial(maintenance.play_stop, faults.play_stop),
         extensions=extensions,
         caps=plan.bet_caps,
         dealer=roster.current,
@@ -205,6 +213,7 @@ def build_parts(
     # Each command's handler, registered by the part that answers it (table/commands.py).
     commands = table_commands(engine, procedure, j, jackpot=jackpot)
     roster.register_commands(commands)
+    maintenance.register_commands(commands)
     if witness is not None:
         witness.register_commands(commands)
     else:
@@ -229,10 +238,13 @@ def build_parts(
         anchor=j.rounds.anchor,
         accepted_risks=plan.accepted_risks,
         refused=floor.refusals.snapshot,
+        maintenance=maintenance.snapshot,
     )
-    # The retained state follows the faults, the refusals' windows and the storage
-    # fault; the link retries what it could not mark published when the storage answers.
+    # The retained state follows the faults, the maintenance, the refusals' windows and
+    # the storage fault; the link retries what it could not mark published when the
+    # storage answers.
     j.faults.add_listener(state.refresh)
+    maintenance.add_listener(state.refresh)
     floor.refusals.listeners.append(state.refresh)
     j.db.storage.add_listener(state.refresh)
     j.db.storage.add_listener(link.storage_changed)
@@ -309,6 +321,8 @@ def build_parts(
         state=state,
         alerts=alerts,
         software=software,
+        installs=SoftwareInstalls(j.chain, cfg.table_id, Path(plan.journal.path).parent / RECORD),
+        maintenance=maintenance,
         round_log=RoundLog(extensions, cfg.money),
         jackpot_display=_jackpot_display(plan, extensions, jackpot, devices, link),
         board=board,

@@ -143,6 +143,8 @@ NOT_HERE: list[tuple[str, str]] = [
     (r"^/opt/tablectl/", "the Pi's installed venv (install); the same subcommands run here"),
     (r"^mosquitto_sub .*-h (broker|floor-broker)", "the casino's broker"),
     (r"^(\./dev test|\.venv/bin/python -m pytest)", "the test suite itself"),
+    (r"^packaging/deb/build ", "builds the Debian package (CI: packaging/deb/check)"),
+    (r"^ansible-playbook ", "the floor's update (tests/fleet/test_update_playbook.py runs it)"),
     (
         r"^(for i in 1 2; do timeout 3600 python3|time \./dev test|kill %1)",
         "the load check (the suite itself)",

@@ -120,7 +120,7 @@ def test_given_the_keys_only_what_each_table_signed_is_shown() -> None:
     keys = {"MO-R-07": (load_pem_public_key(real.public_pem()),)}
     pit = Pit("casino", keys=keys)  # type: ignore[arg-type]
     assert pit.verifying
-    state = {"table_id": "MO-R-07", "phase": "open", "schema_version": 5}
+    state = {"table_id": "MO-R-07", "phase": "open", "schema_version": 6}
     assert pit.apply("casino/tables/MO-R-07/state", real.seal("state", state)) == "MO-R-07"
     assert pit.tables["MO-R-07"].to_json()["state"] == state  # without its signature
     forged = {**state, "phase": "closed"}
