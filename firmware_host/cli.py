@@ -57,6 +57,14 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "tablectl math sicbo --config config/sicbo.toml --json",
     ),
     "score": ("tablectl score mahjong --hand @examples/mahjong-hand.json",),
+    "provision": (
+        "tablectl provision config/provision/inventory.csv --floor config/provision/floor.toml "
+        "--keys config/keys --out /tmp/provisioned",
+    ),
+    "rollout": (
+        "tablectl rollout wait --broker mqtt://floor@broker.floor --password-file floor.pw "
+        "--table MO-R-07 --until maintenance-idle --timeout 600",
+    ),
     "run": (
         "tablectl run --config /etc/tablectl/table.toml   # what the systemd unit starts",
         "tablectl run --config config/roulette.toml --state-dir /tmp/t --runtime-dir /tmp/t --simulate",

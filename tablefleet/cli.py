@@ -16,6 +16,7 @@ from firmware_host.cliargs import (
     broker_url,
     existing_dir,
     existing_file,
+    number,
     topic_prefix,
     work_dir,
 )
@@ -62,7 +63,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="the broker account's password (else the URL's)")  # fmt: skip
         q.add_argument("--prefix", default="casino", type=topic_prefix, help="[mqtt] prefix")
         q.add_argument("--table", required=True, help="the table's id")
-        q.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
+        q.add_argument("--timeout", type=number(above=0), default=60.0,
+                       help="seconds (default 60)")  # fmt: skip
     c.add_argument("--key", required=True, type=existing_file, help="the principal's private key")
     c.add_argument("--principal", required=True, help="the principal's name")
     c.add_argument("name", choices=("maintenance", "end_maintenance", "status"))
@@ -70,7 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c.set_defaults(func=cmd_rollout_command)
     w.add_argument("--until", required=True, choices=("maintenance-idle", "ready", "in-play"))
     w.add_argument("--version", help="ready: the software version the table must run")
-    w.add_argument("--since", type=float,
+    w.add_argument("--since", type=number(minimum=0),
                    help="ready: a connection made at or after this Unix time")  # fmt: skip
     w.set_defaults(func=cmd_rollout_wait)
 

@@ -314,6 +314,13 @@ ERRORS: list[tuple[list[str], str, str]] = [
         "REGISTRY_INVALID",
         "no.pub",
     ),
+    # provision, rollout (the floor's fleet tooling, issue 35)
+    (["provision", "{tmp}/missing.csv", "--floor", "{roulette}", "--keys", "{tmp}",
+      "--out", "{tmp}/out"], "FILE_NOT_FOUND", "missing.csv"),  # fmt: skip
+    (["rollout", "wait", "--broker", "mqtt://127.0.0.1:1", "--table", "T", "--until", "ready",
+      "--timeout", "0"], "INVALID_VALUE", "--timeout"),  # fmt: skip
+    (["rollout", "wait", "--broker", "mqtt://127.0.0.1:1", "--table", "T", "--until", "ready",
+      "--since", "yesterday"], "INVALID_VALUE", "--since"),  # fmt: skip
 ]
 
 
