@@ -59,8 +59,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tablecommon.settings import FieldSpec, register_section, validate_fields
-
 from .. import boundedjson
 from ..auth import AUTH_FIELDS, BET_PERMISSIONS, Authenticator, AuthError, Principal
 from ..auth.policy import PRINCIPAL_NAME
