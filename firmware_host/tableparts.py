@@ -41,6 +41,7 @@ from .journal import Journal
 from .logsetup import RoundLog
 from .mqtt import AfterPublication, FloorLink, read_retained
 from .sdnotify import LoopLag
+from .table.accounts import ShiftAccounts
 from .table.ahead import loop_runner
 from .table.commands import Commands
 from .table.engine import RoundEngine
@@ -50,6 +51,7 @@ from .table.floorcheck import FLOOR_RECORD, RETAINED, JournalFloorCheck, floor_r
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
 from .table.procedures import Procedure, ProcedureContext, make_procedure
 from .table.round_commands import table_commands
+from .table.sessions import PlayerSessions
 from .table.state import LatchedFaults, TableState
 
 log = logging.getLogger(__name__)
@@ -91,6 +93,9 @@ class TableParts:
     #: The wall clock against the monotonic clock on every tick (CLOCK_STEP).
     clock_steps: StepWatch
     console_backend: TableConsoleBackend
+    #: The shift's accounting and the players' rated sessions (issue 34).
+    accounts: ShiftAccounts
+    sessions: PlayerSessions
 
     async def on_device_event(self, device: str, event: Any) -> None:
         """A device's event: to the procedure, then to the integrity detectors and to the
@@ -168,6 +173,20 @@ def build_parts(
     # Each command's handler, registered by the part that answers it (table/commands.py).
     commands = table_commands(engine, procedure, j, jackpot=jackpot)
     roster.register_commands(commands)
+    accounts = ShiftAccounts(
+        j.db,
+        j.chain,
+        j.rounds,
+        j.requests,
+        table_id=cfg.table_id,
+        money=cfg.money,
+        round_in_flight=lambda: engine.current is not None,
+    )
+    accounts.register_commands(commands)
+    sessions = PlayerSessions(
+        j.db, j.chain, j.rounds, table_id=cfg.table_id, currency=cfg.money.currency
+    )
+    sessions.register_commands(commands)
     floor = FloorRequests(engine, procedure, j, auth=auth, commands=commands)
     link = FloorLink(
         plan.mqtt,
@@ -264,6 +283,8 @@ def build_parts(
             dealers=roster,
             pace=pace,
         ),
+        accounts=accounts,
+        sessions=sessions,
     )
 
 

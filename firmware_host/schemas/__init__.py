@@ -34,6 +34,8 @@ SCHEMA_NAMES = (
     "stats",
     "alerts",
     "floor_record",
+    "shift",
+    "session",
 )
 
 #: Topic (relative to ``<prefix>/tables/<table_id>/``) -> schema name.
@@ -50,6 +52,8 @@ TOPIC_SCHEMAS = {
     "board": "board",
     "stats": "stats",
     "alerts": "alerts",
+    "shift": "shift",
+    "sessions": "session",
 }
 
 

@@ -36,6 +36,8 @@ TOPICS = {
     "board": "board",
     "stats": "stats",
     "alerts": "alerts",
+    "shift": "shift",
+    "session": "sessions",
     "bet_response": "bets/response",
     "command_response": "commands/response",
 }

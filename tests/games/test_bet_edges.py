@@ -264,7 +264,9 @@ def baccarat_probabilities(decks: int) -> tuple[Fraction, Fraction, Fraction]:
                             else:
                                 ends.append((pf, b, w * w5))
                     elif banker_draws(b, None):
-                        ends += [(p, (b + z) % 10, w * w5) for z, w5, _ in deal(c4, total_cards - 4)]
+                        ends += [
+                            (p, (b + z) % 10, w * w5) for z, w5, _ in deal(c4, total_cards - 4)
+                        ]
                     else:
                         ends.append((p, b, w))
                     for pf, bf, ww in ends:
@@ -288,7 +290,9 @@ def test_baccarat_edges_from_an_independent_enumeration(decks: int) -> None:
     n = 4 * decks
     pair = Fraction(13 * n * (n - 1), (13 * n) * (13 * n - 1))
     for side in ("player_pair", "banker_pair"):
-        assert edge_of("baccarat", side, None, rules=rules) == edge_from([(pair, 12), (1 - pair, 0)])
+        assert edge_of("baccarat", side, None, rules=rules) == edge_from(
+            [(pair, 12), (1 - pair, 0)]
+        )
     if decks == 8:  # and the widely published 8-deck figures
         assert round(float(banker) * 1e6) == 10579
         assert round(float(edge_from([(p, 2), (t, 1), (b, 0)])) * 1e6) == 12351
