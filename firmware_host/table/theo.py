@@ -60,17 +60,22 @@ def with_theo(
     total = Fraction(0)
     lines = body.get("bets")
     assert isinstance(lines, list)
+    # the bets of a round repeat their type, selection and stake: each computed once
+    seen: dict[tuple[str, str, int], tuple[Fraction, JSON, str, int]] = {}
     for line in lines:
         assert isinstance(line, dict)
         stake = line["stake"]
         assert isinstance(stake, int)
-        bet = Bet(str(line["bet_id"]), 0, str(line["bet_type"]), line.get("selection"), stake)
-        edge = game.bet_edge(rules, bet, money, jackpot_pool=pool) if stake > 0 else None
-        exact = Fraction(0) if edge is None else edge * stake
-        total += exact
-        line["edge"] = None if edge is None else fraction_str(edge)
-        line["theo_exact"] = fraction_str(exact)
-        line["theo"] = theo_minor(exact)
+        key = (str(line["bet_type"]), repr(line.get("selection")), stake)
+        got = seen.get(key)
+        if got is None:
+            bet = Bet(str(line["bet_id"]), 0, key[0], line.get("selection"), stake)
+            edge = game.bet_edge(rules, bet, money, jackpot_pool=pool) if stake > 0 else None
+            exact = Fraction(0) if edge is None else edge * stake
+            edge_text = None if edge is None else fraction_str(edge)
+            got = seen[key] = (exact, edge_text, fraction_str(exact), theo_minor(exact))
+        total += got[0]
+        line["edge"], line["theo_exact"], line["theo"] = got[1:]
     totals = body.get("totals")
     assert isinstance(totals, dict)
     totals["theo_exact"] = fraction_str(total)

@@ -421,3 +421,21 @@ def test_no_edge_where_the_house_is_not_a_party() -> None:
     for gid in ("super-pan-9", "paikao"):
         g = get_game(gid)
         assert g.edge_basis == "none"
+
+
+@pytest.mark.slow
+def test_blackjack_main_edge_within_the_seeded_simulation_of_real_shoes() -> None:
+    # The model's edge against the table's own seeded simulation over shuffled six-deck
+    # shoes (every card's removal followed; docs/rules/blackjack.md, "House edge"),
+    # the table's rules as configured: within its 95% confidence interval.
+    import random
+
+    g = get_game("blackjack")
+    rules = g.default_rules()
+    model = g.bet_edge(rules, Bet("m", 1, "main", None, 100), EXACT)
+    assert model is not None
+    report = g.math(rules, rounds=300_000, seed=11, rng=random.Random)
+    intervals = report.details["intervals"]
+    assert isinstance(intervals, dict)
+    low, high = intervals["main"]["ci95"]  # a statistical interval: floats, no money
+    assert low <= float(model) <= high, (float(model), low, high)
