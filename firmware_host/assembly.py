@@ -34,6 +34,7 @@ from .mqtt import MqttSettings
 from .risks import assess
 from .table.bets import BetCaps, bet_caps
 from .table.jackpot import JackpotSettings
+from .table.witness_settings import WitnessSettings, witness_problems
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ class TablePlan:
     accepted_risks: tuple[str, ...] = ()
     #: Each accepted risk's line, as ``check-config`` warns about it.
     accepted_risk_lines: tuple[str, ...] = ()
+    #: ``[witness]``: the result's second reading (``docs/witness.md``), or None.
+    witness: WitnessSettings | None = None
 
 
 def read_plan(
@@ -103,6 +106,7 @@ def read_plan(
     warnings.extend(verdict.warnings)
     software = _resolve_software(cfg.section("software") or SoftwareSettings(), cfg.source)
     integrity = IntegritySettings.from_section(cfg.section("integrity"))
+    witness = WitnessSettings.from_section(cfg.section("witness"))
     warnings.extend(mqtt.warnings())
     warnings.extend(console.warnings())
     if not software.configured:
@@ -119,6 +123,12 @@ def read_plan(
             [(d.name, d.kind, d.settings) for d in devices if d.enabled],
         ),
         *ball_revs_problems(integrity, devices),
+        *witness_problems(
+            witness,
+            devices,
+            result_kind=cfg.game.result_device,
+            result_source=cfg.result_source,
+        ),
         *cfg.unread_options(),
     ]
     return TablePlan(
@@ -140,6 +150,7 @@ def read_plan(
         integrity=integrity,
         accepted_risks=verdict.accepted,
         accepted_risk_lines=verdict.accepted_lines,
+        witness=witness,
     )
 
 

@@ -99,6 +99,7 @@ SECTION_MODULES = (
     "drivers.registry",
     "firmware_host.integrity.software",
     "firmware_host.integrity.settings",
+    "firmware_host.table.witness_settings",
 )
 _sections_loaded = False
 

@@ -53,6 +53,7 @@ from .table.procedures import Procedure, ProcedureContext, make_procedure
 from .table.round_commands import table_commands
 from .table.sessions import PlayerSessions
 from .table.state import LatchedFaults, TableState
+from .table.witness import ResultWitness, WitnessDevice, WitnessHealth, without_witness
 
 log = logging.getLogger(__name__)
 
@@ -96,11 +97,18 @@ class TableParts:
     #: The shift's accounting and the players' rated sessions (issue 34).
     accounts: ShiftAccounts
     sessions: PlayerSessions
+    #: The result's second reading (``[witness]``, ``docs/witness.md``) and its health.
+    witness: ResultWitness | None = None
+    witness_health: WitnessHealth | None = None
+    #: A ``device`` or ``keypad`` witness's events as its readings.
+    witness_device: WitnessDevice | None = None
 
     async def on_device_event(self, device: str, event: Any) -> None:
-        """A device's event: to the procedure, then to the integrity detectors and to the
-        keypad's sign-in."""
+        """A device's event: to the procedure, the witness, then to the integrity
+        detectors and to the keypad's sign-in."""
         await self.procedure.on_device_event(device, event)
+        if self.witness_device is not None:
+            await self.witness_device.on_device_event(device, event)
         await self.integrity.on_device_event(device, event)
         await self.keypad_sign_in.on_device_event(device, event)
 
@@ -165,9 +173,27 @@ def build_parts(
         plan.devices,
         pin_factory=pin_factory or pin_factory_for(plan.devices, simulated=plan.simulated),
     )
+    # A second reading of each result, between the procedure and the engine (docs/witness.md).
+    witness = (
+        ResultWitness(
+            plan.witness,
+            engine,
+            db=j.db,
+            chain=j.chain,
+            faults=j.faults,
+            approvals=j.requests,
+            extensions=extensions,
+        )
+        if plan.witness is not None
+        else None
+    )
     procedure = make_procedure(
         ProcedureContext(
-            engine, devices=tuple(devices), report_fault=engine.report_fault, extensions=extensions
+            engine,
+            devices=tuple(devices),
+            report_fault=engine.report_fault,
+            extensions=extensions,
+            results=witness,
         )
     )
     # Each command's handler, registered by the part that answers it (table/commands.py).
@@ -187,6 +213,10 @@ def build_parts(
         j.db, j.chain, j.rounds, table_id=cfg.table_id, currency=cfg.money.currency
     )
     sessions.register_commands(commands)
+    if witness is not None:
+        witness.register_commands(commands)
+    else:
+        without_witness(commands)
     floor = FloorRequests(engine, procedure, j, auth=auth, commands=commands)
     link = FloorLink(
         plan.mqtt,
@@ -218,6 +248,11 @@ def build_parts(
     alerts.register_commands(commands)
     software = SoftwareCheck(plan.software, j.chain, j.faults, alerts)
     software.register_commands(commands)
+    witness_health = (
+        WitnessHealth(witness, raise_alert=alerts.raise_, publish=link.set_device)
+        if witness is not None
+        else None
+    )
     board, statistics = _faces(plan, cfg, extensions, devices, link, j)
     clock_watch = (
         ClockWatch(
@@ -285,6 +320,13 @@ def build_parts(
         ),
         accounts=accounts,
         sessions=sessions,
+        witness=witness,
+        witness_health=witness_health,
+        witness_device=(
+            WitnessDevice(witness, extensions)
+            if witness is not None and witness.settings.source != "mqtt"
+            else None
+        ),
     )
 
 

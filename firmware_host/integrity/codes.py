@@ -19,6 +19,10 @@ class AlertCode:
 ALERT_CODES: dict[str, AlertCode] = {
     a.code: a
     for a in (
+        AlertCode("RESULT_DISPUTED", "critical", False,
+                  "the round's two readings of its result disagree, or the witness did not "
+                  "read in time: the round is held, nothing settled, until a supervisor "
+                  "resolves it or voids it (docs/witness.md)"),
         AlertCode("WHEEL_BIAS_POCKET", "critical", False,
                   "a pocket of a roulette wheel (per serial number) comes up more often than a fair "
                   "wheel allows: its one-sided CUSUM crossed the threshold"),

@@ -220,11 +220,18 @@ function roundsView(rounds) {
     }));
 }
 
+// A table's witness (docs/witness.md): its disagreement rate and its lag after the primary.
+function witnessText(w) {
+  if (!w) return "";
+  const rate = w.disagreement_rate === null ? "–" : `${(w.disagreement_rate * 100).toFixed(1)} %`;
+  return ` – disagreements ${rate}, timeouts ${w.timeouts}, lag ${w.lag_ms === null ? "–" : w.lag_ms + " ms"}`;
+}
+
 function devicesView(devices, state) {
   const items = Object.entries(devices).map(([name, d]) => el("span", {
     class: `device ${d.state}`, "data-device": name, "data-state": d.state,
     title: d.message || "",
-  }, `${name} (${d.kind || "?"}): ${d.state}${d.code ? " " + d.code : ""}${d.message ? " – " + d.message : ""}`));
+  }, `${name} (${d.kind || "?"}): ${d.state}${d.code ? " " + d.code : ""}${d.message ? " – " + d.message : ""}${witnessText(d.witness)}`));
   const faults = (state && state.faults) || [];
   return el("div", {},
     el("div", { class: "devices" }, items.length ? items : el("span", { class: "note" }, "no device")),
