@@ -19,6 +19,7 @@ from firmware_host.cli import main
 from firmware_host.config import ConfigInvalid, load_config
 from firmware_host.daemon import TableDaemon
 from firmware_host.journal import AuditKey
+from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
 from tablesim.principals import make_principals
 from tablesim.tables import to_toml
 
@@ -251,7 +252,7 @@ def test_the_retained_state_lists_the_accepted_risks(tmp_path: Path) -> None:
     from tests.signing import as_published
 
     payload = {
-        "schema_version": 5, "table_id": "P1", "availability": "online",
+        "schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": "P1", "availability": "online",
         "software_version": "x", "since": "2026-05-09T07:00:00.000Z",
         "updated_at": "2026-05-09T07:00:00.000Z", **published[-1],
     }  # fmt: skip

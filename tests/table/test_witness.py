@@ -23,7 +23,7 @@ from firmware_host.games import get_game
 from firmware_host.games.base import Bet
 from firmware_host.games.money import MoneyRules
 from firmware_host.journal import Journal
-from firmware_host.schemas import validate
+from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION, validate
 from firmware_host.table.commands import CommandCall, Commands
 from firmware_host.table.engine import RoundEngine
 from firmware_host.table.extension import TableExtensions
@@ -187,7 +187,7 @@ def test_disagreement_holds_the_round_latches_the_fault_and_raises_the_alert(r: 
 
 
 def validate_device(snap: dict[str, Any]) -> None:
-    body = {"schema_version": 5, "table_id": "w1", "updated_at": "2026-01-01T00:00:00.000Z",
+    body = {"schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": "w1", "updated_at": "2026-01-01T00:00:00.000Z",
             "signature": "A" * 86 + "==", **snap}  # fmt: skip
     validate("device", body)
 
