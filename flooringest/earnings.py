@@ -24,6 +24,7 @@ import hashlib
 import io
 import logging
 import time
+import weakref
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -92,18 +93,19 @@ _SHIFT_COLS = ("currency", "minor_digits", "opened_at", "closed_at", "opener", "
                "theo_exact", "theo", "variance", "difference")  # fmt: skip
 _SESSION_COLS = ("player", "seat", "currency", "opened_at", "closed_at", "seconds", "rounds",
                  "stakes", "average_stake", "player_net", "theo_exact", "theo")  # fmt: skip
-_ready: set[int] = set()
+#: The connections the tables were made on (a new connection checks again).
+_ready: weakref.WeakSet[Db] = weakref.WeakSet()
 
 
 async def ensure_schema(db: Db) -> None:
     """Create ``floor_shifts`` and ``floor_sessions`` where missing (once per connection)."""
-    if id(db) in _ready:
+    if db in _ready:
         return
     async with db.transaction():
         for stmt in _DDL.split(";"):
             if stmt.strip():
                 await db.execute(stmt)
-    _ready.add(id(db))
+    _ready.add(db)
 
 
 def _values(doc: dict[str, Any], cols: Sequence[str]) -> list[Any] | None:

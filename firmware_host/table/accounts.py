@@ -27,17 +27,19 @@ so far, published retained on ``shift`` (``docs/mqtt.md``, "Shift accounting"):
 
 Refusals, each with its code: a step out of order (``NO_SHIFT_OPEN``: a fill, credit,
 drop or closer without an opener; ``SHIFT_CLOSED``: after the closer, until the next
-opener; ``SHIFT_ALREADY_OPEN``), during a round (``ROUND_IN_PROGRESS``: the chips on the
+opener; ``SHIFT_ALREADY_OPEN``; ``SHIFT_ID_TAKEN``: a shift id of one of the last
+:data:`RECENT_SHIFTS` shifts), during a round (``ROUND_IN_PROGRESS``: the chips on the
 layout are in no count), a slip recorded before (``SLIP_ALREADY_RECORDED``), an amount
 that is not a whole number (``AMOUNT_MALFORMED``), negative (``AMOUNT_NEGATIVE``), zero
 for a fill, credit or drop (``AMOUNT_ZERO``), not a whole number of the table's payable
 unit (``AMOUNT_NOT_WHOLE_UNIT``) or above :data:`MAX_AMOUNT` (``AMOUNT_TOO_LARGE``).
 Unsigned requests and the wrong role are the floor's refusals, before any of these.
 
-Dual control (``[auth] two_person``; by default the opener, fills, credits and the
-closer): the first confirmation is answered ``"recorded": false`` with
+Dual control, for the steps ``[auth] two_person`` names (none by default: ``risks.py``
+would refuse a table with fewer than two principals able to send one): the first confirmation is answered ``"recorded": false`` with
 ``confirmed_by``; the same step (same shift, slip and amount) confirmed by a second,
-different principal records it. At the console the second operator ``approve``\\ s.
+different principal records it. At the console the operator logged in records a step
+at once (the console's dual control follows the commands' specs, which name none).
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ SHIFT_TOPIC = "shift"
 #: The largest amount a step may carry (minor units): far above any table's float.
 MAX_AMOUNT = 10**15
 MAX_SLIP = 64
+#: The shifts whose ids a new shift's may not take again (about a year of three a day).
+RECENT_SHIFTS = 1000
 #: The audit chain's entry of each step.
 KINDS = {
     "shift_open": "shift_opened",
@@ -235,8 +239,9 @@ class ShiftAccounts:
                     "SHIFT_ALREADY_OPEN",
                     f"shift {shift.shift_id} is open; close it (shift_close) first",
                 )
-            if shift is not None and shift.shift_id == shift_id:
-                raise RequestError("SHIFT_ID_TAKEN", f"shift {shift_id} was opened and closed")
+            if any(isinstance(e.data, dict) and e.data.get("shift_id") == shift_id
+                   for e in self.chain.events(RECENT_SHIFTS, kind=KINDS["shift_open"])):  # fmt: skip
+                raise RequestError("SHIFT_ID_TAKEN", f"shift {shift_id} was opened before")
             slip = "open"
         else:
             if shift is None:
