@@ -19,7 +19,7 @@ import pytest
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
 from firmware_host.auth import TableIdentity
-from flooringest.earnings import amount, keep, report_csv, report_text, shift_rows
+from flooringest.earnings import amount, keep, on_message, report_csv, report_text, shift_rows
 from flooringest.registry import load_file
 from flooringest.store import open_store
 
@@ -98,6 +98,10 @@ async def test_shifts_and_sessions_stored_once_and_verified(db_url: str, tmp_pat
         assert outcome == "quarantined" and bad is not None and bad.code == "BAD_SIGNATURE"
         outcome, bad = await keep(store.db, None, "MO-X-99", "shift", raw, "w1")
         assert bad is not None and bad.code == "UNKNOWN_TABLE"
+        # as a worker receives it: the forgery kept aside in the quarantine, acknowledged
+        assert await on_message(store, pub["MO-R-07"], "MO-R-07", "shift", forged, "w1")
+        kept = await store.quarantine.messages(table="MO-R-07")
+        assert [(q["topic"], q["code"]) for q in kept] == [("shift", "BAD_SIGNATURE")]
         wrong_table = signed(tmp_path, "MO-R-07", "shift", {**s1, "table_id": "MO-R-08"})
         outcome, bad = await keep(store.db, pub["MO-R-07"], "MO-R-07", "shift", wrong_table, "w1")
         assert bad is not None and bad.code == "MALFORMED"
