@@ -556,8 +556,18 @@ class DiscreteGame(Game[R, Out]):
     def bet_edge(
         self, rules: R, bet: Bet, money: MoneyRules, *, jackpot_pool: int | None = None
     ) -> Fraction | None:
-        """Exact: every outcome of :meth:`outcome_space` settled at the bet's stake."""
-        return self.bet_verdicts(rules, bet.bet_type, bet.selection).edge(bet.stake, money)
+        """Exact: every outcome of :meth:`outcome_space` settled at the bet's stake
+        (cached per rules, bet type, selection, stake and money rules: a table's stakes
+        repeat)."""
+        key = (rules, bet.bet_type, _selection_key(bet.selection), bet.stake, money)
+        cache = _EDGES.setdefault(self.game_id, {})
+        got = cache.get(key)
+        if got is None:
+            got = self.bet_verdicts(rules, bet.bet_type, bet.selection).edge(bet.stake, money)
+            if len(cache) >= _EDGES_MAX:
+                cache.clear()
+            cache[key] = got
+        return got
 
     def math(self, rules: R, **options: Any) -> MathReport:
         if options:
@@ -608,6 +618,9 @@ class DiscreteGame(Game[R, Out]):
 #: Per game, the verdicts of each (rules, bet type, selection) seen (:meth:`DiscreteGame.bet_verdicts`).
 _VERDICTS: dict[str, dict[tuple[Any, str, str], Verdicts]] = {}
 _VERDICTS_MAX = 4096
+#: Per game, the edge of each (rules, bet type, selection, stake, money rules) seen.
+_EDGES: dict[str, dict[tuple[Any, str, str, int, Any], Fraction]] = {}
+_EDGES_MAX = 65536
 
 
 def _selection_key(selection: JSON) -> str:

@@ -198,7 +198,7 @@ class Baccarat(Game[BaccaratRules, BaccaratOutcome]):
         :func:`pair_probability`), each given the game's own verdict, settled at the
         bet's stake (a tie pushes a player or banker bet, whatever art. 12 option keeps
         it on the layout for the next coup)."""
-        return _bet_verdicts(self, rules, bet.bet_type).edge(bet.stake, money)
+        return _bet_edge(self, rules, bet.bet_type, bet.stake, money)
 
     def math(self, rules: BaccaratRules, **options: Any) -> MathReport:
         """Exact house edges by enumeration over the rank counts of the shoe
@@ -264,6 +264,14 @@ _COUPS = {
     "pairs": ("4S 4H", "2D 2C"),
     "no_pairs": ("4S 5H", "2D 3C"),
 }
+
+
+@lru_cache(maxsize=4096)
+def _bet_edge(
+    game: Baccarat, rules: BaccaratRules, bet_type: str, stake: int, money: MoneyRules
+) -> Fraction:
+    """The edge of a bet of ``bet_type`` and ``stake`` (a table's stakes repeat)."""
+    return _bet_verdicts(game, rules, bet_type).edge(stake, money)
 
 
 @lru_cache(maxsize=64)
