@@ -27,7 +27,7 @@ from .devices import gpio_problems
 from .face.board import StatisticsSettings, board_problems
 from .games.jackpot import JackpotParams
 from .games.money import MAX_STAKE
-from .integrity.settings import IntegritySettings, ball_revs_problems
+from .integrity.settings import IntegritySettings, ball_revs_problems, spin_time_problems
 from .integrity.software import SoftwareSettings
 from .journal import JournalSettings
 from .mqtt import MqttSettings
@@ -123,6 +123,7 @@ def read_plan(
             [(d.name, d.kind, d.settings) for d in devices if d.enabled],
         ),
         *ball_revs_problems(integrity, devices),
+        *spin_time_problems(integrity, devices),
         *witness_problems(
             witness,
             devices,

@@ -371,6 +371,38 @@ COMMAND_SPECS: tuple[CommandSpec, ...] = (
         roles=("dealer", "pit_supervisor"),
         handler="integrity.pace.DealerRoster",
     ),
+    # -- maintenance between rounds (issue 35: rolling updates) --------------------------
+    CommandSpec(
+        "maintenance",
+        "the round in progress finishes, no new round opens (`MAINTENANCE`) until "
+        "`end_maintenance`; the retained `state` says `maintenance` (`docs/install.md`, "
+        '"Rolling updates")',
+        args=("reason",),
+        required=("reason",),
+        scope="table",
+        roles=("pit_supervisor",),
+        duty="supervise",
+        handler="table.maintenance.Maintenance",
+        console=ConsoleVerb(
+            "maintenance",
+            (Param("REASON...", "reason", "text"),),
+            "take the table out of play after the round in progress (an update), with a reason",
+        ),
+    ),
+    CommandSpec(
+        "end_maintenance",
+        "rounds open again (`NOT_IN_MAINTENANCE` if the table is not in maintenance)",
+        args=("reason",),
+        scope="table",
+        roles=("pit_supervisor",),
+        duty="supervise",
+        handler="table.maintenance.Maintenance",
+        console=ConsoleVerb(
+            "end-maintenance",
+            (Param("REASON...", "reason", "text", optional=True),),
+            "put the table back in play after maintenance",
+        ),
+    ),
     CommandSpec(
         "witness_result",
         "the witness's reading of the round's result, `outcome` in the game's form "

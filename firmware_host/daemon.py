@@ -179,7 +179,8 @@ class TableDaemon:
             loop_lag=self.loop_lag,
             config_path=self.config_path,
         )
-        p.software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
+        # a mismatch: recorded, latched, refused; the download log journaled before
+        p.software.at_start(then=p.installs.at_start)
         if not auth.signatures:
             log.warning("[auth] signatures = false: floor requests are NOT authenticated")
         for line in plan.accepted_risk_lines:  # also in the retained state

@@ -32,8 +32,10 @@ from .console.keypad import KeypadSignInDesk
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
+from .face.limits import TableLimits
 from .integrity.alerts import Alerts
 from .integrity.clock import ClockWatch, StepWatch
+from .integrity.installs import RECORD, SoftwareInstalls
 from .integrity.monitor import IntegrityMonitor, max_payout_of
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck
@@ -49,6 +51,7 @@ from .table.extension import TableExtensions
 from .table.floor import FloorRequests
 from .table.floorcheck import FLOOR_RECORD, RETAINED, JournalFloorCheck, floor_record_topic
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
+from .table.maintenance import Maintenance
 from .table.procedures import Procedure, ProcedureContext, make_procedure
 from .table.round_commands import table_commands
 from .table.sessions import PlayerSessions
@@ -84,9 +87,15 @@ class TableParts:
     #: Integrity alerts held until acknowledged (``docs/integrity.md``).
     alerts: Alerts
     software: SoftwareCheck
+    #: The download log journaled at start (``integrity/installs.py``).
+    installs: SoftwareInstalls
+    #: Out of play between rounds for an update (``table/maintenance.py``).
+    maintenance: Maintenance
     round_log: RoundLog
     jackpot_display: JackpotDisplay | None
     board: ResultBoard | None
+    #: The table's limits per bet type, retained for the screens (``limits`` topic).
+    limits: TableLimits
     statistics: TableStatistics | None
     integrity: IntegrityMonitor
     pace: PaceMonitor
@@ -156,11 +165,13 @@ def build_parts(
         roster, console.dealers, Lockout(console.max_tries, console.lockout_seconds), j.chain
     )
     jackpot = _jackpot(j, plan, cfg) if plan.jackpot_params is not None else None
+    maintenance = Maintenance(j.chain, cfg.table_id)
     engine = RoundEngine(
         cfg,
         j,
         jackpot=jackpot,
-        play_stop=faults.play_stop,
+        # no round opens while a fault is latched or the table is in maintenance
+        play_stop=functools.partial(maintenance.play_stop, faults.play_stop),
         extensions=extensions,
         caps=plan.bet_caps,
         dealer=roster.current,
@@ -199,6 +210,7 @@ def build_parts(
     # Each command's handler, registered by the part that answers it (table/commands.py).
     commands = table_commands(engine, procedure, j, jackpot=jackpot)
     roster.register_commands(commands)
+    maintenance.register_commands(commands)
     accounts = ShiftAccounts(
         j.db,
         j.chain,
@@ -237,10 +249,13 @@ def build_parts(
         anchor=j.rounds.anchor,
         accepted_risks=plan.accepted_risks,
         refused=floor.refusals.snapshot,
+        maintenance=maintenance.snapshot,
     )
-    # The retained state follows the faults, the refusals' windows and the storage
-    # fault; the link retries what it could not mark published when the storage answers.
+    # The retained state follows the faults, the maintenance, the refusals' windows and
+    # the storage fault; the link retries what it could not mark published when the
+    # storage answers.
     j.faults.add_listener(state.refresh)
+    maintenance.add_listener(state.refresh)
     floor.refusals.listeners.append(state.refresh)
     j.db.storage.add_listener(state.refresh)
     j.db.storage.add_listener(link.storage_changed)
@@ -253,7 +268,16 @@ def build_parts(
         if witness is not None
         else None
     )
-    board, statistics = _faces(plan, cfg, extensions, devices, link, j)
+    board, statistics = _faces(plan, cfg, extensions, devices, link, j, roster)
+    limits = TableLimits(
+        extensions,
+        game=cfg.game,
+        rules=cfg.rules,
+        money=cfg.money,
+        limits=lambda: engine.cfg.limits,
+        name=cfg.name,
+        publish=functools.partial(link.set_snapshot, "limits"),
+    )
     clock_watch = (
         ClockWatch(
             alerts,
@@ -296,9 +320,12 @@ def build_parts(
         state=state,
         alerts=alerts,
         software=software,
+        installs=SoftwareInstalls(j.chain, cfg.table_id, Path(plan.journal.path).parent / RECORD),
+        maintenance=maintenance,
         round_log=RoundLog(extensions, cfg.money),
         jackpot_display=_jackpot_display(plan, extensions, jackpot, devices, link),
         board=board,
+        limits=limits,
         statistics=statistics,
         integrity=_integrity(plan, cfg, extensions, alerts, devices, j),
         pace=pace,
@@ -380,9 +407,11 @@ def _faces(
     devices: TableDevices,
     link: FloorLink,
     journal: Journal,
+    roster: DealerRoster,
 ) -> tuple[ResultBoard | None, TableStatistics | None]:
-    """The result board (``board`` topic and the board devices) and the statistics
-    (``stats`` topic) of a table whose game has a result layout."""
+    """The result board (``board`` topic and the board devices; with the dealer on
+    duty, published again when the roster changes) and the statistics (``stats`` topic)
+    of a table whose game has a result layout."""
     boards = [d.driver for d in devices if d.kind == "board"]
     board = (
         ResultBoard(
@@ -392,10 +421,14 @@ def _faces(
             boards=[b for b in boards if isinstance(b, BoardDevice)],
             shoe_log=journal.chain,
             rules=cfg.rules,
+            dealer=roster.current,
         )
         if ResultBoard.applies(cfg.game_id)
         else None
     )
+    if board is not None:  # a subscription: the board shows who deals
+        shown = board
+        roster.add_listener(lambda _old, _new: shown.refresh())
     statistics = (
         TableStatistics(
             extensions,

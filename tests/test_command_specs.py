@@ -56,7 +56,9 @@ ROLES_BEFORE = {
                "deal_setup", "new_shoe", "status", "dealer_sign_in", "dealer_sign_out"},
     "pit_supervisor": {"void_round", "jackpot_paid", "ack_alert", "verify_software",
                        "dealer_sign_in", "dealer_sign_out", "dealer_sign_in_others", "status",
-                       "resolve_result"},  # issue 32: a held result resolved
+                       "resolve_result",  # issue 32: a held result resolved
+                       # issue 35: a table out of play between rounds for an update
+                       "maintenance", "end_maintenance"},
     "floor_system": {"place", "cancel", "status", "replay_rounds"},
     "floor_ingest": {"replay_rounds", "status", "floor_record"},
     "jackpot_attendant": {"jackpot_paid", "status"},
@@ -76,13 +78,14 @@ ADDED_BY_ISSUE_34 = {
 def test_the_policy_derived_from_the_specs_is_the_policy_as_it_was() -> None:
     expected = {r: p | ADDED_BY_ISSUE_34.get(r, set()) for r, p in ROLES_BEFORE.items()}
     assert {r: set(p) for r, p in BUILTIN_ROLES.items()} == expected
-    assert set(COMMAND_PERMISSIONS) == set(CATALOGUE) and len(CATALOGUE) == 17 + 8
+    # 17, issue 35's two and issue 34's eight
+    assert set(COMMAND_PERMISSIONS) == set(CATALOGUE) and len(CATALOGUE) == 19 + 8
     play = {"place", "cancel", "open_betting", "close_betting", "void_throw", "result",
             "decide", "deal_setup", "new_shoe"}  # fmt: skip
     assert play == PLAY_PERMISSIONS
     shift = {"shift_open", "fill", "credit", "drop", "shift_close"}  # issue 34
     supervise = {"void_round", "jackpot_paid", "ack_alert", "dealer_sign_in_others",
-                 "resolve_result"}  # fmt: skip
+                 "resolve_result", "maintenance", "end_maintenance"}  # fmt: skip
     assert supervise | shift == SUPERVISION_PERMISSIONS
     assert TWO_PERSON == ("jackpot_paid",)
     assert set(CATALOGUE) | {"place", "cancel", "floor_record", "dealer_sign_in_others"} == (

@@ -36,6 +36,7 @@ TOPICS = {
     "board": "board",
     "stats": "stats",
     "alerts": "alerts",
+    "limits": "limits",
     "shift": "shift",
     "session": "sessions",
     "bet_response": "bets/response",

@@ -19,6 +19,7 @@ import pytest
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
 from firmware_host.auth import TableIdentity
+from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
 from flooringest.earnings import amount, keep, on_message, report_csv, report_text, shift_rows
 from flooringest.registry import load_file
 from flooringest.store import open_store
@@ -44,7 +45,7 @@ def shift(table: str, shift_id: str, *, opener: int, fills: int, credits: int, d
     win = closer - opener + credits - fills + drop
     theo = round(Fraction(theo_exact))
     return {
-        "schema_version": 6, "table_id": table, "shift_id": shift_id, "status": status,
+        "schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": table, "shift_id": shift_id, "status": status,
         "currency": "MOP", "minor_digits": 2, "opened_at": "2026-05-09T06:00:00.000Z",
         "opened_by": "pit", "closed_at": "2026-05-09T14:00:00.000Z", "closed_by": "pit",
         "opener": opener, "fills": [], "credits": [], "drops": [], "fills_total": fills,
@@ -106,7 +107,7 @@ async def test_shifts_and_sessions_stored_once_and_verified(db_url: str, tmp_pat
         outcome, bad = await keep(store.db, pub["MO-R-07"], "MO-R-07", "shift", wrong_table, "w1")
         assert bad is not None and bad.code == "MALFORMED"
         # sessions
-        ses = {"schema_version": 6, "table_id": "MO-R-07", "session_id": "RT-1",
+        ses = {"schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": "MO-R-07", "session_id": "RT-1",
                "player": "P-7c1e", "seat": 1, "currency": "MOP",
                "opened_at": "2026-05-09T07:00:00.000Z", "closed_at": "2026-05-09T07:30:00.000Z",
                "seconds": 1800, "first_seq": 1, "last_seq": 9, "rounds": 9,
