@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from drivers.registry import DeviceConfig
+from drivers.switches.settings import SwitchConfig
 
 from .auth import AuthSettings
 from .config import TableConfig, result_device_problems
@@ -29,6 +30,7 @@ from .games.jackpot import JackpotParams
 from .games.money import MAX_STAKE
 from .integrity.settings import IntegritySettings, ball_revs_problems, spin_time_problems
 from .integrity.software import SoftwareSettings
+from .integrity.switches import switch_problems
 from .journal import JournalSettings
 from .mqtt import MqttSettings
 from .risks import assess
@@ -72,6 +74,8 @@ class TablePlan:
     accepted_risks: tuple[str, ...] = ()
     #: Each accepted risk's line, as ``check-config`` warns about it.
     accepted_risk_lines: tuple[str, ...] = ()
+    #: ``[switches.<name>]``: the table's doors, lids, boxes and tamper loops.
+    switches: tuple[SwitchConfig, ...] = ()
     #: ``[witness]``: the result's second reading (``docs/witness.md``), or None.
     witness: WitnessSettings | None = None
 
@@ -95,6 +99,7 @@ def read_plan(
     mqtt = mqtt or from_file or MqttSettings()
     console: ConsoleSettings = cfg.section("console") or ConsoleSettings()
     devices = tuple((cfg.section("devices") or {}).values())
+    switches: dict[str, SwitchConfig] = cfg.section("switches") or {}
     params = cfg.game.jackpot_params(cfg.rules)
     jackpot = JackpotSettings.from_section(cfg.section("jackpot")) if params else None
     statistics = StatisticsSettings.from_section(cfg.section("statistics"))
@@ -116,6 +121,7 @@ def read_plan(
         )
     problems = [
         *gpio_problems(devices, simulated=simulated, injected=pin_factory_given),
+        *switch_problems(switches, devices, simulated=simulated, injected=pin_factory_given),
         *result_device_problems(cfg),
         *auth_problems,
         *board_problems(
@@ -151,6 +157,7 @@ def read_plan(
         integrity=integrity,
         accepted_risks=verdict.accepted,
         accepted_risk_lines=verdict.accepted_lines,
+        switches=tuple(switches.values()),
         witness=witness,
     )
 

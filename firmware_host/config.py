@@ -98,6 +98,7 @@ SECTION_MODULES = (
     "firmware_host.auth",
     "firmware_host.table.floor",
     "drivers.registry",
+    "drivers.switches.settings",
     "firmware_host.integrity.software",
     "firmware_host.integrity.settings",
     "firmware_host.table.witness_settings",

@@ -54,6 +54,7 @@ from .console import (
     serve_stream,
 )
 from .integrity.selfcheck import SoftwareMismatch
+from .integrity.significant import previous_end
 from .journal import AuditLog, Journal, JournalError, StorageError, TableOwner
 from .journal.rounds import rules_digest
 from .jsonio import JSON
@@ -200,6 +201,7 @@ class TableDaemon:
 
         self.notifier.status("starting devices")
         await p.devices.start(p.on_device_event, p.link, j.chain)
+        p.switches.start()  # each switch's state read, journaled; then every change
         self._task(p.procedure.run(), "procedure")
         self._task(self.extensions.run_ticks(), "extensions")
         self._task(p.software.run(), "software-check")
@@ -252,6 +254,8 @@ class TableDaemon:
         chain.append_event(
             "power_up",
             {
+                # how the previous run ended: power_down, or lost (the lab's power loss)
+                "previous_end": previous_end(chain),
                 "version": __version__,
                 "table_id": self.cfg.table_id,
                 "game": self.cfg.game_id,
@@ -283,6 +287,7 @@ class TableDaemon:
             with contextlib.suppress(BaseException):
                 await t
         if p is not None:
+            p.switches.stop()
             await p.devices.stop()
             await p.link.stop()
         if self.journal is not None:
@@ -324,6 +329,7 @@ class TableDaemon:
             self.lockout,
             channel=channel,
             dual=self.dual_control,
+            presence=self.parts.technicians,
         )
 
     async def _serial_console(self, port: str, baud: int) -> None:

@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from drivers.switches.bank import SwitchBank
+
 from .assembly import TablePlan
 from .auth import Authenticator
 from .config import TableConfig
-from .console import Lockout
+from .console import Lockout, OperatorPresence
 from .console.keypad import KeypadSignInDesk
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
@@ -39,6 +41,7 @@ from .integrity.installs import RECORD, SoftwareInstalls
 from .integrity.monitor import IntegrityMonitor, max_payout_of
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck
+from .integrity.switches import TableSwitches
 from .journal import Journal
 from .logsetup import RoundLog
 from .mqtt import AfterPublication, FloorLink, read_retained
@@ -52,6 +55,7 @@ from .table.floor import FloorRequests
 from .table.floorcheck import FLOOR_RECORD, RETAINED, JournalFloorCheck, floor_record_topic
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
 from .table.maintenance import Maintenance
+from .table.phase import Phase
 from .table.procedures import Procedure, ProcedureContext, make_procedure
 from .table.round_commands import table_commands
 from .table.sessions import PlayerSessions
@@ -106,6 +110,10 @@ class TableParts:
     #: The shift's accounting and the players' rated sessions (issue 34).
     accounts: ShiftAccounts
     sessions: PlayerSessions
+    #: The technicians logged in at the console now (each session tells it).
+    technicians: OperatorPresence
+    #: The table's doors, lids, boxes and tamper loops as significant events.
+    switches: TableSwitches
     #: The result's second reading (``[witness]``, ``docs/witness.md``) and its health.
     witness: ResultWitness | None = None
     witness_health: WitnessHealth | None = None
@@ -180,10 +188,10 @@ def build_parts(
         # While the ball spins, the bets are settled for every outcome (table/ahead.py).
         runner=loop_runner(asyncio.get_running_loop().call_soon),
     )
-    devices = TableDevices(
-        plan.devices,
-        pin_factory=pin_factory or pin_factory_for(plan.devices, simulated=plan.simulated),
+    pins = pin_factory or pin_factory_for(
+        plan.devices, simulated=plan.simulated, switches=any(s.enabled for s in plan.switches)
     )
+    devices = TableDevices(plan.devices, pin_factory=pins)
     # A second reading of each result, between the procedure and the engine (docs/witness.md).
     witness = (
         ResultWitness(
@@ -304,6 +312,18 @@ def build_parts(
         synchronised=clock_watch.synchronised if clock_watch is not None else lambda: None,
     )
     steps.add_listener(pace.clock_stepped)
+    technicians = OperatorPresence()
+    switches = TableSwitches(
+        # a simulated table's mock pins start with every switch closed (at rest)
+        SwitchBank(plan.switches, pin_factory=pins, at_rest=plan.simulated),
+        chain=j.chain,
+        db=j.db,
+        alerts=alerts,
+        table_id=cfg.table_id,
+        round_in_flight=functools.partial(_round_in_flight, engine),
+        present=technicians.present,
+        health=link.set_device,
+    )
     return TableParts(
         auth=auth,
         floor_check=check,
@@ -336,7 +356,8 @@ def build_parts(
             engine=engine,
             journal=j,
             link=link,
-            drivers=devices.drivers,
+            # the console's `devices` shows the table's switches too
+            drivers={**devices.drivers, **switches.bank.switches},
             jackpot_controller=jackpot,
             loop_lag=loop_lag.seconds,
             config_path=config_path,
@@ -347,6 +368,8 @@ def build_parts(
         ),
         accounts=accounts,
         sessions=sessions,
+        technicians=technicians,
+        switches=switches,
         witness=witness,
         witness_health=witness_health,
         witness_device=(
@@ -355,6 +378,12 @@ def build_parts(
             else None
         ),
     )
+
+
+def _round_in_flight(engine: RoundEngine) -> str | None:
+    """The round whose betting is open or closed (a switch opened then opened in it)."""
+    cur = engine.current
+    return cur.round_id if cur is not None and engine.phase in (Phase.OPEN, Phase.CLOSED) else None
 
 
 def _jackpot(journal: Journal, plan: TablePlan, cfg: TableConfig) -> JackpotController:

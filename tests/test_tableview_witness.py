@@ -1,5 +1,5 @@
 """The view's device list shows a witness's health (``docs/witness.md``): the page's own
-``witnessText`` (``tableview/static/view.js``) run by Node on a ``devices/<name>``
+``witnessText`` (``tableview/static/table.js``) run by Node on a ``devices/<name>``
 payload of a witness, and on a device that is not one. Skipped without Node."""
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-VIEW = Path(__file__).resolve().parents[1] / "tableview" / "static" / "view.js"
+VIEW = Path(__file__).resolve().parents[1] / "tableview" / "static" / "table.js"
 NODE = shutil.which("node")
 
 
 def witness_text(witness: object) -> str:
     source = VIEW.read_text(encoding="utf-8")
     match = re.search(r"^function witnessText\(w\) \{.*?^\}", source, re.S | re.M)
-    assert match, "view.js has no witnessText"
+    assert match, "table.js has no witnessText"
     script = f"{match.group(0)}\nprocess.stdout.write(witnessText({json.dumps(witness)}));"
     done = subprocess.run(
         [NODE or "node", "-e", script], capture_output=True, text=True, timeout=30
