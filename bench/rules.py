@@ -31,6 +31,7 @@ from firmware_host.games import GAME_IDS, get_game
 from firmware_host.games.base import Bet, DiscreteGame
 from firmware_host.games.cards import deck
 from firmware_host.games.describe import DemoRound, sample_outcome
+from firmware_host.table.theo import with_theo
 from tablesim.players import SimulatedPlayers
 from tablesim.tables import table_document
 
@@ -154,6 +155,36 @@ def settle_throughput(game_id: str, *, rounds: int, repeats: int, seed: int = 1)
     )
 
 
+def theo_cost(game_id: str, *, rounds: int, repeats: int, seed: int = 1) -> Figure:
+    """What the round payload's theoretical win (issue 34, ``table/theo.py``) costs, as a
+    ratio of the settlement's own time in the same run: per round, ``with_theo`` over the
+    settlement's JSON (less that JSON's making) against ``game.settle``."""
+    small = get_game(game_id).demo.bet is None
+    cfg, built = build_rounds(game_id, rounds * 10 if small else rounds, seed=seed)
+    game, rules, money = cfg.game, cfg.rules, cfg.money
+    settled = [game.settle(rules, o, b, money) for o, b in built]
+    for st in settled:  # the edges' caches warm, as the daemon warms them at start-up
+        with_theo(game, rules, money, st.to_json())
+    ratios: list[float] = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for o, b in built:
+            game.settle(rules, o, b, money)
+        t1 = time.perf_counter()
+        for st in settled:
+            st.to_json()
+        t2 = time.perf_counter()
+        for st in settled:
+            with_theo(game, rules, money, st.to_json())
+        t3 = time.perf_counter()
+        ratios.append(((t3 - t2) - (t2 - t1)) / (t1 - t0))
+    spr = spread(ratios)
+    bets = sum(len(b) for _o, b in built)
+    return Figure(SECTION, f"theoretical win {game_id}", spr["median"], "x settle", spr,
+                  note=f"{len(built)} rounds, {bets} bets; the payload's edges against the "
+                  "settlement, same run")  # fmt: skip
+
+
 MATH_CHILD = r"""
 import contextlib, io, json, sys, time
 t0 = time.perf_counter()
@@ -225,6 +256,7 @@ def run_settle(quick: bool, log: Callable[[str], None]) -> list[Figure]:
         log(f"  settle {g}")
         try:
             figs.append(settle_throughput(g, rounds=rounds, repeats=repeats))
+            figs.append(theo_cost(g, rounds=rounds, repeats=repeats))
         except Exception as exc:  # one game's failure must not hide the others
             figs.append(
                 Figure(SECTION, f"settle {g}", None, "results/s", skipped=f"error: {exc!r}")

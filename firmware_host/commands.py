@@ -429,6 +429,115 @@ COMMAND_SPECS: tuple[CommandSpec, ...] = (
             hint="the round id as `round` shows it; READING: primary or witness",
         ),
     ),
+    # -- the shift's accounting and player sessions (issue 34, table/accounts.py,
+    # table/sessions.py); dual control where ``[auth] two_person`` names them
+    CommandSpec(
+        "shift_open",
+        "the shift's opening inventory (the opener, minor units) under the floor's "
+        "`shift_id`; `SHIFT_ALREADY_OPEN`, `ROUND_IN_PROGRESS` (below, \"Shift accounting\")",
+        args=("shift_id", "amount"),
+        required=("shift_id", "amount"),
+        scope="table",
+        roles=("pit_supervisor",),
+        duty="supervise",
+        handler="table.accounts.ShiftAccounts",
+        console=ConsoleVerb(
+            "shift-open",
+            (Param("SHIFT_ID", "shift_id"), Param("AMOUNT", "amount", "int")),
+            "open the shift with its opening inventory (AMOUNT in minor units)",
+        ),
+    ),
+    CommandSpec(
+        "fill",
+        "chips brought to the table, with their slip; `NO_SHIFT_OPEN`, `SHIFT_CLOSED`, "
+        "`SLIP_ALREADY_RECORDED`",
+        args=("slip", "amount"),
+        required=("slip", "amount"),
+        scope="table",
+        roles=("pit_supervisor",),
+        duty="supervise",
+        handler="table.accounts.ShiftAccounts",
+        console=ConsoleVerb(
+            "fill",
+            (Param("SLIP", "slip"), Param("AMOUNT", "amount", "int")),
+            "record a fill (chips brought to the table) with its slip",
+        ),
+    ),
+    CommandSpec(
+        "credit",
+        "chips taken from the table to the cage, with their slip",
+        args=("slip", "amount"),
+        required=("slip", "amount"),
+        scope="table",
+        roles=("pit_supervisor",),
+        duty="supervise",
+        handler="table.accounts.ShiftAccounts",
+        console=ConsoleVerb(
+            "credit",
+            (Param("SLIP", "slip"), Param("AMOUNT", "amount", "int")),
+            "record a credit (chips taken back to the cage) with its slip",
+        ),
+    ),
+    CommandSpec(
+        "drop",
+        "a drop box counted, with its slip (several boxes: several drops)",
+        args=("slip", "amount"),
+        required=("slip", "amount"),
+        scope="table",
+        roles=("pit_supervisor",),
+        duty="supervise",
+        handler="table.accounts.ShiftAccounts",
+        console=ConsoleVerb(
+            "drop",
+            (Param("SLIP", "slip"), Param("AMOUNT", "amount", "int")),
+            "record the drop counted (cash and markers of a drop box) with its slip",
+        ),
+    ),
+    CommandSpec(
+        "shift_close",
+        "the closing inventory (the closer): the shift's win, hold, game result, "
+        "theoretical win and variance, published retained on `shift`",
+        args=("amount",),
+        required=("amount",),
+        scope="table",
+        roles=("pit_supervisor",),
+        duty="supervise",
+        handler="table.accounts.ShiftAccounts",
+        console=ConsoleVerb(
+            "shift-close",
+            (Param("AMOUNT", "amount", "int"),),
+            "close the shift with its closing inventory: win, hold, theoretical win",
+        ),
+    ),
+    CommandSpec(
+        "shift_status",
+        "the shift so far, as `shift` publishes it (not journaled)",
+        scope="table",
+        roles=("pit_supervisor", "floor_system", "floor_ingest"),
+        journaled=False,
+        handler="table.accounts.ShiftAccounts",
+        console=ConsoleVerb("shift", (), "the shift so far: opener, fills, credits, drop, rounds"),
+    ),
+    CommandSpec(
+        "session_open",
+        "a player's rated session at a seat (`player`: the floor's opaque id); "
+        "`SEAT_SESSION_OPEN`, `SESSION_ID_TAKEN` (below, \"Player sessions\")",
+        args=("session_id", "seat", "player"),
+        required=("session_id", "seat", "player"),
+        scope="table",
+        roles=("floor_system", "pit_supervisor"),
+        handler="table.sessions.PlayerSessions",
+    ),
+    CommandSpec(
+        "session_close",
+        "the session ends: its rounds, time, stakes, win and theoretical win published "
+        "on `sessions`; `SESSION_NOT_OPEN`",
+        args=("session_id",),
+        required=("session_id",),
+        scope="table",
+        roles=("floor_system", "pit_supervisor"),
+        handler="table.sessions.PlayerSessions",
+    ),
 )
 #: :data:`COMMAND_SPECS` by name.
 CATALOGUE: Catalogue = catalogue(COMMAND_SPECS)

@@ -64,6 +64,7 @@ from .progress import every
 from .sdnotify import LoopLag, Notifier
 from .table.extension import TableExtensions
 from .table.procedures import ManualProcedure
+from .table.theo import warm
 from .tableparts import TableParts, build_parts, floor_check
 
 log = logging.getLogger(__name__)
@@ -204,6 +205,8 @@ class TableDaemon:
         self._task(p.procedure.run(), "procedure")
         self._task(self.extensions.run_ticks(), "extensions")
         self._task(p.software.run(), "software-check")
+        # each bet type's edge computed once off the loop (blackjack's takes seconds)
+        self._task(asyncio.to_thread(warm, self.cfg.game, self.cfg.rules, self.cfg.money), "theo")
         if p.clock_watch is not None:
             self._task(p.clock_watch.run(), "clock-check")
         if p.board is not None:

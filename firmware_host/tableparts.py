@@ -46,6 +46,7 @@ from .journal import Journal
 from .logsetup import RoundLog
 from .mqtt import AfterPublication, FloorLink, read_retained
 from .sdnotify import LoopLag
+from .table.accounts import ShiftAccounts
 from .table.ahead import loop_runner
 from .table.commands import Commands
 from .table.engine import RoundEngine
@@ -57,6 +58,7 @@ from .table.maintenance import Maintenance
 from .table.phase import Phase
 from .table.procedures import Procedure, ProcedureContext, make_procedure
 from .table.round_commands import table_commands
+from .table.sessions import PlayerSessions
 from .table.state import LatchedFaults, TableState
 from .table.witness import ResultWitness, WitnessDevice, WitnessHealth, without_witness
 
@@ -105,6 +107,9 @@ class TableParts:
     #: The wall clock against the monotonic clock on every tick (CLOCK_STEP).
     clock_steps: StepWatch
     console_backend: TableConsoleBackend
+    #: The shift's accounting and the players' rated sessions (issue 34).
+    accounts: ShiftAccounts
+    sessions: PlayerSessions
     #: The technicians logged in at the console now (each session tells it).
     technicians: OperatorPresence
     #: The table's doors, lids, boxes and tamper loops as significant events.
@@ -214,6 +219,20 @@ def build_parts(
     commands = table_commands(engine, procedure, j, jackpot=jackpot)
     roster.register_commands(commands)
     maintenance.register_commands(commands)
+    accounts = ShiftAccounts(
+        j.db,
+        j.chain,
+        j.rounds,
+        j.requests,
+        table_id=cfg.table_id,
+        money=cfg.money,
+        round_in_flight=lambda: engine.current is not None,
+    )
+    accounts.register_commands(commands)
+    sessions = PlayerSessions(
+        j.db, j.chain, j.rounds, table_id=cfg.table_id, currency=cfg.money.currency
+    )
+    sessions.register_commands(commands)
     if witness is not None:
         witness.register_commands(commands)
     else:
@@ -347,6 +366,8 @@ def build_parts(
             dealers=roster,
             pace=pace,
         ),
+        accounts=accounts,
+        sessions=sessions,
         technicians=technicians,
         switches=switches,
         witness=witness,

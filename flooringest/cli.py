@@ -6,7 +6,8 @@ gaps open, anchors, open faults; from the database, no broker needed), ``anchors
 one table (its rounds as received, one JSON per line: what ``tablectl audit verify
 --anchors`` takes), ``registry import|list`` (the tables the floor knows and their
 keys), ``quarantine list|release`` (what was kept aside, and a person's acceptance of
-a quarantined round after review). Registered by ``firmware_host.cli`` like any
+a quarantined round after review), ``report`` (the shift report per table and per
+pit, text or CSV: ``earnings.py``). Registered by ``firmware_host.cli`` like any
 area's subcommands; the MQTT client and the database drivers are imported only when a
 command runs.
 """
@@ -184,12 +185,29 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--output", "-o", type=output_file, help="file to write (default: standard output)"
     )
     an.set_defaults(func=cmd_anchors)
+
+    rp = verbs.add_parser(
+        "report",
+        help="the shift report per table and per pit (closed shifts: opener, fills, "
+        "credits, drop, closer, win, hold %%, rounds, theoretical win, variance)",
+    )
+    rp.add_argument("--db", default="floor.sqlite3", type=existing_db, help=db_help)
+    rp.add_argument("--table", help="one table's shifts")
+    rp.add_argument("--pit", help="one pit's tables (the registry's pit)")
+    rp.add_argument("--since", type=_when_arg, help="shifts closed at or after (UTC, 2026-05-09)")
+    rp.add_argument("--until", type=_when_arg, help="shifts closed before (UTC)")
+    rp.add_argument("--format", choices=("text", "csv"), default="text")
+    rp.add_argument(
+        "--output", "-o", type=output_file, help="file to write (default: standard output)"
+    )
+    rp.set_defaults(func=cmd_report)
     p.epilog = (
         "examples:\n"
         "  tablectl floor-ingest run --broker mqtt://floor-broker --db postgresql://ingest@db/floor "
         "--worker w1 --key /etc/tablectl/floor-ingest.key\n"
         "  tablectl floor-ingest status --db postgresql://ingest@db/floor\n"
         "  tablectl floor-ingest anchors --db floor.sqlite3 --table MO-R-07 -o MO-R-07.jsonl\n"
+        "  tablectl floor-ingest report --db floor.sqlite3 --pit P1 --format csv -o shifts.csv\n"
         "  tablectl floor-ingest registry import tables.toml --db postgresql://ingest@db/floor\n"
         "  tablectl floor-ingest quarantine release --db floor.sqlite3 --sha256 SHA "
         "--by tech-4 --reason 'journal restored, reconciled (ticket 812)'"
@@ -202,6 +220,13 @@ def _sha256(text: str) -> str:
             f"must be 64 lowercase hex digits (quarantine list shows them), got {text!r}"
         )
     return text
+
+
+def _when_arg(text: str) -> str:
+    """A UTC date or time as the shifts' ``closed_at`` write it (compared as text)."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{3})?)?Z?)?", text):
+        raise BadValue(f"must be a UTC date or time (2026-05-09, 2026-05-09T06:00Z), got {text!r}")
+    return text.removesuffix("Z")
 
 
 def _broker(url: str) -> tuple[str, int, str | None, str | None]:
@@ -361,6 +386,28 @@ def cmd_anchors(args: argparse.Namespace) -> int:
     text = "".join(p + "\n" for _, p in found)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .earnings import report_csv, report_text, shift_rows
+    from .store import open_store
+
+    async def run() -> list[dict[str, Any]]:
+        store = await open_store(args.db)
+        try:
+            return await shift_rows(store.db, table=args.table, pit=args.pit,
+                                    since=args.since, until=args.until)  # fmt: skip
+        finally:
+            await store.close()
+
+    rows = _db(args.db, run)
+    text = report_csv(rows) if args.format == "csv" else report_text(rows)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8", newline="") as f:
             f.write(text)
     else:
         sys.stdout.write(text)

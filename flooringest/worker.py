@@ -62,6 +62,7 @@ from firmware_host.progress import LinkWatch, Since, every
 from firmware_host.timefmt import iso_utc, utc_now
 
 from . import messages as m
+from .earnings import EARNINGS_TOPICS, on_message
 from .messages import RECORD_SCHEMA_VERSION, Incoming, Quarantined, Round, record_message
 from .registry import Registry, RegistryError, load_file
 from .settings import IngestSettings, WorkerStats
@@ -300,6 +301,8 @@ class IngestWorker:
                     await client.subscribe(f"{root}+/anchor", qos=1)
                     await client.subscribe(f"{root}+/state", qos=1)
                     await client.subscribe(f"{root}+/commands/response", qos=1)
+                    for earned in EARNINGS_TOPICS:  # shifts and sessions (earnings.py)
+                        await client.subscribe(f"{root}+/{earned}", qos=1)
                     self.subscribed.set()
                     self.broker.up(f"subscribed to {self.s.subscription}")
                     async for msg in client.messages:
@@ -323,6 +326,11 @@ class IngestWorker:
                                 self.announcements.offer(table, kind, payload, time.time())
                         elif kind == "commands/response":
                             self._answer(table, payload)
+                        elif kind in EARNINGS_TOPICS and self.store is not None:
+                            keys = self.registry.keys(table)
+                            if not await on_message(self.store, keys, table, kind, payload,
+                                                    self.s.worker):  # fmt: skip
+                                continue  # not committed: no PUBACK, sent again
                         self._ack_soon(client, msg.mid)
             except aiomqtt.MqttError as exc:
                 task = asyncio.current_task()

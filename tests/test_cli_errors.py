@@ -316,11 +316,11 @@ ERRORS: list[tuple[list[str], str, str]] = [
     ),
     # provision, rollout (the floor's fleet tooling, issue 35)
     (["provision", "{tmp}/missing.csv", "--floor", "{roulette}", "--keys", "{tmp}",
-      "--out", "{tmp}/out"], "FILE_NOT_FOUND", "missing.csv"),  # fmt: skip
+      "--out", "{tmp}/out"], "FILE_NOT_FOUND", "missing.csv"),
     (["rollout", "wait", "--broker", "mqtt://127.0.0.1:1", "--table", "T", "--until", "ready",
-      "--timeout", "0"], "INVALID_VALUE", "--timeout"),  # fmt: skip
+      "--timeout", "0"], "INVALID_VALUE", "--timeout"),
     (["rollout", "wait", "--broker", "mqtt://127.0.0.1:1", "--table", "T", "--until", "ready",
-      "--since", "yesterday"], "INVALID_VALUE", "--since"),  # fmt: skip
+      "--since", "yesterday"], "INVALID_VALUE", "--since"),
 ]
 
 

@@ -315,3 +315,24 @@ def test_fantan_zero_with_buttons_from_the_command_line_art_3_2(
     data = json.loads(out)
     assert data["outcome"] == {"number": 4, "buttons": 8}
     assert data["bets"][0]["commission"] == 3 * 10000 * 5 // 100  # art. 7 1) (1), art. 9
+
+
+def test_settle_prints_each_bets_theoretical_win(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 34: 60/2004 art. 7, 8: a straight pays 35:1 and red 1:1, 1 and 18 pockets
+    # of 37 win: each edge 1 - 36/37 = 1 - 2 * 18/37 = 1/37; theoretical win stake/37,
+    # rounded to the minor unit, an exact half to the even one; the round's sum rounded once
+    bets = [
+        {"bet_id": "a", "seat": 1, "bet_type": "straight", "selection": [17], "stake": 2500},
+        {"bet_id": "b", "seat": 2, "bet_type": "red", "stake": 5000},
+    ]
+    rc, out, _ = run(capsys, "settle", "roulette", "--outcome", '{"number": 4}', "--bets",
+                     json.dumps(bets), "--config", str(ROOT / "config" / "roulette.toml"))  # fmt: skip
+    assert rc == 0
+    data = json.loads(out)
+    assert [b["edge"] for b in data["bets"]] == ["1/37", "1/37"]
+    assert [Fraction(b["theo_exact"]) for b in data["bets"]] == [Fraction(2500, 37),
+                                                                 Fraction(5000, 37)]  # fmt: skip
+    assert [b["theo"] for b in data["bets"]] == [68, 135]  # 67.57.., 135.13..
+    assert Fraction(data["totals"]["theo_exact"]) == Fraction(7500, 37)
+    assert data["totals"]["theo"] == 203  # 202.70.. (the bets' rounded sum is also 203)
+    assert data["theo_basis"] == "exact"

@@ -65,16 +65,28 @@ ROLES_BEFORE = {
     "observer": {"status"},
     "witness": {"witness_result", "status"},  # issue 32: the result's second reading
 }  # fmt: skip
+#: What issue 34 added: the shift's accounting by the pit, the players' sessions by the
+#: floor's rating terminal (the floor system) or the pit, the shift read by the floor.
+ADDED_BY_ISSUE_34 = {
+    "pit_supervisor": {"shift_open", "fill", "credit", "drop", "shift_close", "shift_status",
+                       "session_open", "session_close"},
+    "floor_system": {"shift_status", "session_open", "session_close"},
+    "floor_ingest": {"shift_status"},
+}  # fmt: skip
 
 
 def test_the_policy_derived_from_the_specs_is_the_policy_as_it_was() -> None:
-    assert {r: set(p) for r, p in BUILTIN_ROLES.items()} == ROLES_BEFORE
-    assert set(COMMAND_PERMISSIONS) == set(CATALOGUE) and len(CATALOGUE) == 19  # 17 and issue 35's two
+    expected = {r: p | ADDED_BY_ISSUE_34.get(r, set()) for r, p in ROLES_BEFORE.items()}
+    assert {r: set(p) for r, p in BUILTIN_ROLES.items()} == expected
+    # 17, issue 35's two and issue 34's eight
+    assert set(COMMAND_PERMISSIONS) == set(CATALOGUE) and len(CATALOGUE) == 19 + 8
     play = {"place", "cancel", "open_betting", "close_betting", "void_throw", "result",
             "decide", "deal_setup", "new_shoe"}  # fmt: skip
     assert play == PLAY_PERMISSIONS
-    assert {"void_round", "jackpot_paid", "ack_alert", "dealer_sign_in_others", "resolve_result",
-            "maintenance", "end_maintenance"} == SUPERVISION_PERMISSIONS  # fmt: skip
+    shift = {"shift_open", "fill", "credit", "drop", "shift_close"}  # issue 34
+    supervise = {"void_round", "jackpot_paid", "ack_alert", "dealer_sign_in_others",
+                 "resolve_result", "maintenance", "end_maintenance"}  # fmt: skip
+    assert supervise | shift == SUPERVISION_PERMISSIONS
     assert TWO_PERSON == ("jackpot_paid",)
     assert set(CATALOGUE) | {"place", "cancel", "floor_record", "dealer_sign_in_others"} == (
         PERMISSIONS

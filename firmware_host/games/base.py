@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 from ..jsonio import JSON as JSON
 from .describe import Demo, Display
+from .edges import EdgeBasis, Verdicts, merge_verdicts
 from .errors import (
     BetError,
     InvalidSelection,
@@ -378,6 +379,9 @@ class Game(abc.ABC, Generic[R, Out]):
     #: How a demonstration plays it: its players' bets, its croupier's part
     #: (:class:`~.describe.Demo`; by default from its catalogue and sample outcomes).
     demo: ClassVar[Demo] = Demo()
+    #: How :meth:`bet_edge` obtains its edges (:mod:`.edges`): ``exact``, ``strategy``
+    #: or ``none`` (the house is not a party to the bets).
+    edge_basis: ClassVar[EdgeBasis] = "none"
 
     # -- rules -----------------------------------------------------------------
     def default_rules(self) -> R:
@@ -495,6 +499,17 @@ class Game(abc.ABC, Generic[R, Out]):
     def math(self, rules: R, **options: Any) -> MathReport:
         """House edge of every bet type under ``rules``."""
 
+    def bet_edge(
+        self, rules: R, bet: Bet, money: MoneyRules, *, jackpot_pool: int | None = None
+    ) -> Fraction | None:
+        """The house edge of ``bet`` as the table settles it (:mod:`.edges`): a
+        fraction of its stake, obtained as :attr:`edge_basis` says; None where the
+        bet's expectation is counted in another bet's edge (a blackjack double, the
+        stud raise) or the house is not a party (``edge_basis = "none"``).
+        ``jackpot_pool``: the progressive pool the round was played with (the jackpot
+        bet's edge depends on it). Pure; games cache what they enumerate."""
+        return None
+
 
 class DiscreteGame(Game[R, Out]):
     """A game decided by one outcome from a finite, enumerable set, bets independent."""
@@ -519,6 +534,40 @@ class DiscreteGame(Game[R, Out]):
         return Settlement(
             self.game_id, self.outcome_json(outcome), tuple(results), Totals.of(results)
         )
+
+    edge_basis: ClassVar[EdgeBasis] = "exact"
+
+    def bet_verdicts(self, rules: R, bet_type: str, selection: JSON) -> Verdicts:
+        """Every verdict a bet of ``bet_type`` on ``selection`` (canonical) can get,
+        with its exact probability over :meth:`outcome_space` (merged when they pay the
+        same); cached per rules, bet type and selection."""
+        key = (rules, bet_type, _selection_key(selection))
+        cache = _VERDICTS.setdefault(self.game_id, {})
+        got = cache.get(key)
+        if got is None:
+            bet = Bet("edge", 0, bet_type, selection, 1)
+            space = self.outcome_space(rules)
+            got = merge_verdicts((self.verdict(rules, o, bet), p) for o, p in space)
+            if len(cache) >= _VERDICTS_MAX:
+                cache.clear()
+            cache[key] = got
+        return got
+
+    def bet_edge(
+        self, rules: R, bet: Bet, money: MoneyRules, *, jackpot_pool: int | None = None
+    ) -> Fraction | None:
+        """Exact: every outcome of :meth:`outcome_space` settled at the bet's stake
+        (cached per rules, bet type, selection, stake and money rules: a table's stakes
+        repeat)."""
+        key = (rules, bet.bet_type, _selection_key(bet.selection), bet.stake, money)
+        cache = _EDGES.setdefault(self.game_id, {})
+        got = cache.get(key)
+        if got is None:
+            got = self.bet_verdicts(rules, bet.bet_type, bet.selection).edge(bet.stake, money)
+            if len(cache) >= _EDGES_MAX:
+                cache.clear()
+            cache[key] = got
+        return got
 
     def math(self, rules: R, **options: Any) -> MathReport:
         if options:
@@ -564,6 +613,19 @@ class DiscreteGame(Game[R, Out]):
                 breakage += p * settle_amounts(stake, v, money).breakage / stake
             out.append(MoneyLine(bet_type, canonical, stake, commission, breakage))
         return tuple(out)
+
+
+#: Per game, the verdicts of each (rules, bet type, selection) seen (:meth:`DiscreteGame.bet_verdicts`).
+_VERDICTS: dict[str, dict[tuple[Any, str, str], Verdicts]] = {}
+_VERDICTS_MAX = 4096
+#: Per game, the edge of each (rules, bet type, selection, stake, money rules) seen.
+_EDGES: dict[str, dict[tuple[Any, str, str, int, Any], Fraction]] = {}
+_EDGES_MAX = 65536
+
+
+def _selection_key(selection: JSON) -> str:
+    """A hashable, exact key of a canonical selection."""
+    return repr(selection)
 
 
 def winning_areas(game: Game[Any, Any], rules: Any, outcome: JSON) -> tuple[str, ...]:

@@ -586,6 +586,27 @@ class RoundStore:
             ).fetchone()
         return int(row[0])
 
+    def finished_between(
+        self, table_id: str, after_seq: int, upto_seq: int, *, payloads: bool = False
+    ) -> list[tuple[int, str, JSON]]:
+        """``(seq, status, summary)`` of the finished rounds with ``after_seq < seq <=
+        upto_seq``, in seq order (a shift's and a player session's rounds, issue 34);
+        with ``payloads`` the published payload instead of the summary (None where it
+        was pruned: older than ``full_rounds``)."""
+        if payloads:
+            sql = (
+                "SELECT r.seq, r.status, s.payload FROM rounds r LEFT JOIN settlements s "
+                "ON s.round_id = r.round_id WHERE r.table_id = ? AND r.seq > ? AND r.seq <= ? "
+                "AND r.status IS NOT NULL ORDER BY r.seq"
+            )
+        else:
+            sql = (
+                "SELECT seq, status, summary FROM rounds WHERE table_id = ? AND seq > ? "
+                "AND seq <= ? AND status IS NOT NULL ORDER BY seq"
+            )
+        rows = self._db.sql.execute(sql, (table_id, after_seq, upto_seq)).fetchall()
+        return [(int(r[0]), str(r[1]), loads_or_none(r[2])) for r in rows]
+
     def anchor(self) -> dict[str, JSON] | None:
         """The latest round's chain position, as the retained ``anchor`` says it:
         ``{"round_id", "seq", "phase", "chain": {"seq", "head"}}``; None before any round.

@@ -16,7 +16,7 @@ from typing import Any
 
 #: The ``schema_version`` every MQTT payload carries (the ``const`` of every schema
 #: here; a test keeps them equal). Bumped on any change a consumer must know about.
-PAYLOAD_SCHEMA_VERSION = 6
+PAYLOAD_SCHEMA_VERSION = 7
 
 #: Every schema, by name (the file is ``<name>.json``).
 SCHEMA_NAMES = (
@@ -35,6 +35,8 @@ SCHEMA_NAMES = (
     "alerts",
     "limits",
     "floor_record",
+    "shift",
+    "session",
 )
 
 #: Topic (relative to ``<prefix>/tables/<table_id>/``) -> schema name.
@@ -52,6 +54,8 @@ TOPIC_SCHEMAS = {
     "stats": "stats",
     "alerts": "alerts",
     "limits": "limits",
+    "shift": "shift",
+    "sessions": "session",
 }
 
 

@@ -20,6 +20,7 @@ from ..games import GAME_IDS, get_game
 from ..games.base import DiscreteGame, MoneyLine
 from ..games.errors import RulesError
 from ..games.money import fraction_str, parse_json_int
+from ..table.theo import with_theo
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -168,7 +169,8 @@ def cmd_settle(args: argparse.Namespace) -> int:
         raise RulesError("--bets must be a JSON list of bets", code="BET_MALFORMED")
     bets = game.parse_bets(cfg.rules, raw_bets, cfg.limits)
     settlement = game.settle(cfg.rules, outcome, bets, cfg.money)
-    out = settlement.to_json()
+    # each bet's house edge and theoretical win, and the round's, as the table publishes them
+    out = with_theo(game, cfg.rules, cfg.money, settlement.to_json())
     out["rules"] = game.rules_json(cfg.rules)
     out["currency"] = cfg.money.currency
     print(json.dumps(out, indent=2, ensure_ascii=False))

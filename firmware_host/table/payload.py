@@ -12,6 +12,7 @@ from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..table_config import TableConfig
 from ..timefmt import iso_utc
+from .theo import jackpot_pool, with_theo, without_theo
 
 
 def refunds(bets: Sequence[Bet]) -> list[dict[str, JSON]]:
@@ -54,6 +55,13 @@ def round_payload(
     extras: Mapping[str, JSON] | None = None,
     dealer: JSON = None,
 ) -> dict[str, JSON]:
+    # each bet's edge and theoretical win, and the round's (docs/mqtt.md, issue 34)
+    game = cfg.game
+    if status == "settled":
+        pool = jackpot_pool(extras) if extras else None
+        body = with_theo(game, cfg.rules, cfg.money, dict(body), pool=pool)
+    else:
+        body = without_theo(dict(body), game.edge_basis)
     stamps = dict(rnd.timestamps)
     timestamps = {
         "opened": stamps.get("open", rnd.opened_at),

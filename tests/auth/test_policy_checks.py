@@ -19,6 +19,7 @@ from firmware_host.cli import main
 from firmware_host.config import ConfigInvalid, load_config
 from firmware_host.daemon import TableDaemon
 from firmware_host.journal import AuditKey
+from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
 from tablesim.principals import make_principals
 from tablesim.tables import to_toml
 
@@ -248,7 +249,6 @@ def test_the_retained_state_lists_the_accepted_risks(tmp_path: Path) -> None:
     )
     state.refresh()
     assert published[-1]["accepted_risks"] == ["FRESHNESS_WINDOW_LONG"]
-    from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
     from tests.signing import as_published
 
     payload = {

@@ -9,10 +9,12 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import aiomqtt
 
+from firmware_host.games.money import fraction_str
 from firmware_host.journal import Journal, RoundRecord
 from firmware_host.mqtt import MqttSettings
 from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
@@ -109,15 +111,19 @@ def round_payload(
     now = iso_utc(utc_now())
     bets = []
     for i, stake in enumerate(stakes):
-        if status == "settled":
-            money = {"result": "win", "payout": stake, "commission": 0, "net": stake}
+        if status == "settled":  # red: 18 of 37 pockets pay 1:1, an edge of 1/37
+            money = {"result": "win", "payout": stake, "commission": 0, "net": stake,
+                     "edge": "1/37", "theo_exact": fraction_str(Fraction(stake, 37)),
+                     "theo": round(Fraction(stake, 37))}  # fmt: skip
         else:
-            money = {"result": "refund", "payout": 0, "commission": 0, "net": 0}
+            money = {"result": "refund", "payout": 0, "commission": 0, "net": 0,
+                     "edge": None, "theo_exact": "0", "theo": 0}  # fmt: skip
         bets.append(
             {"bet_id": f"b{i}", "seat": i % 8, "bet_type": "red", "selection": None, "stake": stake,
              **money, "breakage": "0"}
         )  # fmt: skip
     net = sum(b["net"] for b in bets)
+    theo = Fraction(sum(stakes), 37) if status == "settled" else Fraction(0)
     return {
         "schema_version": PAYLOAD_SCHEMA_VERSION,
         "table_id": rnd.table_id,
@@ -137,7 +143,10 @@ def round_payload(
             "net": net,
             "house_net": -net,
             "breakage": "0",
+            "theo_exact": fraction_str(theo),
+            "theo": round(theo),
         },
+        "theo_basis": "exact",
         "jackpot": {"contributions": [], "hits": []},
         "timestamps": {"opened": rnd.opened_at, "closed": now, "result": now, status: now},
         "dealer": None,

@@ -37,6 +37,8 @@ TOPICS = {
     "stats": "stats",
     "alerts": "alerts",
     "limits": "limits",
+    "shift": "shift",
+    "session": "sessions",
     "bet_response": "bets/response",
     "command_response": "commands/response",
 }

@@ -37,6 +37,8 @@ SUFFIXES = (
     "stats",
     "limits",
     "alerts",
+    "shift",
+    "sessions",
     "devices/wheel",
     "bets/request",
     "bets/response",
@@ -49,7 +51,7 @@ FLOOR = [REC_R, REC_B, "casino/floor/ingest/floor-ingest/lag",
          "casino/floor/ingest/floor-ingest/faults"]  # fmt: skip
 ALL = [f"{root}/{s}" for root, s in itertools.product((R, B), SUFFIXES)] + FLOOR
 OUT = ("state", "rounds", "events", "jackpot", "anchor", "board", "stats", "limits", "alerts",
-       "devices/wheel", "bets/response", "commands/response")  # fmt: skip
+       "shift", "sessions", "devices/wheel", "bets/response", "commands/response")  # fmt: skip
 ADMIN = "acl-test-admin@test"
 
 USERS = {
@@ -90,7 +92,9 @@ MAY_READ: dict[str, set[str]] = {
     "dealer-MO-R-07@dealer": {f"{R}/commands/response", f"{R}/state", f"{R}/events"},
     "pit-2@pit": both("commands/response", "state", "events", "rounds", "jackpot"),
     "floor@floor": set(ALL),
-    "floor-ingest@ingest": both("rounds", "anchor", "state", "commands/response"),
+    "floor-ingest@ingest": both(
+        "rounds", "anchor", "state", "commands/response", "shift", "sessions"
+    ),
     "monitor@monitor": both(
         "state", "devices/wheel", "jackpot", "rounds", "events", "board", "stats", "limits",
         "alerts",

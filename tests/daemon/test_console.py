@@ -262,3 +262,29 @@ async def test_quit_ends_the_client_at_once_without_another_enter(tmp_path: Path
         if proc.returncode is None:
             proc.kill()
         server.close()
+
+
+async def test_the_shift_from_the_console(table) -> None:  # type: ignore[no-untyped-def]
+    # issue 34: the pit's steps typed at the console run the floor's handlers, each in
+    # the audit chain with the operator; a refusal is its code
+    d, term = table
+    await term.read_until(b"table> ")
+    assert "needs an operator login" in await term.cmd("shift-open day-1 500000")
+    await term.cmd("login tech1", prompt=b"PIN: ")
+    assert "logged in as tech1" in await term.cmd(PIN, prompt=b"# ")
+    assert "NO_SHIFT_OPEN" in await term.cmd("fill F-1 10000", prompt=b"# ")
+    await term.cmd("shift-open day-1 500000", prompt=b"# ")
+    await term.cmd("fill F-1 10000", prompt=b"# ")
+    assert "SLIP_ALREADY_RECORDED" in await term.cmd("fill F-1 10000", prompt=b"# ")
+    assert "AMOUNT_ZERO" in await term.cmd("drop B-1 0", prompt=b"# ")
+    await term.cmd("drop B-1 2500", prompt=b"# ")
+    shown = await term.cmd("shift", prompt=b"# ")
+    assert "day-1" in shown
+    await term.cmd("shift-close 492500", prompt=b"# ")
+    report = d.parts.accounts.report()
+    # win = closer - opener + credits - fills + drop = 492,500 - 500,000 - 10,000 + 2,500;
+    # no round was played: a count that does not balance, the difference says by how much
+    assert (report["status"], report["win"], report["difference"]) == ("closed", -15000, -15000)
+    steps = [e for e in d.journal.chain.events(100) if e.kind.startswith("shift_")]
+    assert [e.kind for e in steps] == ["shift_opened", "shift_fill", "shift_drop", "shift_closed"]
+    assert {e.data["source"] for e in steps} == {"console:tech1"}

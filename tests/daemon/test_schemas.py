@@ -30,6 +30,7 @@ from firmware_host.games import get_game
 from firmware_host.games.money import MoneyRules
 from firmware_host.journal import JOURNAL_SPECS
 from firmware_host.mqtt import MQTT_SPECS
+from firmware_host.table.theo import with_theo
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "mqtt.md"
@@ -272,13 +273,15 @@ def test_settlements_of_the_rules_core_validate_as_rounds(
     ]
     parsed = game.parse_bets(rules, raws)
     settlement = game.settle(rules, game.parse_outcome(rules, number), parsed, MoneyRules())
-    body = settlement.to_json()
+    # each bet's edge and theoretical win, as the table's payload builder adds them
+    body = with_theo(game, rules, MoneyRules(), settlement.to_json())
     payload = {
         "schema_version": schemas.PAYLOAD_SCHEMA_VERSION, "table_id": "t1",
         "round_id": "t1-000001-00000000", "seq": 1, "chain": {"seq": 7, "head": "0" * 64},
         "game": body["game"], "rules": game.rules_json(rules), "currency": "MOP", "minor_digits": 2,
         "status": "settled", "void_reason": None, "outcome": body["outcome"], "bets": body["bets"],
-        "totals": body["totals"], "jackpot": {"contributions": [], "hits": []},
+        "totals": body["totals"], "theo_basis": body["theo_basis"],
+        "jackpot": {"contributions": [], "hits": []},
         "timestamps": {"opened": "2026-05-09T07:35:00.000Z", "closed": "2026-05-09T07:35:30.000Z",
                        "result": "2026-05-09T07:35:40.000Z", "settled": "2026-05-09T07:35:40.002Z"},
         "dealer": None,

@@ -26,9 +26,10 @@ GAMES = ROOT / "firmware_host" / "games"
 #: "describe": what a game says of itself beside its rules (its board, statistics, words,
 #: its demo). "roads": the scoreboard roads (bead plate, big road and its derived roads) of any
 #: banker/player/tie sequence, shared like cards and dice (baccarat uses them today).
+#: "edges": a bet's exact house edge as settled, and its theoretical win (issue 34).
 SHARED = {
     "base", "money", "options", "cards", "dice", "errors", "jackpot", "banker", "roads",
-    "describe",
+    "describe", "edges",
 }  # fmt: skip
 
 

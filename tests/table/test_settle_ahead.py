@@ -16,6 +16,7 @@ from firmware_host.games.base import DiscreteGame
 from firmware_host.journal import Journal
 from firmware_host.table.ahead import AHEAD_BUDGET, Ahead, SettlementsAhead, loop_runner
 from firmware_host.table.engine import RoundEngine
+from firmware_host.table.theo import with_theo
 from tablesim.players import SimulatedPlayers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,6 +143,7 @@ def test_the_result_takes_its_settlement_from_ahead_or_settles_on_its_path(
     assert len(counted.calls) == settled_on_path
     monkeypatch.undo()
     direct = direct_settlement(e, raw, {"number": number}).to_json()
+    direct = with_theo(e.game, e.rules, e.cfg.money, direct)  # as the payload builder adds them
     assert payload["bets"] == direct["bets"] and payload["totals"] == direct["totals"]
     # 23 and 30 are red on the standard single-zero wheel (60/2004 art. 1 4): red and black).
     assert payload["outcome"] == {"number": number, "colour": "red"}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 from ..base import (
     JSON,
@@ -29,6 +29,7 @@ from ..base import (
 )
 from ..cards import RANKS, cards_str, deck, parse_cards
 from ..describe import Area, Board, Demo, Display, Rng
+from ..edges import EdgeBasis, Verdicts, merge_verdicts
 from ..errors import OutcomeError, RulesError
 from ..money import MoneyRules, Verdict, settle_amounts
 from .deal import BaccaratDeal, BaccaratOutcome, banker_draws, deal_coup, replay
@@ -89,6 +90,7 @@ class Baccarat(Game[BaccaratRules, BaccaratOutcome]):
     rules_type = BaccaratRules
     display = Display(BOARD, words=_words)
     demo = Demo(bet=demo_bet)
+    edge_basis: ClassVar[EdgeBasis] = "exact"
 
     def bet_types(self, rules: BaccaratRules) -> Sequence[BetType]:
         return _BET_TYPES if rules.pairs_offered else _BET_TYPES[:3]
@@ -188,6 +190,16 @@ class Baccarat(Game[BaccaratRules, BaccaratOutcome]):
             self.game_id, self.outcome_json(outcome), tuple(results), Totals.of(results), extras
         )
 
+    def bet_edge(
+        self, rules: BaccaratRules, bet: Bet, money: MoneyRules, *, jackpot_pool: int | None = None
+    ) -> Fraction | None:
+        """Exact, per coup, off the top of the table's full shoe (``rules.decks``): the
+        coup's winner and pairs with their probabilities (:func:`main_probabilities`,
+        :func:`pair_probability`), each given the game's own verdict, settled at the
+        bet's stake (a tie pushes a player or banker bet, whatever art. 12 option keeps
+        it on the layout for the next coup)."""
+        return _bet_edge(self, rules, bet.bet_type, bet.stake, money)
+
     def math(self, rules: BaccaratRules, **options: Any) -> MathReport:
         """Exact house edges by enumeration over the rank counts of the shoe
         (``decks`` option overrides ``rules.decks``; 6 to 12, art. 1 1))."""
@@ -241,6 +253,41 @@ class Baccarat(Game[BaccaratRules, BaccaratOutcome]):
         return MathReport(
             self.game_id, self.rules_json(rules) | {"decks": decks}, "exact", tuple(lines), details
         )
+
+
+#: A coup of each kind the verdicts tell apart, as the game's outcome: who wins, and
+#: whether a side's first two cards pair.
+_COUPS = {
+    "player": ("9S KS", "KH QH"),
+    "banker": ("KH QH", "9S KS"),
+    "tie": ("9S KS", "9H KH"),
+    "pairs": ("4S 4H", "2D 2C"),
+    "no_pairs": ("4S 5H", "2D 3C"),
+}
+
+
+@lru_cache(maxsize=4096)
+def _bet_edge(
+    game: Baccarat, rules: BaccaratRules, bet_type: str, stake: int, money: MoneyRules
+) -> Fraction:
+    """The edge of a bet of ``bet_type`` and ``stake`` (a table's stakes repeat)."""
+    return _bet_verdicts(game, rules, bet_type).edge(stake, money)
+
+
+@lru_cache(maxsize=64)
+def _bet_verdicts(game: Baccarat, rules: BaccaratRules, bet_type: str) -> Verdicts:
+    """The verdicts of a bet of ``bet_type`` with their exact probabilities."""
+    coups = {k: BaccaratOutcome(tuple(parse_cards(p)), tuple(parse_cards(b)))
+             for k, (p, b) in _COUPS.items()}  # fmt: skip
+    bet = Bet("edge", 0, bet_type, None, 1)
+    weights: tuple[tuple[str, Fraction], ...]
+    if bet_type in ("player_pair", "banker_pair"):
+        p = pair_probability(rules.decks)
+        weights = (("pairs", p), ("no_pairs", 1 - p))
+    else:
+        p_player, p_banker, p_tie = main_probabilities(rules.decks)
+        weights = (("player", p_player), ("banker", p_banker), ("tie", p_tie))
+    return merge_verdicts((game.verdict(rules, coups[k], bet), p) for k, p in weights)
 
 
 def _fs(x: Fraction) -> str:

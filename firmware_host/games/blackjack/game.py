@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from fractions import Fraction
+from typing import Any, ClassVar
 
 from ..base import (
     JSON,
@@ -24,6 +25,7 @@ from ..base import (
     Totals,
 )
 from ..describe import Demo, DemoRound, Display, Rng
+from ..edges import EdgeBasis
 from ..errors import (
     BetError,
     BetNotOffered,
@@ -36,6 +38,7 @@ from ..money import MoneyRules, Verdict, settle_amounts
 from .deal import BlackjackDeal, Insurance, replay
 from .rules import BlackjackRules
 from .simulate import DEFAULT_ROUNDS, DEFAULT_SEED, Shuffler, simulate
+from .theory import blackjack_edges
 from .verdicts import (
     deciders,
     hand_verdicts,
@@ -320,6 +323,22 @@ class Blackjack(Game[BlackjackRules, BlackjackDeal]):
         )
 
     # -- math ---------------------------------------------------------------------------
+    edge_basis: ClassVar[EdgeBasis] = "strategy"
+
+    def bet_edge(
+        self, rules: BlackjackRules, bet: Bet, money: MoneyRules, *, jackpot_pool: int | None = None
+    ) -> Fraction | None:
+        """Under the basic strategy (:mod:`.theory`): a main bet's per initial unit;
+        the side bets' and insurance's settled at the bet's stake; a split or a double
+        is in its main bet's (None)."""
+        edges = blackjack_edges(rules)
+        if bet.bet_type == "main":
+            return edges.main
+        side = {"pair": "pair", "sevens": "sevens", "insurance": "insurance"}.get(bet.bet_type)
+        if bet.bet_type == "over_under_13":
+            side = "over" if bet.selection == "over" else "under"
+        return None if side is None else edges.side[side].edge(bet.stake, money)
+
     def math(self, rules: BlackjackRules, **options: Any) -> MathReport:
         """House edges by a seeded simulation of a basic strategy (:mod:`.simulate`).
 

@@ -10,7 +10,7 @@ import math as _math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 from ..base import (
     JSON,
@@ -29,6 +29,7 @@ from ..base import (
 )
 from ..cards import cards_str, deck, parse_cards
 from ..describe import Demo, DemoRound, Display, Rng
+from ..edges import EdgeBasis
 from ..errors import BetError, BetNotOffered, OutcomeError, RulesError
 from ..jackpot import (
     JACKPOT_HANDS,
@@ -47,6 +48,7 @@ from .deal import ACTIONS, SeatHand, StudDeal, StudOutcome
 from .hands import category, category_name, hand_counts, hand_value, qualifies
 from .rules import CAPPED, SEATS, StudPokerRules
 from .simulate import DEFAULT_ROUNDS, DEFAULT_SEED, STRATEGY, simulate
+from .theory import ante_edge, jackpot_edge
 
 # -- the game --------------------------------------------------------------------------
 
@@ -121,6 +123,23 @@ class StudPoker(Game[StudPokerRules, StudOutcome]):
     rules_type = StudPokerRules
     display = Display(words=_words)
     demo = Demo(table=DEMO_TABLE, seated=demo_seats, decide=demo_decide)
+
+    edge_basis: ClassVar[EdgeBasis] = "strategy"
+
+    def bet_edge(
+        self, rules: StudPokerRules, bet: Bet, money: MoneyRules, *, jackpot_pool: int | None = None
+    ) -> Fraction | None:
+        """The ante's under the published strategy (:mod:`.theory`), the raise's in the
+        ante's (None), the jackpot bet's exact at the pool the round was played with
+        (``jackpot_pool``; the seed if None)."""
+        if bet.bet_type == "ante":
+            return ante_edge(rules.royal_flush)
+        if bet.bet_type == "jackpot":
+            params = rules.jackpot_params()
+            total = _math.comb(52, 5)
+            probs = {h: Fraction(n, total) for h, n in hand_counts().items()}
+            return jackpot_edge(params, probs, params.seed if jackpot_pool is None else jackpot_pool)
+        return None
 
     def bet_types(self, rules: StudPokerRules) -> Sequence[BetType]:
         return _BET_TYPES if rules.jackpot_offered else _BET_TYPES[:2]
