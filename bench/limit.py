@@ -231,7 +231,7 @@ async def _publisher_main(host: str, port: int, directory: str) -> None:
     import aiomqtt
 
     from firmware_host.journal import Journal, OutboxMessage
-    from firmware_host.mqtt import FloorLink, MqttSettings
+    from firmware_host.mqtt import AfterPublication, FloorLink, MqttSettings
 
     from .procs import broker_protocol
 
@@ -248,7 +248,8 @@ async def _publisher_main(host: str, port: int, directory: str) -> None:
         n = int(await reader.readline())
         return await reader.readexactly(n)
 
-    journal = Journal(Path(directory) / "journal.sqlite3")
+    after = AfterPublication()  # as the daemon: made first, the journal defers to it
+    journal = Journal(Path(directory) / "journal.sqlite3", defer=after.queue)
     # The commit's end: this listener runs before the link's, which hands the entries
     # to the client in that same after-commit step.
     committed: list[float] = []
@@ -256,8 +257,7 @@ async def _publisher_main(host: str, port: int, directory: str) -> None:
     settings = MqttSettings(
         host=host, port=port, protocol=broker_protocol(host, port), client_id="bench-limit-link"
     )
-    link = FloorLink(settings, "bench-limit-link", journal.outbox)
-    journal.db.defer = link.after_publication  # as the daemon
+    link = FloorLink(settings, "bench-limit-link", journal.outbox, after=after)
     journal.retention.checkpoint_in_background()
     link.start()
     seq = 0

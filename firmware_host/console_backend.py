@@ -26,7 +26,6 @@ from .table.commands import CommandCall, Commands
 from .table.engine import RoundEngine
 from .table.jackpot import JackpotController
 from .table.reading import RequestError
-from .table.state import TableState
 
 
 class ConsoleJournal(Protocol):
@@ -56,7 +55,6 @@ class TableConsoleBackend:
     #: Device name -> driver.
     drivers: Mapping[str, Any]
     jackpot_controller: JackpotController | None
-    state: TableState
     #: The event loop's lag, seconds (the daemon measures it).
     loop_lag: Callable[[], float]
     config_path: Path | None = None
@@ -126,7 +124,7 @@ class TableConsoleBackend:
             "seq": cur.seq,
             "phase": cur.phase,
             "timestamps": dict(cur.timestamps),
-            "bets": [b.to_json() for b in e.bets()],
+            "bets": [b.to_json() for b in e.desk.bets()],
         }
 
     def jackpot(self) -> JSON:
@@ -231,8 +229,7 @@ class TableConsoleBackend:
     def clear_fault(self, code: str, reason: str, who: str) -> JSON:
         self._privileged("clear_fault", who, reason, code=code)
         fault = self.journal.faults.clear_fault(code, by=who, reason=reason)
-        self.state.refresh()
-        return fault.to_json()
+        return fault.to_json()  # the retained state follows the faults (their listener)
 
 
 #: An alert's times (ISO-8601 UTC with ``Z`` in the journal and on MQTT, as every time).

@@ -35,7 +35,7 @@ import gc
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -53,36 +53,17 @@ from .console import (
     serve_socket,
     serve_stream,
 )
-from .console.keypad import KeypadSignInDesk
-from .console_backend import TableConsoleBackend
-from .devices import TableDevices, pin_factory_for
-from .face.board import BoardDevice, ResultBoard, TableStatistics
-from .integrity.alerts import Alerts
-from .integrity.clock import ClockWatch, StepWatch
-from .integrity.monitor import IntegrityMonitor, max_payout_of
-from .integrity.pace import DealerRoster, PaceMonitor
-from .integrity.selfcheck import SoftwareCheck, SoftwareMismatch
+from .integrity.selfcheck import SoftwareMismatch
 from .journal import AuditLog, Journal, JournalError, StorageError, TableOwner
 from .journal.rounds import rules_digest
 from .jsonio import JSON
-from .logsetup import ProgressLine, RoundLog
-from .mqtt import FloorLink, MqttSettings, read_retained
+from .logsetup import ProgressLine
+from .mqtt import AfterPublication, MqttSettings
 from .progress import every
-from .sdnotify import Notifier
-from .table.ahead import loop_runner
-from .table.engine import RoundEngine
+from .sdnotify import LoopLag, Notifier
 from .table.extension import TableExtensions
-from .table.floor import FloorRequests
-from .table.floorcheck import (
-    FLOOR_RECORD,
-    RETAINED,
-    JournalFloorCheck,
-    floor_record_topic,
-)
-from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
-from .table.procedures import ManualProcedure, Procedure, ProcedureContext, make_procedure
-from .table.round_commands import table_commands
-from .table.state import LatchedFaults, TableState
+from .table.procedures import ManualProcedure
+from .tableparts import TableParts, build_parts, floor_check
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +90,13 @@ class TableDaemon:
     The constructor reads the configuration and raises
     :class:`~firmware_host.config.ConfigInvalid` if the table cannot run here (an
     option set but never read, GPIO pins missing); it does no I/O. ``pin_factory``:
-    GPIO pins brought by the caller (tests pass gpiozero's ``MockFactory``)."""
+    GPIO pins brought by the caller (tests pass gpiozero's ``MockFactory``);
+    ``progress_s``: seconds between two progress lines in the log (``tablectl run
+    --progress``; 0: none).
+
+    :meth:`start` opens the journal, compares it with the floor, builds the table's
+    parts (:func:`~firmware_host.tableparts.build_parts`: :attr:`parts`, frozen) and
+    starts what runs."""
 
     def __init__(
         self,
@@ -121,6 +108,7 @@ class TableDaemon:
         mqtt: MqttSettings | None = None,
         pin_factory: Any = None,
         notifier: Notifier | None = None,
+        progress_s: float = 0.0,
     ) -> None:
         self.cfg = cfg
         self.config_path = Path(config_path) if config_path else None
@@ -132,7 +120,7 @@ class TableDaemon:
         if self.plan.problems:
             raise ConfigInvalid(cfg.source, list(self.plan.problems))
         self._pin_factory = pin_factory
-        self.mqtt_settings = self.plan.mqtt
+        self.progress_s = progress_s
         self.watchdog_check = self.plan.watchdog_check
         self.console_settings: ConsoleSettings = self.plan.console
         self.notifier = notifier or Notifier()
@@ -143,254 +131,87 @@ class TableDaemon:
         self.dual_control = DualControl()
         #: The table's extensions: what follows the rounds (state, jackpot display).
         self.extensions = TableExtensions()
+        self.loop_lag = LoopLag()
+        #: The journal, once :meth:`start` opened it (closed by :meth:`stop`).
         self.journal: Journal | None = None
-        self.engine: RoundEngine | None = None
-        self.jackpot: JackpotController | None = None
-        self.jackpot_display: JackpotDisplay | None = None
-        self.devices: TableDevices | None = None
-        self.procedure: Procedure | None = None
-        self.floor: FloorRequests | None = None
-        self.link: FloorLink | None = None
-        self.state: TableState | None = None
-        self.board: ResultBoard | None = None
-        self.statistics: TableStatistics | None = None
-        self.floor_check: JournalFloorCheck | None = None
-        self.console_backend: TableConsoleBackend | None = None
-        #: Integrity alerts held until acknowledged (``docs/integrity.md``).
-        self.alerts: Alerts | None = None
-        self.software: SoftwareCheck | None = None
-        self.integrity: IntegrityMonitor | None = None
-        self.clock_watch: ClockWatch | None = None
-        #: The wall clock against the monotonic clock on every tick (CLOCK_STEP).
-        self.clock_steps: StepWatch | None = None
-        self.dealers: DealerRoster | None = None
-        self.pace: PaceMonitor | None = None
-        #: A dealer's sign-in at the keypad (number and PIN, docs/console.md).
-        self.keypad_sign_in: KeypadSignInDesk | None = None
-        self.faults: LatchedFaults | None = None
-        #: Rounds left in flight by a crash, not resolved yet (``_resolve_in_flight``).
-        self._unresolved = False
+        #: The table's parts, once :meth:`start` built them.
+        self.parts: TableParts | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping = False
-        self.loop_lag = 0.0
         self.ready = asyncio.Event()
-        #: Seconds between two progress lines in the log (``tablectl run --progress``;
-        #: 0: none), and what counts the rounds for them.
-        self.progress_s = 0.0
-        self.round_log: RoundLog | None = None
 
     @property
     def drivers(self) -> dict[str, Any]:
         """Device name -> driver (empty before :meth:`start`)."""
-        return dict(self.devices.drivers) if self.devices is not None else {}
+        return dict(self.parts.devices.drivers) if self.parts is not None else {}
 
     # -- life-cycle --------------------------------------------------------------
     async def start(self) -> None:
         plan, cfg = self.plan, self.cfg
         self.notifier.status("opening journal")
+        # The table's work after a commit waits for the floor link's publications: made
+        # first, the journal defers to it and the link takes it (mqtt/window.py).
+        after = AfterPublication()
         j = self.journal = plan.journal.open(
             owner=TableOwner(
                 cfg.table_id, cfg.game_id, rules_digest(cfg.game.rules_json(cfg.rules))
-            )
+            ),
+            defer=after.queue,
         )
-        # Pruning and the extensions' hooks run after what a commit queued: on the next
-        # loop turn until the floor link exists, then once the broker acknowledged it.
-        j.db.defer = asyncio.get_running_loop().call_soon
         self._power_up(j.chain)
         if left := restore_lockout(self.lockout, j.chain):
             log.warning("console locked for %d s more (a lockout from before the restart)", left)
         auth = Authenticator(plan.auth, cfg.table_id)
         self.notifier.status("comparing the journal with the floor")
-        record = {FLOOR_RECORD: floor_record_topic(plan.mqtt.prefix, cfg.table_id)}
-        check = self.floor_check = JournalFloorCheck(
-            j,
-            cfg.table_id,
-            lambda: read_retained(plan.mqtt, cfg.table_id, RETAINED, others=record),
-            retry_min=plan.mqtt.reconnect_min_ms / 1000,
-            retry_max=plan.mqtt.reconnect_max_ms / 1000,
-            on_change=lambda: self.state.refresh() if self.state is not None else None,
-            simulated=plan.simulated,
-            record_keys=auth.keys_allowed("floor_record"),
-        )
+        check = floor_check(plan, cfg, j, auth)
         checked = await check.check_once()
-
-        faults = self.faults = LatchedFaults(j.faults, storage=j.db.storage)
-        alerts = self.alerts = Alerts(j.alerts, j.db, publish=self._publish_alerts)
-        software = self.software = SoftwareCheck(
-            plan.software, j.chain, j.faults, alerts, faults_changed=self._faults_changed
-        )
-        software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
-        roster = self.dealers = DealerRoster(j.chain, auth=plan.auth)
-        self.keypad_sign_in = KeypadSignInDesk(
-            roster,
-            self.console_settings.dealers,
-            Lockout(self.console_settings.max_tries, self.console_settings.lockout_seconds),
-            j.chain,
-        )
-        if plan.jackpot_params is not None:
-            self.jackpot = self._jackpot(j, plan)
-        engine = self.engine = RoundEngine(
+        p = self.parts = build_parts(
+            plan,
             cfg,
             j,
-            jackpot=self.jackpot,
-            play_stop=self._play_stop,
+            after=after,
+            auth=auth,
+            check=check,
             extensions=self.extensions,
-            caps=plan.bet_caps,
-            dealer=roster.current,
+            pin_factory=self._pin_factory,
+            loop_lag=self.loop_lag,
+            config_path=self.config_path,
         )
-        # While the ball spins, the bets are settled for every outcome (table/ahead.py).
-        engine.ahead.runner = loop_runner(asyncio.get_running_loop().call_soon)
-        devices = self.devices = TableDevices(
-            plan.devices,
-            pin_factory=self._pin_factory
-            or pin_factory_for(plan.devices, simulated=plan.simulated),
-        )
-        procedure = self.procedure = make_procedure(
-            ProcedureContext(
-                engine,
-                devices=tuple(devices),
-                report_fault=engine.report_fault,
-                extensions=self.extensions,
-            )
-        )
+        p.software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
         if not auth.signatures:
             log.warning("[auth] signatures = false: floor requests are NOT authenticated")
         for line in plan.accepted_risk_lines:  # also in the retained state
             log.warning("running with an accepted risk: %s", line)
-        # Each command's handler, registered by the part that answers it (table/commands.py).
-        commands = table_commands(engine, procedure, j, jackpot=self.jackpot)
-        for part in (alerts, software, roster):
-            part.register_commands(commands)
-        floor = self.floor = FloorRequests(engine, procedure, j, auth=auth, commands=commands)
-        link = self.link = FloorLink(
-            plan.mqtt, cfg.table_id, j.outbox, handler=floor.handle, identity=j.outbox.identity
-        )
-        # The round reaches the floor before the table's own work after it competes with
-        # the broker and the floor for the CPU (docs/performance.md, "after publication").
-        j.db.defer = link.after_publication
         j.retention.checkpoint_in_background()
-        self.state = TableState(
-            self.extensions,
-            publish=link.set_state,
-            game_id=cfg.game_id,
-            faults=faults,
-            auth=auth.mode,
-            result_source=plan.result_source,
-            last_round=engine.last_round_id,
-            anchor=j.rounds.anchor,
-            accepted_risks=plan.accepted_risks,
-            refused=floor.refusals.snapshot,
-        )
-        floor.refusals.listeners.append(self.state.refresh)
-        # A storage fault raised or cleared: the retained state says so at once, and the
-        # link retries what it could not mark published.
-        j.db.storage.add_listener(self.state.refresh)
-        j.db.storage.add_listener(link.storage_changed)
-        self.round_log = RoundLog(self.extensions, cfg.money)
-        if self.jackpot is not None and plan.jackpot is not None:
-            sign = devices.get(plan.jackpot.sign) if plan.jackpot.sign else None
-            if sign is not None and not isinstance(sign, JackpotSign):
-                log.error("[jackpot] sign: device %r is not a sign; MQTT only", plan.jackpot.sign)
-                sign = None
-            self.jackpot_display = JackpotDisplay(
-                self.jackpot,
-                self.extensions,
-                publish=link.set_jackpot,
-                sign=sign,
-                display_ms=plan.jackpot.display_ms,
-            )
-        self._faces(devices, link, j.chain)
-        self.integrity = IntegrityMonitor(
-            self.extensions,
-            alerts=alerts,
-            chain=j.chain,
-            table_id=cfg.table_id,
-            result_device=cfg.game.result_device,
-            settings=plan.integrity,
-            wheel_name=next((d.name for d in devices if d.kind == "wheel"), "wheel"),
-            shaker_name=next((d.name for d in devices if d.kind == "shaker"), "shaker"),
-            shoe_name=(shoe := next((d.name for d in devices if d.kind == "shoe"), "shoe")),
-            deck_check=getattr(devices.get(shoe), "request_deck_check", None),
-            decks=int(getattr(cfg.rules, "decks", 8) or 8),
-            currency=cfg.money.currency,
-            max_payout=max_payout_of(cfg.game, cfg.rules, cfg.money)
-            if plan.integrity.large_transaction
-            else None,
-        )
-        self.pace = PaceMonitor(
-            self.extensions,
-            roster=roster,
-            chain=j.chain,
-            table_id=cfg.table_id,
-            shift_start_hour=plan.integrity.shift_start_hour,
-            shift_hours=plan.integrity.shift_hours,
-        )
-        steps = self.clock_steps = StepWatch(
-            self.extensions,
-            alerts=alerts,
-            chain=j.chain,
-            table_id=cfg.table_id,
-            tolerance_ms=plan.integrity.clock_step_tolerance_ms,
-            synchronised=self._clock_synchronised,
-        )
-        steps.add_listener(self.pace.clock_stepped)
-        steps.at_start()  # a clock behind the journal's latest event went back
-        alerts.publish()
-        # The rounds a crash left in flight are resolved once the journal was compared
-        # with the floor (a round whose seq the floor holds is withheld), and always
-        # before a round opens: a technician's clear of JOURNAL_UNCHECKED (play without
-        # the floor) resolves them at the next open (``_play_stop``).
-        self._unresolved = True
+        p.clock_steps.at_start()  # a clock behind the journal's latest event went back
+        p.alerts.publish()
+        # The rounds a crash left in flight are voided once the journal was compared with
+        # the floor (a round whose seq the floor holds is withheld); a technician's clear
+        # of JOURNAL_UNCHECKED (play without the floor) lets the next open void them first.
         if checked or plan.simulated:  # a simulated table plays without the floor
-            self._resolve_in_flight()
+            p.engine.resume()
         if checked:
-            link.start()
+            p.link.start()
         else:  # the link would overwrite the retained anchor before anyone read it
-            self._tasks.append(
-                asyncio.create_task(self._check_then_link(check, link), name="floor-check")
-            )
+            self._tasks.append(asyncio.create_task(self._check_then_link(p), name="floor-check"))
 
         self.notifier.status("starting devices")
-        await devices.start(self._on_device_event, link, j.chain)
-        self._tasks.append(asyncio.create_task(procedure.run(), name="procedure"))
-        self._tasks.append(asyncio.create_task(self.extensions.run_ticks(), name="extensions"))
-        self._tasks.append(asyncio.create_task(software.run(), name="software-check"))
-        if plan.integrity.clock_unsync_max_s:
-            self.clock_watch = ClockWatch(
-                alerts,
-                unsync_max_s=plan.integrity.clock_unsync_max_s,
-                check_s=plan.integrity.clock_check_s,
-            )
-            self._tasks.append(asyncio.create_task(self.clock_watch.run(), name="clock-check"))
-        if self.board is not None:
-            self._tasks.append(asyncio.create_task(self.board.run(), name="result-board"))
-        self.console_backend = TableConsoleBackend(
-            name=cfg.name,
-            engine=engine,
-            journal=j,
-            link=link,
-            drivers=devices.drivers,
-            jackpot_controller=self.jackpot,
-            state=self.state,
-            loop_lag=lambda: self.loop_lag,
-            config_path=self.config_path,
-            commands=commands,
-            alerts_board=alerts,
-            dealers=roster,
-            pace=self.pace,
-        )
+        await p.devices.start(p.on_device_event, p.link, j.chain)
+        self._task(p.procedure.run(), "procedure")
+        self._task(self.extensions.run_ticks(), "extensions")
+        self._task(p.software.run(), "software-check")
+        if p.clock_watch is not None:
+            self._task(p.clock_watch.run(), "clock-check")
+        if p.board is not None:
+            self._task(p.board.run(), "result-board")
         await self._start_console()
-        self._tasks.append(asyncio.create_task(self._watch_loop_lag(), name="loop-lag"))
-        self._tasks.append(
-            asyncio.create_task(self.notifier.run_watchdog(self._healthy), name="watchdog")
-        )
+        self._task(self.loop_lag.run(), "loop-lag")
+        self._task(self.notifier.run_watchdog(self._healthy), "watchdog")
         if self.progress_s > 0:
-            progress = ProgressLine(self.console_backend, self.round_log)
-            self._tasks.append(
-                asyncio.create_task(every(self.progress_s, progress, log), name="progress")
-            )
-        self.state.refresh()
+            progress = ProgressLine(p.console_backend, p.round_log)
+            self._task(every(self.progress_s, progress, log), "progress")
+        p.state.refresh()
         # Everything loaded so far (modules, configuration, drivers) lives as long as
         # the process: move it out of the collector's reach, so that a full collection
         # during play scans only what play allocated (measured during the bench's play:
@@ -400,86 +221,23 @@ class TableDaemon:
         self.ready.set()
         self.notifier.ready(f"table {cfg.table_id} ({cfg.game_id}) up")
         log.info("table %s (%s) ready", cfg.table_id, cfg.game_id)
-        if isinstance(procedure, ManualProcedure) and cfg.game.result_device is not None:
+        if isinstance(p.procedure, ManualProcedure) and cfg.game.result_device is not None:
             log.info(
                 "no %s device configured: results are entered by command (table.result_source "
                 "= \"manual\": console 'open', 'close', 'result'; or MQTT commands/request)",
                 cfg.game.result_device,
             )
 
-    async def _on_device_event(self, device: str, event: Any) -> None:
-        """A device's event: to the procedure, then to the integrity detectors (and a
-        keypad's sign-in to its check)."""
-        assert self.procedure is not None
-        await self.procedure.on_device_event(device, event)
-        if self.integrity is not None:
-            await self.integrity.on_device_event(device, event)
-        if self.keypad_sign_in is not None:
-            await self.keypad_sign_in.on_device_event(device, event)
+    def _task(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        self._tasks.append(asyncio.create_task(coro, name=name))
 
-    def _clock_synchronised(self) -> bool | None:
-        """What the time service last said (None: not asked yet, or not watched)."""
-        w = self.clock_watch
-        return w.state.synchronised if w is not None and w.state is not None else None
-
-    def _faults_changed(self) -> None:
-        if self.state is not None:
-            self.state.refresh()
-
-    def _publish_alerts(self, body: Mapping[str, JSON]) -> None:
-        """The retained ``alerts`` topic (once the floor link exists)."""
-        if self.link is not None:
-            self.link.set_snapshot("alerts", body)
-
-    def _faces(self, devices: TableDevices, link: FloorLink, chain: AuditLog) -> None:
-        """The result board (``board`` topic and the board devices) and the statistics
-        (``stats`` topic) of a table whose game has a result layout."""
-        cfg = self.cfg
-        boards = [d.driver for d in devices if d.kind == "board"]
-        if ResultBoard.applies(cfg.game_id):
-            self.board = ResultBoard(
-                self.extensions,
-                game_id=cfg.game_id,
-                publish=lambda body: link.set_snapshot("board", body),
-                boards=[b for b in boards if isinstance(b, BoardDevice)],
-                shoe_log=chain,
-            )
-        if TableStatistics.applies(cfg.game_id):
-            self.statistics = TableStatistics(
-                self.extensions,
-                game_id=cfg.game_id,
-                publish=lambda body: link.set_snapshot("stats", body),
-                settings=self.plan.statistics,
-            )
-
-    def _resolve_in_flight(self) -> None:
-        """Resolve the rounds a crash left in flight, once (``RoundEngine.resume``)."""
-        if not self._unresolved or self.engine is None:
-            return
-        self._unresolved = False
-        for payload in self.engine.resume():
-            log.warning(
-                "resumed round %s: %s %s",
-                payload["round_id"],
-                payload["status"],
-                payload.get("void_reason") or "",
-            )
-
-    def _play_stop(self) -> str | None:
-        """The engine's ``play_stop``: the latched faults; when none stops play, the rounds
-        left in flight are resolved first (in the same step as the round that opens)."""
-        assert self.faults is not None
-        stopped = self.faults.play_stop()
-        if stopped is None:
-            self._resolve_in_flight()
-        return stopped
-
-    async def _check_then_link(self, check: JournalFloorCheck, link: FloorLink) -> None:
+    async def _check_then_link(self, p: TableParts) -> None:
         """The check, retried until the broker answers; then (in the same step) the
-        rounds left in flight are resolved, and the link starts."""
-        await check.until_checked()
-        self._resolve_in_flight()
-        link.start()
+        rounds left in flight are voided, and the link starts."""
+        await p.floor_check.until_checked()
+        p.engine.resume()
+        p.state.refresh()
+        p.link.start()
 
     def _power_up(self, chain: AuditLog) -> None:
         digest = (
@@ -504,24 +262,6 @@ class TableDaemon:
                 "config_loaded", {"config": str(self.config_path), "config_sha256": digest}
             )
 
-    def _jackpot(self, journal: Journal, plan: TablePlan) -> JackpotController:
-        """The progressive jackpot of a table that offers one (61/2004 art. 10)."""
-        assert plan.jackpot_params is not None and plan.jackpot is not None
-        ctl = JackpotController(
-            journal.jackpot,
-            journal.db,
-            plan.jackpot_params,
-            meter_max=plan.jackpot.meter_max,
-            currency=self.cfg.money.currency,
-        )
-        if not ctl.meter.balanced():
-            # A jackpot meter mismatch is a latched fault: play stops until a technician clears it.
-            journal.faults.set_fault(
-                "JACKPOT_METER_MISMATCH",
-                f"pool {ctl.meter.pool} + overflow {ctl.meter.overflow} != expected {ctl.meter.expected_total()}",
-            )
-        return ctl
-
     async def stop(self, reason: str = "shutdown") -> None:
         if self._stopping:
             return
@@ -529,38 +269,29 @@ class TableDaemon:
         self.notifier.stopping()
         for srv in self._servers:
             srv.close()
-        if self.procedure is not None:
+        p = self.parts
+        if p is not None:
             with contextlib.suppress(Exception):
-                await self.procedure.stop()
+                await p.procedure.stop()
         for t in self._tasks:
             t.cancel()
         for t in self._tasks:
             with contextlib.suppress(BaseException):
                 await t
-        if self.devices is not None:
-            await self.devices.stop()
-        if self.link is not None:
-            await self.link.stop()
+        if p is not None:
+            await p.devices.stop()
+            await p.link.stop()
         if self.journal is not None:
-            if self.floor is not None:
-                self.floor.refusals.flush()  # the last window's counts, as evidence
+            if p is not None:
+                p.floor.refusals.flush()  # the last window's counts, as evidence
             with contextlib.suppress(StorageError):  # a full disk: the guard logged it
                 self.journal.chain.append_event("power_down", {"reason": reason})
             self.journal.close()
         self.notifier.close()
 
     # -- health -------------------------------------------------------------------
-    async def _watch_loop_lag(self, interval: float = 0.25) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            t0 = loop.time()
-            await asyncio.sleep(interval)
-            self.loop_lag = max(0.0, loop.time() - t0 - interval)
-
     def _healthy(self) -> bool:
-        if not self.watchdog_check:
-            return True
-        return self.loop_lag < 5.0
+        return not self.watchdog_check or self.loop_lag.healthy()
 
     # -- console ------------------------------------------------------------------
     async def _start_console(self) -> None:
@@ -582,9 +313,9 @@ class TableDaemon:
             )
 
     def new_session(self, channel: str) -> ConsoleSession:
-        assert self.console_backend is not None
+        assert self.parts is not None
         return ConsoleSession(
-            self.console_backend,
+            self.parts.console_backend,
             self.console_settings,
             self.lockout,
             channel=channel,
@@ -650,13 +381,14 @@ class TableDaemon:
                     **{k: new.sections[k] for k in RELOADABLE if k in new.sections},
                 },
             )
-            if self.engine is not None:
-                self.engine.set_limits(new.limits)
+            if self.parts is not None:
+                self.parts.engine.set_limits(new.limits)
             plan = read_plan(new)
             self.watchdog_check = plan.watchdog_check
             self.console_settings = plan.console
-            self.lockout.max_tries = self.console_settings.max_tries
-            self.lockout.seconds = self.console_settings.lockout_seconds
+            self.lockout.configure(
+                self.console_settings.max_tries, self.console_settings.lockout_seconds
+            )
         result = {
             "applied": sorted(applied),
             "needs_restart": sorted(restart),
@@ -706,8 +438,13 @@ async def run_daemon(
     line in the log every ``progress_s`` seconds (0: none)."""
     import signal
 
-    daemon = TableDaemon(cfg, config_path=config_path, state_dir=state_dir, runtime_dir=runtime_dir)
-    daemon.progress_s = progress_s
+    daemon = TableDaemon(
+        cfg,
+        config_path=config_path,
+        state_dir=state_dir,
+        runtime_dir=runtime_dir,
+        progress_s=progress_s,
+    )
     loop = asyncio.get_running_loop()
     why: list[str] = []
 

@@ -76,3 +76,27 @@ class Notifier:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+
+class LoopLag:
+    """How late the event loop runs (:meth:`run` measures it): the console shows it and
+    the watchdog withholds its ping while it is :data:`UNHEALTHY_S` or more."""
+
+    #: A loop this late is not healthy: systemd's watchdog restarts the service.
+    UNHEALTHY_S = 5.0
+
+    def __init__(self) -> None:
+        self.lag = 0.0
+
+    def seconds(self) -> float:
+        return self.lag
+
+    def healthy(self) -> bool:
+        return self.lag < self.UNHEALTHY_S
+
+    async def run(self, interval: float = 0.25) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            t0 = loop.time()
+            await asyncio.sleep(interval)
+            self.lag = max(0.0, loop.time() - t0 - interval)

@@ -157,14 +157,14 @@ async def test_each_command_is_answered_by_the_class_its_spec_names(
     d = TableDaemon(cfg, state_dir=tmp_path, runtime_dir=tmp_path, mqtt=mqtt)
     await d.start()
     try:
-        assert d.floor is not None and d.engine is not None
-        commands = d.floor.commands
+        assert d.parts.floor is not None and d.parts.engine is not None
+        commands = d.parts.floor.commands
         owners = {name: commands.owner(name) for name in CATALOGUE}
         # a table without a progressive jackpot: jackpot_paid is refused NOT_SUPPORTED
         assert owners.pop("jackpot_paid") is None
         assert owners == {n: s.handler for n, s in CATALOGUE.items() if n != "jackpot_paid"}
-        assert d.console_backend is not None and d.console_backend.commands is commands
-        with_jackpot = table_commands(d.engine, d.procedure, d.journal, jackpot=object())  # type: ignore[arg-type]
+        assert d.parts.console_backend is not None and d.parts.console_backend.commands is commands
+        with_jackpot = table_commands(d.parts.engine, d.parts.procedure, d.journal, jackpot=object())  # type: ignore[arg-type]
         assert with_jackpot.owner("jackpot_paid") == CATALOGUE["jackpot_paid"].handler
     finally:
         await d.stop()
@@ -254,8 +254,7 @@ async def test_a_new_command_reaches_the_console(tmp_path: Path) -> None:
     t, pauses = _table_with_pause(tmp_path)
     backend = TableConsoleBackend(
         name="T1", engine=t.engine, journal=t.journal, link=None, drivers={},
-        jackpot_controller=None, state=None, loop_lag=lambda: 0.0,  # type: ignore[arg-type]
-        commands=t.floor.commands,
+        jackpot_controller=None, loop_lag=lambda: 0.0, commands=t.floor.commands,
     )  # fmt: skip
     ops = {n: hash_pin(p, iterations=100_000) for n, p in (("alice", "1357"), ("bob", "2468"))}
     settings = ConsoleSettings(operators=ops)

@@ -333,9 +333,9 @@ async def test_point8_void_and_reload_have_their_line(
     with caplog.at_level(logging.INFO):
         await d.start()
         try:
-            assert d.engine is not None
-            d.engine.open_betting()
-            d.engine.void_round("dealer error\x1b[2J", source="test")
+            assert d.parts.engine is not None
+            d.parts.engine.open_betting()
+            d.parts.engine.void_round("dealer error\x1b[2J", source="test")
             path.write_text(path.read_text().replace("100", "200"))
             d.reload()
         finally:

@@ -208,7 +208,7 @@ async def test_a_toy_game_is_played_end_to_end(
     async with DemoTable("high-card", speed=8.0, seed=3, bets=4, quiet=False, printer=True) as t:
         rounds: list[Any] = await t.play(2)
         assert t.daemon is not None
-        board, statistics = t.daemon.board, t.daemon.statistics
+        board, statistics = t.daemon.parts.board, t.daemon.parts.statistics
         assert board is not None and statistics is not None
         assert board.state.round_id == rounds[-1]["round_id"]
         lamps = t.sims["board"].board(1)
@@ -399,7 +399,7 @@ async def test_a_toy_driver_feeds_a_procedure(
         await _until(lambda: driver.health.state is HealthState.ONLINE)  # the port is open
         sim.press("CONFIRM")  # no round in flight: betting opens (58/2004 art. 4)
         await _until(lambda: engine.phase is Phase.OPEN)
-        assert engine.place_bet(
+        assert engine.desk.place(
             {"bet_id": "f3", "bet_type": "fan", "selection": 3, "stake": 100}
         ).accepted
         sim.press("BELL")  # no more bets

@@ -31,6 +31,11 @@ class Lockout:
         self.failures = 0
         self.until = 0.0
 
+    def configure(self, max_tries: int, seconds: int) -> None:
+        """A reload's new limits; a lockout in progress runs to its end."""
+        self.max_tries = max_tries
+        self.seconds = seconds
+
     def locked(self) -> float:
         """Seconds left of a lockout (0 when not locked)."""
         return max(0.0, self.until - self.clock())

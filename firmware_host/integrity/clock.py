@@ -119,6 +119,10 @@ class ClockWatch:
         self._bad_since: float | None = None
         self._raised = False
 
+    def synchronised(self) -> bool | None:
+        """What the time service last said (None: not asked yet)."""
+        return self.state.synchronised if self.state is not None else None
+
     def check(self, state: ClockState | None = None) -> ClockState:
         """One check (``state``: already probed; else the probe runs here)."""
         st = state if state is not None else self.probe()

@@ -68,7 +68,6 @@ class SoftwareCheck:
         alerts: Alerts | None,
         *,
         prefix: Path | None = None,
-        faults_changed: Callable[[], None] = lambda: None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.settings = settings
@@ -76,7 +75,6 @@ class SoftwareCheck:
         self.faults = faults
         self.alerts = alerts
         self.prefix = prefix
-        self.faults_changed = faults_changed
         self.clock = clock
         self.last: Verification | None = None
 
@@ -111,15 +109,13 @@ class SoftwareCheck:
             for line in v.differences()[:20]:
                 log.error("  %s", line)
             facts = _capped({"trigger": trigger, **v.to_json()})
-            _, new = self.faults.set_fault(FAULT, v.reason, facts)
+            self.faults.set_fault(FAULT, v.reason, facts)
             if self.alerts is not None:
                 causes = self._causes(v.reason, trigger)
                 message = v.reason if len(causes) == 1 else (
                     f"{len(causes)} different causes (evidence.causes); the latest: {v.reason}"
                 )  # fmt: skip
                 self.alerts.raise_(FAULT, message, evidence={**facts, "causes": causes})
-            if new:
-                self.faults_changed()
         return v
 
     def _causes(self, reason: str, trigger: str) -> list[JSON]:

@@ -68,6 +68,7 @@ class Database:
         integrity_check: str = "quick",
         clock: Callable[[], datetime] = utc_now,
         readonly: bool = False,
+        defer: Callable[[Callable[[], None]], object] | None = None,
     ) -> None:
         self.path = str(path)
         self.readonly = readonly
@@ -83,10 +84,11 @@ class Database:
         self._depth = 0
         #: Name under which the open outermost transaction's commit time is recorded.
         self._tx_op = ""
-        #: Schedules work that can wait until what is due now is done: the daemon sets
-        #: its event loop's ``call_soon``, so that the publisher writes a settled round
-        #: to the broker before retention prunes. None: such work runs at once.
-        self.defer: Callable[[Callable[[], None]], object] | None = None
+        #: Schedules work that can wait until what is due now is done: the daemon gives
+        #: the floor link's ``AfterPublication.queue``, so that the publisher writes a
+        #: settled round to the broker before retention prunes and the extensions' hooks
+        #: run. None: such work runs at once.
+        self.defer = defer
         if not readonly:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         #: Told once after a write cleared a storage fault (the journal records it).

@@ -9,6 +9,7 @@ one latch of a code is open at a time.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -48,11 +49,22 @@ def _fault(row: sqlite3.Row) -> Fault:
 
 
 class FaultStore:
-    """Latch and clear faults (each an entry of the chain); read them back."""
+    """Latch and clear faults (each an entry of the chain); read them back; tell the
+    listeners (:meth:`add_listener`) once a latch or a clear is committed."""
 
     def __init__(self, db: Database, chain: AuditLog) -> None:
         self._db = db
         self._chain = chain
+        self._listeners: list[Callable[[], None]] = []
+
+    def add_listener(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` after each commit that latched or cleared a fault (the
+        retained ``state`` follows the faults, whoever latched or cleared them)."""
+        self._listeners.append(callback)
+
+    def _changed(self) -> None:
+        for callback in self._listeners:
+            self._db.after_commit(callback)
 
     def set_fault(
         self, code: str, message: str, data: JSON = None, *, at: datetime | None = None
@@ -78,6 +90,7 @@ class FaultStore:
         self._chain.append_in_tx(
             db, "fault_latched", {"code": code, "message": message, "data": data}, now
         )
+        self._changed()
         return Fault(code, message, data, now), True
 
     def clear_fault(self, code: str, *, by: str, reason: str, at: datetime | None = None) -> Fault:
@@ -97,6 +110,7 @@ class FaultStore:
             self._chain.append_in_tx(
                 db, "fault_cleared", {"code": code, "by": by, "reason": reason}, now
             )
+            self._changed()
             f = _fault(row)
             return Fault(f.code, f.message, f.data, f.set_at, now, by, reason)
 

@@ -130,17 +130,22 @@ class JournalSettings:
         return TableIdentity.load(path)
 
     def open(
-        self, *, clock: Callable[[], datetime] = utc_now, owner: TableOwner | None = None
+        self,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        owner: TableOwner | None = None,
+        defer: Callable[[Callable[[], None]], object] | None = None,
     ) -> Journal:
         """Open the journal to write it, as the daemon does: first the state directory's
         lock (``lock.py``: one daemon per journal, ``STATE_DIR_LOCKED`` naming the
         holder), then the table's audit key (:meth:`load_key`) and identity
         (:meth:`load_identity`), then the file; ``owner``: the table that opens it
         (``Journal.claim``: a journal of another table or game is refused,
-        ``JOURNAL_OTHER_TABLE``). The journal holds the lock until it is closed."""
+        ``JOURNAL_OTHER_TABLE``); ``defer``: where work that can wait after a commit goes
+        (``Database.defer``). The journal holds the lock until it is closed."""
         lock = StateLock.acquire(Path(self.path).parent, table_id=owner.table_id if owner else None)
         try:
-            journal = self._open(clock)
+            journal = self._open(clock, defer)
         except BaseException:
             lock.release()
             raise
@@ -153,7 +158,9 @@ class JournalSettings:
                 raise
         return journal
 
-    def _open(self, clock: Callable[[], datetime]) -> Journal:
+    def _open(
+        self, clock: Callable[[], datetime], defer: Callable[[Callable[[], None]], object] | None
+    ) -> Journal:
         key = self.load_key()
         identity = self.load_identity()
         return Journal(
@@ -166,6 +173,7 @@ class JournalSettings:
             clock=clock,
             audit_key=key,
             identity=identity,
+            defer=defer,
         )
 
 

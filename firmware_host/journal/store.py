@@ -116,14 +116,18 @@ class Journal:
         readonly: bool = False,
         audit_key: AuditKey | None = None,
         identity: TableIdentity | None = None,
+        defer: Callable[[Callable[[], None]], object] | None = None,
     ) -> None:
         """``audit_key`` keys the audit chain (``chain.py``); the daemon always gives
         it. Without one the chain is plain SHA-256 (library use and tests), and a
         journal whose chain is keyed refuses chain writes. ``identity`` signs what the
         outbox holds (every round, anchor and event the table publishes); the daemon
-        always gives it, and records a change of identity key in the chain."""
+        always gives it, and records a change of identity key in the chain. ``defer``:
+        where work that can wait after a commit goes (``Database.defer``)."""
         windows = Windows(raw_frame_rounds, full_rounds, published_outbox_keep, request_keep_hours)
-        self.db = Database(path, integrity_check=integrity_check, clock=clock, readonly=readonly)
+        self.db = Database(
+            path, integrity_check=integrity_check, clock=clock, readonly=readonly, defer=defer
+        )
         try:
             self.outbox = Outbox(self.db, identity)
             self.chain = AuditLog(self.db, self.outbox, audit_key)

@@ -91,6 +91,7 @@ from .settings import (
     MqttSettings,
     Response,
 )
+from .window import AfterPublication
 
 __all__ = [
     "BACKPRESSURE_CODES",
@@ -105,6 +106,7 @@ __all__ = [
     "REQUEST_PRIORITY",
     "REQUEST_TOPICS",
     "STABLE_CONNECTION_S",
+    "AfterPublication",
     "BrokerUnreachable",
     "FloorLink",
     "Handler",

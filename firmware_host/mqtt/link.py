@@ -36,7 +36,7 @@ from .pump import OutboxPump
 from .queues import Requests, Responses
 from .settings import Handler, MqttSettings, Response
 from .snapshots import Snapshots
-from .window import AfterPublication, Wake
+from .window import AfterPublication
 
 
 class FloorLink:
@@ -58,10 +58,13 @@ class FloorLink:
         clock: Callable[[], datetime] = utc_now,
         rng: random.Random | None = None,
         identity: TableIdentity | None = None,
+        after: AfterPublication | None = None,
     ) -> None:
         """``identity`` signs what the link publishes itself (snapshots, answers, the
         will: ``auth/evidence.py``; the outbox is signed already); default the outbox's.
-        ``outbox``: the journal's outbox part (``Journal.outbox``)."""
+        ``outbox``: the journal's outbox part (``Journal.outbox``). ``after``: the work
+        that waits for the outbox's publications (:meth:`after_publication`), made
+        before the journal that defers to it (the daemon's); default one of its own."""
         self.settings = settings
         self.table_id = table_id
         self._outbox = outbox
@@ -74,7 +77,9 @@ class FloorLink:
         self.refusals = settings.refusals
         self.backoff = Backoff(settings, rng)
         seal = sealer(identity if identity is not None else outbox.identity)
-        self.wake = Wake()
+        #: Work waiting for the outbox's publications; its ``wake`` is the publisher's.
+        self.after = after if after is not None else AfterPublication()
+        self.wake = self.after.wake
         #: What the broker refuses now, by (code, topic); the retained ``state`` lists it.
         self.faults = LinkFaults(lambda: iso_utc(clock()), lambda: self.snapshots.refresh_state())
         self.snapshots = Snapshots(
@@ -99,7 +104,6 @@ class FloorLink:
         #: The "published" marks of what the broker took, and the journal's storage
         #: faults waited out.
         self.marks = OutboxMarks(outbox, self.backoff)
-        self.after = AfterPublication(self.wake.event)
         stopping = self._stopping = asyncio.Event()
         self.pump = OutboxPump(
             settings,
@@ -196,7 +200,7 @@ class FloorLink:
         :data:`~.settings.AFTER_PUBLICATION_MAX_S` (a slow or refusing broker never
         holds the table's own work longer). Callbacks run in the order queued; one that
         raises is logged and the others still run. Event loop's thread only."""
-        self.after.queue(callback, publishing=self.pump.publishing)
+        self.after.queue(callback)
 
     def set_state(self, **fields: JSON) -> None:
         """Update the retained ``state`` snapshot (game, phase, round_id, faults...).

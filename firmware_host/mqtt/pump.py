@@ -472,6 +472,7 @@ class OutboxPump:
 
         drain_deadline: float | None = None
         self.fill = fill
+        after.publishing = True
         try:
             while True:
                 inflight.check()
@@ -513,6 +514,7 @@ class OutboxPump:
             marks.flush()
         finally:
             self.fill = None
+            after.publishing = False
             if after:  # no publisher left to wait for
                 after.later(0.0)
             inflight.abandon()

@@ -185,25 +185,32 @@ class AfterPublication:
     """Work waiting for the outbox's publications in flight (the daemon's deferrer:
     pruning, the extensions' hooks), and the timer that runs it at the latest. The
     publisher runs it (:meth:`run`) in a turn where it read the outbox and has no outbox
-    entry in flight; event loop's thread only."""
+    entry in flight; event loop's thread only.
 
-    __slots__ = ("_timer", "_wake", "work")
+    Made before the journal and the link, both given it: the journal defers its work
+    here (``Journal(defer=after.queue)``) and the link publishes through ``wake`` (its
+    publisher's wake-up) and says whether it is ``publishing``."""
 
-    def __init__(self, wake: asyncio.Event) -> None:
-        self._wake = wake
+    __slots__ = ("_timer", "publishing", "wake", "work")
+
+    def __init__(self, wake: Wake | None = None) -> None:
+        #: The link's publisher's wake-up (the link takes this one).
+        self.wake = wake if wake is not None else Wake()
+        #: Whether a publisher serves a connection now (set by the link's pump).
+        self.publishing = False
         self.work: list[Callable[[], None]] = []
         self._timer: asyncio.TimerHandle | None = None
 
     def __bool__(self) -> bool:
         return bool(self.work)
 
-    def queue(self, callback: Callable[[], None], *, publishing: bool) -> None:
-        """Queue ``callback``: with a publisher ``publishing`` on a connection, for its
-        next turn (woken now) and :data:`AFTER_PUBLICATION_MAX_S` at the latest; else for
-        the next loop turn."""
+    def queue(self, callback: Callable[[], None]) -> None:
+        """Queue ``callback``: with a publisher :attr:`publishing` on a connection, for
+        its next turn (woken now) and :data:`AFTER_PUBLICATION_MAX_S` at the latest; else
+        for the next loop turn."""
         self.work.append(callback)
-        if publishing:
-            self._wake.set()  # a turn of the publisher: it runs them if nothing is in flight
+        if self.publishing:
+            self.wake.event.set()  # a turn of the publisher: it runs them if nothing is in flight
             self.later(AFTER_PUBLICATION_MAX_S)
         else:
             self.later(0.0)

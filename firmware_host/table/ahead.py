@@ -109,12 +109,17 @@ class SettlementsAhead:
 
 class Ahead:
     """A table's settlements ahead: the round whose betting closed last, at most.
-    Without a :attr:`runner` (outside the daemon) every result settles on its path."""
+    Without a runner (outside the daemon) every result settles on its path."""
 
-    def __init__(self) -> None:
-        #: Runs the steps (the daemon's :func:`loop_runner`), or None.
-        self.runner: Runner | None = None
+    def __init__(self, runner: Runner | None = None) -> None:
+        """``runner``: runs the steps (the daemon's :func:`loop_runner`), or None."""
+        self._runner = runner
         self._round: SettlementsAhead | None = None
+
+    @property
+    def runner(self) -> Runner | None:
+        """What runs the steps, given to the constructor (None: nothing runs ahead)."""
+        return self._runner
 
     def start(
         self,
@@ -127,7 +132,7 @@ class Ahead:
         """Betting closed on ``round_id``: settle ``bets()`` for every outcome, one per
         step, while the result is awaited (when the game allows it)."""
         self.stop()
-        if self.runner is None or not isinstance(game, DiscreteGame):
+        if self._runner is None or not isinstance(game, DiscreteGame):
             return  # nothing to settle ahead: the bets are not even read
         try:
             ahead = SettlementsAhead.for_round(game, rules, money, round_id, bets())
@@ -136,7 +141,7 @@ class Ahead:
             return
         if ahead is not None:
             self._round = ahead
-            self.runner(ahead.step)
+            self._runner(ahead.step)
 
     def stop(self) -> None:
         """The round settled, was voided or went back to betting."""

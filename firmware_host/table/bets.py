@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import FieldSpec, register_section, validate_fields
+from tablecommon.settings import FieldSpec, register_section, validate_fields
+
 from ..games.base import Bet, Game
 from ..games.errors import BetError
 from ..games.money import MAX_STAKE

@@ -8,7 +8,9 @@ settled.
 The engine is synchronous and is called from the daemon's event loop by the game's
 *procedure* (``firmware_host/table/procedures/``), which turns device events and dealer
 inputs into engine calls following the regulation's own procedure, and by the floor's
-requests. Every change is one journal transaction that also queues the MQTT messages
+requests. The round's bets are its bet desk's (:attr:`RoundEngine.desk`,
+``admission.py``: placed, cancelled, added by a decision, in play), which reads the
+round in flight and its phase here; a result settles the bets in play the desk holds. Every change is one journal transaction that also queues the MQTT messages
 announcing it, so a lifecycle event is published if and only if the change is
 committed. A result is settled in the transaction that records it: the outcome, the
 settlement, its outbox entries, the jackpot meter and the raw frames that carried the
@@ -17,8 +19,10 @@ result are committed together, before anything is published.
 Collaborators come through the constructor: the parts of the journal it writes
 through (:class:`~.journaling.RoundJournal`: its database, rounds, bets, raw frames, chain and
 outbox, and the rounds' history the extensions rebuild from), the progressive jackpot
-(which takes part in each settle and void), what stops play (latched faults), and the
-table's extensions, told of every committed phase change, settled and voided round.
+(which takes part in each settle and void), what stops play (latched faults), the
+table's extensions, told of every committed phase change, settled and voided round,
+the game's admission rules and the caps (handed to the desk), and what runs the
+settlements ahead (``ahead.py``).
 
 A storage fault (disk full, I/O error: ``firmware_host/journal/storage.py``) changes
 nothing: the operation is refused with the fault's code (``DISK_FULL``,
@@ -37,35 +41,27 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
 from .. import __version__
 from ..collector import collector_held
-from ..games.base import Bet, Limits
-from ..games.errors import BetError, RulesError
-from ..journal import (
-    BetConflict,
-    BetNotFound,
-    OutboxMessage,
-    PhaseNotAllowed,
-    RoundFinished,
-    RoundRecord,
-    StorageError,
-    new_round_id,
-)
+from ..games.base import Limits
+from ..journal import OutboxMessage, RoundRecord, StorageError, new_round_id
 from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..table_config import TableConfig
 from ..timefmt import iso_utc, utc_now
-from .ahead import Ahead
-from .bets import BetAnswer, BetCaps, answer_again, pruned
+from .admission import AdmissionRule, BetDesk
+from .ahead import Ahead, Runner
+from .bets import BetAnswer, BetCaps
 from .extension import RoundHistory, TableExtensions
 from .jackpot import JackpotController
 from .journaling import RoundJournal
 from .payload import refunds, round_payload, void_body
 from .phase import Phase
+from .roundfault import RoundFault, StaleRound, writing
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +71,7 @@ Frame = tuple[str, Literal["rx", "tx"], bytes]
 __all__ = [
     "BetAnswer",
     "BetCaps",
+    "BetDesk",
     "Frame",
     "Phase",
     "RoundEngine",
@@ -82,35 +79,6 @@ __all__ = [
     "RoundJournal",
     "StaleRound",
 ]
-
-
-class RoundFault(RulesError):
-    """An input that does not fit the round's state (a result while betting is open,
-    a bet after close). Raised to the caller, published as a fault event, never settled."""
-
-    code = "ROUND_FAULT"
-
-
-class StaleRound(RoundFault):
-    """A command or bet names a round that is not the one in progress (a retry that
-    arrives after its round ended must never act on the next one). ``current`` is the
-    round in progress (None: none); the answer names it."""
-
-    code = "STALE_ROUND"
-
-    def __init__(self, message: str, current: str | None) -> None:
-        super().__init__(message)
-        self.current = current
-
-
-@contextlib.contextmanager
-def _writing() -> Iterator[None]:
-    """A journal write that a storage fault refuses as a :class:`RoundFault` with the
-    fault's code (nothing was committed; the guard logged it once)."""
-    try:
-        yield
-    except StorageError as exc:
-        raise RoundFault(exc.message, code=exc.code) from None
 
 
 class RoundEngine:
@@ -127,12 +95,23 @@ class RoundEngine:
         clock: Callable[[], datetime] = utc_now,
         caps: BetCaps | None = None,
         dealer: Callable[[], str | None] | None = None,
+        admission: Sequence[AdmissionRule] = (),
+        runner: Runner | None = None,
     ) -> None:
         """``jackpot``: the progressive jackpot, which takes part in every settle and
         void; ``play_stop``: why play is stopped (a latched fault), or None: no round
         opens while it says so; ``extensions``: told of every committed change (after
         the commit: inside a grouped transaction, once it commits); ``caps``: how many
-        bets and how much stake a round and a seat may hold."""
+        bets and how much stake a round and a seat may hold; ``dealer``: the dealer on
+        duty; ``admission``: the game's own admission rules (:class:`~.admission.BetDesk`);
+        ``runner``: what runs the settlements ahead (``table/ahead.py``; None: every
+        result settles on its path).
+
+        Rounds a crash left in flight are not the engine's to act on: no result, bet or
+        command reaches them (the phase is idle) until :meth:`resume` voids them, which
+        the daemon calls once the journal was compared with the floor, and which the
+        next :meth:`open_betting` calls first if it was not (a technician let the table
+        play without the floor's check)."""
         #: The dealer on duty, in every round payload (``integrity/pace.py``; issue 19).
         self._dealer: Callable[[], JSON] = dealer if dealer is not None else lambda: None
         self.cfg = cfg
@@ -140,7 +119,7 @@ class RoundEngine:
         self.rules = cfg.rules
         self._db = journal.db
         self._rounds = journal.rounds
-        self._journal_bets = journal.bets
+        self._journal_bets = journal.bets  # read by a void (what it refunds)
         self._frames = journal.frames
         self._chain = journal.chain
         self._outbox = journal.outbox
@@ -149,16 +128,26 @@ class RoundEngine:
         self._play_stop = play_stop or (lambda: None)
         self.extensions = extensions if extensions is not None else TableExtensions()
         self._clock = clock
-        self.caps = caps or BetCaps()
         self._current: RoundRecord | None = None
-        in_flight = self._rounds.in_flight(cfg.table_id)
-        self._current = in_flight[-1] if in_flight else None
-        #: The bets in play in one round, as journaled: ``(round_id, {bet_id: Bet})`` in
-        #: the order placed. Kept beside the journal (which stays the record) so that a
-        #: result is settled without reading the round's bets back; loaded from the
-        #: journal for any other round (after a restart).
-        self._bets: tuple[str, dict[str, Bet]] | None = None
-        self.ahead = Ahead()  #: settlements made while the result is awaited (ahead.py)
+        #: Whether rounds a crash left in flight wait for :meth:`resume`, and whether it ran.
+        self._left_in_flight = bool(self._rounds.in_flight(cfg.table_id))
+        self._resumed = False
+        #: The bets of the round in flight: placed, cancelled, added by a decision, in
+        #: play (``admission.py``); it reads the round in flight and its phase here.
+        self.desk = BetDesk(
+            journal.db,
+            journal.bets,
+            journal.rounds,
+            cfg.game,
+            cfg.rules,
+            cfg.limits,
+            flight=self,
+            caps=caps,
+            bet_placed=self.extensions.bet_placed,
+            admission=admission,
+        )
+        #: Settlements made while the result is awaited (``ahead.py``).
+        self.ahead = Ahead(runner)
 
     # -- state -----------------------------------------------------------------
     @property
@@ -183,6 +172,7 @@ class RoundEngine:
     def set_limits(self, limits: Limits) -> None:
         """New stake limits (SIGHUP reload): they apply to the next bet."""
         self.cfg = dataclasses.replace(self.cfg, limits=limits)
+        self.desk.set_limits(limits)
 
     def _event(
         self, kind: str, data: Mapping[str, JSON] | None = None, round_id: str | None = None
@@ -204,12 +194,6 @@ class RoundEngine:
             payload["data"] = dict(data)
         return OutboxMessage("events", payload, qos=1, retain=False, round_id=rid)
 
-    def _bets_of(self, round_id: str) -> dict[str, Bet]:
-        if self._bets is None or self._bets[0] != round_id:
-            records = self._journal_bets.bets(round_id, include_cancelled=False)
-            self._bets = (round_id, {b.bet_id: b.to_bet() for b in records})
-        return self._bets[1]
-
     def _notify_phase(self) -> None:
         phase, rnd = self.phase, self._current
         self._db.after_commit(self._later(lambda: self.extensions.phase_changed(phase, rnd)))
@@ -227,8 +211,8 @@ class RoundEngine:
         """The transaction that held our last change rolled back: take the round in
         flight and its bets from the journal again (the journal is the record)."""
         in_flight = self._rounds.in_flight(self.cfg.table_id)
-        self._current = in_flight[-1] if in_flight else None
-        self._bets = None
+        self._current = in_flight[-1] if in_flight and not self._left_in_flight else None
+        self.desk.forget()
         if self.jackpot is not None:
             self.jackpot.discard()
 
@@ -301,11 +285,13 @@ class RoundEngine:
         stopped = self._play_stop()
         if stopped:
             raise RoundFault(stopped, code="PLAY_STOPPED")
+        if self._left_in_flight:
+            self.resume()  # in the same step as the round that opens
         storage = self._db.storage.blocked()
         if storage is not None:
             raise RoundFault(storage.message, code=storage.code)
         at = self._clock()
-        with _writing():
+        with writing():
             seq = self._rounds.next_seq(self.cfg.table_id)
             round_id = new_round_id(self.cfg.table_id, seq)
             msg = self._event("betting_open", {"source": source, "seq": seq}, round_id)
@@ -325,7 +311,7 @@ class RoundEngine:
     def close_betting(self, *, source: str = "dealer") -> RoundRecord:
         """No more bets (the bell, the wheel's state 4, a dealer command)."""
         rnd = self._require([Phase.OPEN], "close betting")
-        with _writing():
+        with writing():
             self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.CLOSED.value,
@@ -335,15 +321,16 @@ class RoundEngine:
         self._notify_phase()
         if self.jackpot is None:  # a jackpot's settle has state: never ahead
             rid = rnd.round_id
-            bets = lambda: list(self._bets_of(rid).values())  # noqa: E731
-            self.ahead.start(self.game, self.rules, self.cfg.money, rid, bets)
+            self.ahead.start(
+                self.game, self.rules, self.cfg.money, rid, lambda: self.desk.in_play(rid)
+            )
         return self._current
 
     def reopen_betting(self, reason: str, *, source: str = "dealer") -> RoundRecord:
         """A voided throw (dice stacked or tilted, 57/2004 art. 3 3)-4)): the round goes
         back to betting open; bets stay and new bets may be added."""
         rnd = self._require([Phase.CLOSED, Phase.OPEN], "void the throw")
-        with _writing():
+        with writing():
             self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.OPEN.value,
@@ -358,7 +345,7 @@ class RoundEngine:
         """A null spin (60/2004 art. 2 2)-3)): the ball is launched again; the bets stay
         locked (no new bets, art. 3 2)) and the next spin's number decides the round."""
         rnd = self._require([Phase.OPEN, Phase.CLOSED], "void the spin")
-        with _writing():
+        with writing():
             self._current = self._rounds.set_phase(
                 rnd.round_id,
                 Phase.CLOSED.value,
@@ -395,202 +382,6 @@ class RoundEngine:
             with contextlib.suppress(StorageError):  # frames are evidence, not state
                 self._frames.add_many([(round_id, *f) for f in frames])
 
-    def place_bet(
-        self, raw: object, *, round_id: str | None = None, principal: str | None = None
-    ) -> BetAnswer:
-        """Validate and journal a bet. Never raises for bad input: answers rejected.
-
-        ``round_id``: the round the bet is for (the floor always names it; None: the
-        round in progress). A bet already journaled under its ``bet_id`` in that round
-        is answered as it stands, in every phase, even after the round ended: the same
-        content by the same principal ``accepted`` (it will be settled), anything else
-        ``BET_ID_CONFLICT``, a cancelled one ``BET_ID_CANCELLED``. A round that is not
-        the one in progress takes no new bet (``STALE_ROUND``). ``principal``: who
-        places it (only they may cancel it)."""
-        bet_id = raw.get("bet_id", "") if isinstance(raw, Mapping) else ""
-        bet_id = bet_id if isinstance(bet_id, str) else ""
-        cur = self._current
-        if round_id is not None and bet_id:
-            known = self._journal_bets.bet(round_id, bet_id)
-            if known is not None:
-                return answer_again(self.game, self.rules, known, raw, principal)
-            if cur is None or cur.round_id != round_id:
-                gone = pruned(self._rounds, round_id)
-                if gone is not None:
-                    return BetAnswer(False, bet_id, "ROUND_PRUNED", gone, round_id)
-                return BetAnswer(
-                    False,
-                    bet_id,
-                    "STALE_ROUND",
-                    f"the bet is for round {round_id}; "
-                    + (
-                        f"the round in progress is {cur.round_id} (phase {cur.phase})"
-                        if cur
-                        else "no round is in progress"
-                    ),
-                    cur.round_id if cur else None,
-                )
-        if self.phase is not Phase.OPEN:
-            code = "BETTING_CLOSED" if self._current else "NO_ROUND"
-            return BetAnswer(
-                False,
-                bet_id,
-                code,
-                f"betting is not open (phase {self.phase.value})",
-                self._current.round_id if self._current else None,
-            )
-        assert self._current is not None
-        rid = self._current.round_id
-        storage = self._db.storage.blocked()
-        if storage is not None:
-            return BetAnswer(False, bet_id, storage.code, storage.message, rid)
-        try:
-            bet = self.game.parse_bet(self.rules, raw, self.cfg.limits)
-        except BetError as exc:
-            return BetAnswer(False, bet_id, exc.code, exc.message, rid)
-        if not bet.bet_id:
-            return BetAnswer(
-                False, "", "BET_MISSING_FIELD", "bet_id is required on the floor interface", rid
-            )
-        if self.jackpot is not None and bet.bet_type == "jackpot":
-            # 61/2004 art. 11 1), 4): a jackpot bet carried from a void game plays in the
-            # seat's next game; a second one there could never be settled.
-            held = self.jackpot.carried_bet(bet.seat)
-            if held is not None:
-                return BetAnswer(
-                    False,
-                    bet.bet_id,
-                    "JACKPOT_ALREADY_CARRIED",
-                    f"seat {bet.seat} already has jackpot bet {held.bet_id!r} carried from a "
-                    "void game; it plays in this game (61/2004 art. 11 1))",
-                    rid,
-                )
-        if self._journal_bets.bet(rid, bet.bet_id) is None:
-            capped = self.caps.refusal(bet, list(self._bets_of(rid).values()), rid)
-            if capped is not None:
-                return capped
-        try:
-            # one transaction (or the request's): what the extensions journal of a new
-            # bet (a large transaction) commits with it, or neither does
-            with self._db.transaction():
-                record, created = self._journal_bets.place_bet(
-                    rid, bet, phases=[Phase.OPEN.value], principal=principal
-                )
-                if created:
-                    self.extensions.bet_placed(rid, record.to_bet())
-        except BetConflict as exc:
-            return BetAnswer(
-                False,
-                bet.bet_id,
-                "BET_ID_CONFLICT",
-                str(exc.args[0]) if exc.args else str(exc),
-                rid,
-            )
-        except (PhaseNotAllowed, RoundFinished) as exc:
-            return BetAnswer(
-                False, bet.bet_id, "BETTING_CLOSED", str(exc.args[0]) if exc.args else str(exc), rid
-            )
-        except StorageError as exc:
-            return BetAnswer(False, bet.bet_id, exc.code, exc.message, rid)
-        if record.status != "placed":
-            return BetAnswer(
-                False,
-                bet.bet_id,
-                "BET_ID_CANCELLED",
-                f"bet {bet.bet_id!r} was cancelled in round {rid}; a new bet needs a new bet_id",
-                rid,
-            )
-        if record.principal != principal:
-            return BetAnswer(
-                False,
-                bet.bet_id,
-                "BET_ID_CONFLICT",
-                f"bet id {bet.bet_id!r} is already used in round {rid} by another principal",
-                rid,
-            )
-        self._bets_of(rid)[record.bet_id] = record.to_bet()
-        self._db.on_rollback(self._resync)
-        return BetAnswer(True, bet.bet_id, round_id=rid, bet=record.to_bet().to_json())
-
-    def cancel_bet(
-        self, bet_id: object, *, round_id: str | None = None, principal: str | None = None
-    ) -> BetAnswer:
-        """Cancel a bet while betting is open; only its ``principal`` may. A bet already
-        cancelled is answered ``accepted`` again, in every phase (a retry). ``round_id``:
-        the round the bet is in (the floor always names it)."""
-        if not isinstance(bet_id, str) or not bet_id:
-            return BetAnswer(False, "", "BET_MALFORMED", "cancel needs a bet_id string")
-        cur = self._current
-        rid = round_id if round_id is not None else (cur.round_id if cur else None)
-        known = self._journal_bets.bet(rid, bet_id) if rid is not None else None
-        if known is not None and known.principal != principal:
-            return BetAnswer(
-                False,
-                bet_id,
-                "BET_NOT_OWNER",
-                f"bet {bet_id!r} of round {rid} was placed by another principal; only they "
-                "may cancel it",
-                rid,
-            )
-        if known is not None and known.status == "cancelled":
-            return BetAnswer(True, bet_id, round_id=rid)
-        if round_id is not None and (cur is None or cur.round_id != round_id):
-            return BetAnswer(
-                False,
-                bet_id,
-                "STALE_ROUND" if known is None else "BETTING_CLOSED",
-                f"round {round_id} is not in progress"
-                + (f"; the round in progress is {cur.round_id}" if cur else "")
-                + ("" if known is None else f": bet {bet_id!r} stands and will be settled"),
-                cur.round_id if cur else None,
-            )
-        if self.phase is not Phase.OPEN:
-            return BetAnswer(
-                False,
-                bet_id,
-                "BETTING_CLOSED",
-                f"bets cannot be cancelled in phase {self.phase.value}"
-                + ("" if known is None else f": bet {bet_id!r} stands and will be settled"),
-                self._current.round_id if self._current else None,
-            )
-        assert self._current is not None
-        rid = self._current.round_id
-        try:
-            self._journal_bets.cancel_bet(rid, bet_id, phases=[Phase.OPEN.value])
-        except BetNotFound:
-            return BetAnswer(
-                False, bet_id, "BET_NOT_FOUND", f"no bet {bet_id!r} in round {rid}", rid
-            )
-        except (PhaseNotAllowed, RoundFinished) as exc:
-            return BetAnswer(False, bet_id, "BETTING_CLOSED", str(exc), rid)
-        except StorageError as exc:
-            return BetAnswer(False, bet_id, exc.code, exc.message, rid)
-        self._bets_of(rid).pop(bet_id, None)
-        self._db.on_rollback(self._resync)
-        return BetAnswer(True, bet_id, round_id=rid)
-
-    def bets(self) -> list[Bet]:
-        """The bets in play in the round in flight, in the order placed."""
-        if self._current is None:
-            return []
-        return list(self._bets_of(self._current.round_id).values())
-
-    def add_decision_bet(self, raw: Mapping[str, JSON]) -> Bet:
-        """A bet created by a player's decision after betting closed (stud raise,
-        blackjack double/split/insurance): validated by the rules core, journaled."""
-        rnd = self._require([Phase.CLOSED], "add a decision bet")
-        bet = self.game.parse_bet(self.rules, raw, self.cfg.limits)
-        with _writing(), self._db.transaction():
-            record, created = self._journal_bets.place_bet(rnd.round_id, bet, phases=[Phase.CLOSED.value])
-            if created:
-                self.extensions.bet_placed(rnd.round_id, record.to_bet())
-        if record.status != "placed":
-            raise RoundFault(
-                f"bet {bet.bet_id!r} was cancelled in round {rnd.round_id}", code="BET_ID_CANCELLED"
-            )
-        self._bets_of(rnd.round_id)[record.bet_id] = record.to_bet()
-        return bet
-
     def submit_result(
         self,
         raw_outcome: JSON,
@@ -625,7 +416,7 @@ class RoundEngine:
         frames: Sequence[Frame] = (),
     ) -> Mapping[str, JSON]:
         """Settle ``rnd`` with ``outcome``: one journal transaction."""
-        bets = list(self._bets_of(rnd.round_id).values())
+        bets = self.desk.in_play(rnd.round_id)
         extras: dict[str, JSON] = {}
         hits: list[Any] = []
         jp_state = None
@@ -635,12 +426,8 @@ class RoundEngine:
                 self.game, self.rules, outcome, bets, self.cfg.money, rnd.round_id
             )
             assert share.settlement is not None
-            settlement, extras["jackpot"], hits, jp_state = (
-                share.settlement,
-                share.summary,
-                share.hits,
-                share.state,
-            )
+            settlement, hits, jp_state = share.settlement, share.hits, share.state
+            extras.update(share.extras)
             body = settlement.to_json()
         else:
             settlement, body = self.ahead.settle(
@@ -654,7 +441,7 @@ class RoundEngine:
             self.cfg, rnd, "settled", body, at, extras=extras, dealer=self._dealer()
         )
         try:
-            with _writing():
+            with writing():
                 self._rounds.settle_round(
                     rnd.round_id,
                     canonical,
@@ -687,25 +474,25 @@ class RoundEngine:
 
     def _void(self, rnd: RoundRecord, reason: str, source: str) -> Mapping[str, JSON]:
         self.ahead.stop()
-        with _writing():
+        with writing():
             bets = self._journal_bets.bets(rnd.round_id, include_cancelled=False)
         refunded = refunds([b.to_bet() for b in bets])
         jackpot = self.jackpot
         jp_state = None
         extras: dict[str, JSON] = {}
         if jackpot is not None:
-            # 61/2004 art. 11 1), 4): a void deal's jackpot bets go to the next game.
+            # what the jackpot carries to the next game is not refunded (jackpot.void)
             share = jackpot.void([b.to_bet() for b in bets])
             jp_state = share.state
-            refunded = [r for r in refunded if r["bet_type"] != "jackpot"]
-            extras["jackpot"] = share.summary
+            refunded = [r for r in refunded if r["bet_id"] not in share.carried]
+            extras.update(share.extras)
         body = void_body(rnd, refunded)
         at = self._clock()
         payload = round_payload(
             self.cfg, rnd, "void", body, at, void_reason=reason, extras=extras, dealer=self._dealer()
         )
         try:
-            with _writing():
+            with writing():
                 self._rounds.void_round(
                     rnd.round_id,
                     reason,
@@ -733,13 +520,18 @@ class RoundEngine:
 
         A result is journaled only in the transaction that settles it, so a round in
         flight never has one: each is voided with its bets refunded and the reason
-        recorded (published on ``rounds`` like any void).
+        recorded (published on ``rounds`` like any void). Once per engine: the rounds
+        it opens itself are never voided here.
         """
+        if self._resumed:
+            return []  # a round in flight now is this engine's own: never voided here
         done = []
-        for rnd in self._rounds.in_flight(self.cfg.table_id):
+        for rnd in self._rounds.in_flight(self.cfg.table_id) if self._left_in_flight else ():
             self._current = rnd
             reason = f"controller restarted in phase {rnd.phase!r} before the result was read"
             done.append(self._void(rnd, reason, "restart"))
+            log.warning("resumed round %s: void, %s", rnd.round_id, reason)
         self._current = None
+        self._left_in_flight, self._resumed = False, True
         self._db.later(lambda: self.extensions.resumed(done, self._history))  # hooks in order
         return done

@@ -59,8 +59,6 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tablecommon.settings import FieldSpec, register_section, validate_fields
-
 from .. import boundedjson
 from ..auth import AUTH_FIELDS, BET_PERMISSIONS, Authenticator, AuthError, Principal
 from ..auth.policy import PRINCIPAL_NAME
@@ -435,12 +433,12 @@ class FloorRequests:
                         "MALFORMED_REQUEST", "place takes a 'bet' object (and no top-level bet_id)"
                     )
                 identifier(bet.get("bet_id"), "bet_id", MAX_BET_ID)
-                answer = self.engine.place_bet(bet, round_id=round_id, principal=who.name)
+                answer = self.engine.desk.place(bet, round_id=round_id, principal=who.name)
             else:
                 if "bet" in data:
                     raise RequestError("MALFORMED_REQUEST", "cancel takes a 'bet_id', not a 'bet'")
                 bet_id = identifier(data.get("bet_id"), "bet_id", MAX_BET_ID)
-                answer = self.engine.cancel_bet(bet_id, round_id=round_id, principal=who.name)
+                answer = self.engine.desk.cancel(bet_id, round_id=round_id, principal=who.name)
         except (RequestError, AuthError) as exc:
             body: dict[str, JSON] = {"status": "rejected", **exc.to_json()}
             if isinstance(action, str) and action in ("place", "cancel"):

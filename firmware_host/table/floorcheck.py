@@ -223,7 +223,6 @@ class JournalFloorCheck:
         *,
         retry_min: float = 0.25,
         retry_max: float = 30.0,
-        on_change: Callable[[], None] = lambda: None,
         rng: random.Random | None = None,
         recent: int = RECENT,
         simulated: bool = False,
@@ -244,8 +243,6 @@ class JournalFloorCheck:
         self.read = read
         self.retry_min = retry_min
         self.retry_max = retry_max
-        #: Called after a fault was latched or cleared (the retained ``state`` follows).
-        self.on_change = on_change
         self._rng = rng or random.Random()
         self.checked = False
         self.findings: list[AnchorFinding] = []
@@ -261,7 +258,6 @@ class JournalFloorCheck:
             if found:  # a storage fault here leaves it to the next attempt
                 fault = self.journal.latch_behind_floor(self.table_id, [], damage=found)
                 log.error("journal check: %s: %s", BEHIND, fault.message)
-                self.on_change()
             self.damage = found
         try:
             retained = await self.read()
@@ -285,7 +281,6 @@ class JournalFloorCheck:
             )
             if new:
                 log.error("floor check: %s: broker unreachable (%s); play waits", UNCHECKED, exc)
-                self.on_change()
             return False
         anchors = anchors_from(self.table_id, retained, self.record_keys)
         self.findings = [
@@ -312,7 +307,6 @@ class JournalFloorCheck:
                 reason="checked against the floor: "
                 + ("journal behind the floor" if self.findings else "nothing missing"),
             )
-        self.on_change()
         return True
 
     async def until_checked(self) -> None:

@@ -52,14 +52,19 @@ from ..games import jackpot as jp
 from ..games.base import Bet, Game, Settlement
 from ..games.errors import CodedError
 from ..games.money import MoneyRules
-from ..journal import Database, JackpotHit, JackpotStore
+from ..journal import Database, JackpotHit, JackpotStore, RoundRecord
 from ..jsonio import JSON
 from ..timefmt import iso_utc, utc_now
+from .admission import Refusal
 from .extension import RoundHistory, TableExtension, TableExtensions
 
 log = logging.getLogger(__name__)
 
 NAME = "progressive"
+#: The stud poker jackpot bet's type (61/2004 art. 10: the optional progressive bet).
+BET_TYPE = "jackpot"
+#: Where a round's payload carries the jackpot's part (``rounds``: ``jackpot``).
+PAYLOAD_KEY = "jackpot"
 
 JACKPOT_SPECS: dict[str, FieldSpec] = {
     "meter_max": FieldSpec(
@@ -239,6 +244,14 @@ class JackpotShare:
     hits: list[JackpotHit]
     #: The meter after the round, journaled in the same transaction.
     state: dict[str, JSON]
+    #: The bet ids of a void round's jackpot bets, carried to the next game and so not
+    #: refunded (61/2004 art. 11 1), 4)).
+    carried: frozenset[str] = frozenset()
+
+    @property
+    def extras(self) -> dict[str, JSON]:
+        """What the share adds to the round's payload: its ``jackpot`` object."""
+        return {PAYLOAD_KEY: self.summary}
 
 
 @dataclass
@@ -300,6 +313,22 @@ class JackpotController:
         1), 4)), or None."""
         return next((b for b in self.meter.state.carried if b.seat == seat), None)
 
+    def admit(self, bet: Bet, rnd: RoundRecord) -> Refusal | None:
+        """The jackpot table's admission rule (an :data:`~.admission.AdmissionRule`,
+        registered by whoever builds the table): 61/2004 art. 11 1), 4), a jackpot bet
+        carried from a void game plays in the seat's next game, so a second one there
+        (which could never be settled) is refused ``JACKPOT_ALREADY_CARRIED``."""
+        if bet.bet_type != BET_TYPE:
+            return None
+        held = self.carried_bet(bet.seat)
+        if held is None:
+            return None
+        return Refusal(
+            "JACKPOT_ALREADY_CARRIED",
+            f"seat {bet.seat} already has jackpot bet {held.bet_id!r} carried from a "
+            "void game; it plays in this game (61/2004 art. 11 1))",
+        )
+
     # -- settlement (called by the round engine inside its settle) ---------------
     def settle(
         self,
@@ -351,7 +380,7 @@ class JackpotController:
 
     def void(self, bets: Sequence[Bet]) -> JackpotShare:
         """Art. 11 1), 4): the jackpot bets of a void game are carried to the next."""
-        carried = [b for b in bets if b.bet_type == "jackpot"]
+        carried = [b for b in bets if b.bet_type == BET_TYPE]
         meter = replace(
             self.meter,
             state=jp.void_round(
@@ -364,7 +393,9 @@ class JackpotController:
             "hits": [],
             "carried": [b.to_json() for b in carried],
         }
-        return JackpotShare(None, summary, [], meter.to_json())
+        return JackpotShare(
+            None, summary, [], meter.to_json(), frozenset(b.bet_id for b in carried)
+        )
 
     def committed(self, hit: bool) -> None:
         """The journal committed the round: make the new meter current."""

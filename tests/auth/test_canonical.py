@@ -152,4 +152,4 @@ def test_the_duplicated_member_vector_of_docs_security_md(tmp_path: Path) -> Non
     expected = json.loads(blocks["duplicate_answer"])
     assert {k: answer.get(k) for k in expected} == expected, answer
     assert set(answer) == {*expected, "message"}
-    assert t.engine.bets() == []
+    assert t.engine.desk.bets() == []

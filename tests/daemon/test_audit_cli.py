@@ -60,10 +60,10 @@ def table(tmp_path: Path) -> Table:
     rounds = []
     for i in range(10):
         e.open_betting()
-        assert e.place_bet(bet(f"s{i}", "straight", [17], 10000, seat=3)).accepted
-        assert e.place_bet(bet(f"r{i}", "red", None, 50000, seat=5)).accepted
-        assert e.place_bet(bet(f"x{i}", "black", None, 2500, seat=6)).accepted
-        assert e.cancel_bet(f"x{i}").accepted
+        assert e.desk.place(bet(f"s{i}", "straight", [17], 10000, seat=3)).accepted
+        assert e.desk.place(bet(f"r{i}", "red", None, 50000, seat=5)).accepted
+        assert e.desk.place(bet(f"x{i}", "black", None, 2500, seat=6)).accepted
+        assert e.desk.cancel(f"x{i}").accepted
         if i in (4, 9):
             rounds.append(dict(e.void_round(f"chip in the wheel, spin {i} (60/2004 art. 2)")))
             continue

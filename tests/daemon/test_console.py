@@ -99,9 +99,9 @@ async def test_login_recall_void_and_audit(table) -> None:  # type: ignore[no-un
     for c in COMMANDS:
         assert c.syntax in help_text, c.name
     # a settled round to recall, with the dealer's raw keypad frame
-    e = d.engine
+    e = d.parts.engine
     e.open_betting()
-    e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "fan", "selection": 2, "stake": 500})
+    e.desk.place({"bet_id": "a", "seat": 1, "bet_type": "fan", "selection": 2, "stake": 500})
     e.close_betting()
     e.record_frames([("keypad", "rx", b"KEY 2\r\n")])
     e.submit_result({"number": 2})
@@ -117,7 +117,7 @@ async def test_login_recall_void_and_audit(table) -> None:  # type: ignore[no-un
     assert head in status and str(seq) in status and d.journal.chain.key_id in status
     # a privileged command needs a login
     e.open_betting()
-    e.place_bet({"bet_id": "b", "seat": 2, "bet_type": "fan", "selection": 1, "stake": 500})
+    e.desk.place({"bet_id": "b", "seat": 2, "bet_type": "fan", "selection": 1, "stake": 500})
     old = d.journal.rounds.summary(2)[1].round_id
     now = e.current.round_id
     refused = await term.cmd(f"void {now} dealer error")
@@ -208,9 +208,9 @@ async def test_the_daemon_settles_ahead_while_the_result_is_awaited(  # type: ig
     # the close, a few loop turns settle fantan's four remainders, and the result
     # takes its own without the rules core settling again.
     d, _term = table
-    e = d.engine
+    e = d.parts.engine
     e.open_betting()
-    e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "fan", "selection": 3, "stake": 500})
+    e.desk.place({"bet_id": "a", "seat": 1, "bet_type": "fan", "selection": 3, "stake": 500})
     e.close_betting()
     for _ in range(10):
         await asyncio.sleep(0)

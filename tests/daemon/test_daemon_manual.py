@@ -62,7 +62,7 @@ async def test_manual_round_over_mqtt(broker, tmp_path: Path) -> None:
         ),
     )
     await d.start()
-    await d.link.wait_subscribed(30)
+    await d.parts.link.wait_subscribed(30)
     try:
         async with FloorClient(broker.host, broker.port, cfg.table_id, signers=principals) as floor:
             r = await floor.command("open_betting")

@@ -40,7 +40,7 @@ def play(e: RoundEngine, n: int) -> list[dict[str, Any]]:
     out = []
     for i in range(n):
         e.open_betting()
-        assert e.place_bet({"bet_id": f"b{i}", "seat": 1, "bet_type": "fan", "selection": 1,
+        assert e.desk.place({"bet_id": f"b{i}", "seat": 1, "bet_type": "fan", "selection": 1,
                             "stake": 10000}).accepted  # fmt: skip
         e.close_betting()
         out.append(dict(e.submit_result({"number": 1 + i % 4})))
@@ -99,9 +99,8 @@ async def test_a_restored_backup_is_caught_and_no_seq_is_reused(
     j.close()
     restored = Journal(tmp_path / "backup.sqlite3", audit_key=key)
     changed: list[int] = []
-    check = JournalFloorCheck(
-        restored, "fantan-01", floor.read, on_change=lambda: changed.append(1)
-    )
+    restored.faults.add_listener(lambda: changed.append(1))  # the retained state follows
+    check = JournalFloorCheck(restored, "fantan-01", floor.read)
     assert await check.check_once()
     (fault,) = restored.faults.active()
     assert fault.code == BEHIND and changed
@@ -293,18 +292,18 @@ async def test_the_daemon_latches_a_restored_journal_and_says_what_is_missing(
     live = tmp_path / "live"
     d = daemon(tmp_path, amqtt_broker, live)
     await d.start()
-    assert d.engine is not None and d.journal is not None and d.link is not None
-    play(d.engine, 2)
-    await d.link.wait_idle(10)
+    assert d.parts.engine is not None and d.journal is not None and d.parts.link is not None
+    play(d.parts.engine, 2)
+    await d.parts.link.wait_idle(10)
     await d.stop()
     backup(live / "journal.sqlite3", tmp_path / "backup.sqlite3")
 
     d = daemon(tmp_path, amqtt_broker, live)
     await d.start()
-    assert d.engine is not None and d.link is not None
+    assert d.parts.engine is not None and d.parts.link is not None
     assert d.journal is not None and d.journal.faults.active() == []  # the same journal
-    play(d.engine, 3)
-    await d.link.wait_idle(10)
+    play(d.parts.engine, 3)
+    await d.parts.link.wait_idle(10)
     anchor = await retained(amqtt_broker, "anchor", lambda a: a["seq"] == 5)
     assert anchor["phase"] == "settled"
     await d.stop()
@@ -315,19 +314,19 @@ async def test_the_daemon_latches_a_restored_journal_and_says_what_is_missing(
     d = daemon(tmp_path, amqtt_broker, live)
     await d.start()
     try:
-        assert d.engine is not None and d.journal is not None and d.link is not None
+        assert d.parts.engine is not None and d.journal is not None and d.parts.link is not None
         (fault,) = d.journal.faults.active()
         assert fault.code == BEHIND and fault.data["seq_floor"] == 5, fault
         assert "rounds 3..5" in fault.message
         with pytest.raises(RoundFault):
-            d.engine.open_betting()
-        await d.link.wait_connected(10)
+            d.parts.engine.open_betting()
+        await d.parts.link.wait_connected(10)
         state = await retained(amqtt_broker, "state", lambda s: s.get("faults"))
         assert state["faults"] == [BEHIND] and state["availability"] == "online"
         assert state["fault_details"][0]["message"] == fault.message
-        assert d.console_backend is not None
-        d.console_backend.clear_fault(BEHIND, "floor copy of rounds 3-5 filed", "tech1")
-        assert d.engine.open_betting().seq == 6
+        assert d.parts.console_backend is not None
+        d.parts.console_backend.clear_fault(BEHIND, "floor copy of rounds 3-5 filed", "tech1")
+        assert d.parts.engine.open_betting().seq == 6
     finally:
         await d.stop()
 
@@ -346,15 +345,15 @@ async def test_the_daemon_waits_for_an_unreachable_broker_then_checks(tmp_path: 
     await d.start()
     broker = EmbeddedBroker(port=port)
     try:
-        assert d.journal is not None and d.engine is not None and d.link is not None
+        assert d.journal is not None and d.parts.engine is not None and d.parts.link is not None
         assert [f.code for f in d.journal.faults.active()] == [UNCHECKED]
         with pytest.raises(RoundFault):
-            d.engine.open_betting()
-        assert not d.link.connected
+            d.parts.engine.open_betting()
+        assert not d.parts.link.connected
         await broker.start()
         await wait_for(lambda: d.journal is not None and d.journal.faults.active() == [])
-        await d.link.wait_connected(10)
-        d.engine.open_betting()
+        await d.parts.link.wait_connected(10)
+        d.parts.engine.open_betting()
     finally:
         await d.stop()
         await broker.stop()

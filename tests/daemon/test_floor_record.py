@@ -39,7 +39,7 @@ def play(e: RoundEngine, n: int, *, leave_open: bool = False) -> list[dict[str, 
     out = []
     for i in range(n):
         e.open_betting()
-        assert e.place_bet({"bet_id": f"b{i}", "seat": 1, "bet_type": "fan", "selection": 1,
+        assert e.desk.place({"bet_id": f"b{i}", "seat": 1, "bet_type": "fan", "selection": 1,
                             "stake": 10000}).accepted  # fmt: skip
         if leave_open and i == n - 1:
             break

@@ -45,17 +45,17 @@ def engine_of(j: Journal, meter_max: int | None = None) -> RoundEngine:
 def play(e: RoundEngine, hands: dict[int, list[str]], jackpot_seats: set[int], tag: str) -> dict:
     e.open_betting()
     for seat in hands:
-        assert e.place_bet(
+        assert e.desk.place(
             {"bet_id": f"{tag}a{seat}", "seat": seat, "bet_type": "ante", "stake": 10000}
         ).accepted
         if seat in jackpot_seats:
-            ans = e.place_bet(
+            ans = e.desk.place(
                 {"bet_id": f"{tag}j{seat}", "seat": seat, "bet_type": "jackpot", "stake": 2000}
             )
             assert ans.accepted, ans
     e.close_betting()
     for seat in hands:
-        e.add_decision_bet(
+        e.desk.add_decision(
             {"bet_id": f"{tag}r{seat}", "seat": seat, "bet_type": "raise", "stake": 20000}
         )
     outcome = {
@@ -124,17 +124,17 @@ def test_void_deal_carries_jackpot_bets_to_the_next_game(tmp_path: Path) -> None
     # 61/2004 art. 11 1), 4): a voided deal's jackpot bets play in the next game.
     e = engine(tmp_path)
     e.open_betting()
-    e.place_bet({"bet_id": "a1", "seat": 1, "bet_type": "ante", "stake": 10000})
-    e.place_bet({"bet_id": "j1", "seat": 1, "bet_type": "jackpot", "stake": 2000})
+    e.desk.place({"bet_id": "a1", "seat": 1, "bet_type": "ante", "stake": 10000})
+    e.desk.place({"bet_id": "j1", "seat": 1, "bet_type": "jackpot", "stake": 2000})
     e.close_betting()
     v = e.void_round("misdeal: two cards exposed")
     assert [b["bet_type"] for b in v["bets"]] == ["ante"]
     assert [b["bet_id"] for b in v["jackpot"]["carried"]] == ["j1"]
     assert [b.bet_id for b in e.jackpot.meter.state.carried] == ["j1"]
     e.open_betting()
-    e.place_bet({"bet_id": "a2", "seat": 1, "bet_type": "ante", "stake": 10000})
+    e.desk.place({"bet_id": "a2", "seat": 1, "bet_type": "ante", "stake": 10000})
     e.close_betting()
-    e.add_decision_bet({"bet_id": "r2", "seat": 1, "bet_type": "raise", "stake": 20000})
+    e.desk.add_decision({"bet_id": "r2", "seat": 1, "bet_type": "raise", "stake": 20000})
     p = e.submit_result(
         {"dealer": DEALER_AK, "seats": {"1": {"cards": STRAIGHT_FLUSH, "action": "raise"}}}
     )

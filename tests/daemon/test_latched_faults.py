@@ -35,7 +35,7 @@ async def test_latched_fault_survives_restart_until_cleared(tmp_path: Path, amqt
     await d.start()
     d.journal.faults.set_fault("JACKPOT_METER_MISMATCH", "meter 100 != expected 90")
     with pytest.raises(RoundFault) as exc:
-        d.engine.open_betting()
+        d.parts.engine.open_betting()
     assert exc.value.code == "PLAY_STOPPED"
     await d.stop()
 
@@ -43,14 +43,14 @@ async def test_latched_fault_survives_restart_until_cleared(tmp_path: Path, amqt
     await d.start()
     try:
         with pytest.raises(RoundFault):
-            d.engine.open_betting()
-        assert "JACKPOT_METER_MISMATCH" in d.link.state["faults"]
-        backend = d.console_backend
+            d.parts.engine.open_betting()
+        assert "JACKPOT_METER_MISMATCH" in d.parts.link.state["faults"]
+        backend = d.parts.console_backend
         backend.clear_fault(
             "JACKPOT_METER_MISMATCH", "meters reconciled with the count room", "tech1"
         )
-        d.engine.open_betting()  # play resumes
-        assert d.link.state["faults"] == []
+        d.parts.engine.open_betting()  # play resumes
+        assert d.parts.link.state["faults"] == []
         ev = [e for e in d.journal.chain.events(20) if e.kind == "privileged_action"][-1]
         assert ev.data["action"] == "clear_fault" and ev.data["operator"] == "tech1"
     finally:

@@ -1,5 +1,6 @@
 """Issue 20: the round goes on the wire in the commit that settles it, and the table's
-own work after it (pruning, the extensions' hooks: the daemon's ``journal.db.defer``)
+own work after it (pruning, the extensions' hooks: the journal's ``defer``, the link's
+``AfterPublication`` as the daemon gives it)
 waits until the broker has acknowledged it, never longer than
 ``AFTER_PUBLICATION_MAX_S``, and at once when there is no connection to wait for.
 Against mosquitto."""
@@ -10,16 +11,38 @@ import asyncio
 import logging
 import signal
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from _mqtt_support import Collector, play_round, round_payload, settings_for
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from firmware_host.auth import TableIdentity
 from firmware_host.journal import Journal, OutboxMessage
-from firmware_host.mqtt import FloorLink, MqttSettings
+from firmware_host.mqtt import AfterPublication, FloorLink, MqttSettings
 from firmware_host.mqtt.settings import AFTER_PUBLICATION_MAX_S
 
 ROOT = "casino/tables/t1"
+
+
+@pytest.fixture
+def after() -> AfterPublication:
+    """The work after the publications, made first as the daemon makes it."""
+    return AfterPublication()
+
+
+@pytest.fixture
+def deferring(tmp_path: Path, after: AfterPublication) -> Iterator[Journal]:
+    """A journal that defers its work to ``after`` (as the daemon opens it)."""
+    j = Journal(
+        tmp_path / "deferring.sqlite3",
+        identity=TableIdentity(Ed25519PrivateKey.generate()),
+        defer=after.queue,
+    )
+    yield j
+    j.close()
 
 
 def ready_round(journal: Journal) -> Any:
@@ -93,10 +116,10 @@ async def test_entries_of_a_transaction_still_open_or_rolled_back_are_never_sent
 
 
 async def test_work_after_a_round_runs_once_the_broker_acknowledged_it(
-    mosquitto_broker: Any, journal: Journal
+    mosquitto_broker: Any, deferring: Journal, after: AfterPublication
 ) -> None:
-    link = FloorLink(settings_for(mosquitto_broker), "t1", journal.outbox)
-    journal.db.defer = link.after_publication
+    journal = deferring
+    link = FloorLink(settings_for(mosquitto_broker), "t1", journal.outbox, after=after)
     seen: list[tuple[str, int]] = []
     async with link:
         await link.wait_connected(10)
@@ -116,10 +139,12 @@ async def test_work_after_a_round_runs_once_the_broker_acknowledged_it(
 
 
 async def test_a_broker_that_does_not_acknowledge_holds_the_work_only_briefly(
-    mosquitto_broker: Any, journal: Journal
+    mosquitto_broker: Any, deferring: Journal, after: AfterPublication
 ) -> None:
-    link = FloorLink(settings_for(mosquitto_broker, publish_timeout_ms=5000), "t1", journal.outbox)
-    journal.db.defer = link.after_publication
+    journal = deferring
+    link = FloorLink(
+        settings_for(mosquitto_broker, publish_timeout_ms=5000), "t1", journal.outbox, after=after
+    )
     ran: list[float] = []
     async with link:
         await link.wait_connected(10)
@@ -139,10 +164,15 @@ async def test_a_broker_that_does_not_acknowledge_holds_the_work_only_briefly(
 
 
 async def test_without_a_connection_the_work_runs_on_the_next_loop_turn(
-    journal: Journal,
+    deferring: Journal, after: AfterPublication
 ) -> None:
-    link = FloorLink(MqttSettings(host="127.0.0.1", port=1, reconnect_min_ms=1000), "t1", journal.outbox)
-    journal.db.defer = link.after_publication
+    journal = deferring
+    link = FloorLink(
+        MqttSettings(host="127.0.0.1", port=1, reconnect_min_ms=1000),
+        "t1",
+        journal.outbox,
+        after=after,
+    )
     ran: list[str] = []
     async with link:  # never connects (nothing listens on port 1)
         play_round(journal)

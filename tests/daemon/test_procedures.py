@@ -54,11 +54,11 @@ async def test_fantan_by_the_keypad(tmp_path: Path, amqtt_broker: Any) -> None:
     )
     await d.start()
     try:
-        assert isinstance(d.procedure, KeypadProcedure)
-        e = d.engine
+        assert isinstance(d.parts.procedure, KeypadProcedure)
+        e = d.parts.engine
         await press(factory, "confirm")  # confirm alone: betting opens (art. 4)
         await wait_for(lambda: e.phase is Phase.OPEN)
-        assert e.place_bet(
+        assert e.desk.place(
             {"bet_id": "a", "seat": 1, "bet_type": "fan", "selection": 3, "stake": 1000}
         ).accepted
         await press(factory, "3")
@@ -102,27 +102,27 @@ async def test_sicbo_tilted_dice_void_the_throw_bets_stay(
     )
     await d.start()
     try:
-        assert isinstance(d.procedure, DiceProcedure)
-        e = d.engine
+        assert isinstance(d.parts.procedure, DiceProcedure)
+        e = d.parts.engine
         shaker = d.drivers["shaker"]
         await wait_for(lambda: shaker.health.state.value == "online")
         await shaker.request_shake()  # shaken under the dome: betting opens (art. 2 1))
         await wait_for(lambda: e.phase is Phase.OPEN)
-        assert e.place_bet({"bet_id": "s", "seat": 1, "bet_type": "small", "stake": 100}).accepted
+        assert e.desk.place({"bet_id": "s", "seat": 1, "bet_type": "small", "stake": 100}).accepted
         # That shake read one die tilted, sealed until betting closes. Closing makes it the
         # throw's reading: void (art. 3 3)), betting reopens, the dice are shaken again.
         await sim.throw((2, 2, 3), ("flat", "tilted", "flat"))
-        await wait_for(lambda: d.procedure.sealed is not None and not d.procedure.sealed.valid)
+        await wait_for(lambda: d.parts.procedure.sealed is not None and not d.parts.procedure.sealed.valid)
         e.close_betting()
         await wait_for(lambda: e.phase is Phase.OPEN)
-        assert e.place_bet(
+        assert e.desk.place(
             {"bet_id": "b", "seat": 2, "bet_type": "big", "stake": 100}
         ).accepted  # art. 3 4)
-        assert [b.bet_id for b in e.bets()] == ["s", "b"]  # the earlier bet stayed
+        assert [b.bet_id for b in e.desk.bets()] == ["s", "b"]  # the earlier bet stayed
         await wait_for(
-            lambda: d.procedure.sealed is not None and d.procedure.sealed.valid
+            lambda: d.parts.procedure.sealed is not None and d.parts.procedure.sealed.valid
         )  # the new shake
-        sealed = d.procedure.sealed
+        sealed = d.parts.procedure.sealed
         e.close_betting()
         await wait_for(lambda: e.phase is Phase.IDLE)
         kinds = [ev.kind for ev in d.journal.chain.events(40)]
@@ -160,9 +160,9 @@ async def test_roulette_result_frame_is_journaled_with_the_settlement(tmp_path: 
     )  # fmt: skip
     await d.start()
     # No broker here: the technician lets the table play without the floor check.
-    d.console_backend.clear_fault("JOURNAL_UNCHECKED", "bench without a broker", "tech")
+    d.parts.console_backend.clear_fault("JOURNAL_UNCHECKED", "bench without a broker", "tech")
     try:
-        e = d.engine
+        e = d.parts.engine
         assert e is not None and d.journal is not None
         await wait_for(lambda: e.phase is Phase.OPEN)
         rid = e.current.round_id
@@ -172,7 +172,7 @@ async def test_roulette_result_frame_is_journaled_with_the_settlement(tmp_path: 
             alone.extend(f[3] for f in frames),
             add_raw_frames(frames, **kw),
         )[1]
-        assert e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "red", "stake": 2500}).accepted
+        assert e.desk.place({"bet_id": "a", "seat": 1, "bet_type": "red", "stake": 2500}).accepted
         number = await sim.spin()
         await wait_for(lambda: d.journal.rounds.round(rid).status == "settled")
         rnd = d.journal.rounds.round(rid)

@@ -44,15 +44,15 @@ async def test_reload_applies_safe_keys_and_names_the_rest(tmp_path: Path, amqtt
         result = d.reload()
         assert result["applied"] == ["limits"]
         assert result["needs_restart"] == ["rules"]
-        assert d.engine.cfg.limits.min_stake == 500
-        assert d.engine.rules.total_5 == 18  # a pay table changes only with a restart
-        d.engine.open_betting()
-        low = d.engine.place_bet({"bet_id": "x", "bet_type": "big", "stake": 200})
+        assert d.parts.engine.cfg.limits.min_stake == 500
+        assert d.parts.engine.rules.total_5 == 18  # a pay table changes only with a restart
+        d.parts.engine.open_betting()
+        low = d.parts.engine.desk.place({"bet_id": "x", "bet_type": "big", "stake": 200})
         assert low.code == "BET_STAKE_OUT_OF_LIMITS"
         path.write_text("[table\nbroken")
         refused = d.reload()
         assert refused["applied"] == [] and refused["errors"]
-        assert d.engine.cfg.limits.min_stake == 500
+        assert d.parts.engine.cfg.limits.min_stake == 500
         kinds = [e.kind for e in d.journal.chain.events(20)]
         assert "config_reload" in kinds and "config_reload_refused" in kinds
     finally:

@@ -43,8 +43,8 @@ def bet(bet_id: str, bet_type: str, selection: object, stake: int) -> dict:
 def test_full_round_settles_like_the_rules_core(tmp_path: Path) -> None:
     e = engine(tmp_path)
     e.open_betting()
-    assert e.place_bet(bet("a", "straight", [17], 2500)).accepted
-    assert e.place_bet(bet("b", "red", None, 5000)).accepted
+    assert e.desk.place(bet("a", "straight", [17], 2500)).accepted
+    assert e.desk.place(bet("b", "red", None, 5000)).accepted
     e.close_betting()
     payload = e.submit_result({"number": 17})
     assert payload["status"] == "settled" and e.phase is Phase.IDLE
@@ -75,15 +75,15 @@ def test_result_in_the_wrong_phase_is_refused_never_settled(tmp_path: Path) -> N
 
 def test_bets_after_close_and_bad_bets_are_answered_not_raised(tmp_path: Path) -> None:
     e = engine(tmp_path)
-    assert e.place_bet(bet("a", "red", None, 5000)).code == "NO_ROUND"
+    assert e.desk.place(bet("a", "red", None, 5000)).code == "NO_ROUND"
     e.open_betting()
     answers = [
-        e.place_bet(bet("n", "red", None, -5)),
-        e.place_bet(bet("f", "red", None, 2500.5)),
-        e.place_bet(bet("u", "basket", None, 2500)),
-        e.place_bet(bet("s", "split", [1, 9], 2500)),
-        e.place_bet({"bet_id": "x", "bet_type": "red", "stake": 2500, "colour": "red"}),
-        e.place_bet(bet("lo", "red", None, 100)),
+        e.desk.place(bet("n", "red", None, -5)),
+        e.desk.place(bet("f", "red", None, 2500.5)),
+        e.desk.place(bet("u", "basket", None, 2500)),
+        e.desk.place(bet("s", "split", [1, 9], 2500)),
+        e.desk.place({"bet_id": "x", "bet_type": "red", "stake": 2500, "colour": "red"}),
+        e.desk.place(bet("lo", "red", None, 100)),
     ]
     assert [a.code for a in answers] == [
         "BET_INVALID_STAKE",
@@ -94,20 +94,20 @@ def test_bets_after_close_and_bad_bets_are_answered_not_raised(tmp_path: Path) -
         "BET_STAKE_OUT_OF_LIMITS",
     ]
     e.close_betting()
-    late = e.place_bet(bet("late", "red", None, 5000))
+    late = e.desk.place(bet("late", "red", None, 5000))
     assert (late.accepted, late.code) == (False, "BETTING_CLOSED")
-    assert e.cancel_bet("a").code == "BETTING_CLOSED"
+    assert e.desk.cancel("a").code == "BETTING_CLOSED"
 
 
 def test_bets_are_idempotent_by_id(tmp_path: Path) -> None:
     e = engine(tmp_path)
     e.open_betting()
-    assert e.place_bet(bet("a", "red", None, 5000)).accepted
-    assert e.place_bet(bet("a", "red", None, 5000)).accepted  # re-delivered request
-    assert e.place_bet(bet("a", "black", None, 5000)).code == "BET_ID_CONFLICT"
-    assert len(e.bets()) == 1
-    assert e.cancel_bet("a").accepted and e.cancel_bet("a").accepted
-    assert e.bets() == []
+    assert e.desk.place(bet("a", "red", None, 5000)).accepted
+    assert e.desk.place(bet("a", "red", None, 5000)).accepted  # re-delivered request
+    assert e.desk.place(bet("a", "black", None, 5000)).code == "BET_ID_CONFLICT"
+    assert len(e.desk.bets()) == 1
+    assert e.desk.cancel("a").accepted and e.desk.cancel("a").accepted
+    assert e.desk.bets() == []
 
 
 def test_a_cancelled_bet_id_is_not_answered_accepted_again(tmp_path: Path) -> None:
@@ -115,11 +115,11 @@ def test_a_cancelled_bet_id_is_not_answered_accepted_again(tmp_path: Path) -> No
     # be answered "accepted" while the bet stays cancelled (it would not be settled).
     e = engine(tmp_path)
     e.open_betting()
-    assert e.place_bet(bet("a", "red", None, 5000)).accepted
-    assert e.cancel_bet("a").accepted
-    again = e.place_bet(bet("a", "red", None, 5000))
+    assert e.desk.place(bet("a", "red", None, 5000)).accepted
+    assert e.desk.cancel("a").accepted
+    again = e.desk.place(bet("a", "red", None, 5000))
     assert (again.accepted, again.code) == (False, "BET_ID_CANCELLED")
-    assert e.place_bet(bet("a2", "red", None, 5000)).accepted
+    assert e.desk.place(bet("a2", "red", None, 5000)).accepted
     e.close_betting()
     payload = e.submit_result({"number": 1})
     assert [b["bet_id"] for b in payload["bets"]] == ["a2"]
@@ -144,7 +144,9 @@ def test_bets_in_play_are_the_journaled_ones_through_any_sequence(
 ) -> None:
     # The engine keeps the round's bets in memory to settle without reading them back;
     # whatever the order of places, re-deliveries, conflicts, cancels and restarts, the
-    # bets settled are exactly the journal's bets in play, in the order placed.
+    # bets settled are exactly the journal's bets in play, in the order placed. (A
+    # restart voids the round it finds in flight, as the daemon does, and play goes on
+    # in a new round.)
     d = tmp_path_factory.mktemp("bets")
     e, j = engine_and_journal(d)
     e.open_betting()
@@ -152,17 +154,19 @@ def test_bets_in_play_are_the_journaled_ones_through_any_sequence(
         if op == "restart":
             j = Journal(d / "j.sqlite3")
             e = RoundEngine(e.cfg, j)
+            assert e.current is None and len(e.resume()) == 1
+            e.open_betting()
         elif op == "cancel":
-            e.cancel_bet(f"b{i}")
+            e.desk.cancel(f"b{i}")
         elif op == "conflict":
-            e.place_bet(bet(f"b{i}", "black", None, 2500 * k))
+            e.desk.place(bet(f"b{i}", "black", None, 2500 * k))
         else:
-            answer = e.place_bet(bet(f"b{i}", "straight", [i + k], 2500 * k))
+            answer = e.desk.place(bet(f"b{i}", "straight", [i + k], 2500 * k))
             assert answer.accepted or answer.code in ("BET_ID_CONFLICT", "BET_ID_CANCELLED")
         journaled = [
             r.to_bet() for r in j.bets.bets(e.current.round_id, include_cancelled=False)
         ]
-        assert e.bets() == journaled
+        assert e.desk.bets() == journaled
     e.close_betting()
     expected = [r.bet_id for r in j.bets.bets(e.current.round_id, include_cancelled=False)]
     payload = e.submit_result({"number": number})
@@ -173,8 +177,8 @@ def test_void_refunds_every_bet(tmp_path: Path) -> None:
     # 60/2004 art. 2 2): the croupier declares the spin null; here the dealer voids the round.
     e = engine(tmp_path)
     e.open_betting()
-    e.place_bet(bet("a", "red", None, 5000))
-    e.place_bet(bet("b", "straight", [0], 2500))
+    e.desk.place(bet("a", "red", None, 5000))
+    e.desk.place(bet("b", "straight", [0], 2500))
     e.close_betting()
     p = e.void_round("chip fell into the wheel")
     assert p["status"] == "void" and p["void_reason"] == "chip fell into the wheel"
@@ -188,11 +192,11 @@ def test_dice_throw_void_keeps_bets_and_reopens(tmp_path: Path) -> None:
     # 57/2004 art. 3 3)-4): dice stacked or tilted: the throw is void, bets stay, new bets allowed.
     e = engine(tmp_path, "sicbo")
     e.open_betting()
-    e.place_bet(bet("a", "small", None, 5000))
+    e.desk.place(bet("a", "small", None, 5000))
     e.close_betting()
     e.reopen_betting("dice tilted")
     assert e.phase is Phase.OPEN
-    assert e.place_bet(bet("b", "big", None, 5000)).accepted
+    assert e.desk.place(bet("b", "big", None, 5000)).accepted
     e.close_betting()
     p = e.submit_result({"dice": [1, 2, 3]})
     assert [b["result"] for b in p["bets"]] == ["win", "lose"]
@@ -207,7 +211,7 @@ def test_resume_voids_every_unfinished_round_and_never_settles_twice(tmp_path: P
     j = Journal(tmp_path / "j.sqlite3")
     e = RoundEngine(cfg, j)
     e.open_betting()
-    e.place_bet(bet("a", "fan", 2, 10000))
+    e.desk.place(bet("a", "fan", 2, 10000))
     e.close_betting()
     rnd = e.current
     j.rounds.set_phase(rnd.round_id, "result", outcome={"number": 2})
@@ -219,13 +223,47 @@ def test_resume_voids_every_unfinished_round_and_never_settles_twice(tmp_path: P
     assert p["bets"][0]["result"] == "refund" and p["bets"][0]["net"] == 0
     # a round that never saw its result is voided with a reason
     e2.open_betting()
-    e2.place_bet(bet("b", "fan", 1, 10000))
+    e2.desk.place(bet("b", "fan", 1, 10000))
     j2.close()
     e3 = RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"))
     (v,) = e3.resume()
     assert v["status"] == "void" and "restarted" in v["void_reason"]
     assert v["bets"][0]["result"] == "refund"
     assert e3.resume() == []  # nothing settled twice
+
+
+def test_a_round_left_in_flight_takes_nothing_until_resumed(tmp_path: Path) -> None:
+    # After a restart the table may have to wait for the floor's check before it may
+    # void what a crash left in flight (a restored journal could reuse a seq the floor
+    # holds). Meanwhile the old round is nobody's to act on: a result read by the wheel,
+    # a bet or a close for it is refused and nothing is settled; the next open voids it
+    # first, in the same step.
+    cfg = load_config(ROOT / "config" / "fantan.toml")
+    j = Journal(tmp_path / "j.sqlite3")
+    e = RoundEngine(cfg, j)
+    e.open_betting()
+    assert e.desk.place(bet("a", "fan", 2, 10000)).accepted
+    e.close_betting()
+    old = e.current
+    assert old is not None
+    j.close()
+    j2 = Journal(tmp_path / "j.sqlite3")
+    e2 = RoundEngine(cfg, j2)
+    assert e2.phase is Phase.IDLE and e2.current is None
+    with pytest.raises(RoundFault) as refused:
+        e2.submit_result({"number": 2})
+    assert refused.value.code == "WRONG_PHASE"
+    with pytest.raises(RoundFault):
+        e2.close_betting()
+    late = e2.desk.place(bet("b", "fan", 2, 10000), round_id=old.round_id)
+    assert not late.accepted and late.code == "STALE_ROUND"
+    assert j2.rounds.settlement(old.round_id) is None
+    new = e2.open_betting()
+    assert new.round_id != old.round_id
+    voided = j2.rounds.settlement(old.round_id)
+    assert voided is not None and voided["status"] == "void"
+    assert voided["bets"][0]["result"] == "refund"  # type: ignore[index]
+    assert e2.resume() == []  # nothing voided twice
 
 
 @settings(
@@ -240,7 +278,7 @@ def test_random_valid_bets_settle_as_the_rules_core_says(
     e.open_betting()
     raws = players.many(n, "r")
     for raw in raws:
-        assert e.place_bet(raw).accepted
+        assert e.desk.place(raw).accepted
     e.close_betting()
     p = e.submit_result({"number": number})
     ref = e.game.settle(

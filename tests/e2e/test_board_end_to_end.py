@@ -197,13 +197,13 @@ async def test_the_board_shows_every_settled_round_and_comes_back_after_a_restar
 @pytest.mark.slow
 async def test_a_board_offline_for_30_s_delays_no_round_and_gets_the_state_back() -> None:
     async with DemoTable("roulette", speed=8.0, seed=5, bets=3) as t:
-        assert t.daemon is not None and t.daemon.engine is not None
+        assert t.daemon is not None and t.daemon.parts.engine is not None
         sim = t.sims["board"]
         board = sim.board(1)
         await wait_until(lambda: not board.state_lost, 10, "the board's first state")
         await t.play(2)
         # time every settlement of the table (its whole settle call, on the event loop)
-        engine = t.daemon.engine
+        engine = t.daemon.parts.engine
         settle = engine.submit_result
         durations: list[float] = []
 

@@ -87,7 +87,7 @@ async def test_retried_void_and_result_after_the_next_round_opened(table: Any) -
         "void_round", round_id=first, request_id="void-1", reason="ball left the wheel"
     )
     assert again == void
-    assert d.engine.current.round_id == second and len(d.engine.bets()) == 1
+    assert d.parts.engine.current.round_id == second and len(d.parts.engine.desk.bets()) == 1
     ok(await floor.command("close_betting"))
     result = ok(await floor.command("result", request_id="res-1", outcome={"number": 4}))
     assert result["data"]["round_id"] == second
@@ -97,7 +97,7 @@ async def test_retried_void_and_result_after_the_next_round_opened(table: Any) -
         "result", round_id=second, request_id="res-1", outcome={"number": 4}
     )
     assert again == result
-    assert d.engine.current.round_id == third and d.engine.phase.value == "closed"
+    assert d.parts.engine.current.round_id == third and d.parts.engine.phase.value == "closed"
     stale = await floor.command("result", round_id=second, outcome={"number": 4})
     assert (stale["code"], stale["round_id"]) == ("STALE_ROUND", third)
     validate("command_response", stale)
@@ -149,7 +149,7 @@ async def test_unsigned_forged_replayed_expired_and_wrong_role(table: Any) -> No
         "void_round", reason="dealer", signer=principals.signer("dealer")
     )
     assert (wrong_role["code"], wrong_role["principal"]) == ("NOT_PERMITTED", "dealer")
-    assert d.engine.phase.value == "open" and d.engine.current.round_id == rnd
+    assert d.parts.engine.phase.value == "open" and d.parts.engine.current.round_id == rnd
     # a captured request replayed byte for byte: its answer again, nothing acts twice
     close = principals.signer("dealer").sign(
         "commands/request",
@@ -161,7 +161,7 @@ async def test_unsigned_forged_replayed_expired_and_wrong_role(table: Any) -> No
     ok(await floor.command("result", outcome={"number": 7}))
     nxt = ok(await floor.command("open_betting"))["data"]["round_id"]
     assert await floor.send_raw_awaiting("commands", payload, "c-1") == first
-    assert d.engine.current.round_id == nxt and d.engine.phase.value == "open"
+    assert d.parts.engine.current.round_id == nxt and d.parts.engine.phase.value == "open"
 
 
 @pytest.mark.mosquitto
@@ -172,9 +172,9 @@ async def test_a_bet_is_cancelled_only_by_the_principal_that_placed_it(table: An
     other = await floor.cancel("b1", signer=principals.signer("floor2"))
     assert (other["status"], other["code"]) == ("rejected", "BET_NOT_OWNER")
     validate("bet_response", other)
-    assert [b.bet_id for b in d.engine.bets()] == ["b1"]
+    assert [b.bet_id for b in d.parts.engine.desk.bets()] == ["b1"]
     assert (await floor.cancel("b1"))["status"] == "accepted"
-    assert d.engine.bets() == []
+    assert d.parts.engine.desk.bets() == []
     state = floor.state
     assert state["auth"] == "signed" and state["result_source"] == "manual"
     validate("state", state)
@@ -222,10 +222,10 @@ async def test_a_bet_with_a_duplicated_stake_is_refused_and_nothing_is_placed(
     answer = await answer_to_unauthenticated(floor, "bets", text.encode())
     assert (answer["code"], answer["request_id"]) == ("DUPLICATE_MEMBER", None), answer
     validate("bet_response", answer)
-    assert d.engine.bets() == [] and d.journal.requests.answered("floor", "dup-1") is None
+    assert d.parts.engine.desk.bets() == [] and d.journal.requests.answered("floor", "dup-1") is None
     # sent once as signed, the same request id is then placed, once, at its one stake
     placed = ok(await floor.send_raw_awaiting("bets", json.dumps(signed).encode(), "dup-1"))
-    assert placed["bet"]["stake"] == 90000 and [b.stake for b in d.engine.bets()] == [90000]
+    assert placed["bet"]["stake"] == 90000 and [b.stake for b in d.parts.engine.desk.bets()] == [90000]
     state = floor.state
     assert state["accepted_risks"] == []
     by = {(b["principal"], b["code"]) for b in state["refused_requests"]["by"]}
@@ -252,7 +252,7 @@ async def test_an_unauthenticated_refusal_under_a_pending_id_is_not_taken_for_th
     assert "principal" not in refusal
     validate("bet_response", refusal)
     real = ok(await floor.place(body["bet"], request_id="pos-7"))
-    assert real["principal"] == "floor" and [b.bet_id for b in d.engine.bets()] == ["b7"]
+    assert real["principal"] == "floor" and [b.bet_id for b in d.parts.engine.desk.bets()] == ["b7"]
 
 
 @pytest.mark.mosquitto

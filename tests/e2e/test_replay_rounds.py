@@ -29,7 +29,7 @@ async def test_replayed_rounds_are_the_published_bytes(
     mqtt = MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port, reconnect_min_ms=50)
     d = TableDaemon(validate_document(doc), state_dir=tmp_path, runtime_dir=tmp_path, mqtt=mqtt)
     await d.start()
-    await d.link.wait_subscribed(30)
+    await d.parts.link.wait_subscribed(30)
     floor = FloorClient(mosquitto_broker.host, mosquitto_broker.port, "rp-1", signers=principals)
     await floor.start()
     try:

@@ -160,7 +160,7 @@ async def test_broker_killed_at_random_every_round_reaches_the_floor_in_order(
         broker.host, broker.port, f"casino/tables/{cfg.table_id}/rounds", "fault-floor-rounds"
     ).start()
     await d.start()
-    assert d.engine is not None and d.link is not None and d.journal is not None
+    assert d.parts.engine is not None and d.parts.link is not None and d.journal is not None
     journal = d.journal
     d.extensions.add(RoundRecorder(finished))
     floor = FloorClient(
@@ -204,7 +204,7 @@ async def test_broker_killed_at_random_every_round_reaches_the_floor_in_order(
         done.set()
         await kill_task
         elapsed = time.monotonic() - t_start
-        await d.link.wait_idle(60)
+        await d.parts.link.wait_idle(60)
         journal_ids = [p["round_id"] for p in finished]
         await col.wait_for(
             lambda: set(journal_ids) <= {json.loads(m.payload)["round_id"] for m in col.messages},
@@ -258,7 +258,7 @@ async def test_broker_killed_at_random_every_round_reaches_the_floor_in_order(
                     requests_over_mqtt=dealer.mqtt_requests,
                     gave_up_at_a_kill=req.gave_up,
                     entered_locally_while_down=dealer.local_requests,
-                    link_connects=d.link.stats.connects,
+                    link_connects=d.parts.link.stats.connects,
                     collector_connects=col.connects,
                 ),
             ],

@@ -636,12 +636,12 @@ async def test_a_place_holding_a_carried_jackpot_bet_cannot_add_one_and_its_next
     )  # fmt: skip
     await d.start()
     # No broker here: the technician lets the table play without the floor check.
-    d.console_backend.clear_fault("JOURNAL_UNCHECKED", "bench without a broker", "tech")
+    d.parts.console_backend.clear_fault("JOURNAL_UNCHECKED", "bench without a broker", "tech")
     try:
-        assert d.floor is not None and d.engine is not None
-        floor = d.floor
+        assert d.parts.floor is not None and d.parts.engine is not None
+        floor = d.parts.floor
 
-        engine = d.engine
+        engine = d.parts.engine
         n = iter(range(1, 1000))
 
         def cmd(command: str, **args: Any) -> Any:
@@ -684,6 +684,6 @@ async def test_a_place_holding_a_carried_jackpot_bet_cannot_add_one_and_its_next
         # art. 10 2) (1): the royal flush takes the pool (seed + 7/10 of the stake) or
         # the fixed sum, whichever is larger
         assert hit["prize"] == max(SEED_POOL + 1400, ROYAL_FIXED)
-        assert d.jackpot.meter.balanced() and not d.jackpot.meter.state.carried
+        assert d.parts.jackpot.meter.balanced() and not d.parts.jackpot.meter.state.carried
     finally:
         await d.stop()

@@ -143,7 +143,7 @@ async def test_serial_unplug_replug_and_garbage_settle_no_wrong_result(
     await floor.start()
     await d.start()
     try:
-        assert d.engine is not None and d.journal is not None and d.floor is not None
+        assert d.parts.engine is not None and d.journal is not None and d.parts.floor is not None
         d.extensions.add(RoundRecorder(finished))
         drv = d.drivers["wheel"]
         await wait_until(lambda: drv.health.state is HealthState.ONLINE, 10, "the wheel online")
@@ -206,14 +206,14 @@ async def test_serial_unplug_replug_and_garbage_settle_no_wrong_result(
                 # The wheel's state 2 opens betting (the previous round settled first); give
                 # the link time to come back if the cable is out.
                 with contextlib.suppress(AssertionError):
-                    await wait_until(lambda: d.engine.phase is Phase.OPEN, 3, "betting open")
-                cur = d.engine.current
-                if d.engine.phase is Phase.OPEN and cur is not None:
+                    await wait_until(lambda: d.parts.engine.phase is Phase.OPEN, 3, "betting open")
+                cur = d.parts.engine.current
+                if d.parts.engine.phase is Phase.OPEN and cur is not None:
                     round_spin[cur.round_id] = sim.spin_number
                     for i, bet in enumerate(players.many(3, f"g{g}")):
                         body = {"request_id": f"g{g}-{i}", "action": "place",
                                 "round_id": cur.round_id, "bet": bet}  # fmt: skip
-                        d.floor.handle_bet_request(signed(principals, cfg.table_id, "bets", body))
+                        d.parts.floor.handle_bet_request(signed(principals, cfg.table_id, "bets", body))
                 else:
                     games_without_bets += 1
                 await sim.spin(timeout=30)
@@ -225,7 +225,7 @@ async def test_serial_unplug_replug_and_garbage_settle_no_wrong_result(
                     await asyncio.wait_for(t, 15)
         elapsed = time.monotonic() - t_start
         await wait_until(lambda: drv.health.state is HealthState.ONLINE, 10, "the wheel online")
-        await d.link.wait_idle(30)  # type: ignore[union-attr]
+        await d.parts.link.wait_idle(30)  # type: ignore[union-attr]
         await wait_until(
             lambda: (
                 {p["round_id"] for p in finished}
@@ -337,21 +337,21 @@ async def test_a_round_whose_spin_ended_unseen_is_voided_not_settled_by_the_next
     finished: list[dict[str, Any]] = []
     await d.start()
     # No broker here: the technician lets the table play without the floor check.
-    d.console_backend.clear_fault("JOURNAL_UNCHECKED", "bench without a broker", "tech")
+    d.parts.console_backend.clear_fault("JOURNAL_UNCHECKED", "bench without a broker", "tech")
     try:
-        assert d.engine is not None and d.floor is not None
+        assert d.parts.engine is not None and d.parts.floor is not None
         d.extensions.add(RoundRecorder(finished))
         drv = d.drivers["wheel"]
-        await wait_until(lambda: d.engine.phase is Phase.OPEN, 10, "betting open")
-        first = d.engine.current
+        await wait_until(lambda: d.parts.engine.phase is Phase.OPEN, 10, "betting open")
+        first = d.parts.engine.current
         assert first is not None
         spin_n = sim.spin_number
         bet = {"bet_id": "b1", "seat": 1, "bet_type": "red", "selection": None, "stake": 1000}
         body = {"request_id": "r", "action": "place", "round_id": first.round_id, "bet": bet}
-        d.floor.handle_bet_request(signed(principals, cfg.table_id, "bets", body))
+        d.parts.floor.handle_bet_request(signed(principals, cfg.table_id, "bets", body))
         game = asyncio.create_task(sim.spin())
         # betting procedure 1 (the default): bets close when the ball is launched (state 3)
-        await wait_until(lambda: d.engine.phase is Phase.CLOSED, 10, "betting closed")
+        await wait_until(lambda: d.parts.engine.phase is Phase.CLOSED, 10, "betting closed")
         await server.unplug()  # the cable out while the ball is in the rim
         number_n = await game
         await wait_until(lambda: sim.spin_number == spin_n + 1 and sim.state == 2, 10, "spin N+1")
@@ -363,7 +363,7 @@ async def test_a_round_whose_spin_ended_unseen_is_voided_not_settled_by_the_next
         assert f"spin {spin_n} was not read" in finished[0]["void_reason"]
         assert [b["result"] for b in finished[0]["bets"]] == ["refund"]
         # the next game opened a round of its own, settled with its own number
-        await wait_until(lambda: d.engine.phase is Phase.OPEN, 5, "betting open again")
+        await wait_until(lambda: d.parts.engine.phase is Phase.OPEN, 5, "betting open again")
         number_n1 = await sim.spin()
         await wait_until(lambda: len(finished) >= 2, 5, "the second round finished")
         assert finished[1]["status"] == "settled"

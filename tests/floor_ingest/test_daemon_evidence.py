@@ -143,8 +143,8 @@ class Site:
         number: int,
         meanwhile: Callable[[], Awaitable[None]] | None = None,
     ) -> dict[str, Any]:
-        assert self.daemon is not None and self.daemon.engine is not None
-        after = self.daemon.engine.last_round_id()  # the dealer's terminal knows it
+        assert self.daemon is not None and self.daemon.parts.engine is not None
+        after = self.daemon.parts.engine.last_round_id()  # the dealer's terminal knows it
         assert (r := await floor.command("open_betting", round_id=after))["status"] == "ok", r
         if meanwhile is not None:
             await meanwhile()
@@ -319,16 +319,16 @@ async def test_two_successive_restores_are_refused_end_to_end(
             assert again == anchor, "the table overwrote the broker's anchor with an older one"
             state = json.loads(await site.retained(f"casino/tables/{TABLE}/state") or b"{}")
             assert BEHIND in state.get("faults", []) and state.get("anchor") is None, state
-            assert d.engine is not None
+            assert d.parts.engine is not None
             async with site.floor() as floor:
-                r = await floor.command("open_betting", round_id=d.engine.last_round_id())
+                r = await floor.command("open_betting", round_id=d.parts.engine.last_round_id())
                 assert (r["status"], r.get("code")) == ("error", "PLAY_STOPPED"), r
             await site.stop()
 
         # The technician reconciled the newer copy with the floor and clears the fault.
         d = await site.start()
-        assert d.console_backend is not None and d.journal is not None
-        d.console_backend.clear_fault(BEHIND, "reconciled with the floor's rounds 3-4", "tech1")
+        assert d.parts.console_backend is not None and d.journal is not None
+        d.parts.console_backend.clear_fault(BEHIND, "reconciled with the floor's rounds 3-4", "tech1")
         async with site.floor() as floor:
             fifth = await site.play(floor, 1)
         assert fifth["seq"] == 5  # never a seq the floor has seen

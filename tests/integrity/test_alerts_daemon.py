@@ -47,7 +47,7 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
         ),
     )
     await d.start()
-    await d.link.wait_subscribed(30)  # type: ignore[union-attr]
+    await d.parts.link.wait_subscribed(30)  # type: ignore[union-attr]
     try:
         async with FloorClient(
             amqtt_broker.host, amqtt_broker.port, cfg.table_id, signers=principals
@@ -55,7 +55,7 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
             session = d.new_session("test")
             await session.handle("login tech1")
             assert "logged in" in " ".join(await session.handle(PIN))
-            alerts = d.alerts
+            alerts = d.parts.alerts
             assert alerts is not None
             by: dict[int, tuple[str, str]] = {}
             cases = [
@@ -78,7 +78,7 @@ async def test_every_alert_raised_acknowledged_cleared_console_and_mqtt(
                     what=f"alert {code} on the alerts topic",
                 )
                 # tablectl status and the console list it
-                assert code in status_text(d.console_backend.status())  # type: ignore[union-attr]
+                assert code in status_text(d.parts.console_backend.status())  # type: ignore[union-attr]
                 assert code in "\n".join(await session.handle("alerts"))
                 reason = f"checked {code.lower()} ({channel})"
                 if channel == "console":
@@ -178,7 +178,7 @@ async def test_verify_software_over_mqtt_and_console(tmp_path: Path, amqtt_broke
         ),
     )
     await d.start()
-    await d.link.wait_subscribed(30)  # type: ignore[union-attr]
+    await d.parts.link.wait_subscribed(30)  # type: ignore[union-attr]
     try:
         async with FloorClient(
             amqtt_broker.host, amqtt_broker.port, cfg.table_id, signers=principals
@@ -235,16 +235,16 @@ async def test_detectors_on_a_running_roulette_table(tmp_path: Path, amqtt_broke
         ),
     )
     await d.start()
-    await d.link.wait_subscribed(30)  # type: ignore[union-attr]
+    await d.parts.link.wait_subscribed(30)  # type: ignore[union-attr]
     try:
         async with FloorClient(
             amqtt_broker.host, amqtt_broker.port, cfg.table_id, signers=principals
         ) as floor:
-            e = d.engine
+            e = d.parts.engine
             assert e is not None
             for n, stake in ((18, 1_000_000), (18, 1000)):  # 18 is red: stake and payout
                 e.open_betting()
-                e.place_bet({"bet_id": "a", "seat": 1, "bet_type": "red", "stake": stake})
+                e.desk.place({"bet_id": "a", "seat": 1, "bet_type": "red", "stake": stake})
                 e.close_betting()
                 e.submit_result({"number": n})
 

@@ -58,7 +58,7 @@ async def test_a_gpio_wheel_table_raises_and_acknowledges_the_ball_revolutions_a
 
     await d.start()
     try:
-        e, alerts, j = d.engine, d.console_backend.alerts_board, d.journal
+        e, alerts, j = d.parts.engine, d.parts.console_backend.alerts_board, d.journal
         assert e is not None and alerts is not None and j is not None
         await sim.run(5.0)  # the rotor turns: a game opens
         settled = 0
@@ -83,7 +83,7 @@ async def test_a_gpio_wheel_table_raises_and_acknowledges_the_ball_revolutions_a
         assert [r["outcome"]["number"] for r in rounds if isinstance(r, dict)][:2] == [26, 17]
         await play(5, 12.5)  # inside again: the alert stays until acknowledged
         assert alerts.codes() == ["WHEEL_BALL_REVS"]
-        await d.console_backend.command(
+        await d.parts.console_backend.command(
             "ack_alert", {"alert_id": a.id, "reason": "ball and track inspected"},
             operator="pit-boss",
         )  # fmt: skip

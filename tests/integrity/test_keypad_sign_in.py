@@ -136,11 +136,11 @@ async def test_a_fantan_table_signs_a_dealer_in_from_its_keypad(
 
     await d.start()
     try:
-        e = d.engine
-        assert e is not None and d.dealers is not None
+        e = d.parts.engine
+        assert e is not None and d.parts.dealers is not None
         for key in ["sign_in", *ANA[0], "confirm", *ANA[1], "confirm"]:
             await press(key)
-        await until(lambda: d.dealers.current() == "ana")  # type: ignore[union-attr]
+        await until(lambda: d.parts.dealers.current() == "ana")  # type: ignore[union-attr]
         assert e.phase is Phase.IDLE  # the confirms of the entry opened no betting
         await press("confirm")  # and the keypad plays fantan again
         await until(lambda: e.phase is Phase.OPEN)

@@ -194,7 +194,7 @@ class Scenario:
         elif verb == "event":
             await self._event(shlex.split(rest))
         elif verb == "bet":
-            answer = self._ready().place_bet(json.loads(rest))
+            answer = self._ready().desk.place(json.loads(rest))
             if not answer.accepted:
                 raise ScenarioFailed(f"bet refused: {answer.code} {answer.message}")
         elif verb == "command":
@@ -287,8 +287,8 @@ class Scenario:
             if args[1] not in calls:
                 raise ScenarioFailed(f"{args[0]} was not asked to {args[1]} (calls: {calls})")
         elif what == "bets":
-            if len(engine.bets()) != int(args[0]):
-                raise ScenarioFailed(f"expected {args[0]} bets in play, got {len(engine.bets())}")
+            if (n := len(engine.desk.bets())) != int(args[0]):
+                raise ScenarioFailed(f"expected {args[0]} bets in play, got {n}")
         else:
             raise ScenarioFailed(f"unknown expectation {what!r}")
 

@@ -56,7 +56,7 @@ def test_hooks_follow_the_rounds(tmp_path: Path) -> None:
     j = Journal(tmp_path / "j.sqlite3")
     e = RoundEngine(CFG, j, extensions=ext)
     r1 = e.open_betting().round_id
-    assert e.place_bet({"bet_id": "a", "bet_type": "red", "stake": 2500}).accepted
+    assert e.desk.place({"bet_id": "a", "bet_type": "red", "stake": 2500}).accepted
     e.close_betting()
     e.submit_result({"number": 17})
     r2 = e.open_betting().round_id

@@ -114,7 +114,7 @@ def test_a_request_with_a_duplicated_member_is_refused_before_anything_reads_it(
     assert (r["status"], r["code"], r["request_id"]) == ("rejected", "DUPLICATE_MEMBER", None)
     assert "principal" not in r and "90000" not in r["message"]
     validate("bet_response", as_published("bets/response", r))
-    assert t.engine.bets() == []
+    assert t.engine.desk.bets() == []
     assert len(t.journal.requests.recent(1000)) == before  # nothing journaled
     # at any depth, and in a command too
     cmd = t.build("commands/request", "pit", {"command": "void_round",
@@ -124,7 +124,7 @@ def test_a_request_with_a_duplicated_member_is_refused_before_anything_reads_it(
     assert r["code"] == "DUPLICATE_MEMBER" and t.engine.current is not None
     # the same bet sent once, as signed: accepted at its one stake
     ok = t.bet("pos", red("b1", 90000))
-    assert ok["status"] == "accepted" and t.engine.bets()[0].stake == 90000
+    assert ok["status"] == "accepted" and t.engine.desk.bets()[0].stake == 90000
 
 
 # -- 8. the request id of an authentication refusal ------------------------------------

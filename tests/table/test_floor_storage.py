@@ -112,7 +112,7 @@ def test_a_request_the_journal_cannot_write_is_answered_with_the_storage_code_an
     failing(None)
     # Nothing acted, nothing journaled: the round is as it was, the answers not kept.
     assert t.engine.phase is Phase.OPEN
-    assert [b.bet_id for b in t.engine.bets()] == ["b1"]
+    assert [b.bet_id for b in t.engine.desk.bets()] == ["b1"]
     for request_id, who in (("bet-2", "pos"), ("close-1", "dealer"), ("bet-3", "pos")):
         assert t.journal.requests.answered(who, request_id) is None
     # The sender retries (same request ids) once the journal writes again: each acts once.
@@ -122,7 +122,7 @@ def test_a_request_the_journal_cannot_write_is_answered_with_the_storage_code_an
     assert t.engine.phase is Phase.CLOSED
     assert t.retry("bet-3")["code"] == "BETTING_CLOSED"
     assert t.retry("bet-2")["status"] == "accepted"  # the journaled answer, acting nothing
-    assert sorted(b.bet_id for b in t.engine.bets()) == ["b1", "b2"]
+    assert sorted(b.bet_id for b in t.engine.desk.bets()) == ["b1", "b2"]
     assert t.journal.db.storage.fault is None
 
 
@@ -152,10 +152,10 @@ def test_a_storage_refusal_is_never_the_journaled_answer_a_retry_gets(
         "bet-1",
     )
     assert t.journal.requests.answered("pos", "bet-1") is None
-    assert t.engine.bets() == []
+    assert t.engine.desk.bets() == []
     retried = t.retry("bet-1")
     assert retried["status"] == "accepted", retried
-    assert [b.bet_id for b in t.engine.bets()] == ["b1"]
+    assert [b.bet_id for b in t.engine.desk.bets()] == ["b1"]
     assert t.journal.db.storage.fault is None
 
 

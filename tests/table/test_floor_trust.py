@@ -44,7 +44,7 @@ def test_a_retried_void_after_the_next_round_opened_acts_nothing(tmp_path: Path)
     again = t.retry("void-1")
     assert again == void  # the original answer, byte for byte
     assert t.engine.current is not None and t.engine.current.round_id == second
-    assert t.engine.phase is Phase.OPEN and len(t.engine.bets()) == 1
+    assert t.engine.phase is Phase.OPEN and len(t.engine.desk.bets()) == 1
     # A NEW void naming the old round is refused, naming the round in progress.
     stale = t.cmd("pit", "void_round", round_id=first, args={"reason": "late"})
     assert (stale["status"], stale["code"], stale["round_id"]) == ("error", "STALE_ROUND", second)
@@ -150,7 +150,7 @@ def test_a_bet_for_another_round_is_not_placed_in_this_one(tmp_path: Path) -> No
     open_round(t)
     late = t.bet("pos", red("b9"), round_id=first)
     assert (late["status"], late["code"]) == ("rejected", "STALE_ROUND")
-    assert t.engine.bets() == []
+    assert t.engine.desk.bets() == []
     # closed betting: a placed bet cannot be cancelled, and the answer says it stands
     assert t.bet("pos", red("b1"))["status"] == "accepted"
     assert t.cmd("dealer", "close_betting")["status"] == "ok"
@@ -209,7 +209,7 @@ def test_a_request_id_reused_for_another_request_is_a_conflict(tmp_path: Path) -
     assert t.bet("pos", red("b1"), rid="same")["status"] == "accepted"
     r = t.bet("pos", red("b2"), rid="same")
     assert (r["status"], r["code"]) == ("rejected", "REQUEST_ID_CONFLICT")
-    assert [b.bet_id for b in t.engine.bets()] == ["b1"]
+    assert [b.bet_id for b in t.engine.desk.bets()] == ["b1"]
     # Request ids are each principal's own: another principal may use the same one.
     assert t.bet("pos2", red("b3"), rid="same")["status"] == "accepted"
 
@@ -221,7 +221,7 @@ def test_only_the_principal_that_placed_a_bet_may_cancel_it(tmp_path: Path) -> N
     assert t.bet("pos", red("b1"))["status"] == "accepted"
     r = t.cancel("pos2", "b1")
     assert (r["status"], r["code"]) == ("rejected", "BET_NOT_OWNER")
-    assert [b.bet_id for b in t.engine.bets()] == ["b1"]
+    assert [b.bet_id for b in t.engine.desk.bets()] == ["b1"]
     # nor take its bet id with the same content
     assert t.bet("pos2", red("b1"))["code"] == "BET_ID_CONFLICT"
     assert t.cancel("pos", "b1")["status"] == "accepted"
@@ -264,7 +264,7 @@ def test_identifiers_are_printable_ascii(tmp_path: Path) -> None:
     )
     assert (r["code"], r["request_id"]) == ("BAD_IDENTIFIER", None)
     assert t.cmd("pit", "void_round", args={"reason": "bell\x07"})["code"] == "MALFORMED_REQUEST"
-    assert t.engine.bets() == []
+    assert t.engine.desk.bets() == []
 
 
 def test_caps_on_bets_and_stakes_per_round_and_seat(tmp_path: Path) -> None:
@@ -350,7 +350,7 @@ def test_an_unexpected_failure_rolls_everything_back_and_a_retry_acts_once(
     assert (r["status"], r["code"]) == ("error", "INTERNAL_ERROR")
     assert t.journal.rounds.round(rnd).status is None  # not voided: rolled back with the answer
     assert t.engine.current is not None and t.engine.current.round_id == rnd
-    assert [b.bet_id for b in t.engine.bets()] == ["b1"]
+    assert [b.bet_id for b in t.engine.desk.bets()] == ["b1"]
     monkeypatch.setattr(t.journal.requests, "record_answer", real)
     again = t.retry("void-x")
     assert again["status"] == "ok" and t.journal.rounds.round(rnd).status == "void"

@@ -57,9 +57,8 @@ class CountingSettle:
 
 def engine(tmp_path: Path, game: str = "roulette") -> tuple[RoundEngine, Steps]:
     cfg = load_config(ROOT / "config" / f"{game}.toml")
-    e = RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"))
     steps = Steps()
-    e.ahead.runner = steps
+    e = RoundEngine(cfg, Journal(tmp_path / "j.sqlite3"), runner=steps)
     return e, steps
 
 
@@ -116,7 +115,7 @@ def direct_settlement(e: RoundEngine, raw: list[dict[str, Any]], outcome: Any) -
 def play(e: RoundEngine, raw: list[dict[str, Any]]) -> None:
     e.open_betting()
     for b in raw:
-        assert e.place_bet(b).accepted
+        assert e.desk.place(b).accepted
     e.close_betting()
 
 
@@ -161,7 +160,7 @@ def test_a_bet_added_after_a_voided_throw_is_settled_never_missed(
     stale = steps.given[-1]
     e.reopen_betting("dice tilted")
     assert stale() is False  # stopped by the reopening
-    assert e.place_bet(bet("b", "big", None, 5000)).accepted
+    assert e.desk.place(bet("b", "big", None, 5000)).accepted
     e.close_betting()  # a new round of work ahead, not run yet
     counted = CountingSettle(monkeypatch, e.game)
     payload = e.submit_result({"dice": [4, 5, 6]})
@@ -209,8 +208,7 @@ def test_no_settlements_ahead_beyond_the_budget_or_without_bets_or_a_discrete_ga
     # A game that cannot be settled ahead: its bets are not even read at the close.
     read: list[int] = []
     runner = Steps()
-    box = Ahead()
-    box.runner = runner
+    box = Ahead(runner)
     box.start(bac.game, bac.rules, bac.money, "R", lambda: read.append(1) or [])  # type: ignore[func-returns-value]
     assert read == [] and runner.given == []
     # The engine: no runner call for a round without bets.

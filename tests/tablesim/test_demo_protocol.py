@@ -24,8 +24,8 @@ async def test_the_embedded_demo_runs_mqtt_3_1_1_and_says_refusals_cannot_be_see
     async with DemoTable("fantan", speed=20.0, seed=1, bets=1) as t:
         written = tomllib.loads(t.config_path.read_text())
         assert written["mqtt"]["protocol"] == "3.1.1"  # said, not defaulted
-        assert t.daemon is not None and t.daemon.link is not None
-        assert t.daemon.link.refusals == "undetectable"
+        assert t.daemon is not None and t.daemon.parts.link is not None
+        assert t.daemon.parts.link.refusals == "undetectable"
     rc = await run_demo(
         game="fantan", rounds=1, broker=None, speed=20.0, seed=1, bets=1, quiet=False
     )

@@ -43,7 +43,7 @@ class ShoeProcedure(Procedure):
 
     def _start_deal(self) -> Deal:
         e = self.engine
-        return self.game.start_deal(e.rules, e.bets(), self.setup)
+        return self.game.start_deal(e.rules, e.desk.bets(), self.setup)
 
     def _ensure_deal(self) -> Deal | None:
         cur = self.engine.current
@@ -141,8 +141,8 @@ class ShoeProcedure(Procedure):
         new = self.game.decide(e.rules, before, args)
         seat: Any = args.get("seat")
         action: Any = args.get("action")
-        for raw in self.game.decision_bets(e.rules, before, seat, action, e.bets()):
-            e.add_decision_bet(raw)
+        for raw in self.game.decision_bets(e.rules, before, seat, action, e.desk.bets()):
+            e.desk.add_decision(raw)
         self.deal = new
         self._finish_if_complete(source)
         return {"expect": new.expect().to_json()}
