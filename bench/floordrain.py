@@ -65,7 +65,7 @@ async def drain(
     window: int = TABLE_WINDOW,
     workers: int = 1,
     batch_max: int | None = None,
-    timeout_s: float = 900.0,
+    timeout_s: float = 300.0,
 ) -> dict[str, JSON]:
     if kind not in KINDS:
         raise ValueError(f"outage of {kind!r}: one of {', '.join(KINDS)}")
@@ -149,7 +149,14 @@ async def drain(
                 break
             await asyncio.sleep(0.5)
         twice = await rig.stored_twice()
-        missing = sum(1 for rid in emu.made if rid not in committed)
+        lost = [rid for rid in emu.made if rid not in committed]
+        missing = len(lost)
+        if lost:  # where each was (the first ten): for the log
+            held = {e[0] for t in emu.tables.values() for e in t.pending}
+            for rid in lost[:10]:
+                log(f"    missing {rid}: made at {emu.made[rid] - t_play:.2f} s of play, "
+                    f"handed to MQTT {'yes' if rid in emu.published else 'no'}, "
+                    f"still held by its table {'yes' if rid in held else 'no'}")  # fmt: skip
         return _result(
             emu, committed, n=n, kind=kind, outage_s=outage_s, per_hour=per_hour,
             t_play=t_play, t_down=t_down, t_up=t_up, t_end=t_end, drained_at=drained_at,

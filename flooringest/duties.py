@@ -16,6 +16,11 @@ from . import messages as m
 from .db import Db, count
 from .tables import TableBook
 
+#: A table is tracked from the first round stored of it; the duties look for tables
+#: not tracked yet among the rounds received in the day before the newest one (the
+#: keys' index by ``received_at``), not every round ever stored (issue 36).
+NEW_TABLES_S = 86400.0
+
 
 @dataclass(frozen=True, slots=True)
 class Gap:
@@ -70,13 +75,15 @@ class Duties:
                 "INSERT INTO floor_tables (table_id, first_seq, contiguous_seq, last_seq, "
                 "anchored_seq, updated_at) "
                 "SELECT table_id, MIN(seq), MIN(seq) - 1, MIN(seq) - 1, MIN(seq) - 1, ? "
-                "FROM floor_rounds WHERE table_id NOT IN (SELECT table_id FROM floor_tables) "
-                "GROUP BY table_id",
+                "FROM floor_round_keys WHERE received_at > "
+                "(SELECT MAX(received_at) FROM floor_round_keys) - ? "
+                "AND table_id NOT IN (SELECT table_id FROM floor_tables) GROUP BY table_id",
                 now,
+                NEW_TABLES_S,
             )
             rows = await self.db.fetch(
                 "SELECT t.table_id, t.contiguous_seq, t.last_seq, r.seq FROM floor_tables t "
-                "JOIN floor_rounds r ON r.table_id = t.table_id AND r.seq > t.contiguous_seq "
+                "JOIN floor_round_keys r ON r.table_id = t.table_id AND r.seq > t.contiguous_seq "
                 "ORDER BY t.table_id, r.seq"
             )
             above: dict[str, tuple[int, int, list[int]]] = {}
@@ -222,8 +229,10 @@ class Duties:
             # tell a malformed anchor from an absent one. check() reads nothing else.
             rows = await self.db.fetch(
                 "SELECT t.table_id, t.chain_seq, t.chain_head, r.seq, r.round_id, "
-                "r.chain_seq, r.chain_head, CASE WHEN r.chain_seq IS NULL THEN r.payload END "
-                "FROM floor_tables t JOIN floor_rounds r ON r.table_id = t.table_id "
+                "r.chain_seq, r.chain_head, CASE WHEN r.chain_seq IS NULL THEN (SELECT p.payload "
+                "FROM floor_rounds p WHERE p.round_id = r.round_id AND p.received_at = "
+                "r.received_at) END "
+                "FROM floor_tables t JOIN floor_round_keys r ON r.table_id = t.table_id "
                 "AND r.seq > t.anchored_seq AND r.seq <= t.contiguous_seq "
                 "ORDER BY t.table_id, r.seq LIMIT ?",
                 limit,

@@ -590,6 +590,7 @@ class IngestWorker:
             for g in await store.duties.claim_replays(gaps, self.s.replay_retry_s, announced):
                 await self._ask_replay(g)
         await store.duties.verify_anchors()
+        await store.partitions.ensure()  # the days ahead (once an hour)
         await self._promote(store)
         await self._recheck_chains(store)
         last = self._last_seqs = await store.last_seqs()
