@@ -70,6 +70,9 @@ async def drain(
     if kind not in KINDS:
         raise ValueError(f"outage of {kind!r}: one of {', '.join(KINDS)}")
     plans = plan_floor(n, per_hour=per_hour)
+    # Every table has played a round before the outage: a table's first round is where
+    # the floor starts tracking it (a round lost before it is never a gap).
+    baseline_s = max(baseline_s, 3600.0 / per_hour + 2.0)
     name = f"drain{n}{kind}"
     rig = FloorRig(d, name, await db.new(name), workers=workers, batch_max=batch_max)
     emu = Emulator(
@@ -260,7 +263,7 @@ def figures(r: dict[str, JSON]) -> list[Figure]:
             ok=r["drain_s"] is not None and r["drain_s"] < DRAIN_GOAL_S and ok_loss,
             note=(f"{_n(r['drain_rate_per_s'])} rounds/s; lost {r['missing']}, stored twice "
                   f"{r['stored_twice']} (duplicates dropped {r['database']['duplicates_dropped']}); "
-                  + common),
+                  f"replays asked {r['replays']} ({r['rounds_replayed']} rounds); " + common),
         ),
         Figure(
             SECTION, f"live rounds during the drain, {what}: made -> committed",
@@ -291,7 +294,8 @@ def describe(r: dict[str, JSON]) -> list[str]:
     """The run in a few lines (the log), with the live rounds' latency every 5 s."""
     lines = [
         f"    drained in {_s(r['drain_s'])} ({_n(r['drain_rate_per_s'])} rounds/s); backlog "
-        f"{r['backlog']}, lost {r['missing']}, stored twice {r['stored_twice']}; all tables "
+        f"{r['backlog']}, lost {r['missing']}, stored twice {r['stored_twice']}, replays "
+        f"{r['replays']} ({r['rounds_replayed']} rounds); all tables "
         f"back after {_s(r['all_tables_back_s'])}; live made -> committed p99 "
         f"{_ms(r['live_made_to_committed_ms']['p99'])}, handed to MQTT -> committed p99 "
         f"{_ms(r['live_publish_to_committed_ms']['p99'])} (before: "

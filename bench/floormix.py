@@ -289,7 +289,9 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     ``0``: none), ``BENCH_DRAIN_TABLES``, ``BENCH_DRAIN_OUTAGE`` (seconds: ``600`` for
     the issue's ten minutes), ``BENCH_DRAIN_KIND`` (``broker`` or ``ingest``),
     ``BENCH_DRAIN_PER_HOUR`` (each table's pace), ``BENCH_DRAIN_BASELINE`` (seconds of
-    play before the outage: the baseline of the ratios)."""
+    play before the outage: the baseline of the ratios); the years of rounds
+    (``bench.floorparts``): ``BENCH_PARTS_DAYS`` (days held at each step, ``1,4,12``;
+    ``0``: none), ``BENCH_PARTS_TABLES`` (100), ``BENCH_PARTS_PAYLOAD`` (bytes, 1024)."""
     from .common import workdir
     from .floordrain import run as run_drain
 
@@ -305,6 +307,9 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     kind = os.environ.get("BENCH_DRAIN_KIND", "broker")
     per_hour = float(os.environ.get("BENCH_DRAIN_PER_HOUR", "200"))
     baseline = float(os.environ.get("BENCH_DRAIN_BASELINE", "10" if quick else "20"))
+    parts = _env_ints("BENCH_PARTS_DAYS", [1, 3] if quick else [1, 4, 12])
+    parts_tables = int(os.environ.get("BENCH_PARTS_TABLES", "100"))
+    parts_payload = int(os.environ.get("BENCH_PARTS_PAYLOAD", "1024"))
     figs: list[Figure] = []
     with workdir("floorcity") as d:
         db = Database(d)
@@ -312,6 +317,11 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
         try:
             if ladder:
                 more, _ = run(db, d, ladder, window, sweep, log)
+                figs += more
+            if parts:
+                from .floorparts import run as run_parts
+
+                more, _ = run_parts(db, d, parts, parts_tables, parts_payload, log)
                 figs += more
             if n:
                 more, _ = run_drain(

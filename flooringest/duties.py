@@ -16,10 +16,25 @@ from . import messages as m
 from .db import Db, count
 from .tables import TableBook
 
-#: A table is tracked from the first round stored of it; the duties look for tables
-#: not tracked yet among the rounds received in the day before the newest one (the
-#: keys' index by ``received_at``), not every round ever stored (issue 36).
-NEW_TABLES_S = 86400.0
+#: A table is tracked from the first round stored of it. The duties look for tables
+#: not tracked yet (issue 36: never by scanning every round ever stored) among the
+#: rounds received in the ``NEW_TABLES_S`` seconds before the newest one (the keys'
+#: index by ``received_at``), and for each table of the registry not tracked yet, its
+#: first round (the keys' index by ``(table_id, seq)``): a table whose first rounds
+#: were stored while no worker held the duties is found too.
+NEW_TABLES_S = 120.0
+#: ``(table_id, first seq stored)`` of the tables not tracked yet (one argument:
+#: ``NEW_TABLES_S``).
+NEW_TABLES = (
+    "SELECT table_id, MIN(seq) AS s FROM ("
+    "SELECT table_id, seq FROM floor_round_keys WHERE received_at > "
+    "(SELECT MAX(received_at) FROM floor_round_keys) - ? "
+    "AND table_id NOT IN (SELECT table_id FROM floor_tables) "
+    "UNION ALL SELECT g.table_id, (SELECT MIN(k.seq) FROM floor_round_keys k "
+    "WHERE k.table_id = g.table_id) FROM floor_registry g "
+    "WHERE g.table_id NOT IN (SELECT table_id FROM floor_tables)"
+    ") x WHERE seq IS NOT NULL GROUP BY table_id"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +89,7 @@ class Duties:
             await self.db.execute(
                 "INSERT INTO floor_tables (table_id, first_seq, contiguous_seq, last_seq, "
                 "anchored_seq, updated_at) "
-                "SELECT table_id, MIN(seq), MIN(seq) - 1, MIN(seq) - 1, MIN(seq) - 1, ? "
-                "FROM floor_round_keys WHERE received_at > "
-                "(SELECT MAX(received_at) FROM floor_round_keys) - ? "
-                "AND table_id NOT IN (SELECT table_id FROM floor_tables) GROUP BY table_id",
+                f"SELECT n.table_id, n.s, n.s - 1, n.s - 1, n.s - 1, ? FROM ({NEW_TABLES}) n",
                 now,
                 NEW_TABLES_S,
             )
