@@ -120,11 +120,14 @@ async def drain(
         remaining = set(backlog)
         drained_at: float | None = None
         all_online: float | None = None
-        progress = t_up
+        progress = looked = t_up
         while True:
             await asyncio.sleep(0.25)
             committed = rig.read_commits()
             now = time.time()
+            if remaining and now - looked >= 5 and len(remaining) < 5000:
+                looked = now  # what the duties stored (not in the latency logs)
+                await rig.from_db([r for r in remaining if r not in committed])
             if all_online is None and all(t.online for t in emu.tables.values()):
                 all_online = now - t_up
             if remaining:
@@ -146,6 +149,7 @@ async def drain(
         deadline = time.monotonic() + 120
         while True:  # the end: everything made reaches the database
             committed = rig.read_commits()
+            await rig.from_db([rid for rid in emu.made if rid not in committed])
             if all(rid in committed for rid in emu.made) and not emu.unacknowledged():
                 break
             if time.monotonic() > deadline:

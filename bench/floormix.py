@@ -84,6 +84,7 @@ async def level(
             if time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.5)
+        await rig.from_db([rid for rid in emu.published if rid not in committed])
         missing = sum(1 for rid in emu.published if rid not in committed)
         lat = [committed[r] - t for r, t in emu.published.items() if r in committed]
         st = latency_summary(lat) if lat else {"n": 0, "p50": None, "p99": None}
@@ -289,7 +290,9 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     ``0``: none), ``BENCH_DRAIN_TABLES``, ``BENCH_DRAIN_OUTAGE`` (seconds: ``600`` for
     the issue's ten minutes), ``BENCH_DRAIN_KIND`` (``broker`` or ``ingest``),
     ``BENCH_DRAIN_PER_HOUR`` (each table's pace), ``BENCH_DRAIN_BASELINE`` (seconds of
-    play before the outage: the baseline of the ratios); the years of rounds
+    play before the outage: the baseline of the ratios), ``BENCH_DRAIN_RECONNECT``
+    (``min,max``: the tables' reconnect backoff in seconds; the table's default 0.25,30),
+    ``BENCH_DRAIN_BATCH`` (the ingest's ``--batch-max``), ``BENCH_DRAIN_WORKERS``; the years of rounds
     (``bench.floorparts``): ``BENCH_PARTS_DAYS`` (days held at each step, ``1,4,12``;
     ``0``: none), ``BENCH_PARTS_TABLES`` (100), ``BENCH_PARTS_PAYLOAD`` (bytes, 1024)."""
     from .common import workdir
@@ -307,6 +310,14 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     kind = os.environ.get("BENCH_DRAIN_KIND", "broker")
     per_hour = float(os.environ.get("BENCH_DRAIN_PER_HOUR", "200"))
     baseline = float(os.environ.get("BENCH_DRAIN_BASELINE", "10" if quick else "20"))
+    opts: dict[str, Any] = {}
+    if os.environ.get("BENCH_DRAIN_RECONNECT"):  # "0.25,5": the tables' backoff, seconds
+        lo, hi = os.environ["BENCH_DRAIN_RECONNECT"].split(",")
+        opts["reconnect"] = (float(lo), float(hi))
+    if os.environ.get("BENCH_DRAIN_BATCH"):  # the ingest's --batch-max
+        opts["batch_max"] = int(os.environ["BENCH_DRAIN_BATCH"])
+    if os.environ.get("BENCH_DRAIN_WORKERS"):
+        opts["workers"] = int(os.environ["BENCH_DRAIN_WORKERS"])
     parts = _env_ints("BENCH_PARTS_DAYS", [1, 3] if quick else [1, 4, 12])
     parts_tables = int(os.environ.get("BENCH_PARTS_TABLES", "100"))
     parts_payload = int(os.environ.get("BENCH_PARTS_PAYLOAD", "1024"))
@@ -326,7 +337,7 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
             if n:
                 more, _ = run_drain(
                     db, d, n, outage, kind, log, per_hour=per_hour, baseline_s=baseline,
-                    tail_s=5.0 if quick else 15.0,
+                    tail_s=5.0 if quick else 15.0, **opts,
                 )  # fmt: skip
                 figs += more
         finally:

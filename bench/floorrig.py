@@ -273,6 +273,31 @@ class FloorRig:
                     self.committed[rid] = float(at)
         return self.committed
 
+    async def from_db(self, rids: list[str]) -> dict[str, float]:
+        """Rounds of ``rids`` the database holds though no latency log names them (the
+        duties store a round released from quarantine, e.g. one that came before its
+        table's anchor): their ``committed_at``, added to :attr:`committed`."""
+        from flooringest.store import open_store
+
+        if not rids:
+            return {}
+        found: dict[str, float] = {}
+        store = await open_store(self.db)
+        try:
+            for i in range(0, len(rids), 500):
+                chunk = rids[i : i + 500]
+                marks = ", ".join("?" for _ in chunk)
+                for rid, at in await store.db.fetch(
+                    f"SELECT round_id, committed_at FROM floor_rounds WHERE round_id IN ({marks})",
+                    *chunk,
+                ):
+                    found[str(rid)] = float(at)
+        finally:
+            await store.close()
+        for rid, at in found.items():
+            self.committed.setdefault(rid, at)
+        return found
+
     async def stored_twice(self) -> dict[str, int]:
         """The database's own count: rows, distinct round ids, distinct (table, seq)."""
         from flooringest.store import open_store
