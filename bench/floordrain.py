@@ -298,7 +298,9 @@ def describe(r: dict[str, JSON]) -> list[str]:
     """The run in a few lines (the log), with the live rounds' latency every 5 s."""
     lines = [
         f"    drained in {_s(r['drain_s'])} ({_n(r['drain_rate_per_s'])} rounds/s); backlog "
-        f"{r['backlog']}, lost {r['missing']}, stored twice {r['stored_twice']}, replays "
+        f"{r['backlog']}, lost {r['missing']}, stored twice {r['stored_twice']} (the "
+        f"database: {r['database']['rows']} rows, {r['database']['distinct_round_ids']} round "
+        f"ids, {r['database']['distinct_table_seq']} (table, seq)), replays "
         f"{r['replays']} ({r['rounds_replayed']} rounds); all tables "
         f"back after {_s(r['all_tables_back_s'])}; live made -> committed p99 "
         f"{_ms(r['live_made_to_committed_ms']['p99'])}, handed to MQTT -> committed p99 "

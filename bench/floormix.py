@@ -331,9 +331,10 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
                 figs += more
             if parts:
                 from .floorparts import run as run_parts
+                from .floorparts import run_insert
 
                 more, _ = run_parts(db, d, parts, parts_tables, parts_payload, log)
-                figs += more
+                figs += more + run_insert(db, log)
             if n:
                 more, _ = run_drain(
                     db, d, n, outage, kind, log, per_hour=per_hour, baseline_s=baseline,

@@ -156,3 +156,101 @@ def run(
                   "GiB; rows made in bulk (SQL), the ingest's layout"),
         ))  # fmt: skip
     return figs, levels
+
+
+#: Schema 2's statement (before issue 36: one unpartitioned table, its primary key and
+#: unique (table_id, seq) keep a round once): the baseline of :func:`insert_cost`.
+OLD_PG_INSERT = """
+WITH u AS (
+    SELECT * FROM unnest(?::text[], ?::text[], ?::bigint[], ?::text[], ?::text[], ?::text[],
+                         ?::bigint[], ?::text[], ?::double precision[])
+        AS u(round_id, table_id, seq, status, payload, sha256, chain_seq, chain_head,
+             received_at)
+), c AS (
+    SELECT u.*,
+        (SELECT r.chain_seq FROM floor_rounds r WHERE r.table_id = u.table_id
+            AND r.seq < u.seq AND r.chain_seq IS NOT NULL ORDER BY r.seq DESC LIMIT 1) AS prev_c,
+        (SELECT r.chain_seq FROM floor_rounds r WHERE r.table_id = u.table_id
+            AND r.seq > u.seq AND r.chain_seq IS NOT NULL ORDER BY r.seq LIMIT 1) AS next_c
+    FROM u
+), v AS (
+    SELECT c.*, (c.chain_seq IS NULL OR ((c.prev_c IS NULL OR c.chain_seq > c.prev_c)
+                 AND (c.next_c IS NULL OR c.chain_seq < c.next_c))) AS ok
+    FROM c
+), ins AS (
+    INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, sha256, chain_seq,
+                              chain_head, received_at, committed_at, worker)
+    SELECT round_id, table_id, seq, status, payload, sha256, chain_seq, chain_head,
+           received_at, ?::double precision, ?::text
+    FROM v WHERE ok
+    ON CONFLICT DO NOTHING RETURNING round_id
+)
+SELECT 'i', round_id, NULL::bigint, NULL::bigint FROM ins
+UNION ALL
+SELECT 'b', round_id, prev_c, next_c FROM v WHERE NOT ok
+"""
+
+
+async def insert_cost(
+    url_old: str, url_new: str, batches: int, size: int, payload: int
+) -> dict[str, JSON]:
+    """The ingest's statement for a batch of ``size`` rounds (one a table), timed on
+    this layout (keys apart, payloads by day: ``flooringest.store``) and on schema 2's
+    (one table), the two taking turns: the ratio is the layout's cost per batch."""
+    import asyncpg
+
+    from flooringest import store as st
+    from flooringest.db import _dollars
+    from flooringest.store import open_store
+
+    new_store = await open_store(url_new)
+    await new_store.close()
+    old = await asyncpg.connect(url_old.replace("postgresql://", "postgres://"))
+    new = await asyncpg.connect(url_new.replace("postgresql://", "postgres://"))
+    generic = next(s for s in st._DDL.split(";") if "TABLE IF NOT EXISTS floor_rounds " in s)
+    await old.execute(generic)
+    sql_old, sql_new = _dollars(OLD_PG_INSERT), _dollars(st._PG_INSERT)
+    body = "x" * payload
+    times: dict[str, list[float]] = {"schema 2": [], "keys and partitions": []}
+    try:
+        for b in range(batches):
+            now = time.time()
+            tids = [f"bench-{t:05d}" for t in range(size)]
+            args = (
+                [f"{t}-{b + 1:09d}" for t in tids], tids, [b + 1] * size, ["settled"] * size,
+                [body] * size, [f"{b:064d}"] * size, [3 * (b + 1)] * size, ["h" * 64] * size,
+                [now] * size, now, "w0",
+            )  # fmt: skip
+            turns = [("schema 2", old, sql_old), ("keys and partitions", new, sql_new)]
+            if b % 2:
+                turns.reverse()
+            for label, conn, sql in turns:
+                t0 = time.perf_counter()
+                await conn.fetch(sql, *args)
+                times[label].append(time.perf_counter() - t0)
+    finally:
+        await old.close()
+        await new.close()
+    med = {k: 1000 * statistics.median(v) for k, v in times.items()}
+    return {"batches": batches, "rounds_per_batch": size, "payload_bytes": payload,
+            "median_ms": med, "ratio": med["keys and partitions"] / med["schema 2"]}  # fmt: skip
+
+
+def run_insert(db: Database, log: Callable[[str], None]) -> list[Figure]:
+    if db.pg is None:
+        return []
+    batches, size, payload = 60, 200, 4096
+    log(f"  the ingest's INSERT, {batches} batches of {size} rounds of {payload} bytes, this "
+        "layout against schema 2's in turns...")  # fmt: skip
+    r = asyncio.run(insert_cost(asyncio.run(db.new("ins2")), asyncio.run(db.new("ins3")),
+                                batches, size, payload))  # fmt: skip
+    m = r["median_ms"]
+    log(f"    keys and partitions {m['keys and partitions']:.1f} ms a batch, schema 2 "
+        f"{m['schema 2']:.1f} ms: {r['ratio']:.2f}x")  # fmt: skip
+    return [Figure(
+        SECTION, "the ingest's INSERT of a batch, keys apart and payloads by day",
+        m["keys and partitions"], "ms (median)", r,
+        note=(f"{r['ratio']:.2f}x schema 2's one-table statement ({m['schema 2']:.1f} ms), "
+              f"measured in turns in the same run; {size} rounds of {payload} bytes a batch, "
+              f"{batches} batches, each statement durable when it returns"),
+    )]  # fmt: skip

@@ -194,6 +194,8 @@ class FloorRig:
         self.committed: dict[str, float] = {}
         #: round ids seen in the latency logs more than once (stored twice).
         self.twice = 0
+        #: Round ids taken from the database (:meth:`from_db`) before their log line.
+        self._from_db: set[str] = set()
         self._offsets = [0] * workers
         self._tails = [b""] * workers
 
@@ -267,7 +269,9 @@ class FloorRig:
             self._tails[i] = lines.pop()  # an unfinished line waits for the rest
             for line in lines:
                 rid, _, at = line.decode().partition("\t")
-                if rid in self.committed:
+                if rid in self._from_db:  # found in the database before its log line
+                    self._from_db.discard(rid)
+                elif rid in self.committed:
                     self.twice += 1
                 else:
                     self.committed[rid] = float(at)
@@ -295,7 +299,9 @@ class FloorRig:
         finally:
             await store.close()
         for rid, at in found.items():
-            self.committed.setdefault(rid, at)
+            if rid not in self.committed:
+                self.committed[rid] = at
+                self._from_db.add(rid)
         return found
 
     async def stored_twice(self) -> dict[str, int]:
