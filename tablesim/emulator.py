@@ -231,6 +231,17 @@ def _set_event(event: asyncio.Event, _task: object) -> None:
     event.set()
 
 
+class _EmuClient(_AckClient):
+    """The link's client (PUBACKs by callback, refusals kept) without its burst reader:
+    that reader asks ``select()``, which takes no descriptor above 1023, and an emulator
+    of more than about a thousand tables holds more connections than that in one
+    process (each connection failed with "filedescriptor out of range in select()").
+    The tables read little (a replay request now and then): aiomqtt's own reader does."""
+
+    def _on_socket_open(self, client: Any, userdata: Any, sock: Any) -> None:
+        aiomqtt.Client._on_socket_open(self, client, userdata, sock)
+
+
 class _Sending:
     """One connection's publications of one table: its queue's head in flight, at most
     the emulator's window; a round leaves the queue when its PUBACK comes (in order: a
@@ -558,7 +569,7 @@ class Emulator:
                 retain=True,
             )
             try:
-                async with _AckClient(
+                async with _EmuClient(
                     self.host,
                     self.port,
                     identifier=f"{self.client_prefix}-{tid}",

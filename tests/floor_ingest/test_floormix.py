@@ -102,3 +102,31 @@ def test_emulated_rounds_of_a_floor_are_signed_sized_and_verified(tmp_path: Path
     games = {line.split('"')[1] for line in (tmp_path / "tables.toml").read_text().splitlines()
              if line.startswith("game = ")}  # fmt: skip
     assert games <= {"baccarat", "blackjack", "roulette"}
+
+
+async def test_emulated_tables_publish_on_descriptors_above_1023(mosquitto_broker: object) -> None:
+    """An emulator of thousands of tables holds more than 1,024 connections in one
+    process; ``select()`` takes no descriptor above 1023 (the link's burst reader used
+    it: every connection failed). Here the tables' sockets get descriptors above it."""
+    import asyncio
+    import os
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        pytest.skip(f"RLIMIT_NOFILE {soft}: cannot open descriptors above 1023")
+    fillers = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert max(fillers) > 1023
+        host, port = mosquitto_broker.host, mosquitto_broker.port  # type: ignore[attr-defined]
+        emu = Emulator(host, port, plan_floor(3, per_hour=36000), client_prefix="fd")
+        play = asyncio.create_task(emu.run(rounds_per_table=5))
+        try:
+            assert await emu.finished(60), f"unacknowledged {emu.unacknowledged()}"
+        finally:
+            emu.stop()
+            await play
+        assert emu.stats.published == 15 and emu.stats.connects == 3
+    finally:
+        for fd in fillers:
+            os.close(fd)
