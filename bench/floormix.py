@@ -285,7 +285,7 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     mix's ladder (and the size sweep), then the outage drain (``bench.floordrain``).
 
     Short by default (a busy two-CPU machine); each size has its variable:
-    ``BENCH_MIX_LADDER`` (tables per level, ``1000,2000,4000``), ``BENCH_MIX_WINDOW``
+    ``BENCH_MIX_LADDER`` (tables per level, ``1000,2000,4000,6000``), ``BENCH_MIX_WINDOW``
     (seconds per level), ``BENCH_MIX_SWEEP`` (``tables,seconds`` of the size sweep;
     ``0``: none), ``BENCH_DRAIN_TABLES``, ``BENCH_DRAIN_OUTAGE`` (seconds: ``600`` for
     the issue's ten minutes), ``BENCH_DRAIN_KIND`` (``broker`` or ``ingest``),
@@ -298,7 +298,7 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     from .common import workdir
     from .floordrain import run as run_drain
 
-    ladder = _env_ints("BENCH_MIX_LADDER", [500, 1000] if quick else [1000, 2000, 3000, 4000])
+    ladder = _env_ints("BENCH_MIX_LADDER", [500, 1000] if quick else [1000, 2000, 4000, 6000])
     window = float(os.environ.get("BENCH_MIX_WINDOW", "10" if quick else "20"))
     sweep_raw = os.environ.get("BENCH_MIX_SWEEP", "200,8" if quick else "300,15")
     sweep: tuple[int, float] | None = None
