@@ -14,7 +14,11 @@ simulator.
   (``chunk=1,garbage=0.01,drop=0.05,delay=0.002,silent=1,seed=3``).
 - ``tablectl decode PROTOCOL [FILE]`` reads a capture (raw bytes, or the
   ``time<TAB>RX|TX<TAB>line`` frame log) from FILE or standard input and prints
-  the driver's events as JSON lines.
+  the driver's events as JSON lines. ``tablectl decode --protocol FILE CAPTURE``
+  reads it through a line-protocol file (``drivers/lineproto``): the driver is then
+  ``line-<kind>`` of the file's kind, and may be left out.
+- A line-protocol device's simulator replays a capture: ``tablectl sim line-wheel
+  --protocol FILE --capture CAPTURE``.
 """
 
 from __future__ import annotations
@@ -45,6 +49,15 @@ from .simulators import run_simulator, simulated
 from .testing import Faults, parse_faults
 
 __all__ = ["decoders", "register"]
+
+
+class _OrCapture(list[str]):
+    """The protocols (what ``--help`` and the completion list); with ``--protocol`` the
+    one positional may be the capture instead, so every word passes here and
+    :func:`cmd_decode` checks it."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
 
 
 def decoders() -> dict[str, DecoderEntry]:
@@ -89,6 +102,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--option", "-o", action="append", default=[], metavar="KEY=VALUE", type=_key_value,
         help="device option (decks=6, dice=4, addresses=1,2, mode=1159, power=on...)",
     )  # fmt: skip
+    p.add_argument(
+        "--protocol", type=existing_file, metavar="FILE",
+        help="the line-protocol file of a line-* device (default: the kind's example file)",
+    )  # fmt: skip
+    p.add_argument(
+        "--capture", type=existing_file, metavar="FILE",
+        help="a capture a line-* device replays (default: the file's example lines)",
+    )  # fmt: skip
     p.set_defaults(func=cmd_sim)
 
     p = sub.add_parser(
@@ -98,10 +119,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "FILE or standard input; print one JSON object per event. Protocols: "
         + ", ".join(f"{k} ({v.description})" for k, v in decs.items()),
     )
-    p.add_argument("protocol", choices=sorted(decs), metavar="PROTOCOL")
+    p.add_argument(
+        "protocol", nargs="?", choices=_OrCapture(sorted(decs)), metavar="PROTOCOL",
+        help="the driver whose decoder reads it (with --protocol: line-<kind>, may be left out)",
+    )  # fmt: skip
     p.add_argument(
         "file", nargs="?", type=existing_file, help="capture file (default: standard input)"
     )
+    p.add_argument(
+        "--protocol", dest="protocol_file", type=existing_file, metavar="FILE",
+        help="a line-protocol file (docs/protocols/line-protocol.md) to read the capture with",
+    )  # fmt: skip
     p.add_argument("--tx", action="store_true", help="also print the host's TX lines (cammegh-ss2)")
     p.add_argument(
         "--garbled",
@@ -128,7 +156,53 @@ def _json_default(value: Any) -> Any:
 
 
 #: The options of ``tablectl decode`` a decoder may read (``DecoderEntry.options``).
-DECODE_OPTIONS = ("tx", "garbled", "pockets")
+DECODE_OPTIONS = ("tx", "garbled", "pockets", "protocol")
+
+
+def _decoder_of(args: argparse.Namespace, entries: Mapping[str, DecoderEntry]) -> str:
+    """The decoder named (or, with ``--protocol FILE`` alone, the file's kind's); the
+    positional may then be the capture."""
+    name, capture = args.protocol, args.file
+    if args.protocol_file is not None and capture is None and name not in entries:
+        name, capture = None, name
+    if name is None and args.protocol_file is not None:
+        name = f"line-{_protocol_kind(args.protocol_file)}"
+    if name is None:
+        raise CliError(
+            f"PROTOCOL is required: one of {', '.join(sorted(entries))} (or --protocol FILE)",
+            code="INVALID_VALUE",
+        )
+    if name not in entries:
+        raise CliError(
+            f"{name!r} is not a protocol tablectl decodes; known: {', '.join(sorted(entries))}",
+            code="INVALID_VALUE",
+        )
+    if capture is not None and capture is not args.file:
+        try:
+            args.file = existing_file(capture)
+        except BadValue as exc:
+            raise CliError(exc.why, code=exc.code) from None
+    return str(name)
+
+
+def _protocol_kind(path: str) -> str:
+    from .lineproto.load import load_protocol
+    from .lineproto.spec import ProtocolInvalid
+
+    try:
+        return load_protocol(path).kind
+    except ProtocolInvalid as exc:
+        raise _invalid(exc) from None
+
+
+def _invalid(exc: Any) -> CliError:
+    problems = list(getattr(exc, "problems", [])) or [str(exc)]
+    more = (
+        f" (and {len(problems) - 1} more: tablectl check-config of a table naming it lists them)"
+        if len(problems) > 1
+        else ""
+    )
+    return CliError(f"{problems[0]}{more}", code="PROTOCOL_INVALID")
 
 
 def _only_for(flag: str, entries: Mapping[str, Any], reads: Callable[[Any], frozenset[str]]) -> str:
@@ -138,9 +212,11 @@ def _only_for(flag: str, entries: Mapping[str, Any], reads: Callable[[Any], froz
 
 def cmd_decode(args: argparse.Namespace) -> int:
     entries = decoders()
+    args.protocol = _decoder_of(args, entries)
     entry = entries[args.protocol]
+    given = {n: getattr(args, "protocol_file" if n == "protocol" else n) for n in DECODE_OPTIONS}
     for name in DECODE_OPTIONS:
-        if getattr(args, name) not in (None, False) and name not in entry.options:
+        if given[name] not in (None, False) and name not in entry.options:
             only = _only_for(name, entries, lambda e: e.options)
             raise CliError(
                 f"--{name} does not apply to {args.protocol} (only to {only})",
@@ -156,9 +232,13 @@ def cmd_decode(args: argparse.Namespace) -> int:
                 f"{args.file}: cannot read it: {exc.strerror or exc}", code="FILE_UNREADABLE"
             ) from None
     out = sys.stdout
-    options = {n: getattr(args, n) for n in DECODE_OPTIONS if n in entry.options}
-    for record in entry.decode(data, options):
-        out.write(json.dumps(record, default=_json_default, sort_keys=False) + "\n")
+    options = {n: given[n] for n in DECODE_OPTIONS if n in entry.options}
+    try:
+        records = entry.decode(data, options)
+        for record in records:
+            out.write(json.dumps(record, default=_json_default, sort_keys=False) + "\n")
+    except ValueError as exc:  # a line-protocol file that cannot be used (ProtocolInvalid)
+        raise _invalid(exc) from None
     out.flush()
     return 0
 
@@ -180,15 +260,18 @@ def _faults(spec: str) -> Faults:
 def cmd_sim(args: argparse.Namespace) -> int:
     faults = args.faults if isinstance(args.faults, Faults) else parse_faults(args.faults)
     options: dict[str, Any] = dict(args.option)
-    if args.speed is not None:
-        sims = simulated()
-        if "speed" not in sims[args.device].flags:
-            only = _only_for("speed", sims, lambda e: e.flags)
+    sims = simulated()
+    for flag in ("speed", "protocol", "capture"):
+        value = getattr(args, flag)
+        if value is None:
+            continue
+        if flag not in sims[args.device].flags:
+            only = _only_for(flag, sims, lambda e: e.flags)
             raise CliError(
-                f"--speed does not apply to {args.device} (only to {only})",
+                f"--{flag} does not apply to {args.device} (only to {only})",
                 code="OPTION_NOT_APPLICABLE",
             )
-        options["speed"] = args.speed
+        options[flag] = value
     asyncio.run(_check_options(args.device, args.seed, options))
 
     async def main() -> None:
@@ -217,7 +300,15 @@ async def _check_options(device: str, seed: int | None, options: dict[str, Any])
     option it cannot take is refused in one line naming it."""
     try:
         sim = simulated()[device].build(seed, dict(options))
-    except (ValueError, TypeError, KeyError) as exc:
+    except ValueError as exc:
+        if getattr(exc, "problems", None):  # a line-protocol file that cannot be used
+            raise _invalid(exc) from None
+        given = " ".join(f"{k}={v}" for k, v in options.items())
+        raise CliError(
+            f"--option {given}: the {device} simulator refuses it: {plain_words(str(exc))}",
+            code="INVALID_VALUE",
+        ) from None
+    except (TypeError, KeyError) as exc:
         given = " ".join(f"{k}={v}" for k, v in options.items())
         raise CliError(
             f"--option {given}: the {device} simulator refuses it: {plain_words(str(exc))}",

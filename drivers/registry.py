@@ -67,6 +67,7 @@ DRIVER_PACKAGES: tuple[str, ...] = (
     "shaker",
     "board",
     "sign",
+    "lineproto",
 )
 
 _packaged: dict[str, DriverDeclaration] | None = None

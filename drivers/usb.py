@@ -194,10 +194,21 @@ class UsbBulkConnection(Connection):
                 usb.util.dispose_resources(self.dev)
 
         pending, self._pending_read = self._pending_read, None
-        if pending is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(pending), self.read_timeout_ms / 1000 + 1)
-        await loop.run_in_executor(None, release)
+        try:
+            if pending is not None:
+                # Let the read transfer under way end first (a reader awaiting it still
+                # gets its bytes). asyncio.wait, not wait_for: on Python 3.11 wait_for
+                # returns the transfer's result when the closing task is cancelled in
+                # the turn the transfer ends, swallowing the cancellation (gh-86296): a
+                # poll loop doing a USB reset then never stops, nor does the driver's
+                # stop(). wait() neither cancels the transfer nor hides a cancellation.
+                await asyncio.wait([pending], timeout=self.read_timeout_ms / 1000 + 1)
+                if pending.done() and not pending.cancelled():
+                    pending.exception()  # retrieved: a failing last read is no news here
+        finally:
+            # even when cancelled: the interface is released, not left claimed
+            released = loop.run_in_executor(None, release)
+        await released
 
     @property
     def closed(self) -> bool:

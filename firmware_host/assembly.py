@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from drivers.registry import DeviceConfig
+from drivers.switches.settings import SwitchConfig
 
 from .auth import AuthSettings
 from .config import TableConfig, result_device_problems
@@ -27,13 +28,15 @@ from .devices import gpio_problems
 from .face.board import StatisticsSettings, board_problems
 from .games.jackpot import JackpotParams
 from .games.money import MAX_STAKE
-from .integrity.settings import IntegritySettings, ball_revs_problems
+from .integrity.settings import IntegritySettings, ball_revs_problems, spin_time_problems
 from .integrity.software import SoftwareSettings
+from .integrity.switches import switch_problems
 from .journal import JournalSettings
 from .mqtt import MqttSettings
 from .risks import assess
 from .table.bets import BetCaps, bet_caps
 from .table.jackpot import JackpotSettings
+from .table.witness_settings import WitnessSettings, witness_problems
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,10 @@ class TablePlan:
     accepted_risks: tuple[str, ...] = ()
     #: Each accepted risk's line, as ``check-config`` warns about it.
     accepted_risk_lines: tuple[str, ...] = ()
+    #: ``[switches.<name>]``: the table's doors, lids, boxes and tamper loops.
+    switches: tuple[SwitchConfig, ...] = ()
+    #: ``[witness]``: the result's second reading (``docs/witness.md``), or None.
+    witness: WitnessSettings | None = None
 
 
 def read_plan(
@@ -92,6 +99,7 @@ def read_plan(
     mqtt = mqtt or from_file or MqttSettings()
     console: ConsoleSettings = cfg.section("console") or ConsoleSettings()
     devices = tuple((cfg.section("devices") or {}).values())
+    switches: dict[str, SwitchConfig] = cfg.section("switches") or {}
     params = cfg.game.jackpot_params(cfg.rules)
     jackpot = JackpotSettings.from_section(cfg.section("jackpot")) if params else None
     statistics = StatisticsSettings.from_section(cfg.section("statistics"))
@@ -103,6 +111,7 @@ def read_plan(
     warnings.extend(verdict.warnings)
     software = _resolve_software(cfg.section("software") or SoftwareSettings(), cfg.source)
     integrity = IntegritySettings.from_section(cfg.section("integrity"))
+    witness = WitnessSettings.from_section(cfg.section("witness"))
     warnings.extend(mqtt.warnings())
     warnings.extend(console.warnings())
     if not software.configured:
@@ -112,6 +121,7 @@ def read_plan(
         )
     problems = [
         *gpio_problems(devices, simulated=simulated, injected=pin_factory_given),
+        *switch_problems(switches, devices, simulated=simulated, injected=pin_factory_given),
         *result_device_problems(cfg),
         *auth_problems,
         *board_problems(
@@ -119,6 +129,13 @@ def read_plan(
             [(d.name, d.kind, d.settings) for d in devices if d.enabled],
         ),
         *ball_revs_problems(integrity, devices),
+        *spin_time_problems(integrity, devices),
+        *witness_problems(
+            witness,
+            devices,
+            result_kind=cfg.game.result_device,
+            result_source=cfg.result_source,
+        ),
         *cfg.unread_options(),
     ]
     return TablePlan(
@@ -140,6 +157,8 @@ def read_plan(
         integrity=integrity,
         accepted_risks=verdict.accepted,
         accepted_risk_lines=verdict.accepted_lines,
+        switches=tuple(switches.values()),
+        witness=witness,
     )
 
 

@@ -34,6 +34,7 @@ SUBCOMMAND_MODULES = (
     "drivers.cli",  # sim, decode
     "tableview.cli",  # view (its web server is imported only when it runs)
     "flooringest.cli",  # floor-ingest (the floor's side; MQTT and databases when it runs)
+    "tablefleet.cli",  # provision, rollout (the floor's fleet tooling, issue 35)
 )
 
 #: Exit status of a command that failed on its input or its environment.

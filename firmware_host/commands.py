@@ -182,7 +182,8 @@ def catalogue(specs: Iterable[CommandSpec]) -> dict[str, CommandSpec]:
 
 _ROUND = (Param("ROUND_ID", "round_id"),)
 _EVERYONE = (
-    "dealer", "pit_supervisor", "floor_system", "floor_ingest", "jackpot_attendant", "observer"
+    "dealer", "pit_supervisor", "floor_system", "floor_ingest", "jackpot_attendant", "observer",
+    "witness",
 )  # fmt: skip
 
 #: Every command to the table, in the order the floor's answers list them.
@@ -369,6 +370,64 @@ COMMAND_SPECS: tuple[CommandSpec, ...] = (
         scope="table",
         roles=("dealer", "pit_supervisor"),
         handler="integrity.pace.DealerRoster",
+    ),
+    # -- maintenance between rounds (issue 35: rolling updates) --------------------------
+    CommandSpec(
+        "maintenance",
+        "the round in progress finishes, no new round opens (`MAINTENANCE`) until "
+        "`end_maintenance`; the retained `state` says `maintenance` (`docs/install.md`, "
+        '"Rolling updates")',
+        args=("reason",),
+        required=("reason",),
+        scope="table",
+        roles=("pit_supervisor",),
+        duty="supervise",
+        handler="table.maintenance.Maintenance",
+        console=ConsoleVerb(
+            "maintenance",
+            (Param("REASON...", "reason", "text"),),
+            "take the table out of play after the round in progress (an update), with a reason",
+        ),
+    ),
+    CommandSpec(
+        "end_maintenance",
+        "rounds open again (`NOT_IN_MAINTENANCE` if the table is not in maintenance)",
+        args=("reason",),
+        scope="table",
+        roles=("pit_supervisor",),
+        duty="supervise",
+        handler="table.maintenance.Maintenance",
+        console=ConsoleVerb(
+            "end-maintenance",
+            (Param("REASON...", "reason", "text", optional=True),),
+            "put the table back in play after maintenance",
+        ),
+    ),
+    CommandSpec(
+        "witness_result",
+        "the witness's reading of the round's result, `outcome` in the game's form "
+        "(`docs/witness.md`); `WITNESS_TOO_EARLY`, `WITNESS_ALREADY_READ`, `NOT_THE_WITNESS`, "
+        "`NO_WITNESS`",
+        args=("outcome",),
+        required=("outcome",),
+        roles=("witness",),
+        handler="table.witness.ResultWitness",
+    ),
+    CommandSpec(
+        "resolve_result",
+        "a disputed result resolved: `reading` (`primary` or `witness`) stands, with a "
+        "`reason` (`docs/witness.md`); `RESULT_NOT_DISPUTED`, `NO_WITNESS_READING`",
+        args=("reading", "reason"),
+        required=("reading", "reason"),
+        roles=("pit_supervisor",),
+        duty="supervise",
+        handler="table.witness.ResultWitness",
+        console=ConsoleVerb(
+            "resolve",
+            (*_ROUND, Param("READING", "reading"), Param("REASON...", "reason", "text")),
+            "resolve a held result (RESULT_DISPUTED): which reading stands, primary or witness",
+            hint="the round id as `round` shows it; READING: primary or witness",
+        ),
     ),
 )
 #: :data:`COMMAND_SPECS` by name.

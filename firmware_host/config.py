@@ -44,6 +44,7 @@ from tablecommon.settings import (
     registered_sections,
     validate_fields,
 )
+from tablecommon.values import relative_to
 
 from .games import game_ids, get_game
 from .games.base import Game, Limits
@@ -97,8 +98,10 @@ SECTION_MODULES = (
     "firmware_host.auth",
     "firmware_host.table.floor",
     "drivers.registry",
+    "drivers.switches.settings",
     "firmware_host.integrity.software",
     "firmware_host.integrity.settings",
+    "firmware_host.table.witness_settings",
 )
 _sections_loaded = False
 
@@ -217,8 +220,18 @@ def validate_document(
 
     A table *file* must say its format ``version`` (:func:`load_config` requires it:
     a file whose format is unknown cannot be migrated safely); a document built in
-    code may leave it out and is read as the current version.
+    code may leave it out and is read as the current version. A file path a section
+    names (``devices.<name>.protocol``) is relative to the directory of ``source`` when
+    it is a ``.toml`` file, else to the working directory.
     """
+    base = Path(source).parent if source.endswith(".toml") else None
+    with relative_to(base):
+        return _validate_document(doc, source, require_version=require_version)
+
+
+def _validate_document(
+    doc: Mapping[str, Any], source: str, *, require_version: bool
+) -> TableConfig:
     _load_section_modules()
     errors: list[str] = []
     doc = migrate(dict(doc), errors, require_version=require_version)

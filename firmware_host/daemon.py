@@ -54,6 +54,7 @@ from .console import (
     serve_stream,
 )
 from .integrity.selfcheck import SoftwareMismatch
+from .integrity.significant import previous_end
 from .journal import AuditLog, Journal, JournalError, StorageError, TableOwner
 from .journal.rounds import rules_digest
 from .jsonio import JSON
@@ -178,7 +179,8 @@ class TableDaemon:
             loop_lag=self.loop_lag,
             config_path=self.config_path,
         )
-        p.software.at_start()  # a mismatch: recorded, latched, and the table refuses to start
+        # a mismatch: recorded, latched, refused; the download log journaled before
+        p.software.at_start(then=p.installs.at_start)
         if not auth.signatures:
             log.warning("[auth] signatures = false: floor requests are NOT authenticated")
         for line in plan.accepted_risk_lines:  # also in the retained state
@@ -198,6 +200,7 @@ class TableDaemon:
 
         self.notifier.status("starting devices")
         await p.devices.start(p.on_device_event, p.link, j.chain)
+        p.switches.start()  # each switch's state read, journaled; then every change
         self._task(p.procedure.run(), "procedure")
         self._task(self.extensions.run_ticks(), "extensions")
         self._task(p.software.run(), "software-check")
@@ -248,6 +251,8 @@ class TableDaemon:
         chain.append_event(
             "power_up",
             {
+                # how the previous run ended: power_down, or lost (the lab's power loss)
+                "previous_end": previous_end(chain),
                 "version": __version__,
                 "table_id": self.cfg.table_id,
                 "game": self.cfg.game_id,
@@ -279,6 +284,7 @@ class TableDaemon:
             with contextlib.suppress(BaseException):
                 await t
         if p is not None:
+            p.switches.stop()
             await p.devices.stop()
             await p.link.stop()
         if self.journal is not None:
@@ -320,6 +326,7 @@ class TableDaemon:
             self.lockout,
             channel=channel,
             dual=self.dual_control,
+            presence=self.parts.technicians,
         )
 
     async def _serial_console(self, port: str, baud: int) -> None:

@@ -83,10 +83,13 @@ def gpio_problems(
     ]
 
 
-def pin_factory_for(devices: Sequence[DeviceConfig], *, simulated: bool) -> Any:
-    """The one pin factory of the table: None if no enabled device uses GPIO; mock pins
-    for a simulated table; else the Raspberry Pi's (lgpio)."""
-    if not any(d.enabled and needs_gpio(d) for d in devices):
+def pin_factory_for(
+    devices: Sequence[DeviceConfig], *, simulated: bool, switches: bool = False
+) -> Any:
+    """The one pin factory of the table: None if no enabled device uses GPIO (nor, with
+    ``switches``, the table's switches); mock pins for a simulated table; else the
+    Raspberry Pi's (lgpio)."""
+    if not switches and not any(d.enabled and needs_gpio(d) for d in devices):
         return None
     from drivers.gpio import make_pin_factory
 

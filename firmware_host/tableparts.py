@@ -24,19 +24,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from drivers.switches.bank import SwitchBank
+
 from .assembly import TablePlan
 from .auth import Authenticator
 from .config import TableConfig
-from .console import Lockout
+from .console import Lockout, OperatorPresence
 from .console.keypad import KeypadSignInDesk
 from .console_backend import TableConsoleBackend
 from .devices import TableDevices, pin_factory_for
 from .face.board import BoardDevice, ResultBoard, TableStatistics
+from .face.limits import TableLimits
 from .integrity.alerts import Alerts
 from .integrity.clock import ClockWatch, StepWatch
+from .integrity.installs import RECORD, SoftwareInstalls
 from .integrity.monitor import IntegrityMonitor, max_payout_of
 from .integrity.pace import DealerRoster, PaceMonitor
 from .integrity.selfcheck import SoftwareCheck
+from .integrity.switches import TableSwitches
 from .journal import Journal
 from .logsetup import RoundLog
 from .mqtt import AfterPublication, FloorLink, read_retained
@@ -48,9 +53,12 @@ from .table.extension import TableExtensions
 from .table.floor import FloorRequests
 from .table.floorcheck import FLOOR_RECORD, RETAINED, JournalFloorCheck, floor_record_topic
 from .table.jackpot import JackpotController, JackpotDisplay, JackpotSign
+from .table.maintenance import Maintenance
+from .table.phase import Phase
 from .table.procedures import Procedure, ProcedureContext, make_procedure
 from .table.round_commands import table_commands
 from .table.state import LatchedFaults, TableState
+from .table.witness import ResultWitness, WitnessDevice, WitnessHealth, without_witness
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +89,15 @@ class TableParts:
     #: Integrity alerts held until acknowledged (``docs/integrity.md``).
     alerts: Alerts
     software: SoftwareCheck
+    #: The download log journaled at start (``integrity/installs.py``).
+    installs: SoftwareInstalls
+    #: Out of play between rounds for an update (``table/maintenance.py``).
+    maintenance: Maintenance
     round_log: RoundLog
     jackpot_display: JackpotDisplay | None
     board: ResultBoard | None
+    #: The table's limits per bet type, retained for the screens (``limits`` topic).
+    limits: TableLimits
     statistics: TableStatistics | None
     integrity: IntegrityMonitor
     pace: PaceMonitor
@@ -91,11 +105,22 @@ class TableParts:
     #: The wall clock against the monotonic clock on every tick (CLOCK_STEP).
     clock_steps: StepWatch
     console_backend: TableConsoleBackend
+    #: The technicians logged in at the console now (each session tells it).
+    technicians: OperatorPresence
+    #: The table's doors, lids, boxes and tamper loops as significant events.
+    switches: TableSwitches
+    #: The result's second reading (``[witness]``, ``docs/witness.md``) and its health.
+    witness: ResultWitness | None = None
+    witness_health: WitnessHealth | None = None
+    #: A ``device`` or ``keypad`` witness's events as its readings.
+    witness_device: WitnessDevice | None = None
 
     async def on_device_event(self, device: str, event: Any) -> None:
-        """A device's event: to the procedure, then to the integrity detectors and to the
-        keypad's sign-in."""
+        """A device's event: to the procedure, the witness, then to the integrity
+        detectors and to the keypad's sign-in."""
         await self.procedure.on_device_event(device, event)
+        if self.witness_device is not None:
+            await self.witness_device.on_device_event(device, event)
         await self.integrity.on_device_event(device, event)
         await self.keypad_sign_in.on_device_event(device, event)
 
@@ -143,11 +168,13 @@ def build_parts(
         roster, console.dealers, Lockout(console.max_tries, console.lockout_seconds), j.chain
     )
     jackpot = _jackpot(j, plan, cfg) if plan.jackpot_params is not None else None
+    maintenance = Maintenance(j.chain, cfg.table_id)
     engine = RoundEngine(
         cfg,
         j,
         jackpot=jackpot,
-        play_stop=faults.play_stop,
+        # no round opens while a fault is latched or the table is in maintenance
+        play_stop=functools.partial(maintenance.play_stop, faults.play_stop),
         extensions=extensions,
         caps=plan.bet_caps,
         dealer=roster.current,
@@ -156,18 +183,41 @@ def build_parts(
         # While the ball spins, the bets are settled for every outcome (table/ahead.py).
         runner=loop_runner(asyncio.get_running_loop().call_soon),
     )
-    devices = TableDevices(
-        plan.devices,
-        pin_factory=pin_factory or pin_factory_for(plan.devices, simulated=plan.simulated),
+    pins = pin_factory or pin_factory_for(
+        plan.devices, simulated=plan.simulated, switches=any(s.enabled for s in plan.switches)
+    )
+    devices = TableDevices(plan.devices, pin_factory=pins)
+    # A second reading of each result, between the procedure and the engine (docs/witness.md).
+    witness = (
+        ResultWitness(
+            plan.witness,
+            engine,
+            db=j.db,
+            chain=j.chain,
+            faults=j.faults,
+            approvals=j.requests,
+            extensions=extensions,
+        )
+        if plan.witness is not None
+        else None
     )
     procedure = make_procedure(
         ProcedureContext(
-            engine, devices=tuple(devices), report_fault=engine.report_fault, extensions=extensions
+            engine,
+            devices=tuple(devices),
+            report_fault=engine.report_fault,
+            extensions=extensions,
+            results=witness,
         )
     )
     # Each command's handler, registered by the part that answers it (table/commands.py).
     commands = table_commands(engine, procedure, j, jackpot=jackpot)
     roster.register_commands(commands)
+    maintenance.register_commands(commands)
+    if witness is not None:
+        witness.register_commands(commands)
+    else:
+        without_witness(commands)
     floor = FloorRequests(engine, procedure, j, auth=auth, commands=commands)
     link = FloorLink(
         plan.mqtt,
@@ -188,10 +238,13 @@ def build_parts(
         anchor=j.rounds.anchor,
         accepted_risks=plan.accepted_risks,
         refused=floor.refusals.snapshot,
+        maintenance=maintenance.snapshot,
     )
-    # The retained state follows the faults, the refusals' windows and the storage
-    # fault; the link retries what it could not mark published when the storage answers.
+    # The retained state follows the faults, the maintenance, the refusals' windows and
+    # the storage fault; the link retries what it could not mark published when the
+    # storage answers.
     j.faults.add_listener(state.refresh)
+    maintenance.add_listener(state.refresh)
     floor.refusals.listeners.append(state.refresh)
     j.db.storage.add_listener(state.refresh)
     j.db.storage.add_listener(link.storage_changed)
@@ -199,7 +252,21 @@ def build_parts(
     alerts.register_commands(commands)
     software = SoftwareCheck(plan.software, j.chain, j.faults, alerts)
     software.register_commands(commands)
-    board, statistics = _faces(plan, cfg, extensions, devices, link, j)
+    witness_health = (
+        WitnessHealth(witness, raise_alert=alerts.raise_, publish=link.set_device)
+        if witness is not None
+        else None
+    )
+    board, statistics = _faces(plan, cfg, extensions, devices, link, j, roster)
+    limits = TableLimits(
+        extensions,
+        game=cfg.game,
+        rules=cfg.rules,
+        money=cfg.money,
+        limits=lambda: engine.cfg.limits,
+        name=cfg.name,
+        publish=functools.partial(link.set_snapshot, "limits"),
+    )
     clock_watch = (
         ClockWatch(
             alerts,
@@ -226,6 +293,18 @@ def build_parts(
         synchronised=clock_watch.synchronised if clock_watch is not None else lambda: None,
     )
     steps.add_listener(pace.clock_stepped)
+    technicians = OperatorPresence()
+    switches = TableSwitches(
+        # a simulated table's mock pins start with every switch closed (at rest)
+        SwitchBank(plan.switches, pin_factory=pins, at_rest=plan.simulated),
+        chain=j.chain,
+        db=j.db,
+        alerts=alerts,
+        table_id=cfg.table_id,
+        round_in_flight=functools.partial(_round_in_flight, engine),
+        present=technicians.present,
+        health=link.set_device,
+    )
     return TableParts(
         auth=auth,
         floor_check=check,
@@ -242,9 +321,12 @@ def build_parts(
         state=state,
         alerts=alerts,
         software=software,
+        installs=SoftwareInstalls(j.chain, cfg.table_id, Path(plan.journal.path).parent / RECORD),
+        maintenance=maintenance,
         round_log=RoundLog(extensions, cfg.money),
         jackpot_display=_jackpot_display(plan, extensions, jackpot, devices, link),
         board=board,
+        limits=limits,
         statistics=statistics,
         integrity=_integrity(plan, cfg, extensions, alerts, devices, j),
         pace=pace,
@@ -255,7 +337,8 @@ def build_parts(
             engine=engine,
             journal=j,
             link=link,
-            drivers=devices.drivers,
+            # the console's `devices` shows the table's switches too
+            drivers={**devices.drivers, **switches.bank.switches},
             jackpot_controller=jackpot,
             loop_lag=loop_lag.seconds,
             config_path=config_path,
@@ -264,7 +347,22 @@ def build_parts(
             dealers=roster,
             pace=pace,
         ),
+        technicians=technicians,
+        switches=switches,
+        witness=witness,
+        witness_health=witness_health,
+        witness_device=(
+            WitnessDevice(witness, extensions)
+            if witness is not None and witness.settings.source != "mqtt"
+            else None
+        ),
     )
+
+
+def _round_in_flight(engine: RoundEngine) -> str | None:
+    """The round whose betting is open or closed (a switch opened then opened in it)."""
+    cur = engine.current
+    return cur.round_id if cur is not None and engine.phase in (Phase.OPEN, Phase.CLOSED) else None
 
 
 def _jackpot(journal: Journal, plan: TablePlan, cfg: TableConfig) -> JackpotController:
@@ -317,9 +415,11 @@ def _faces(
     devices: TableDevices,
     link: FloorLink,
     journal: Journal,
+    roster: DealerRoster,
 ) -> tuple[ResultBoard | None, TableStatistics | None]:
-    """The result board (``board`` topic and the board devices) and the statistics
-    (``stats`` topic) of a table whose game has a result layout."""
+    """The result board (``board`` topic and the board devices; with the dealer on
+    duty, published again when the roster changes) and the statistics (``stats`` topic)
+    of a table whose game has a result layout."""
     boards = [d.driver for d in devices if d.kind == "board"]
     board = (
         ResultBoard(
@@ -329,10 +429,14 @@ def _faces(
             boards=[b for b in boards if isinstance(b, BoardDevice)],
             shoe_log=journal.chain,
             rules=cfg.rules,
+            dealer=roster.current,
         )
         if ResultBoard.applies(cfg.game_id)
         else None
     )
+    if board is not None:  # a subscription: the board shows who deals
+        shown = board
+        roster.add_listener(lambda _old, _new: shown.refresh())
     statistics = (
         TableStatistics(
             extensions,

@@ -44,7 +44,7 @@ class ConfigInvalid(ValueError):
 class FieldSpec:
     """One key of a non-game section."""
 
-    kind: str  # int, bool, str, fraction, int_list, str_list, table
+    kind: str  # int, bool, str, path, fraction, int_list, str_list, table
     default: Any = None
     required: bool = False
     doc: str = ""

@@ -5,11 +5,34 @@ strings naming their path (and the article that authorises a range, if any)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
-__all__ = ["check_value", "coerce"]
+__all__ = ["check_value", "coerce", "document_dir", "relative_to"]
+
+#: The directory a ``path`` value of the document being read is relative to (the table
+#: file's own); None: the working directory (a section built in code, a test's).
+_DOCUMENT_DIR: ContextVar[Path | None] = ContextVar("document_dir", default=None)
+
+
+def document_dir() -> Path | None:
+    """The directory ``path`` values are read relative to, if a table file is being read."""
+    return _DOCUMENT_DIR.get()
+
+
+@contextlib.contextmanager
+def relative_to(directory: str | Path | None) -> Iterator[None]:
+    """While reading a document, ``path`` values are relative to ``directory`` (the
+    table file's directory: ``firmware_host.config.load_config`` sets it)."""
+    token = _DOCUMENT_DIR.set(None if directory is None else Path(directory))
+    try:
+        yield
+    finally:
+        _DOCUMENT_DIR.reset(token)
 
 
 def _cite(meta: Mapping[str, Any]) -> str:
@@ -30,6 +53,14 @@ def coerce(kind: str, value: Any, path: str, meta: Mapping[str, Any]) -> tuple[A
         if not isinstance(value, str):
             return None, f"{path}: expected a string, got {value!r}"
         return value, None
+    if kind == "path":
+        if not isinstance(value, str) or not value.strip():
+            return None, f"{path}: expected a file path (a string), got {value!r}"
+        base = _DOCUMENT_DIR.get()
+        where = Path(value).expanduser()
+        if not where.is_absolute() and base is not None:
+            where = base / where
+        return str(where), None
     if kind == "fraction":
         if isinstance(value, (bool, float)):
             return None, (

@@ -462,7 +462,10 @@ async def run_demo(
             out(f"  technician console: tablectl console --socket {t.tmp / 'console.sock'}")
             out(f"  table status: tablectl status --socket {t.tmp / 'console.sock'}")
             if t.view is not None:
-                out(f"  the table's face (board, roads, rounds, live): {t.view.url}")
+                url, tid = t.view.url, t.table_id  # tablectl view's pages (docs/view.md)
+                out(f"  the board facing the players (live): {url}board/{tid}")
+                out(f"  the table's page (rounds, bets, devices): {url}table/{tid}")
+                out(f"  the pit (every table followed): {url}")
             out(
                 f"  the floor's view: mosquitto_sub -h {t.host} -p {t.port} -t '{PREFIX}/tables/{cfg.table_id}/#' -v"
             )

@@ -68,6 +68,9 @@ class FloorClient:
     finished: set[str] = field(default_factory=set)
     #: Who signs the requests (None: unsigned, for a table with signatures off).
     signers: Principals | None = None
+    #: The broker account (``tablectl rollout``: the updater's), if the broker asks one.
+    username: str | None = None
+    password: str | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _client: aiomqtt.Client | None = None
     _task: asyncio.Task[None] | None = None
@@ -117,8 +120,9 @@ class FloorClient:
         while True:
             try:
                 async with aiomqtt.Client(
-                    self.host, self.port, identifier=self.client_id, keepalive=10
-                ) as c:
+                    self.host, self.port, identifier=self.client_id, keepalive=10,
+                    username=self.username, password=self.password,
+                ) as c:  # fmt: skip
                     self._client = c
                     await c.subscribe(f"{self.root}/#", qos=1)
                     self._ready.set()

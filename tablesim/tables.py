@@ -28,6 +28,16 @@ DEMO_DRIVERS: dict[str, str] = {
 }
 
 
+#: The demo table's doors (``[switches.<name>]``, ``docs/integrity.md``): on its mock pins
+#: they start closed and stay quiet; a test opens one by driving its pin.
+DEMO_SWITCHES: dict[str, dict[str, Any]] = {
+    "lid": {"kind": "lid", "pin": 17},
+    "drop_box": {"kind": "drop_box", "pin": 22, "pin_b": 23},
+    "cash_box": {"kind": "cash_box", "pin": 24},
+    "tray": {"kind": "tray", "pin": 25, "open_in_round": True, "technician": False},
+}
+
+
 def table_document(
     game: str,
     devices: Mapping[str, Any],
@@ -55,6 +65,7 @@ def table_document(
         },
         "limits": {"min_stake": 2500, "max_stake": 500000},
         "devices": dict(devices),
+        "switches": copy.deepcopy(DEMO_SWITCHES),
         "daemon": {"simulated": True},
     }
     if mqtt is not None:

@@ -20,5 +20,7 @@ the table daemon never imports it and never waits for it.
 - :mod:`tableview.model`: the pit as the page sees it, from the MQTT messages;
 - :mod:`tableview.trust`: the tables' public keys (``--key``, ``--registry``);
 - :mod:`tableview.server`: the MQTT subscriber and the aiohttp web server;
-- :mod:`tableview.cli`: the ``view`` subcommand.
+- :mod:`tableview.cli`: the ``view`` subcommand;
+- :mod:`tableview.kiosk`: the browser showing the board on the Pi's own screen, kept
+  showing it (``python -m tableview.kiosk``, ``systemd/tablectl-board.service``).
 """

@@ -27,6 +27,7 @@ removed), so the memory it takes is about what it shows.
 from __future__ import annotations
 
 import re
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from firmware_host.boundedjson import RequestShapeError, check_shape
 from .caps import Caps
 
 #: Retained snapshots kept as they are, by topic (relative to the table's root).
-SNAPSHOTS = ("state", "board", "stats", "jackpot", "alerts")
+SNAPSHOTS = ("state", "board", "stats", "jackpot", "alerts", "limits")
 #: Topics the view reads below a table's root (``devices/+``: one per device).
 TOPICS = (*SNAPSHOTS, "rounds", "events", "devices/+")
 #: Bet fields the page shows.
@@ -130,11 +131,89 @@ def round_summary(r: Mapping[str, Any], max_bets: int) -> dict[str, Any]:
         "bets": [{k: b.get(k) for k in BET_FIELDS} for b in bets[:max_bets]],
         "bets_count": len(bets),
         "at": stamps.get(str(r.get("status"))) or stamps.get("result"),
+        "dealer": r.get("dealer"),
     }
 
 
 def _text(value: Any) -> bytes:
     return orjson.dumps(value)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+@dataclass
+class Totals:
+    """What the view added up of a table's settled rounds since it started following
+    it (the pit page's handle, win, hold and pace, "from settled rounds"): each round
+    counted once, by id, however often it is delivered. Amounts in minor units."""
+
+    #: When the view first heard a round of the table (its own clock, ISO-8601 UTC).
+    since: str = ""
+    rounds: int = 0
+    voids: int = 0
+    #: Stakes of the settled rounds (a void's stakes are refunded: not handle), the
+    #: banker's capital of a player-banked table aside (it is staked against the places,
+    #: not wagered with the house: ``bank.layers[].capital``, docs/rules/super-pan-9.md).
+    handle: int = 0
+    #: The house's net result of the settled rounds (``totals.house_net``).
+    win: int = 0
+    currency: str | None = None
+    minor_digits: int | None = None
+    #: The first round's opening and the last round's end, as the table stamped them.
+    first_at: str | None = None
+    last_at: str | None = None
+    #: Round ids counted (the most recent ones: a QoS 1 re-delivery is of a recent round).
+    seen: deque[Any] = field(default_factory=lambda: deque(maxlen=4096))
+
+    def add(self, r: Mapping[str, Any]) -> None:
+        rid = r.get("round_id")
+        if rid in self.seen:
+            return
+        self.seen.append(rid)
+        if not self.since:
+            self.since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        raw = r.get("timestamps")
+        stamps: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+        opened, ended = stamps.get("opened"), stamps.get(str(r.get("status")))
+        if isinstance(opened, str) and (self.first_at is None or opened < self.first_at):
+            self.first_at = opened
+        if isinstance(ended, str) and (self.last_at is None or ended > self.last_at):
+            self.last_at = ended
+        if r.get("status") != "settled":
+            self.voids += 1
+            return
+        raw = r.get("totals")
+        totals: Mapping[str, Any] = raw if isinstance(raw, dict) else {}
+        self.rounds += 1
+        self.handle += _int(totals.get("stakes")) - _capital(r.get("bank"))
+        self.win += _int(totals.get("house_net"))
+        if isinstance(r.get("currency"), str):
+            self.currency = r["currency"]
+        if isinstance(r.get("minor_digits"), int):
+            self.minor_digits = r["minor_digits"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "since": self.since,
+            "rounds": self.rounds,
+            "voids": self.voids,
+            "handle": self.handle,
+            "win": self.win,
+            "currency": self.currency,
+            "minor_digits": self.minor_digits,
+            "first_at": self.first_at,
+            "last_at": self.last_at,
+        }
+
+
+def _capital(bank: Any) -> int:
+    """The banker's capital in a round's ``bank`` (0 where there is none)."""
+    layers = bank.get("layers") if isinstance(bank, dict) else None
+    if not isinstance(layers, list):
+        return 0
+    return sum(_int(x.get("capital")) for x in layers if isinstance(x, dict))
 
 
 @dataclass
@@ -149,6 +228,8 @@ class TableModel:
     events: deque[bytes] = field(default_factory=deque)
     #: Bytes kept (the parts' texts).
     size: int = 0
+    #: The settled rounds added up since the view started following the table.
+    totals: Totals = field(default_factory=Totals)
 
     def text(self) -> bytes:
         """The table as the page reads it (``/api/tables``, the ``table`` event)."""
@@ -158,7 +239,7 @@ class TableModel:
         devices = b",".join(_text(n) + b":" + self.devices[n] for n in sorted(self.devices))
         parts += [b',"devices":{', devices, b'},"rounds":[']
         parts += [b",".join(t for _, t in self.rounds), b'],"events":[']
-        parts += [b",".join(self.events), b"]}"]
+        parts += [b",".join(self.events), b'],"totals":', _text(self.totals.to_json()), b"}"]
         return b"".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -285,6 +366,7 @@ class Pit:
             rid = data.get("round_id")
             if any(r == rid for r, _ in t.rounds):
                 return False  # a re-delivery (QoS 1): same round, same bytes
+            t.totals.add(data)
             text, old = _text(round_summary(data, self.caps.bets)), 0
         else:
             text = _text(data)
@@ -307,9 +389,11 @@ class Pit:
         t._trim(self.caps.table_bytes, keep_round=rest == "rounds", keep_event=rest == "events")
         return True
 
-    def text(self) -> bytes:
-        """Every table, by id (``{"tables": [...]}`` without its closing brace)."""
-        return b'{"tables":[' + b",".join(self.tables[k].text() for k in sorted(self.tables)) + b"]"
+    def text(self, only: str | None = None) -> bytes:
+        """Every table, by id (``{"tables": [...]}`` without its closing brace); ``only``:
+        that table alone (none if the view does not have it)."""
+        ids = sorted(self.tables) if only is None else [only] if only in self.tables else []
+        return b'{"tables":[' + b",".join(self.tables[k].text() for k in ids) + b"]"
 
     def to_json(self) -> dict[str, Any]:
         return {"tables": [self.tables[k].to_json() for k in sorted(self.tables)]}

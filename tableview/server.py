@@ -6,11 +6,15 @@ the page draws (``state``, ``board``, ``stats``, ``jackpot``, ``alerts``, ``roun
 every table: it then drops the others itself, :class:`tableview.model.Selection`), and
 serves:
 
-- ``/``: the page (``static/index.html``), ``/static/...`` its CSS and JavaScript;
+- ``/``: the pit page (``static/pit.html``: every table at a glance), ``/table/<id>``
+  a table's page (``static/table.html``), ``/board/<id>`` (or ``/board``: the first
+  table) the table's board for a screen facing the players (``static/board.html``),
+  ``/static/...`` their CSS, JavaScript and the words of the board (``i18n.json``);
 - ``/api/tables``: every table as JSON (``tableview.model``), and the ``link``: the
   broker, what the view follows, whether it verifies signatures, its caps and the
   messages it ignored;
-- ``/events``: server-sent events: a ``snapshot`` of the pit on connection, then a
+- ``/events`` (``?table=ID``: that table only): server-sent events: a ``snapshot`` of
+  the pit on connection, then a
   ``table`` event with the table's whole state when its topics changed, and a ``link``
   event when the link or the ignored counts changed.
 
@@ -137,7 +141,10 @@ class ViewServer:
     # -- life-cycle -----------------------------------------------------------------------
     async def start(self) -> None:
         app = web.Application()
-        app.router.add_get("/", self._index)
+        app.router.add_get("/", self._page("pit.html"))
+        app.router.add_get("/table/{table_id}", self._page("table.html"))
+        app.router.add_get("/board", self._page("board.html"))
+        app.router.add_get("/board/{table_id}", self._page("board.html"))
         app.router.add_get("/api/tables", self._api)
         app.router.add_get("/events", self._events)
         app.router.add_static("/static/", STATIC, follow_symlinks=False)
@@ -294,11 +301,19 @@ class ViewServer:
             page.link = True
             page.wake.set()
 
-    def _everything(self) -> bytes:
-        return self.pit.text() + b',"link":' + orjson.dumps(self._link(topics=True)) + b"}"
+    def _everything(self, only: str | None = None) -> bytes:
+        link = orjson.dumps(self._link(topics=True))
+        return self.pit.text(only) + b',"link":' + link + b"}"
 
-    async def _index(self, request: web.Request) -> web.StreamResponse:
-        return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+    @staticmethod
+    def _page(name: str) -> Any:
+        """A page of the view (the pit, a table, a table's board): a static file; the
+        page reads the table it shows from its address."""
+
+        async def page(request: web.Request) -> web.StreamResponse:
+            return web.FileResponse(STATIC / name, headers={"Cache-Control": "no-cache"})
+
+        return page
 
     async def _api(self, request: web.Request) -> web.Response:
         return web.Response(body=self._everything(), content_type="application/json")
@@ -312,10 +327,11 @@ class ViewServer:
             }
         )
         await resp.prepare(request)
+        only = request.query.get("table") or None  # a table's page or board: that table only
         page = _Page()
         self._pages.add(page)
         try:
-            await resp.write(b"event: snapshot\ndata: " + self._everything() + b"\n\n")
+            await resp.write(b"event: snapshot\ndata: " + self._everything(only) + b"\n\n")
             while True:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(page.wake.wait(), 15)
@@ -327,6 +343,8 @@ class ViewServer:
                 page.wake.clear()
                 changed, page.tables = page.tables, {}
                 for tid in changed:
+                    if only is not None and tid != only:
+                        continue
                     t = self.pit.tables.get(tid)
                     if t is not None:
                         await resp.write(b"event: table\ndata: " + t.text() + b"\n\n")

@@ -55,23 +55,26 @@ ROLES_BEFORE = {
     "dealer": {"open_betting", "close_betting", "void_throw", "result", "decide",
                "deal_setup", "new_shoe", "status", "dealer_sign_in", "dealer_sign_out"},
     "pit_supervisor": {"void_round", "jackpot_paid", "ack_alert", "verify_software",
-                       "dealer_sign_in", "dealer_sign_out", "dealer_sign_in_others", "status"},
+                       "dealer_sign_in", "dealer_sign_out", "dealer_sign_in_others", "status",
+                       "resolve_result",  # issue 32: a held result resolved
+                       # issue 35: a table out of play between rounds for an update
+                       "maintenance", "end_maintenance"},
     "floor_system": {"place", "cancel", "status", "replay_rounds"},
     "floor_ingest": {"replay_rounds", "status", "floor_record"},
     "jackpot_attendant": {"jackpot_paid", "status"},
     "observer": {"status"},
+    "witness": {"witness_result", "status"},  # issue 32: the result's second reading
 }  # fmt: skip
 
 
 def test_the_policy_derived_from_the_specs_is_the_policy_as_it_was() -> None:
     assert {r: set(p) for r, p in BUILTIN_ROLES.items()} == ROLES_BEFORE
-    assert set(COMMAND_PERMISSIONS) == set(CATALOGUE) and len(CATALOGUE) == 15
+    assert set(COMMAND_PERMISSIONS) == set(CATALOGUE) and len(CATALOGUE) == 19  # 17 and issue 35's two
     play = {"place", "cancel", "open_betting", "close_betting", "void_throw", "result",
             "decide", "deal_setup", "new_shoe"}  # fmt: skip
     assert play == PLAY_PERMISSIONS
-    assert {"void_round", "jackpot_paid", "ack_alert", "dealer_sign_in_others"} == (
-        SUPERVISION_PERMISSIONS
-    )
+    assert {"void_round", "jackpot_paid", "ack_alert", "dealer_sign_in_others", "resolve_result",
+            "maintenance", "end_maintenance"} == SUPERVISION_PERMISSIONS  # fmt: skip
     assert TWO_PERSON == ("jackpot_paid",)
     assert set(CATALOGUE) | {"place", "cancel", "floor_record", "dealer_sign_in_others"} == (
         PERMISSIONS
@@ -162,7 +165,11 @@ async def test_each_command_is_answered_by_the_class_its_spec_names(
         owners = {name: commands.owner(name) for name in CATALOGUE}
         # a table without a progressive jackpot: jackpot_paid is refused NOT_SUPPORTED
         assert owners.pop("jackpot_paid") is None
-        assert owners == {n: s.handler for n, s in CATALOGUE.items() if n != "jackpot_paid"}
+        # a table without a witness: witness_result and resolve_result are refused
+        # NO_WITNESS (a table with one: tests/table/test_witness.py)
+        assert owners.pop("witness_result") is None and owners.pop("resolve_result") is None
+        unanswered = ("jackpot_paid", "witness_result", "resolve_result")
+        assert owners == {n: s.handler for n, s in CATALOGUE.items() if n not in unanswered}
         assert d.parts.console_backend is not None and d.parts.console_backend.commands is commands
         with_jackpot = table_commands(d.parts.engine, d.parts.procedure, d.journal, jackpot=object())  # type: ignore[arg-type]
         assert with_jackpot.owner("jackpot_paid") == CATALOGUE["jackpot_paid"].handler

@@ -46,6 +46,7 @@ def test_every_registered_section_key_is_documented() -> None:
     from firmware_host.mqtt import MQTT_SPECS
     from firmware_host.table.bets import BETS_SPECS
     from firmware_host.table.jackpot import JACKPOT_SPECS
+    from firmware_host.table.witness_settings import WITNESS_SPECS
 
     text = (ROOT / "docs" / "configuration.md").read_text()
     for section, specs in (
@@ -59,6 +60,7 @@ def test_every_registered_section_key_is_documented() -> None:
         ("bets", BETS_SPECS),
         ("software", SOFTWARE_SPECS),
         ("integrity", INTEGRITY_SPECS),
+        ("witness", WITNESS_SPECS),
     ):
         assert f"## `[{section}]`" in text, section
         block = text.split(f"## `[{section}]`", 1)[1].split("\n## ", 1)[0]

@@ -143,11 +143,17 @@ NOT_HERE: list[tuple[str, str]] = [
     (r"^/opt/tablectl/", "the Pi's installed venv (install); the same subcommands run here"),
     (r"^mosquitto_sub .*-h (broker|floor-broker)", "the casino's broker"),
     (r"^(\./dev test|\.venv/bin/python -m pytest)", "the test suite itself"),
+    (r"^packaging/deb/build ", "builds the Debian package (CI: packaging/deb/check)"),
+    (r"^ansible-playbook ", "the floor's update (tests/fleet/test_update_playbook.py runs it)"),
     (
         r"^(for i in 1 2; do timeout 3600 python3|time \./dev test|kill %1)",
         "the load check (the suite itself)",
     ),
     (r"^(\.venv/bin/python|python) -m bench", "benchmarks (tests/test_bench_smoke.py)"),
+    (
+        r"^\.venv/bin/python -m tests\.e2e\.viewshots ",
+        "ten minutes of demo tables and Chromium (tests/e2e/test_view_board.py runs the same)",
+    ),
     (r"^\.venv/bin/pip install -e '\.\[bench\]'", "installs the benchmarks' peers from PyPI"),
     (
         r"^tablectl view --(config /etc|broker mqtts?://(pit|10\.))",

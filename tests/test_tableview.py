@@ -120,7 +120,7 @@ def test_given_the_keys_only_what_each_table_signed_is_shown() -> None:
     keys = {"MO-R-07": (load_pem_public_key(real.public_pem()),)}
     pit = Pit("casino", keys=keys)  # type: ignore[arg-type]
     assert pit.verifying
-    state = {"table_id": "MO-R-07", "phase": "open", "schema_version": 5}
+    state = {"table_id": "MO-R-07", "phase": "open", "schema_version": 6}
     assert pit.apply("casino/tables/MO-R-07/state", real.seal("state", state)) == "MO-R-07"
     assert pit.tables["MO-R-07"].to_json()["state"] == state  # without its signature
     forged = {**state, "phase": "closed"}
@@ -142,10 +142,15 @@ async def test_the_view_serves_the_page_and_streams_changes(mosquitto_broker: An
     async with view:
         await view.wait_subscribed()
         async with aiohttp.ClientSession() as http:
-            async with http.get(view.url) as r:
-                assert r.status == 200 and "view.js" in await r.text()
-            async with http.get(view.url + "static/view.js") as r:
-                assert r.status == 200
+            # the pit page, a table's page, its board; their scripts and words
+            for page, script in (("", "pit.js"), ("table/T9", "table.js"), ("board/T9", "board.js"),
+                                 ("board", "board.js")):  # fmt: skip
+                async with http.get(view.url + page) as r:
+                    assert r.status == 200 and script in await r.text(), page
+            for static in ("common.js", "pit.js", "table.js", "board.js", "link.js", "i18n.json",
+                           "board.css", "view.css"):  # fmt: skip
+                async with http.get(view.url + "static/" + static) as r:
+                    assert r.status == 200, static
             async with http.get(view.url + "events") as stream:
                 first = await stream.content.readuntil(b"\n\n")
                 assert first.startswith(b"event: snapshot")
@@ -296,3 +301,83 @@ def test_the_runtime_never_imports_the_view() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_the_pit_adds_up_each_tables_settled_rounds_once() -> None:
+    """Issue 33: the pit page's handle and win, from the settled rounds the view received:
+    each round once, however often delivered; a void is no handle; the figures are the
+    rounds' own totals added up here."""
+    pit = Pit("casino")
+    rounds = [
+        {"round_id": "T1-1", "status": "settled", "currency": "MOP", "minor_digits": 2,
+         "totals": {"stakes": 168800, "house_net": 26200},
+         "timestamps": {"opened": "2026-05-09T07:00:00.000Z", "settled": "2026-05-09T07:01:00.000Z"}},
+        {"round_id": "T1-2", "status": "void", "totals": {"stakes": 5000, "house_net": 0},
+         "timestamps": {"opened": "2026-05-09T07:02:00.000Z", "void": "2026-05-09T07:02:30.000Z"}},
+        {"round_id": "T1-3", "status": "settled", "currency": "MOP", "minor_digits": 2,
+         "totals": {"stakes": 10000, "house_net": -35000},
+         "timestamps": {"opened": "2026-05-09T07:03:00.000Z", "settled": "2026-05-09T07:04:00.000Z"}},
+    ]  # fmt: skip
+    for r in [*rounds, rounds[0], rounds[2]]:  # two re-deliveries
+        pit.apply("casino/tables/T1/rounds", msg(r))
+    caps = Caps(history=1)  # the totals do not depend on the rounds kept
+    small = Pit("casino", caps=caps)
+    for r in rounds:
+        small.apply("casino/tables/T1/rounds", msg(r))
+    for p in (pit, small):
+        tot = p.to_json()["tables"][0]["totals"]
+        assert (tot["rounds"], tot["voids"]) == (2, 1)
+        assert tot["handle"] == 168800 + 10000 and tot["win"] == 26200 - 35000
+        assert (tot["first_at"], tot["last_at"]) == ("2026-05-09T07:00:00.000Z",
+                                                     "2026-05-09T07:04:00.000Z")  # fmt: skip
+        assert tot["currency"] == "MOP" and tot["since"]
+    assert len(small.to_json()["tables"][0]["rounds"]) == 1
+    # one table's stream: the others are left out
+    pit.apply("casino/tables/T2/state", msg({"phase": "open"}, "T2"))
+    assert [t["table_id"] for t in json.loads(pit.text("T2") + b"}")["tables"]] == ["T2"]
+    assert json.loads(pit.text("T9") + b"}")["tables"] == []
+
+
+def test_the_pits_handle_leaves_out_the_bankers_capital() -> None:
+    """A player-banked table (Super Pan 9, P'ai Kao): the round's ``totals.stakes`` holds
+    the banker's capital beside the places' bets (``bank.layers[].capital``,
+    docs/rules/super-pan-9.md); the banker stakes it against the places, not with the
+    house, so the pit's handle is the bets: here 45,000 + 5,000 of 1,045,000 + 5,000."""
+    pit = Pit("casino")
+    banked = {"round_id": "T1-1", "status": "settled", "currency": "MOP", "minor_digits": 2,
+              "totals": {"stakes": 1045000, "house_net": 2300},
+              "bank": {"layers": [{"capital": 1000000, "net": 42700, "who": "banker"}]},
+              "timestamps": {"opened": "2026-05-09T07:00:00.000Z"}}  # fmt: skip
+    plain = {"round_id": "T1-2", "status": "settled", "totals": {"stakes": 5000, "house_net": 100},
+             "bank": {"layers": "not a list"}, "timestamps": {"opened": "2026-05-09T07:01:00.000Z"}}  # fmt: skip
+    for r in (banked, plain):
+        pit.apply("casino/tables/T1/rounds", msg(r))
+    tot = pit.to_json()["tables"][0]["totals"]
+    assert tot["handle"] == 45000 + 5000 and tot["win"] == 2300 + 100
+
+
+def test_the_view_imports_nothing_of_the_daemons_runtime() -> None:
+    """Issue 33: what the board shows comes from the table's signed topics; the view uses
+    the project's shared helpers (signatures, bounded JSON, MQTT settings, progress
+    lines, the command line's checks) and never the daemon's parts."""
+    allowed = {
+        "firmware_host.auth.evidence", "firmware_host.auth.keys", "firmware_host.auth.identity",
+        "firmware_host.boundedjson", "firmware_host.mqtt", "firmware_host.progress",
+        "firmware_host.cliargs", "firmware_host.config", "firmware_host.logsetup",
+    }  # fmt: skip
+    import ast
+
+    found = {}
+    for path in sorted((ROOT / "tableview").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                if name.split(".")[0] in ("firmware_host", "drivers", "tablesim"):
+                    found.setdefault(name, path.name)
+    assert set(found) <= allowed, {k: v for k, v in found.items() if k not in allowed}
+    assert "firmware_host.config" not in {k for k, v in found.items() if v != "cli.py"}

@@ -40,7 +40,7 @@ pytestmark = [
 def payloads(tid: str, i: int) -> dict[str, dict[str, Any]]:
     """A table's messages, about the size a roulette table's are (docs/view.md)."""
     return {
-        "state": {"table_id": tid, "schema_version": 5, "availability": "online",
+        "state": {"table_id": tid, "schema_version": 6, "availability": "online",
                   "game": "roulette", "phase": "open", "seq": i, "faults": [],
                   "last_round_id": f"{tid}-{i:06d}-5e6f7a8b", "pad": "x" * 300},
         "board": {"table_id": tid, "layout": "roulette", "message": "result", "number": 17,

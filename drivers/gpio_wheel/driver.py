@@ -107,6 +107,13 @@ class GpioWheelDriver(DriverBase[WheelEvent]):
         return settings.get("ball_track_pin") is not None
 
     @classmethod
+    def reports_ball_in_rim(cls, settings: Mapping[str, Any]) -> bool:
+        """The wheel says when the ball is launched into the rim (state 3, the spin's
+        start, which ``spin_min_ms`` / ``spin_max_ms`` time): only with a ball-track
+        sensor; the ball sensor under the pockets sees the ball only once it drops."""
+        return settings.get("ball_track_pin") is not None
+
+    @classmethod
     def check_settings(cls, values: Mapping[str, Any]) -> list[str]:
         problems = []
         if values.get("direction") == "auto" and values.get("index_b_pin") is None:

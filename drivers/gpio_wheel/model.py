@@ -27,10 +27,24 @@ and falling edges), so the pulse width does not bias the phase.
 
 Game cycle (states numbered like the Cammegh SS2 so round logic treats both wheels
 alike): 6 rotor stopped -> 2 armed, betting (the previous ball must be gone for
-``launch_quiet_revs`` revolutions before a new result may be read) -> 4 first
-ball pulse (the ball is dropping into the pockets) -> 5 result: ``settle_revs``
-consecutive ball pulses about one period apart in the same pocket -> after
-``arm_delay`` back to 2 with the next spin number.
+``launch_quiet_revs`` revolutions before a new result may be read) -> 3 ball in the
+rim (the first pass of the ball-track sensor; without that sensor the wheel cannot
+see the running ball and goes from 2 to 4) -> 4 first ball pulse (the ball is
+dropping into the pockets) -> 5 result: ``settle_revs`` consecutive ball pulses
+about one period apart in the same pocket -> after ``arm_delay`` back to 2 with the
+next spin number.
+
+Contact chatter: each sensor's edges are debounced into passes (:class:`_Pulse`)
+with limits derived from the fastest rotor the driver reads (:data:`FASTEST_RPM`,
+120 rpm, the ceiling of ``max_rpm``; one pocket passes in 13.5 ms there). A pass
+must be closed a quarter pocket at that speed (3.4 ms: the marker and a resting
+ball cover more than that at any speed the driver reads, a chatter burst of 0.5-3 ms
+never does), and edges within half a pocket (6.8 ms) of the last falling edge are
+the same pass (its make or break chatter; two real passes of one sensor are a turn,
+at least 0.5 s, apart). gpiozero's ``bounce_time`` is not used: it drops the edges
+after the first for a fixed time, so the pass would be timed at the burst's first
+closure and a burst alone would still count; the model keeps every edge, with its
+own timestamp, and decides on the whole pass.
 
 Faults: rotor stopped (no index pulse for ``stall_revs`` periods), speed outside
 ``[min_rpm, max_rpm]``, direction reversed during a game, the wrong direction for
@@ -55,6 +69,8 @@ from tablecommon.wheel import WHEEL_ORDER
 __all__ = ["POCKETS", "WheelGeometry", "WheelModel", "pocket_after"]
 
 POCKETS = len(WHEEL_ORDER)  # 37
+#: The states of a game in play: armed (2), ball in the rim (3), no more bets (4).
+IN_PLAY = (2, 3, 4)
 CLOCKWISE, ANTICLOCKWISE = "clockwise", "anticlockwise"
 
 
@@ -82,17 +98,85 @@ class WheelGeometry:
     arm_delay: float = 5.0  # result shown this long before the next game is armed
     auto_arm: bool = True
     stuck_after: float = 2.0  # a sensor active this long is stuck
-    min_pulse: float = 0.0005  # shorter pulses are electrical glitches
+    min_pulse: float = 0.0005  # shorter pulses are electrical glitches (the track sensor)
+    min_cover: float = 0.25  # the marker and the resting ball cover at least this (pockets)
     min_index_gap: float = 0.5  # index pulses closer than this many periods: chatter
     ball_track: bool = False  # a ball-track sensor is wired: count the ball's revolutions
     track_min_gap: float = 0.15  # track pulses closer than this (s) are one pass bouncing
     track_gap_ratio: float = 0.5  # ... or closer than this share of the last revolution
 
 
+#: The fastest rotor the driver reads at all (the ceiling of ``max_rpm``; a rotor
+#: above the configured ``max_rpm`` is still read, to report ``ROTOR_SPEED``).
+FASTEST_RPM = 120.0
+
+
+def pocket_time(rpm: float) -> float:
+    """Seconds one pocket takes to pass a fixed point at ``rpm``."""
+    return 60.0 / (rpm * POCKETS)
+
+
 @dataclass
 class _Pulse:
+    """One sensor's line, debounced into *passes* (what passed the sensor once).
+
+    Contact chatter (a reed or micro switch, a loose connector) is a burst of short
+    closures and openings, 0.5-3 ms in all, at each make and break, and sometimes
+    alone (the wheel knocked, nothing passing). Each closure of 0.5 ms or more beats
+    an electrical glitch filter, so a burst must not be read as passes:
+
+    - edges closer than ``merge`` to the previous falling edge belong to the same pass
+      (a burst's openings are well under it);
+    - a pass counts once its closures add up to ``min_width`` (a burst alone never
+      does), at the falling edge that reaches it; what follows within ``merge`` is
+      that pass's break chatter (``chatter`` counts the closures not taken as a pass);
+    - the pass is timed at the centroid of its closed time, so a burst at one end
+      moves it by a fraction of a millisecond, not by the burst's length.
+
+    :class:`WheelGeometry` derives both limits from :data:`FASTEST_RPM`; the model's
+    docstring says why they hold.
+    """
+
+    min_width: float = 0.0005
+    merge: float = 0.0
     start: float | None = None
     stuck: bool = False
+    last_fall: float | None = None
+    taken: bool = False  # the current pass was reported
+    closed: float = 0.0  # closed time of the current pass so far
+    moment: float = 0.0  # sum of each closure's centre times its length
+    pieces: int = 0  # closures of the current pass
+    chatter: int = 0  # closures not taken as passes (merged, or a burst alone)
+    passes: int = 0  # passes taken
+
+    def rise(self, now: float) -> None:
+        if self.last_fall is None or now - self.last_fall >= self.merge:
+            self._close_pass()
+        self.start = now
+
+    def fall(self, now: float) -> float | None:
+        """The pass's time if this falling edge completes one, else None."""
+        if self.start is None:
+            return None  # a falling edge without its rising edge (started mid-pulse)
+        width = now - self.start
+        self.closed += width
+        self.moment += width * (self.start + now) / 2
+        self.pieces += 1
+        self.start, self.last_fall = None, now
+        if self.taken or self.closed < self.min_width:
+            return None
+        self.taken = True
+        self.passes += 1
+        return self.moment / self.closed
+
+    def settle(self, now: float) -> None:
+        """The line quiet for ``merge`` since the last falling edge: the pass is over."""
+        if self.start is None and self.last_fall is not None and now - self.last_fall >= self.merge:
+            self._close_pass()
+
+    def _close_pass(self) -> None:
+        self.chatter += self.pieces - 1 if self.taken else self.pieces
+        self.taken, self.closed, self.moment, self.pieces = False, 0.0, 0.0, 0
 
 
 @dataclass
@@ -134,11 +218,22 @@ class WheelModel:
             raise ValueError(f"index_pocket {self.geo.index_pocket} is not a pocket")
         self.rotor = _Rotor()
         self.game = _Game()
+        # Debounce limits from the fastest rotor (FASTEST_RPM, 120 rpm: one pocket in
+        # 13.5 ms): the rotor's marker and the ball resting in a pocket cover at least
+        # a quarter pocket, so a real pass is closed >= 3.4 ms even there, longer than
+        # a whole chatter burst (<= 3 ms, its closures less); two passes of one sensor
+        # are a turn apart (>= 0.5 s), so edges within half a pocket (6.8 ms) of the
+        # last falling edge are the same pass. The ball on the track is faster than
+        # the rotor (2.2 turns a second on a longer path, about 3.6 ms over the
+        # sensor): the track sensor keeps the 0.5 ms glitch filter, and its passes
+        # are at least 150 ms apart anyway (track_min_gap).
+        pt = pocket_time(FASTEST_RPM)
+        width, merge = self.geo.min_cover * pt, 0.5 * pt
         self.pulses = {
-            "index": _Pulse(),
-            "index_b": _Pulse(),
-            "ball": _Pulse(),
-            "ball_track": _Pulse(),
+            "index": _Pulse(width, merge),
+            "index_b": _Pulse(width, merge),
+            "ball": _Pulse(width, merge),
+            "ball_track": _Pulse(self.geo.min_pulse, merge),
         }
         self.fault: tuple[str, str] | None = None
         self.ignored_ball_pulses = 0
@@ -148,6 +243,11 @@ class WheelModel:
         self.results = 0
 
     # ------------------------------------------------------------------ helpers
+    @property
+    def chatter(self) -> int:
+        """Closures of the sensors' lines not taken as passes (contact chatter)."""
+        return sum(p.chatter for p in self.pulses.values())
+
     @property
     def rpm(self) -> float | None:
         p = self.rotor.period
@@ -189,12 +289,13 @@ class WheelModel:
                 spin=g.spin,
                 speed=self._speed10(),
                 direction=self._direction() or "unknown",
+                monotonic=now,  # the edge's time: the spin's time is timed from state 3
             )
         ]
 
     def _void(self, reason: str, message: str) -> list[WheelEvent]:
         g = self.game
-        if g.voided or g.state not in (2, 4):
+        if g.voided or g.state not in IN_PLAY:
             return []
         g.voided = reason
         return [
@@ -231,17 +332,11 @@ class WheelModel:
         p = self.pulses[sensor]
         out = self.tick(now)  # timeouts first, in the edge's own time base
         if level:
-            p.start = now
+            p.rise(now)
             return out
-        if p.start is None:
-            return out  # a falling edge without its rising edge (started mid-pulse)
-        centre = (p.start + now) / 2
-        width = now - p.start
-        p.start = None
-        if width < self.geo.min_pulse:
-            self.glitches += 1
-            return out
-        if p.stuck:
+        was_stuck = p.stuck and p.start is not None
+        centre = p.fall(now)
+        if was_stuck:
             p.stuck = False
             out.append(
                 self._warn(f"{sensor.upper()}_SENSOR_RELEASED", f"{sensor} sensor works again")
@@ -249,8 +344,10 @@ class WheelModel:
             self._refresh_fault()
             if sensor == "ball_track":
                 return out  # the end of the stuck pulse is no pass of the ball
+        if centre is None:
+            return out  # chatter, or a pass not complete yet
         if sensor == "ball_track":
-            self._track(centre)
+            out += self._track(centre, now)
         elif sensor == "index":
             out += self._index(centre, now)
         elif sensor == "index_b":
@@ -305,14 +402,15 @@ class WheelModel:
         r.speed_fault, r.speed_kind = fault, kind
         g = self.game
         d = self._direction()
-        if d and g.direction and d != g.direction and g.state == 4:
+        if d and g.direction and d != g.direction and g.state in (3, 4):
             # Reversing the rotor between games (state 2) is normal; with the ball
-            # already dropping into the pockets it is not.
+            # running in the rim or dropping into the pockets it is not.
+            where = "in the rim" if g.state == 3 else "in the pockets"
             out += self._void(
                 "DIRECTION_CHANGED",
-                f"the rotor reversed ({g.direction} -> {d}) with the ball in the pockets",
+                f"the rotor reversed ({g.direction} -> {d}) with the ball {where}",
             )
-        if g.state in (2, 4) and g.result is None:
+        if g.state in IN_PLAY and g.result is None:
             g.direction = d
         if was_stopped:
             if self.geo.direction not in ("auto", d) and d is not None:
@@ -322,25 +420,28 @@ class WheelModel:
         self._refresh_fault()
         return out
 
-    def _track(self, t: float) -> None:
+    def _track(self, t: float, now: float) -> list[WheelEvent]:
         """A pass of the ball-track sensor: one revolution of the running ball, counted
-        from the game's opening until the ball drops (state 4)."""
+        from the game's opening until the ball drops (state 4). The first is the ball
+        in the rim (state 3): from there to the result is the spin's time, which the
+        integrity monitor bounds (``spin_min_ms``, ``spin_max_ms``)."""
         g = self.game
-        if not self.geo.ball_track or g.state != 2 or g.result is not None:
+        if not self.geo.ball_track or g.state not in (2, 3) or g.result is not None:
             self.ignored_track_pulses += 1  # after the drop, after the result, no game
-            return
+            return []
         if g.track:
             last = t - g.track[-1]
             prev = g.track[-1] - g.track[-2] if len(g.track) > 1 else 0.0
             if last < max(self.geo.track_min_gap, self.geo.track_gap_ratio * prev):
                 self.track_bounces += 1  # the same pass seen twice (reflection, bounce)
-                return
+                return []
         g.track.append(t)
+        return self._set_state(3, now) if g.state == 2 else []
 
     def _ball(self, t: float, now: float) -> list[WheelEvent]:
         g = self.game
         out: list[WheelEvent] = []
-        if g.state not in (2, 4) or g.result is not None:
+        if g.state not in IN_PLAY or g.result is not None:
             self.ignored_ball_pulses += 1  # the ball resting after a result, or no game
             return out
         if not g.launched:
@@ -348,7 +449,7 @@ class WheelModel:
             g.quiet_since = t
             self.ignored_ball_pulses += 1
             return out
-        if g.state == 2:
+        if g.state in (2, 3):
             out += self._set_state(4, now)  # the ball is dropping into the pockets
         r = self.rotor
         d = self._direction()
@@ -383,6 +484,7 @@ class WheelModel:
                     void_reason=g.voided,
                     ball_revs=revs,
                     ball_rev_ms=rev_ms,
+                    monotonic=now,
                 )
             )
         return out
@@ -403,6 +505,7 @@ class WheelModel:
         out: list[WheelEvent] = []
         r, g, geo = self.rotor, self.game, self.geo
         for name, p in self.pulses.items():
+            p.settle(now)
             if p.start is not None and not p.stuck and now - p.start > geo.stuck_after:
                 p.stuck = True
                 track = name == "ball_track"  # the result is still read: not a wheel fault
@@ -413,7 +516,7 @@ class WheelModel:
                         "warn" if track else "fault",
                     )
                 )
-                if track and g.state in (2, 4) and g.result is None:
+                if track and g.state in IN_PLAY and g.result is None:
                     g.track_fault = "the ball-track sensor stuck active during the spin"
                 if name == "ball":
                     out += self._void("BALL_SENSOR_STUCK", "the ball sensor is stuck active")
@@ -426,11 +529,11 @@ class WheelModel:
                 )
                 out += self._void("ROTOR_STOPPED", "the rotor stopped during the game")
                 out += self._set_state(6, now)
-        if g.state == 2 and not g.launched and r.period is not None:
+        if g.state in (2, 3) and not g.launched and r.period is not None:
             quiet_from = g.quiet_since if g.quiet_since is not None else g.armed_at
             if now - quiet_from >= geo.launch_quiet_revs * r.period:
                 g.launched = True
-        if g.state in (2, 4) and g.result is None and now - g.armed_at > geo.ball_timeout:
+        if g.state in IN_PLAY and g.result is None and now - g.armed_at > geo.ball_timeout:
             out += self._void("NO_BALL", f"no ball settled within {geo.ball_timeout:g} s")
         if g.state == 5 and geo.auto_arm and now - g.since >= geo.arm_delay and not r.stopped:
             out += self.arm(now)
@@ -469,5 +572,6 @@ class WheelModel:
             "results": self.results,
             "ignored_ball_pulses": self.ignored_ball_pulses,
             "glitches": self.glitches,
+            "chatter": self.chatter,
             **track,
         }

@@ -15,7 +15,11 @@ Faults: ``spin(..., bounces=n)`` (ball bouncing before it rests), ``no_ball=True
 (the ball never settles), ``stop_rotor()``, ``reverse_during=True`` (the rotor
 reverses once the ball is bouncing in the pockets),
 ``stick("ball"|"index"|"ball_track")`` (a sensor held active), ``chatter`` (each
-pulse bounces electrically before it settles).
+pulse bounces electrically before it settles, flickers under 0.5 ms), ``bounce_ms``
+(contact chatter: a burst of closures of 0.5 ms or more, up to ``bounce_ms`` in all,
+at each make and break of every pulse), ``noise_bursts`` (such bursts on the ball
+pin with nothing passing, while the ball runs). ``driven`` counts the real pulses
+driven on each pin: the reference for the driver's passes.
 
 Ball track (``ball_track_pin``): the launched ball runs on the track slowing down
 evenly (constant deceleration) from ``launch_rps`` to ``drop_rps`` revolutions a
@@ -82,6 +86,8 @@ class GpioWheelSim:
         index_width: float = 0.3,  # pulse widths, in pockets
         ball_width: float = 0.6,
         chatter: int = 0,  # extra on/off flickers at each pulse start
+        bounce_ms: float = 0.0,  # contact chatter: a burst up to this long at each make and break
+        noise_bursts: int = 0,  # chatter bursts with nothing passing, a spin (ball pin)
         ball_track_pin: int | None = None,
         ball_revs_mean: float = 11.0,  # revolutions of the ball on the track, mean
         ball_revs_sd: float = 2.0,
@@ -121,6 +127,11 @@ class GpioWheelSim:
         self.index_width = index_width
         self.ball_width = ball_width
         self.chatter = chatter
+        self.bounce_ms = bounce_ms
+        self.noise_bursts = noise_bursts
+        self.bounce_rng = random.Random(None if seed is None else seed + 104729)
+        self.bursts = 0  # contact-chatter bursts driven (make, break and noise)
+        self.driven: dict[str, int] = {}  # real pulses driven, by pin (chatter aside)
         self.position = 0.0  # rotor position (pockets, clockwise) at ``self.clock()``
         self.rpm = 30.0
         self.direction = "clockwise"
@@ -169,14 +180,44 @@ class GpioWheelSim:
     def _pulse(self, pin: str, tc: float, dur: float) -> list[_Edge]:
         """One pulse centred at ``tc``, ``dur`` long (after ``chatter`` flickers)."""
         edges = []
+        self.driven[pin] = self.driven.get(pin, 0) + 1
         on, off = tc - dur / 2, tc + dur / 2
         for i in range(self.chatter):
             a = on - dur * 0.05 * (self.chatter - i)
             # electrical flickers: under the driver's 0.5 ms glitch filter at any speed
             flick = min(dur * 0.01, 0.0003)
             edges += [self._edge(a, pin, True), self._edge(a + flick, pin, False)]
+        if self.bounce_ms:
+            make, steady = self._burst(pin, on)
+            edges += make
+            if steady < off:  # the contact settles closed, then opens with a burst
+                reopen = off + self.bounce_rng.uniform(0.0002, 0.0008)
+                edges += [self._edge(steady, pin, True), self._edge(off, pin, False)]
+                edges += self._burst(pin, reopen)[0]
+            return edges
         edges += [self._edge(on, pin, True), self._edge(off, pin, False)]
         return edges
+
+    def _burst(self, pin: str, t: float) -> tuple[list[_Edge], float]:
+        """Contact chatter from ``t``: a burst 0.5 ms to ``bounce_ms`` long of closures
+        0.5-1.2 ms (each longer than the 0.5 ms glitch filter) and openings 0.2-0.8 ms,
+        ending open; returns its edges and its end (where a make settles closed)."""
+        rng = self.bounce_rng
+        self.bursts += 1
+        end = t + rng.uniform(0.0005, max(self.bounce_ms / 1000, 0.0005))
+        edges, at = [], t
+        while at < end:
+            closed = min(at + rng.uniform(0.0005, 0.0012), end)
+            edges += [self._edge(at, pin, True), self._edge(closed, pin, False)]
+            at = closed + rng.uniform(0.0002, 0.0008)
+        return edges, max(at, end)
+
+    def _noise(self, t0: float, t1: float) -> list[_Edge]:
+        """``noise_bursts`` bursts of chatter on the ball pin in [t0, t1), nothing passing."""
+        out: list[_Edge] = []
+        for _ in range(self.noise_bursts):
+            out += self._burst("ball", self.bounce_rng.uniform(t0, t1))[0]
+        return out
 
     def _ball_run(self, revs: float | None) -> tuple[float, list[tuple[float, float]]]:
         """The launched ball on the track: how long it runs, and its passes of the track
@@ -230,6 +271,7 @@ class GpioWheelSim:
         seconds: float,
         ball_extra: list[float] | None = None,
         track: list[tuple[float, float]] | None = None,
+        extra: list[_Edge] | None = None,
     ) -> None:
         """Turn the rotor for ``seconds``, driving every pulse in time order (``track``:
         ball-track pulses, centre and length)."""
@@ -249,10 +291,11 @@ class GpioWheelSim:
         for tb in ball_extra or ():
             if t0 <= tb < t1:
                 dur = self.ball_width / max(abs(self._velocity()), 1e-6)
-                edges += [self._edge(tb, "ball", True), self._edge(tb + dur, "ball", False)]
+                edges += self._pulse("ball", tb + dur / 2, dur)
         for tc, dur in track or ():
             if t0 <= tc < t1 and "ball_track" in self.pins:
                 edges += self._pulse("ball_track", tc, dur)
+        edges += [e for e in extra or () if t0 <= e.t < t1]
         # A pulse centred before t1 is driven whole (its falling edge may be just after).
         for e in sorted(edges):
             await self._advance_to(e.t)
@@ -295,7 +338,8 @@ class GpioWheelSim:
             track = [(launch + t, dur) for t, dur in passes]
             self.last_track_times = [] if self.track_dead else [launch + t for t in self._real]
             running = max(running, 1.6 * period + ran)
-        await self.run(running, track=track)
+        noise = self._noise(self.clock.t, self.clock.t + running) if self.noise_bursts else []
+        await self.run(running, track=track, extra=noise)
         t = self.clock.t
         bounce_times = sorted(t + self.rng.uniform(0, period * 1.5) for _ in range(bounces))
         # stray track pulses once the ball sensor has seen the ball in the pockets (the

@@ -13,7 +13,6 @@ attaches at its own address.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -22,7 +21,7 @@ from typing import Protocol
 
 from ..base import DeviceTimeout, FrameLog, LinkError
 from ..link import Backoff, Link, LinkState
-from ..transport import Connection, Opener
+from ..transport import Connection, Opener, cancel_and_wait
 from .device import DeviceModel
 from .frame import FrameError
 from .link import (
@@ -91,11 +90,7 @@ class Pump:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await t
+        await cancel_and_wait(*tasks)  # never swallows the caller's own cancellation
 
     def feed(self, data: bytes) -> None:
         self.endpoint.feed(data, self.clock())

@@ -34,7 +34,7 @@ from tablecommon.settings import ConfigInvalid, FieldSpec, validate_fields
 from ..base import CodecError, DeviceTimeout, DriverError, HealthState, LinkError
 from ..common import DriverBase
 from ..link import Backoff, LinkState
-from ..transport import Opener, serial_opener
+from ..transport import Opener, cancel_and_wait, serial_opener
 from .aio import ReflinkHost, acquire_host, release_host, wait_event
 from .link import LinkTimers
 from .messages import LINK_VERSION, Message, MessageError, Profile, Sender
@@ -236,10 +236,9 @@ class RefSession:
 
     async def stop(self) -> None:
         task, self._poll_task = self._poll_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        # cancel_and_wait, not suppress(CancelledError): a stop() cancelled by its
+        # caller (a timeout, the daemon's shutdown) must not swallow that cancellation
+        await cancel_and_wait(task)
         host, self._host = self._host, None
         if host is not None:
             host.detach(self.address)
@@ -338,7 +337,11 @@ class RefSession:
 
     # -- the poll loop ------------------------------------------------------------------------
     async def _poll_loop(self) -> None:
-        while True:
+        me = asyncio.current_task()
+        # Not ``while True``: the loop also ends once stop() has begun (it forgets the
+        # task before cancelling it), so a cancellation lost below (e.g. Python 3.11's
+        # wait_for, gh-86296) costs stop() at most one poll period, never a hang.
+        while self._poll_task is me:
             try:
                 if not self._identified:
                     await self._identify()

@@ -23,7 +23,10 @@ the game or takes bets never also supervises it.
   again to repair a gap, and ``status``; its key signs the floor's record of the
   table (``floor_record``), which the table checks its journal against at start-up;
 - ``jackpot_attendant``: confirms jackpot payments;
-- ``observer``: ``status`` only.
+- ``observer``: ``status`` only;
+- ``witness``: a second reading of each result (``witness_result``, ``docs/witness.md``:
+  a recognition service's own principal), and ``status``. Resolving a held result
+  (``resolve_result``) is the ``pit_supervisor``'s.
 
 The roles' command permissions come from the commands' specs
 (:mod:`firmware_host.commands`: each names the built-in roles that hold it); the bets
@@ -70,7 +73,8 @@ SUPERVISION_PERMISSIONS = with_duty(CATALOGUE, "supervise") | {"dealer_sign_in_o
 
 #: The built-in roles, and what each holds besides the commands whose specs name it.
 ROLE_NAMES = (
-    "dealer", "pit_supervisor", "floor_system", "floor_ingest", "jackpot_attendant", "observer"
+    "dealer", "pit_supervisor", "floor_system", "floor_ingest", "jackpot_attendant", "observer",
+    "witness",
 )  # fmt: skip
 _NOT_COMMANDS: dict[str, frozenset[str]] = {
     "floor_system": frozenset(BET_PERMISSIONS),

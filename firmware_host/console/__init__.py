@@ -24,6 +24,7 @@ character (:func:`~firmware_host.textsafe.printable`).
 """
 
 from .lockout import DualControl, Lockout, LockoutJournal, PendingRequest, restore_lockout
+from .presence import OperatorPresence
 from .render import Renderer, local_time
 from .session import COMMANDS, Command, ConsoleBackend, ConsoleSession
 from .settings import CONSOLE_SPECS, ConsoleSettings, check_pin, decoy_hash, hash_pin
@@ -39,6 +40,7 @@ __all__ = [
     "DualControl",
     "Lockout",
     "LockoutJournal",
+    "OperatorPresence",
     "PendingRequest",
     "Renderer",
     "check_pin",

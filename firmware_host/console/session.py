@@ -12,6 +12,7 @@ from ..games.money import MoneyRules
 from ..jsonio import JSON
 from ..textsafe import printable
 from .lockout import DualControl, Lockout
+from .presence import OperatorPresence
 from .render import Renderer
 from .settings import MAX_LINE, ConsoleSettings, check_pin, decoy_hash
 from .verbs import COMMANDS, VERBS, Command, shown_word
@@ -87,16 +88,19 @@ class ConsoleSession:
         clock: Callable[[], float] = time.monotonic,
         dual: DualControl | None = None,
         verbs: Mapping[str, Command] | None = None,
+        presence: OperatorPresence | None = None,
     ) -> None:
         """``verbs``: the console's verbs (by default over the table's commands,
-        :data:`~.verbs.VERBS`)."""
+        :data:`~.verbs.VERBS`); ``presence``: told who is logged in here (the table's
+        switches ask it whether an opening is attended)."""
         self.backend: ConsoleBackend = backend
         self.settings = settings
         self.lockout = lockout
         self.channel = channel
         self.clock = clock
         self.dual = dual if dual is not None else DualControl()
-        self.user: str | None = None
+        self.presence = presence
+        self._user: str | None = None
         self._pending_login: str | None = None
         #: Whether what is typed after the last prompt is hidden (a PIN, or a lockout).
         self._hidden = False
@@ -104,6 +108,27 @@ class ConsoleSession:
         self.closed = False
         self.render = Renderer(backend.money())
         self.verbs: Mapping[str, Command] = VERBS if verbs is None else verbs
+
+    @property
+    def user(self) -> str | None:
+        """The operator logged in, or None."""
+        return self._user
+
+    @user.setter
+    def user(self, name: str | None) -> None:
+        self._user = name
+        if self.presence is not None:
+            if name:
+                self.presence.logged_in(
+                    self, name, self.channel, float(self.settings.session_timeout)
+                )
+            else:
+                self.presence.logged_out(self)
+
+    def end(self) -> None:
+        """The terminal closed: its operator is no longer present."""
+        if self.presence is not None:
+            self.presence.logged_out(self)
 
     @property
     def awaiting_pin(self) -> bool:
@@ -152,6 +177,8 @@ class ConsoleSession:
             self.audit("console_logout", {"operator": self.user, "why": "idle timeout"})
             self.user = None
         self._last_activity = now
+        if self.user and self.presence is not None:
+            self.presence.active(self)
         line = line.strip()[:MAX_LINE]
         if self._pending_login is not None:
             return self._finish_login(line)

@@ -26,6 +26,19 @@ async def serve_stream(
     console is locked: :attr:`ConsoleSession.input_hidden`), nor a line that starts
     with a digit (no command does: it may be a PIN typed at the wrong moment).
     """
+    try:
+        await _serve(session, read, write, echo=echo)
+    finally:
+        session.end()  # its operator, if any, is no longer at the table
+
+
+async def _serve(
+    session: ConsoleSession,
+    read: Callable[[], Awaitable[bytes]],
+    write: Callable[[bytes], Awaitable[None]],
+    *,
+    echo: bool,
+) -> None:
     out = bytearray()
 
     def send(text: str) -> None:

@@ -23,7 +23,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from tablecommon.settings import FieldSpec, register_section, validate_fields
@@ -214,10 +214,14 @@ class ResultBoard(TableExtension):
         boards: Sequence[BoardDevice] = (),
         shoe_log: ShoeLog | None = None,
         rules: Any = None,
+        dealer: Callable[[], str | None] | None = None,
     ) -> None:
+        """``dealer``: the dealer on duty (the table's roster), shown on the board;
+        :meth:`refresh` after it changed."""
         self.game_id = game_id
         self.publish = publish
         self.rules = rules
+        self.dealer = dealer
         self.state = st.BoardState(game_id, st.layout_of(game_id))
         board = st.board_of(game_id)
         for b in boards:  # each board numbers its lamps in the game's order, unless mapped
@@ -228,10 +232,18 @@ class ResultBoard(TableExtension):
 
     @staticmethod
     def applies(game_id: str) -> bool:
-        """Whether a ``game_id`` table has a result board layout."""
-        return st.layout_of(game_id) is not None
+        """Whether a ``game_id`` table has a ``board`` topic: every table has one (its
+        phase, last result and history for a screen facing the players, issue 33); a
+        lit board device only where the game has a result layout (``layout_of``)."""
+        return True
+
+    def refresh(self) -> None:
+        """Publish the board again (the dealer on duty changed)."""
+        self._show(self.state)
 
     def _show(self, s: st.BoardState) -> None:
+        if self.dealer is not None:
+            s = replace(s, dealer=self.dealer())
         self.state = s
         try:
             self.publish(s.to_json())

@@ -31,6 +31,9 @@ from ..jsonio import JSON
 
 #: Numbers of history the board keeps (the board protocol carries up to 20).
 HISTORY_MAX = 20
+#: Outcomes the board keeps for a game whose board has neither a number history nor
+#: roads (the dice games, the card and tile games): the history a screen shows.
+RECENT_MAX = 10
 
 #: The phase messages (``message`` in the ``board`` topic).
 IDLE, PLACE_BETS, NO_MORE_BETS, RESULT, VOID = (
@@ -65,6 +68,10 @@ class BoardState:
     seq: int | None = None
     #: The last settled round's outcome as published (None before the first).
     outcome: JSON = None
+    #: The round whose outcome that is (``round_id`` and ``seq`` move on when the next
+    #: round opens; the last result stays that of this round).
+    outcome_round_id: str | None = None
+    outcome_seq: int | None = None
     #: The lit areas of the layout (the winning areas of the last result).
     lit: tuple[str, ...] = ()
     #: Roulette or fantan: the last number, and the earlier ones, most recent first.
@@ -75,6 +82,12 @@ class BoardState:
     #: Seq of the last round before the current shoe (None: no shoe change recorded).
     shoe_after_seq: int | None = None
     void_reason: str | None = None
+    #: The last settled rounds' outcomes as published, most recent first, each with its
+    #: ``seq`` (``{"seq": n, "outcome": {...}}``), for a board that keeps no number
+    #: history and no roads (:attr:`keeps_recent`); empty otherwise.
+    recent: tuple[JSON, ...] = ()
+    #: The dealer on duty (None: nobody signed in), as the table's roster says.
+    dealer: str | None = None
 
     @property
     def board(self) -> Board | None:
@@ -94,6 +107,12 @@ class BoardState:
         board = self.board
         return board is not None and board.roads
 
+    @property
+    def keeps_recent(self) -> bool:
+        """Whether the board keeps the last outcomes (:attr:`recent`): it shows no
+        number history and no roads."""
+        return not (self.shows_number or self.shows_roads)
+
     def roads(self) -> br.Roads:
         return br.roads(self.coups)
 
@@ -107,11 +126,15 @@ class BoardState:
             "round_id": self.round_id,
             "seq": self.seq,
             "outcome": self.outcome,
+            "outcome_round_id": self.outcome_round_id,
+            "outcome_seq": self.outcome_seq,
             "lit": list(self.lit),
             "number": self.number,
             "history": list(self.history),
             "void_reason": self.void_reason,
             "roads": self.roads().to_json() if self.shows_roads else None,
+            "recent": list(self.recent),
+            "dealer": self.dealer,
         }
 
 
@@ -151,8 +174,11 @@ def settled(s: BoardState, payload: Mapping[str, Any], rules: Any = None) -> Boa
         round_id=payload.get("round_id"),
         seq=payload.get("seq"),
         outcome=outcome,
+        outcome_round_id=payload.get("round_id"),
+        outcome_seq=payload.get("seq"),
         void_reason=None,
         lit=(),
+        recent=_recent(s, payload) if isinstance(outcome, Mapping) else s.recent,
     )
     board = s.board
     if not isinstance(outcome, Mapping) or board is None:
@@ -167,6 +193,14 @@ def settled(s: BoardState, payload: Mapping[str, Any], rules: Any = None) -> Boa
     if out.shows_roads:
         out = replace(out, coups=(*s.coups, br.Coup.from_outcome(outcome)))
     return out
+
+
+def _recent(s: BoardState, payload: Mapping[str, Any]) -> tuple[JSON, ...]:
+    """``s.recent`` with the settled round of ``payload`` on top (when kept)."""
+    if not s.keeps_recent:
+        return ()
+    entry: JSON = {"seq": payload.get("seq"), "outcome": payload.get("outcome")}
+    return (entry, *s.recent)[:RECENT_MAX]
 
 
 def voided(s: BoardState, payload: Mapping[str, Any]) -> BoardState:

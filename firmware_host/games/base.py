@@ -444,6 +444,13 @@ class Game(abc.ABC, Generic[R, Out]):
     def outcome_json(self, outcome: Out) -> JSON:
         """The outcome in the JSON form published and accepted by ``parse_outcome``."""
 
+    def same_outcome(self, rules: R, a: Out, b: Out) -> bool:
+        """Whether two readings of a round's result are the same result (a table's
+        witness, ``docs/witness.md``): by default their published forms are equal; a game
+        whose outcome does not depend on an order its readers may list differently says
+        so (the dice games: three dice are not told apart)."""
+        return bool(self.outcome_json(a) == self.outcome_json(b))
+
     @abc.abstractmethod
     def settle(self, rules: R, outcome: Out, bets: Sequence[Bet], money: MoneyRules) -> Settlement:
         """Settle every bet of a round."""

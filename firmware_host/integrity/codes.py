@@ -19,6 +19,10 @@ class AlertCode:
 ALERT_CODES: dict[str, AlertCode] = {
     a.code: a
     for a in (
+        AlertCode("RESULT_DISPUTED", "critical", False,
+                  "the round's two readings of its result disagree, or the witness did not "
+                  "read in time: the round is held, nothing settled, until a supervisor "
+                  "resolves it or voids it (docs/witness.md)"),
         AlertCode("WHEEL_BIAS_POCKET", "critical", False,
                   "a pocket of a roulette wheel (per serial number) comes up more often than a fair "
                   "wheel allows: its one-sided CUSUM crossed the threshold"),
@@ -77,6 +81,17 @@ ALERT_CODES: dict[str, AlertCode] = {
         AlertCode("CLOCK_STEP", "warning", False,
                   "the wall clock stepped against the monotonic clock by more than the tolerance "
                   "(both times journaled; durations are measured on the monotonic clock)"),
+        AlertCode("SWITCH_OPENED_IN_ROUND", "critical", False,
+                  "a switch of the table (its lid, a door, the drop box...) opened while a round "
+                  "was in flight (betting open or closed) and its section does not allow it"),
+        AlertCode("SWITCH_OPENED_UNATTENDED", "warning", False,
+                  "a switch of the table opened between rounds with no technician logged in at "
+                  "the console (critical for a tamper loop, a tilt switch, the drop box, the cash "
+                  "box, the controller's enclosure)"),
+        AlertCode("SWITCH_FAULT", "warning", True,
+                  "a switch's state is unknown: its changeover contacts read alike, it chatters "
+                  "beyond contact bounce, or its pin cannot be read (a device fault; critical for "
+                  "a tamper loop or a tilt switch)"),
         AlertCode("SOFTWARE_MISMATCH", "critical", True,
                   "an installed file does not match the signed manifest (a latched fault stops "
                   "play)"),

@@ -51,7 +51,9 @@ from ..jsonio import JSON
 
 #: The project's packages (all of them are installed; ``tablesim`` is what ``tablectl
 #: run --simulate`` and the demo run).
-PACKAGES = ("firmware_host", "drivers", "tablecommon", "tablesim", "tableview", "flooringest")
+PACKAGES = (
+    "firmware_host", "drivers", "tablecommon", "tablesim", "tableview", "flooringest", "tablefleet"
+)
 ENVIRONMENT = "environment"
 PACKAGES_SCOPE = "packages"
 SCOPES = (ENVIRONMENT, PACKAGES_SCOPE)

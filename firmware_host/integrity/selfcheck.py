@@ -140,12 +140,16 @@ class SoftwareCheck:
                        "triggers": [trigger]})  # fmt: skip
         return causes[-MAX_CAUSES:]
 
-    def at_start(self) -> None:
-        """The start-up check: a mismatch raises :class:`SoftwareMismatch` (recorded)."""
+    def at_start(self, then: Callable[[Verification | None], object] = lambda v: None) -> None:
+        """The start-up check: a mismatch raises :class:`SoftwareMismatch` (recorded).
+        ``then``: told what the check found (None: no manifest configured) before a
+        mismatch raises (the download log, ``installs.py``)."""
         if not self.configured:
             log.warning("[software] not configured: the installed software is not verified")
+            then(None)
             return
         v = self.check("start-up")
+        then(v)
         if v.scope == PACKAGES_SCOPE:
             log.warning(
                 "the software manifest covers the project's packages only (a demo's or a "

@@ -181,4 +181,29 @@ def ball_revs_problems(settings: IntegritySettings, devices: Iterable[Any]) -> l
     ]
 
 
+def spin_time_problems(settings: IntegritySettings, devices: Iterable[Any]) -> list[str]:
+    """Bounds on the spin's time (ball in the rim to the result) need every enabled
+    wheel to say when the ball is in the rim (state 3): its driver's
+    ``reports_ball_in_rim(settings)``, true where the driver does not say (the Cammegh
+    SS2 sends state 3); a gpio-wheel only with a ball-track sensor."""
+    keys = [k for k in ("spin_min_ms", "spin_max_ms") if getattr(settings, k)]
+    if not keys:
+        return []
+    from drivers.registry import driver_class
+
+    blind = [d for d in devices if d.enabled and d.kind == "wheel"
+             and not getattr(driver_class(d.driver), "reports_ball_in_rim", lambda s: True)(
+                 d.settings)]  # fmt: skip
+    if not blind:
+        return []
+    d = blind[0]
+    return [
+        f"integrity.{key}: the spin is timed from the ball in the rim (state 3), and "
+        f"devices.{d.name} ({d.driver}) cannot see it without a ball-track sensor: set "
+        "ball_track_pin, or remove the bound; without it the check could never fire "
+        "(docs/integrity.md)"
+        for key in keys
+    ]
+
+
 register_section("integrity", _validate)

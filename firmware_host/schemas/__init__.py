@@ -16,7 +16,7 @@ from typing import Any
 
 #: The ``schema_version`` every MQTT payload carries (the ``const`` of every schema
 #: here; a test keeps them equal). Bumped on any change a consumer must know about.
-PAYLOAD_SCHEMA_VERSION = 5
+PAYLOAD_SCHEMA_VERSION = 6
 
 #: Every schema, by name (the file is ``<name>.json``).
 SCHEMA_NAMES = (
@@ -33,6 +33,7 @@ SCHEMA_NAMES = (
     "board",
     "stats",
     "alerts",
+    "limits",
     "floor_record",
 )
 
@@ -50,6 +51,7 @@ TOPIC_SCHEMAS = {
     "board": "board",
     "stats": "stats",
     "alerts": "alerts",
+    "limits": "limits",
 }
 
 

@@ -3,7 +3,8 @@
 - ``verify-software --config TABLE.toml`` (or ``--manifest M --public-key K``): the
   installed software checked against the signed manifest; exit 0 when it matches, 1
   when not (each difference by path); ``--seed`` adds the GAT-style seeded answer,
-  ``--root`` reads a copy of the image mounted there (a lab's reference).
+  ``--root`` reads a copy of the image mounted there (a lab's reference), ``--record``
+  appends the result to the installation log (the download log, ``installs.py``).
 - ``software-manifest --out MANIFEST [--key BUILD.key]``: at build time, the manifest of
   the environment the command runs in (``--scope packages``: the project's packages
   only, for a demo); signed at once with ``--key``, or later on the release machine
@@ -20,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..cliargs import BadValue, CliError, existing_dir, existing_file, output_file
+from ..cliargs import BadValue, CliError, creatable_file, existing_dir, existing_file, output_file
 
 EXIT_MISMATCH = 1
 
@@ -58,6 +59,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--seed", type=_seed, help="a requester's seed: also print the seeded answer (GAT style)"
     )
     v.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    v.add_argument(
+        "--record",
+        type=creatable_file,
+        help="also append the result to this installation log (the download log: "
+        "/var/lib/tablectl/software-installs.jsonl; docs/install.md)",
+    )
     v.set_defaults(func=cmd_verify_software)
     m = sub.add_parser(
         "software-manifest",
@@ -123,6 +130,14 @@ def cmd_verify_software(args: argparse.Namespace) -> int:
         )
     root = Path(args.root).resolve() if args.root else None
     result = verify(settings, prefix=root, seed=args.seed)
+    if args.record:
+        from ..integrity.installs import append_log
+
+        append_log(Path(args.record), {
+            "action": "verified", "ok": result.ok, "reason": result.reason,
+            "version": result.version, "manifest_sha256": result.manifest_sha256,
+            "files": result.files, "scope": result.scope,
+        })  # fmt: skip
     if args.json:
         print(json.dumps(result.to_json(), indent=2))
     else:

@@ -74,7 +74,8 @@ class TableState(TableExtension):
     messages, whether requests must be signed (``auth``), where results come from
     (``result_source``), the policy risks the table runs with (``accepted_risks``,
     ``[auth] accept_risks``), the requests refused before authorisation
-    (``refused_requests``) and the journal's latest round anchor (``state.json``)."""
+    (``refused_requests``), whether it is in maintenance (``maintenance``: no round
+    opens) and the journal's latest round anchor (``state.json``)."""
 
     name = "state"
 
@@ -91,10 +92,13 @@ class TableState(TableExtension):
         anchor: Callable[[], JSON] | None = None,
         accepted_risks: tuple[str, ...] = (),
         refused: Callable[[], JSON] | None = None,
+        maintenance: Callable[[], JSON] | None = None,
     ) -> None:
         """``anchor``: the journal's latest round anchor (``Journal.round_anchor``);
         ``refused``: the counts of requests refused before authorisation
-        (``RefusalLedger.snapshot``)."""
+        (``RefusalLedger.snapshot``); ``maintenance``: the table's maintenance, or None
+        (``table/maintenance.py``)."""
+        self.maintenance = maintenance
         self.accepted_risks = accepted_risks
         self.refused = refused
         self.publish = publish
@@ -129,6 +133,8 @@ class TableState(TableExtension):
         }
         if self.refused is not None:
             fields["refused_requests"] = self.refused()
+        if self.maintenance is not None:
+            fields["maintenance"] = self.maintenance()
         if self.anchor is not None:
             with contextlib.suppress(StorageError):  # unreadable for now: the last known
                 self._anchor = self.anchor()

@@ -248,10 +248,11 @@ def test_the_retained_state_lists_the_accepted_risks(tmp_path: Path) -> None:
     )
     state.refresh()
     assert published[-1]["accepted_risks"] == ["FRESHNESS_WINDOW_LONG"]
+    from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
     from tests.signing import as_published
 
     payload = {
-        "schema_version": 5, "table_id": "P1", "availability": "online",
+        "schema_version": PAYLOAD_SCHEMA_VERSION, "table_id": "P1", "availability": "online",
         "software_version": "x", "since": "2026-05-09T07:00:00.000Z",
         "updated_at": "2026-05-09T07:00:00.000Z", **published[-1],
     }  # fmt: skip

@@ -36,6 +36,7 @@ TOPICS = {
     "board": "board",
     "stats": "stats",
     "alerts": "alerts",
+    "limits": "limits",
     "bet_response": "bets/response",
     "command_response": "commands/response",
 }

@@ -35,6 +35,7 @@ SUFFIXES = (
     "anchor",
     "board",
     "stats",
+    "limits",
     "alerts",
     "devices/wheel",
     "bets/request",
@@ -47,7 +48,7 @@ REC_R, REC_B = "casino/floor/records/MO-R-07", "casino/floor/records/MO-B-01"
 FLOOR = [REC_R, REC_B, "casino/floor/ingest/floor-ingest/lag",
          "casino/floor/ingest/floor-ingest/faults"]  # fmt: skip
 ALL = [f"{root}/{s}" for root, s in itertools.product((R, B), SUFFIXES)] + FLOOR
-OUT = ("state", "rounds", "events", "jackpot", "anchor", "board", "stats", "alerts",
+OUT = ("state", "rounds", "events", "jackpot", "anchor", "board", "stats", "limits", "alerts",
        "devices/wheel", "bets/response", "commands/response")  # fmt: skip
 ADMIN = "acl-test-admin@test"
 
@@ -91,7 +92,8 @@ MAY_READ: dict[str, set[str]] = {
     "floor@floor": set(ALL),
     "floor-ingest@ingest": both("rounds", "anchor", "state", "commands/response"),
     "monitor@monitor": both(
-        "state", "devices/wheel", "jackpot", "rounds", "events", "board", "stats", "alerts"
+        "state", "devices/wheel", "jackpot", "rounds", "events", "board", "stats", "limits",
+        "alerts",
     )
     | set(FLOOR[2:]),
 }

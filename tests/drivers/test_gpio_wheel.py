@@ -149,7 +149,7 @@ async def test_ball_bounces_and_electrical_chatter(make: Any) -> None:
     got = [await rig.sim.spin(n, bounces=8) for n in (9, 22, 0, 36)]
     await rig.sim.run(2)
     assert rig.numbers() == got
-    assert rig.driver.model.glitches > 0
+    assert rig.driver.model.chatter > 0
 
 
 async def test_no_ball_voids_the_game(make: Any) -> None:

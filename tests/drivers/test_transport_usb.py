@@ -112,3 +112,32 @@ def test_usb_url() -> None:
     for bad in ("usb:12:zz", "tty:1:2", "usb:1209"):
         with pytest.raises(ValueError):
             parse_usb_url(bad)
+
+
+async def test_a_close_cancelled_as_its_pending_read_ends_stays_cancelled() -> None:
+    """A reset (or drop) closes the connection while a read transfer is under way, and
+    the driver is stopped just as that transfer completes: the closing task must end
+    cancelled. On Python 3.11 ``asyncio.wait_for`` returned the transfer's result
+    instead (gh-86296), the shoe's poll loop went on polling and ``stop()`` waited for
+    it for ever (the hang of test_shoe_over_usb_bulk_with_unplug_and_reset under load)."""
+    dev, backend = make()
+    conn = await open_usb(VID, PID, serial_number="SHOE-0042", backend=backend)
+    reader = asyncio.create_task(conn.read())
+    async with asyncio.timeout(5):
+        while conn._pending_read is None:  # the read transfer is in a worker thread
+            await asyncio.sleep(0)
+    transfer = conn._pending_read
+    closer = asyncio.create_task(conn.close())
+    await asyncio.sleep(0)  # the closer now waits for the transfer under way
+    assert not closer.done()
+    # stop() cancels the closing task in the very turn the transfer completes
+    transfer.add_done_callback(lambda _f: closer.cancel())
+    await dev.device_connection().write(b"card")
+    async with asyncio.timeout(5):
+        await asyncio.wait([closer])
+    assert closer.cancelled()  # not swallowed: the task that was closing can stop
+    assert await reader == b"card"  # and the bytes of that transfer are not lost
+    assert conn.closed
+    async with asyncio.timeout(5):  # the cancelled close still released the interface
+        while dev.claimed:
+            await asyncio.sleep(0.005)

@@ -138,7 +138,13 @@ class Browser:
                 raise TimeoutError(f"the page never showed: {expression}")
             await asyncio.sleep(0.02)
 
-    async def screenshot(self, path: Path) -> None:
+    async def screenshot(self, path: Path, *, full: bool = True) -> None:
+        """The page as a PNG: the whole page (``full``), or the screen alone (what a
+        board shows on a screen of the browser's size)."""
+        if not full:
+            res = await self.send("Page.captureScreenshot", format="png")
+            path.write_bytes(base64.b64decode(res["data"]))
+            return
         height = await self.eval("document.documentElement.scrollHeight")
         clip = {"x": 0, "y": 0, "width": self.width, "height": max(200, int(height)), "scale": 1}
         res = await self.send(

@@ -42,7 +42,7 @@ async def table(tmp_path: Path, mosquitto_broker: Any) -> Any:
     mqtt = MqttSettings(host=mosquitto_broker.host, port=mosquitto_broker.port, reconnect_min_ms=50)
     d = TableDaemon(cfg, state_dir=tmp_path, runtime_dir=tmp_path, mqtt=mqtt)
     await d.start()
-    await d.link.wait_subscribed(30)
+    await d.parts.link.wait_subscribed(30)
     floor = FloorClient(mosquitto_broker.host, mosquitto_broker.port, "atk-1", signers=principals)
     await floor.start()
     try:
@@ -188,11 +188,11 @@ async def test_a_dealer_signs_in_only_as_itself_a_supervisor_anyone(table: Any) 
     other = await floor.command("dealer_sign_in", dealer="dealer-02", signer=dealer)
     assert (other["status"], other["code"]) == ("error", "DEALER_NOT_BOUND"), other
     validate("command_response", other)
-    assert d.dealers.current() is None
+    assert d.parts.dealers.current() is None
     ok(await floor.command("dealer_sign_in", signer=dealer))
-    assert d.dealers.current() == "dealer"
+    assert d.parts.dealers.current() == "dealer"
     ok(await floor.command("dealer_sign_in", dealer="dealer-02", signer=pit))
-    assert d.dealers.current() == "dealer-02"
+    assert d.parts.dealers.current() == "dealer-02"
     ins = [e.data for e in d.journal.chain.events(50, kind="dealer_signed_in")]
     assert [(x["dealer"], x["by"], x["authority"]) for x in ins] == [
         ("dealer", "mqtt:dealer", "bound"),
@@ -286,7 +286,7 @@ async def test_an_accepted_risk_is_logged_at_start_and_in_the_retained_state(
         for i in range(3):
             junk = json.dumps({"request_id": f"j-{i}", "command": "status"}).encode()
             assert (await answer_to_unauthenticated(floor, "commands", junk))["code"] == "UNSIGNED"
-        assert d.floor is not None and d.floor.refusals.total == 3
+        assert d.parts.floor is not None and d.parts.floor.refusals.total == 3
     finally:
         await floor.stop()
         await d.stop()

@@ -99,7 +99,7 @@ async def test_the_page_shows_each_new_result_and_the_roads_within_a_second(
     async with DemoTable(game, speed=3.0, seed=21, bets=4, view=True, view_port=0) as t:
         assert t.view is not None and t.floor is not None
         async with Browser(CHROMIUM, width=800, height=900) as b:
-            await b.open(t.view.url)
+            await b.open(f"{t.view.url}table/{t.table_id}")  # the table's page
             await b.wait_for("document.querySelector('section[data-table]') !== null", 10)
             # the demo's view verifies the table's signatures, and the page says so
             await b.wait_for("document.getElementById('trust').dataset.verifying === 'yes'", 10)

@@ -291,5 +291,79 @@ def test_statistics_follow_the_rounds_and_restart(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("game", ["blackjack", "mahjong"])
-def test_no_result_board_for_games_without_a_layout(game: str) -> None:
-    assert not ResultBoard.applies(game)
+def test_a_game_without_a_layout_has_a_board_topic_and_no_board_device(game: str) -> None:
+    """Issue 33: every table publishes ``board`` (the players' screen reads it); a lit
+    board device is still refused where the game has no layout."""
+    assert ResultBoard.applies(game) and st.layout_of(game) is None
+    assert board_problems(game, [("board", "board", {"layout": "sicbo"})])
+
+
+def test_the_board_keeps_the_last_ten_outcomes_and_rebuilds_them(tmp_path: Path) -> None:
+    """Issue 33: a board with no number history and no roads keeps the last 10 settled
+    outcomes, most recent first, with their seq; a void adds none; a restart rebuilds
+    them from the journal."""
+    e, rb, published, j = table(tmp_path, "sicbo")
+    throws = [[1 + i % 6, 1 + (i * 2) % 6, 1 + (i * 5) % 6] for i in range(12)]
+    seqs = []
+    for dice in throws:
+        seqs.append(play(e, {"dice": dice})["seq"])
+    e.open_betting()
+    e.void_round("test void")
+    want = [{"seq": q, "dice": d} for q, d in zip(seqs[::-1][:10], throws[::-1][:10], strict=True)]
+    got = [{"seq": r["seq"], "dice": r["outcome"]["dice"]} for r in rb.state.to_json()["recent"]]
+    assert got == want
+    for body in published[-3:]:
+        validate("board", head(body))
+    j.close()
+    e2, rb2, _, j2 = table(tmp_path, "sicbo")
+    e2.resume()
+    assert rb2.state.to_json()["recent"] == rb.state.to_json()["recent"]
+    j2.close()
+    e3, rb3, _, j3 = table(tmp_path / "r", "roulette")  # a number history: no recent
+    play(e3, {"number": 5})
+    assert rb3.state.to_json()["recent"] == [] and rb3.state.history == ()
+    j3.close()
+
+
+def test_a_card_games_board_and_the_dealer_on_duty(tmp_path: Path) -> None:
+    """A stud poker table's board: no layout, its hands in ``recent``; the dealer on
+    duty is on the board, and the board is published again when the dealer changes."""
+    on_duty = ["ana"]
+    published: list[dict] = []
+    rb = ResultBoard(TableExtensions(), game_id="stud-poker", publish=published.append,
+                     dealer=lambda: on_duty[0])  # fmt: skip
+    outcome = {"dealer": ["7H", "TH", "7S", "TD", "6H"], "dealer_hand": "two_pairs",
+               "dealer_qualifies": True, "up_card": "6H", "seats": {}}  # fmt: skip
+    rb.round_settled({"round_id": "t-1-000001-aa", "seq": 1, "status": "settled",
+                      "outcome": outcome})  # fmt: skip
+    body = published[-1]
+    assert body["layout"] is None and body["lit"] == [] and body["number"] is None
+    assert body["recent"] == [{"seq": 1, "outcome": outcome}] and body["dealer"] == "ana"
+    validate("board", head(body))
+    on_duty[0] = "bruno"
+    rb.refresh()
+    assert published[-1]["dealer"] == "bruno" and len(published) == 2
+
+
+def test_the_last_result_keeps_its_round_when_the_next_opens(tmp_path: Path) -> None:
+    """Issue 33: ``round_id``/``seq`` follow the round in progress; the last result's own
+    round (``outcome_round_id``, ``outcome_seq``) stays that of the settled round through
+    the next round's opening and closing, and through a void; it is rebuilt after a
+    restart."""
+    e, rb, published, j = table(tmp_path, "roulette")
+    first = play(e, {"number": 17})
+    e.open_betting()
+    body = published[-1]
+    assert body["message"] == "place_your_bets" and body["seq"] == first["seq"] + 1
+    assert (body["outcome_round_id"], body["outcome_seq"]) == (first["round_id"], first["seq"])
+    assert body["outcome"] == first["outcome"]
+    validate("board", head(body))
+    e.close_betting()
+    e.void_round("wheel fault")
+    body = published[-1]
+    assert body["message"] == "void" and body["outcome_seq"] == first["seq"]
+    j.close()
+    e2, rb2, _, j2 = table(tmp_path, "roulette")
+    e2.resume()
+    assert (rb2.state.outcome_round_id, rb2.state.outcome_seq) == (first["round_id"], first["seq"])
+    j2.close()

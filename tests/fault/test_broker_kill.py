@@ -80,18 +80,18 @@ class Dealer:
         self.n = 0
 
     def _local(self, kind: str, body: dict[str, Any]) -> Any:
-        assert self.d.floor is not None
+        assert self.d.parts.floor is not None
         self.local_requests += 1
         self.n += 1
         payload = signed(
             self.principals, self.d.cfg.table_id, kind, {"request_id": f"local-{self.n}", **body}
         )
         if kind == "bets":
-            return self.d.floor.handle_bet_request(payload)
-        return self.d.floor.handle_command_request(payload)
+            return self.d.parts.floor.handle_bet_request(payload)
+        return self.d.parts.floor.handle_command_request(payload)
 
     async def act(self, kind: str, body: dict[str, Any]) -> Any:
-        e = self.d.engine
+        e = self.d.parts.engine
         assert e is not None
         # every request names its round, as the dealer sees it now (issue 14)
         if body.get("command") == "open_betting":
@@ -108,7 +108,7 @@ class Dealer:
         return self._local(kind, body)
 
     async def step(self) -> None:
-        e = self.d.engine
+        e = self.d.parts.engine
         assert e is not None
         phase = e.phase
         if phase is Phase.IDLE:

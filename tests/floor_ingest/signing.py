@@ -26,7 +26,7 @@ def round_doc(
     table: str, seq: int, *, chain: Any = True, rid: str | None = None, **extra: Any
 ) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "schema_version": 5,
+        "schema_version": 6,
         "table_id": table,
         "round_id": rid or f"{table}-{seq:06d}-abcd1234",
         "seq": seq,
@@ -83,7 +83,7 @@ class Tables:
     def anchor(self, table: str, seq: int, *, phase: str = "settled", chain_seq: int | None = None,
                key: Ed25519PrivateKey | None = None) -> bytes:  # fmt: skip
         doc = {
-            "schema_version": 5,
+            "schema_version": 6,
             "table_id": table,
             "round_id": f"{table}-{seq:06d}-abcd1234",
             "seq": seq,
@@ -95,7 +95,7 @@ class Tables:
 
     def state(self, table: str, last_seq: int, *, phase: str = "idle") -> bytes:
         doc = {
-            "schema_version": 5,
+            "schema_version": 6,
             "table_id": table,
             "availability": "online",
             "phase": phase,

@@ -409,7 +409,7 @@ async def test_seq_999999999_is_never_stored_and_no_replay_goes_beyond_the_annou
         # A stale signed state (the table's own, from before its journal was restored)
         # says its last round is 50: the floor asks for 6..50 (no further), the table
         # answers that its newest round is 5, and the asking stops.
-        state = {"schema_version": 5, "table_id": R, "availability": "online", "phase": "idle",
+        state = {"schema_version": 6, "table_id": R, "availability": "online", "phase": "idle",
                  "last_round_id": f"{R}-000050-aaaaaaaa"}  # fmt: skip
         await f.attack(f"casino/tables/{R}/state", seal(t.key, "state", state), retain=True)
 

@@ -125,7 +125,7 @@ def test_a_replay_answer_is_verified() -> None:
     t = Tables("MO-R-07")
     keys = t.registry().keys("MO-R-07")
     answer: dict[str, Any] = {
-        "schema_version": 5,
+        "schema_version": 6,
         "table_id": "MO-R-07",
         "request_id": "floor-ingest-w1-abc",
         "status": "ok",

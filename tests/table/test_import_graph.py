@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("firmware_host", "drivers", "tablecommon")
 #: Every top-level package of the project (what a leaf may not import).
-PROJECT = (*PACKAGES, "tablesim", "tableview", "flooringest", "bench")
+PROJECT = (*PACKAGES, "tablesim", "tableview", "flooringest", "tablefleet", "bench")
 
 
 def module_name(path: Path) -> str:

@@ -203,6 +203,11 @@ class FishPrawnCrab(DiscreteGame[FishPrawnCrabRules, ThreeDice]):
         check_derived(given, self.outcome_json(throw), "fish-prawn-crab")
         return throw
 
+    def same_outcome(self, rules: FishPrawnCrabRules, a: ThreeDice, b: ThreeDice) -> bool:
+        # The three dice are not told apart: every bet is decided by the faces shown
+        # (59/2004 art. 5-6), whichever die shows them.
+        return sorted(a.dice) == sorted(b.dice)
+
     def outcome_json(self, outcome: ThreeDice) -> JSON:
         return {
             "dice": list(outcome.dice),

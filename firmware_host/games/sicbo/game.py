@@ -236,6 +236,11 @@ class Sicbo(DiscreteGame[SicboRules, ThreeDice]):
         check_derived(raw, self.outcome_json(throw), "sicbo")
         return throw
 
+    def same_outcome(self, rules: SicboRules, a: ThreeDice, b: ThreeDice) -> bool:
+        # The three dice are not told apart: every bet is decided by the faces shown
+        # (57/2004 art. 6-7), whichever die shows them.
+        return sorted(a.dice) == sorted(b.dice)
+
     def outcome_json(self, outcome: ThreeDice) -> JSON:
         return {"dice": list(outcome.dice), "total": outcome.total, "triple": outcome.is_triple}
 

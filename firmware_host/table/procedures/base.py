@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import ClassVar
+from typing import ClassVar, Protocol
 
 from tablecommon.events.base import DeviceEvent
 
@@ -37,6 +37,20 @@ class Device:
     driver: object
 
 
+class ResultSink(Protocol):
+    """Where a procedure's result goes: the round engine, or the table's witness
+    (``table/witness.py``), which holds it until a second reading agrees."""
+
+    def submit_result(
+        self, raw_outcome: JSON, *, source: str, frames: Sequence[Frame] = ()
+    ) -> Mapping[str, JSON] | None: ...
+
+    def holding(self) -> bool:
+        """Whether the round in flight has its reading and waits (the device's next
+        game is not a round of it)."""
+        ...
+
+
 @dataclass(frozen=True)
 class ProcedureContext:
     """Everything a procedure may use, and nothing more."""
@@ -49,6 +63,8 @@ class ProcedureContext:
     clock: Callable[[], datetime] = utc_now
     #: The table's extensions (a procedure that follows the phases registers here).
     extensions: TableExtensions = field(default_factory=TableExtensions)
+    #: Where results go when not straight to the engine: the table's witness.
+    results: ResultSink | None = None
 
     def device_of_kind(self, kind: str) -> Device | None:
         """The first enabled device of ``kind``, if any."""
@@ -83,6 +99,11 @@ class Procedure:
         if event.raw and not self.carries_result(event):
             self.engine.record_frames([(device, "rx", event.raw)])
 
+    def holding(self) -> bool:
+        """Whether the round's result is held (read, waiting for the witness or a
+        supervisor): the device's next game is not a round of it."""
+        return self.ctx.results is not None and self.ctx.results.holding()
+
     def is_mine(self, device: str) -> bool:
         """Whether ``device`` is the device that drives this procedure."""
         return self.device is not None and device == self.device.name
@@ -101,11 +122,21 @@ class Procedure:
         """Publish a fault on ``events`` and write it to the event log."""
         self._report(kind, data)
 
+    def submit_result(
+        self, outcome: JSON, *, source: str, frames: Sequence[Frame] = ()
+    ) -> Mapping[str, JSON] | None:
+        """The round's result, from the device or a command: to the table's witness when
+        it has one (held until a second reading agrees: None), else settled."""
+        sink = self.ctx.results
+        if sink is not None:
+            return sink.submit_result(outcome, source=source, frames=frames)
+        return self.engine.submit_result(outcome, source=source, frames=frames)
+
     def try_result(
         self, outcome: JSON, source: str, frames: Sequence[Frame] = ()
     ) -> Mapping[str, JSON] | None:
         try:
-            return self.engine.submit_result(outcome, source=source, frames=frames)
+            return self.submit_result(outcome, source=source, frames=frames)
         except RulesError as exc:
             self.engine.record_frames(frames)
             self.fault(

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from tablecommon.events.base import DeviceEvent
 from tablecommon.events.wheel import GameStateChanged, GameVoided, WinningNumber
 
+from ...journal import RoundRecord
 from ..engine import Frame
+from ..extension import TableExtension
 from ..phase import Phase
 from .base import Device, Procedure, ProcedureContext
 
 
-class WheelProcedure(Procedure):
+class WheelProcedure(Procedure, TableExtension):
     """Roulette driven by the wheel's game states (Cammegh SS2 or the GPIO wheel, which
     emit the same events; 60/2004).
 
@@ -32,14 +35,22 @@ class WheelProcedure(Procedure):
       from the wheel's next state 2, 3 or 4; a state 5 or a winning number of a spin it
       never saw voids it instead (its bets may have been placed after that ball
       landed: the driver may complete a result on the next game's first line, after a
-      link loss).
+      link loss);
+    - while the round's result is held (a table with a witness, ``docs/witness.md``) the
+      wheel's next game is not a round: its states are ignored, its number refused; when
+      the held round ends (settled or voided) on a wheel waiting at state 2, betting
+      opens on that spin.
     """
 
     manual_results = False
+    name = "wheel-procedure"
 
     def __init__(self, ctx: ProcedureContext, device: Device) -> None:
         super().__init__(ctx, device)
+        ctx.extensions.add(self)
         self.wheel = device.name
+        #: The wheel's last state seen while a result was held: acted on when it ends.
+        self._while_held: GameStateChanged | None = None
         #: The roulette rules' betting procedure (60/2004 art. 3 2)): 1 or 2.
         self.betting_procedure: int = getattr(self.engine.rules, "betting_procedure", 2)
         restart = getattr(device.driver, "restart", None)
@@ -81,6 +92,16 @@ class WheelProcedure(Procedure):
         await super().on_device_event(device, event)
         if not self.is_mine(device):
             return
+        if self.holding():  # the result is held (docs/witness.md): the next game waits
+            if isinstance(event, GameStateChanged):
+                self._while_held = event
+            if isinstance(event, WinningNumber):
+                self.engine.record_frames([(device, "rx", event.raw)] if event.raw else [])
+                self.fault(
+                    "result_refused",
+                    {"source": device, "number": event.number, "reason": "a result is held"},
+                )
+            return
         match event:
             case GameStateChanged():
                 self._state(device, event)
@@ -88,6 +109,16 @@ class WheelProcedure(Procedure):
                 self._number(device, event)
             case GameVoided() if self.engine.phase in (Phase.OPEN, Phase.CLOSED):
                 await self._voided(device, event)
+
+    def phase_changed(self, phase: Phase, rnd: RoundRecord | None) -> None:
+        """The held round ended: a wheel that waits at state 2 opens the next round."""
+        seen, self._while_held = self._while_held, None
+        if phase is Phase.IDLE and seen is not None and seen.state == 2:
+            asyncio.get_running_loop().call_soon(self._held_ended, seen)
+
+    def _held_ended(self, seen: GameStateChanged) -> None:
+        if self.engine.phase is Phase.IDLE and not self.holding():
+            self._state(self.wheel, seen)
 
     def _state(self, device: str, event: GameStateChanged) -> None:
         e = self.engine

@@ -1,41 +1,15 @@
-// tablectl view: draws each table from what it publishes (docs/mqtt.md): state, board,
-// stats, jackpot, devices/<name>, rounds, events. Read-only; no library, no build step.
+// tablectl view: a table's page (/table/<id>), for the pit and the technicians: draws the
+// table from what it publishes (docs/mqtt.md): state, board, stats, jackpot, limits,
+// alerts, devices/<name>, rounds. Read-only; no library, no build step.
 "use strict";
 
 const tables = new Map();
-const RED = new Set([1, 3, 5, 7, 9, 12, 14, 16, 18, 19, 21, 23, 25, 27, 30, 32, 34, 36]);
+const TABLE_ID = (location.pathname.match(/^\/table\/([^/]+)$/) || [])[1];
+const ONLY = TABLE_ID ? decodeURIComponent(TABLE_ID) : null;
 const MESSAGES = {
   place_your_bets: "Place your bets", no_more_bets: "No more bets",
   result: "Result", void: "Void", idle: "",
 };
-
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === null || v === undefined || v === false) continue;
-    if (k === "class") e.className = v; else e.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children.flat(Infinity)) {
-    if (c === null || c === undefined || c === false) continue;
-    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return e;
-}
-
-// Money is an integer count of minor units: shown without floating point.
-function money(amount, digits) {
-  if (amount === null || amount === undefined) return "";
-  const d = digits ?? 2, neg = amount < 0, a = Math.abs(amount), unit = 10 ** d;
-  const whole = Math.trunc(a / unit).toLocaleString("en");
-  const frac = d ? "." + String(a % unit).padStart(d, "0") : "";
-  return (neg ? "-" : "") + whole + frac;
-}
-
-// A percentage is a display figure made from exact counts.
-function pct(count, total) {
-  if (!total) return "–";
-  return (Math.round((count * 1000) / total) / 10).toFixed(1) + " %";
-}
 
 function numberClass(n, game) {
   if (game === "fantan") return "fantan";
@@ -89,60 +63,6 @@ function diceView(outcome, fpc) {
     el("span", {}, DIE[d], fpc ? el("span", { class: "figure" }, FPC_FACE[d]) : null)));
 }
 
-// -- roads ---------------------------------------------------------------------------------
-const CELL = 16;
-const COLOURS = { B: "#d62d2d", P: "#2a62d6", T: "#1f9d55", red: "#d62d2d", blue: "#2a62d6" };
-const SVGNS = "http://www.w3.org/2000/svg";
-
-function svg(tag, attrs) {
-  const e = document.createElementNS(SVGNS, tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-  return e;
-}
-
-// Draw marks at (x, y) on a six-row grid; keep the last `width` columns in view.
-function road(marks, kind, width, cell = CELL) {
-  const cols = marks.reduce((m, c) => Math.max(m, c.x + 1), 0);
-  const first = Math.max(0, cols - width);
-  const s = svg("svg", { class: "road", width: width * cell, height: 6 * cell, "data-road": kind, "data-marks": marks.length });
-  for (let i = 0; i <= width; i++) s.append(svg("line", { x1: i * cell, y1: 0, x2: i * cell, y2: 6 * cell, stroke: "#ddd6c4" }));
-  for (let j = 0; j <= 6; j++) s.append(svg("line", { x1: 0, y1: j * cell, x2: width * cell, y2: j * cell, stroke: "#ddd6c4" }));
-  const r = cell / 2 - 2;
-  for (const m of marks) {
-    if (m.x < first) continue;
-    const cx = (m.x - first) * cell + cell / 2, cy = m.y * cell + cell / 2;
-    const colour = COLOURS[m.winner || m.colour];
-    if (kind === "bead") {
-      s.append(svg("circle", { cx, cy, r, fill: colour }));
-      const t = svg("text", { x: cx, y: cy + 4, "text-anchor": "middle", "font-size": 10, fill: "#fff", "font-weight": 700 });
-      t.textContent = m.winner; s.append(t);
-    } else if (kind === "big" || kind === "eye") {
-      s.append(svg("circle", { cx, cy, r: kind === "eye" ? r - 1 : r, fill: "none", stroke: colour, "stroke-width": kind === "eye" ? 1.6 : 2.4 }));
-    } else if (kind === "small") {
-      s.append(svg("circle", { cx, cy, r: r - 1, fill: colour }));
-    } else {  // cockroach pig: a slash
-      s.append(svg("line", { x1: cx - r, y1: cy + r, x2: cx + r, y2: cy - r, stroke: colour, "stroke-width": 2.4 }));
-    }
-    if (m.ties) {
-      s.append(svg("line", { x1: cx - r, y1: cy + r, x2: cx + r, y2: cy - r, stroke: COLOURS.T, "stroke-width": 2 }));
-      if (m.ties > 1) { const t = svg("text", { x: cx, y: cy + 4, "text-anchor": "middle", "font-size": 9, fill: COLOURS.T, "font-weight": 700 }); t.textContent = m.ties; s.append(t); }
-    }
-    if (m.banker_pair) s.append(svg("circle", { cx: cx - r + 1, cy: cy - r + 1, r: 2.4, fill: COLOURS.B }));
-    if (m.player_pair) s.append(svg("circle", { cx: cx + r - 1, cy: cy + r - 1, r: 2.4, fill: COLOURS.P }));
-  }
-  return s;
-}
-
-function askMark(colour, kind) {
-  const s = svg("svg", { class: "road", width: CELL, height: CELL, "data-ask-mark": colour || "none" });
-  if (!colour) return s;
-  const c = COLOURS[colour], m = CELL / 2, r = CELL / 2 - 3;
-  if (kind === "eye") s.append(svg("circle", { cx: m, cy: m, r, fill: "none", stroke: c, "stroke-width": 1.8 }));
-  else if (kind === "small") s.append(svg("circle", { cx: m, cy: m, r, fill: c }));
-  else s.append(svg("line", { x1: m - r, y1: m + r, x2: m + r, y2: m - r, stroke: c, "stroke-width": 2.4 }));
-  return s;
-}
-
 function roadsView(roads) {
   if (!roads) return null;
   const c = roads.counts;
@@ -193,20 +113,21 @@ function statsView(stats, game) {
 }
 
 // -- rounds, devices -----------------------------------------------------------------------
-function outcomeText(o) {
-  if (!o) return "";
-  if (o.dice) return o.dice.join("-") + (o.total !== undefined ? ` (${o.total})` : "");
-  if (o.number !== undefined) return String(o.number) + (o.colour ? ` ${o.colour}` : "");
-  if (o.winner) return `${o.winner} (player ${o.player_total}, banker ${o.banker_total})`;
-  return JSON.stringify(o).slice(0, 60);
+// Each round's money in four columns that add up: staked = returned + won + house.
+// "returned" is the stakes handed back (winning, pushed and refunded bets), "won" the
+// prizes paid net of commission (payout - commission), "house" the house's net result.
+function moneyCols(t) {
+  const stakes = t.stakes ?? 0, won = (t.payout ?? 0) - (t.commission ?? 0), house = t.house_net ?? 0;
+  return { stakes, returned: stakes - won - house, won, house };
 }
 
 function roundsView(rounds) {
   if (!rounds.length) return el("p", { class: "note" }, "No round since the view started.");
   return el("table", { class: "rounds" },
-    el("tr", {}, ["#", "result", "bets", "stakes", "paid", "house"].map((h) => el("th", {}, h))),
+    el("tr", {}, ["#", "result", "dealer", "bets", "staked", "returned", "won", "house"].map((h) => el("th", {}, h))),
     rounds.map((r) => {
-      const t = r.totals || {}, d = r.minor_digits;
+      const d = r.minor_digits, m = moneyCols(r.totals || {});
+      const payments = !m.stakes && m.won;  // money moved between players (mah-jong): no stakes
       const count = r.bets_count ?? r.bets.length;
       const listed = count > r.bets.length ? ` (first ${r.bets.length} listed)` : "";
       const bets = el("details", {}, el("summary", {}, `${count} bets${listed}`), el("table", { class: "bets" },
@@ -214,17 +135,26 @@ function roundsView(rounds) {
           el("td", {}, b.selection === null ? "" : JSON.stringify(b.selection)), el("td", { class: "m" }, money(b.stake, d)),
           el("td", {}, b.result), el("td", { class: "m" }, money(b.payout, d))))));
       return el("tr", { class: r.status, "data-round": r.round_id },
-        el("td", {}, r.seq), el("td", {}, r.status === "void" ? `void: ${r.void_reason}` : outcomeText(r.outcome)),
-        el("td", {}, bets), el("td", { class: "m" }, money(t.stakes, d)), el("td", { class: "m" }, money(t.payout, d)),
-        el("td", { class: "m" }, money(t.house_net, d)));
+        el("td", {}, r.seq), el("td", { class: "result" }, r.status === "void" ? `void: ${r.void_reason}` : outcomeLine(r.outcome)),
+        el("td", {}, r.dealer || ""), el("td", {}, bets),
+        el("td", { class: "m", "data-col": "staked" }, money(m.stakes, d)),
+        el("td", { class: "m", "data-col": "returned", title: payments ? "payments between players: no stakes" : "" }, payments ? "–" : money(m.returned, d)),
+        el("td", { class: "m", "data-col": "won" }, money(m.won, d)), el("td", { class: "m", "data-col": "house" }, money(m.house, d)));
     }));
+}
+
+// A table's witness (docs/witness.md): its disagreement rate and its lag after the primary.
+function witnessText(w) {
+  if (!w) return "";
+  const rate = w.disagreement_rate === null ? "–" : `${(w.disagreement_rate * 100).toFixed(1)} %`;
+  return ` – disagreements ${rate}, timeouts ${w.timeouts}, lag ${w.lag_ms === null ? "–" : w.lag_ms + " ms"}`;
 }
 
 function devicesView(devices, state) {
   const items = Object.entries(devices).map(([name, d]) => el("span", {
     class: `device ${d.state}`, "data-device": name, "data-state": d.state,
     title: d.message || "",
-  }, `${name} (${d.kind || "?"}): ${d.state}${d.code ? " " + d.code : ""}${d.message ? " – " + d.message : ""}`));
+  }, `${name} (${d.kind || "?"}): ${d.state}${d.code ? " " + d.code : ""}${d.message ? " – " + d.message : ""}${witnessText(d.witness)}`));
   const faults = (state && state.faults) || [];
   return el("div", {},
     el("div", { class: "devices" }, items.length ? items : el("span", { class: "note" }, "no device")),
@@ -237,8 +167,7 @@ function tableView(t) {
   const online = st.availability === "online";
   const message = b ? b.message : "";
   const voidText = b && b.message === "void" ? `: ${b.void_reason}` : "";
-  let resultText = "";
-  if (b && b.message === "result") resultText = `: ${outcomeText(b.outcome)}`;
+  
   const sec = el("section", {
     class: "table", id: `t-${t.table_id}`, "data-table": t.table_id, "data-game": game,
     "data-message": message, "data-round": b ? b.round_id : "", "data-seq": b ? b.seq : "",
@@ -246,8 +175,9 @@ function tableView(t) {
   sec.append(el("div", { class: "head" },
     el("h2", {}, t.table_id), el("span", {}, game),
     el("span", { class: `badge ${online ? "on" : "off"}` }, st.availability || "unknown"),
-    el("span", { class: "badge" }, `phase ${st.phase || (b && b.phase) || "?"}`)));
-  if (b) sec.append(el("div", { class: `message ${message}` }, (MESSAGES[message] || message) + resultText + voidText));
+    el("span", { class: "badge" }, `phase ${st.phase || (b && b.phase) || "?"}`),
+    el("a", { href: `/board/${encodeURIComponent(t.table_id)}`, class: "boardlink" }, "the players' board")));
+  if (b) sec.append(el("div", { class: `message ${message}` }, (MESSAGES[message] || message) + voidText, " ", message === "result" ? outcomeLine(b.outcome) : null));
   if (b && (b.layout === "roulette" || b.layout === "fantan")) {
     sec.append(el("div", { class: "row" },
       b.number === null ? el("span", { class: "note" }, "no number yet") : numberBall(b.number, game, "big"),
@@ -282,6 +212,12 @@ function tableView(t) {
         `#${a.id} ${a.code}${a.subject ? " " + a.subject : ""} (${a.severity}, ${a.state}, ×${a.count}): ${a.message}` +
         (a.acknowledged_by ? ` — acknowledged by ${a.acknowledged_by}: ${a.ack_reason}` : "")))));
   }
+  if (t.limits) {
+    const l = t.limits;
+    sec.append(el("h3", {}, `Limits (${l.currency})`), el("table", { class: "stats limits" }, l.bet_types.map((r) =>
+      el("tr", { "data-bet": r.bet_type, title: `${r.article} · ${r.pays}` }, el("td", {}, r.title),
+        el("td", { class: "v" }, money(r.min, l.minor_digits)), el("td", { class: "v" }, r.max === null ? "no maximum" : money(r.max, l.minor_digits))))));
+  }
   sec.append(el("h3", {}, "Devices"), devicesView(t.devices, t.state));
   sec.append(el("h3", {}, "Last rounds"), roundsView(t.rounds));
   return sec;
@@ -299,45 +235,15 @@ function render(id) {
   }
 }
 
-const REASONS = {
-  not_followed: "of tables not followed", too_large: "too large", malformed: "not a JSON object",
-  table_mismatch: "naming another table", unverified: "not signed by their table",
-  too_many_tables: "of tables beyond the cap", too_many_devices: "of devices beyond the cap",
-  over_budget: "beyond a table's bytes", dropped: "dropped in a flood",
-};
-
-function link(l) {
-  const e = document.getElementById("link");
-  e.textContent = l.connected ? `live: ${l.broker}` : `broker unreachable: ${l.broker}`;
-  e.className = `badge ${l.connected ? "on" : "off"}`;
-  // whether the view verifies what it shows (the tables' signatures), and what it left out
-  const t = document.getElementById("trust");
-  t.dataset.verifying = l.verifying ? "yes" : "no";
-  t.textContent = l.verifying ? "signatures verified" : "signatures not verified";
-  t.className = `badge ${l.verifying ? "on" : "warn"}`;
-  t.title = l.verifying
-    ? `only what each table signed is shown (keys of ${l.keys_for.join(", ")})`
-    : "the view has no table's public key (--key, --registry): a client that may publish on a table's topics can change what this page shows";
-  const caps = l.caps || {};
-  document.getElementById("following").textContent =
-    `following ${l.following} (at most ${caps.tables} tables, ${caps.history} rounds each)`;
-  const ignored = Object.entries(l.ignored || {}).filter(([, n]) => n);
-  const total = ignored.reduce((a, [, n]) => a + n, 0);
-  const g = document.getElementById("ignored");
-  g.dataset.ignored = total;
-  g.textContent = total ? `ignored messages: ${ignored.map(([k, n]) => `${n} ${REASONS[k] || k}`).join(" · ")}` : "";
+async function main() {
+  await loadWords();
+  follow({
+    only: ONLY,
+    onSnapshot: (data) => { tables.clear(); for (const t of data.tables) tables.set(t.table_id, t); link(data.link); render(); },
+    onTable: (t) => { tables.set(t.table_id, t); render(t.table_id); },
+    onLink: link,
+    onError: linkLost,
+  });
 }
 
-const source = new EventSource("/events");
-source.addEventListener("snapshot", (ev) => {
-  const data = JSON.parse(ev.data);
-  tables.clear();
-  for (const t of data.tables) tables.set(t.table_id, t);
-  link(data.link); render();
-});
-source.addEventListener("table", (ev) => {
-  const t = JSON.parse(ev.data);
-  tables.set(t.table_id, t); render(t.table_id);
-});
-source.addEventListener("link", (ev) => link(JSON.parse(ev.data)));
-source.onerror = () => { const e = document.getElementById("link"); e.textContent = "view reconnecting…"; e.className = "badge warn"; };
+main();
