@@ -353,4 +353,8 @@ def run(quick: bool, log: Callable[[str], None]) -> list[Figure]:
             "the broker, the ingest, PostgreSQL and the emulated tables together",
         )
     )
+    # Issue 36: the Macau mix at the games' own paces, and the drain after an outage.
+    from .floormix import run_city
+
+    figs += run_city(quick, log)
     return figs

@@ -7,7 +7,9 @@ one table (its rounds as received, one JSON per line: what ``tablectl audit veri
 --anchors`` takes), ``registry import|list`` (the tables the floor knows and their
 keys), ``quarantine list|release`` (what was kept aside, and a person's acceptance of
 a quarantined round after review), ``report`` (the shift report per table and per
-pit, text or CSV: ``earnings.py``). Registered by ``firmware_host.cli`` like any
+pit, text or CSV: ``earnings.py``), ``days`` and ``archive`` (the rounds by day, and
+the days before a date into files: ``flooringest.partitions``). Registered by
+``firmware_host.cli`` like any
 area's subcommands; the MQTT client and the database drivers are imported only when a
 command runs.
 """
@@ -201,6 +203,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--output", "-o", type=output_file, help="file to write (default: standard output)"
     )
     rp.set_defaults(func=cmd_report)
+
+    dy = verbs.add_parser("days", help="the days of rounds held, per partition (issue 36)")
+    dy.add_argument("--db", default="floor.sqlite3", type=existing_db, help=db_help)
+    dy.add_argument("--json", action="store_true")
+    dy.set_defaults(func=cmd_days)
+    ar = verbs.add_parser(
+        "archive",
+        help="every day of rounds before a date into a file per day (payloads as received, "
+        "by table and seq, with its SHA-256), then out of the database (its partition "
+        "dropped); the rounds' keys stay",
+    )
+    ar.add_argument("--db", default="floor.sqlite3", type=existing_db, help=db_help)
+    ar.add_argument("--before", required=True, type=_day, help="YYYY-MM-DD (UTC): days before it")
+    ar.add_argument("--dir", required=True, help="the directory of the archive files")
+    ar.set_defaults(func=cmd_archive)
     p.epilog = (
         "examples:\n"
         "  tablectl floor-ingest run --broker mqtt://floor-broker --db postgresql://ingest@db/floor "
@@ -212,6 +229,63 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "  tablectl floor-ingest quarantine release --db floor.sqlite3 --sha256 SHA "
         "--by tech-4 --reason 'journal restored, reconciled (ticket 812)'"
     )
+
+
+def _day(text: str) -> float:
+    from datetime import UTC, datetime
+
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        raise BadValue(f"{text!r} is not a day (YYYY-MM-DD)") from None
+
+
+def cmd_days(args: argparse.Namespace) -> int:
+    from .store import open_store
+
+    async def run() -> list[dict[str, Any]]:
+        store = await open_store(args.db)
+        try:
+            return await store.partitions.days()
+        finally:
+            await store.close()
+
+    days = _db(args.db, run)
+    if args.json:
+        print(json.dumps(days))
+        return 0
+    print("DAY (UTC)   ROUNDS  PARTITION")
+    for d in days:
+        print(f"{d['day']}  {d['rounds']:>7}  {d['partition'] or '-'}")
+    return 0
+
+
+def cmd_archive(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .store import open_store
+
+    target = Path(args.dir)
+    if target.exists() and not target.is_dir():
+        raise CliError(f"--dir {args.dir}: not a directory", code="NOT_A_DIRECTORY")
+
+    async def run() -> list[dict[str, Any]]:
+        store = await open_store(args.db)
+        try:
+            return await store.partitions.archive(args.before, target)
+        finally:
+            await store.close()
+
+    try:
+        done = _db(args.db, run)
+    except OSError as exc:
+        raise CliError(f"--dir {args.dir}: {exc.strerror or exc}", code="DIRECTORY_UNUSABLE") from None
+    for d in done:
+        print(f"{d['day']}: {d['rounds']} rounds -> {d['file']} (sha256 {d['sha256']})"
+              + (f"; partition {d['partition']} dropped" if d["partition"] else ""))  # fmt: skip
+    if not done:
+        print("nothing before that day")
+    return 0
 
 
 def _sha256(text: str) -> str:

@@ -16,6 +16,26 @@ from . import messages as m
 from .db import Db, count
 from .tables import TableBook
 
+#: A table is tracked from the first round stored of it. The duties look for tables
+#: not tracked yet (issue 36: never by scanning every round ever stored) among the
+#: rounds received in the ``NEW_TABLES_S`` seconds before the newest one (the keys'
+#: index by ``received_at``), and for each table of the registry not tracked yet, its
+#: first round (the keys' index by ``(table_id, seq)``): a table whose first rounds
+#: were stored while no worker held the duties is found too.
+NEW_TABLES_S = 120.0
+#: ``(table_id, first seq stored)`` of the tables not tracked yet (one argument:
+#: ``NEW_TABLES_S``).
+NEW_TABLES = (
+    "SELECT table_id, MIN(seq) AS s FROM ("
+    "SELECT table_id, seq FROM floor_round_keys WHERE received_at > "
+    "(SELECT MAX(received_at) FROM floor_round_keys) - ? "
+    "AND table_id NOT IN (SELECT table_id FROM floor_tables) "
+    "UNION ALL SELECT g.table_id, (SELECT MIN(k.seq) FROM floor_round_keys k "
+    "WHERE k.table_id = g.table_id) FROM floor_registry g "
+    "WHERE g.table_id NOT IN (SELECT table_id FROM floor_tables)"
+    ") x WHERE seq IS NOT NULL GROUP BY table_id"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Gap:
@@ -69,14 +89,13 @@ class Duties:
             await self.db.execute(
                 "INSERT INTO floor_tables (table_id, first_seq, contiguous_seq, last_seq, "
                 "anchored_seq, updated_at) "
-                "SELECT table_id, MIN(seq), MIN(seq) - 1, MIN(seq) - 1, MIN(seq) - 1, ? "
-                "FROM floor_rounds WHERE table_id NOT IN (SELECT table_id FROM floor_tables) "
-                "GROUP BY table_id",
+                f"SELECT n.table_id, n.s, n.s - 1, n.s - 1, n.s - 1, ? FROM ({NEW_TABLES}) n",
                 now,
+                NEW_TABLES_S,
             )
             rows = await self.db.fetch(
                 "SELECT t.table_id, t.contiguous_seq, t.last_seq, r.seq FROM floor_tables t "
-                "JOIN floor_rounds r ON r.table_id = t.table_id AND r.seq > t.contiguous_seq "
+                "JOIN floor_round_keys r ON r.table_id = t.table_id AND r.seq > t.contiguous_seq "
                 "ORDER BY t.table_id, r.seq"
             )
             above: dict[str, tuple[int, int, list[int]]] = {}
@@ -222,8 +241,10 @@ class Duties:
             # tell a malformed anchor from an absent one. check() reads nothing else.
             rows = await self.db.fetch(
                 "SELECT t.table_id, t.chain_seq, t.chain_head, r.seq, r.round_id, "
-                "r.chain_seq, r.chain_head, CASE WHEN r.chain_seq IS NULL THEN r.payload END "
-                "FROM floor_tables t JOIN floor_rounds r ON r.table_id = t.table_id "
+                "r.chain_seq, r.chain_head, CASE WHEN r.chain_seq IS NULL THEN (SELECT p.payload "
+                "FROM floor_rounds p WHERE p.round_id = r.round_id AND p.received_at = "
+                "r.received_at) END "
+                "FROM floor_tables t JOIN floor_round_keys r ON r.table_id = t.table_id "
                 "AND r.seq > t.anchored_seq AND r.seq <= t.contiguous_seq "
                 "ORDER BY t.table_id, r.seq LIMIT ?",
                 limit,

@@ -186,7 +186,7 @@ class Quarantine:
             if rows[0][0] is not None:
                 return f"{sha256} was released already"
             taken = await self.db.fetch(
-                "SELECT round_id, seq FROM floor_rounds WHERE round_id = ? "
+                "SELECT round_id, seq FROM floor_round_keys WHERE round_id = ? "
                 "OR (table_id = ? AND seq = ?)",
                 r.round_id,
                 r.table_id,
@@ -197,6 +197,17 @@ class Quarantine:
                     f"the slot is not free: round {taken[0][0]} (seq {taken[0][1]}) is stored "
                     f"for table {r.table_id}"
                 )
+            await self.db.execute(
+                "INSERT INTO floor_round_keys (round_id, table_id, seq, sha256, chain_seq, "
+                "chain_head, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                r.round_id,
+                r.table_id,
+                r.seq,
+                r.sha256,
+                r.chain.seq if r.chain else None,
+                r.chain.head if r.chain else None,
+                r.received_at,
+            )
             await self.db.execute(
                 "INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, sha256, "
                 "chain_seq, chain_head, received_at, committed_at, worker) "

@@ -47,10 +47,11 @@ from . import messages as m
 from .db import Db, PostgresDb, SqliteDb, StoreError, count, is_postgres
 from .duties import Duties, Gap
 from .messages import Incoming, Quarantined, Round
+from .partitions import FILL_KEYS, KEYS_DDL, Partitions, partitioned_ddl
 from .quarantine import Quarantine
 from .tables import TableBook
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS floor_rounds (
@@ -192,9 +193,9 @@ WITH u AS (
              received_at)
 ), c AS (
     SELECT u.*,
-        (SELECT r.chain_seq FROM floor_rounds r WHERE r.table_id = u.table_id
+        (SELECT r.chain_seq FROM floor_round_keys r WHERE r.table_id = u.table_id
             AND r.seq < u.seq AND r.chain_seq IS NOT NULL ORDER BY r.seq DESC LIMIT 1) AS prev_c,
-        (SELECT r.chain_seq FROM floor_rounds r WHERE r.table_id = u.table_id
+        (SELECT r.chain_seq FROM floor_round_keys r WHERE r.table_id = u.table_id
             AND r.seq > u.seq AND r.chain_seq IS NOT NULL ORDER BY r.seq LIMIT 1) AS next_c
     FROM u
 ), v AS (
@@ -202,12 +203,17 @@ WITH u AS (
                  AND (c.next_c IS NULL OR c.chain_seq < c.next_c))) AS ok
     FROM c
 ), ins AS (
-    INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, sha256, chain_seq,
-                              chain_head, received_at, committed_at, worker)
-    SELECT round_id, table_id, seq, status, payload, sha256, chain_seq, chain_head,
-           received_at, ?::double precision, ?::text
+    INSERT INTO floor_round_keys (round_id, table_id, seq, sha256, chain_seq, chain_head,
+                                  received_at)
+    SELECT round_id, table_id, seq, sha256, chain_seq, chain_head, received_at
     FROM v WHERE ok
     ON CONFLICT DO NOTHING RETURNING round_id
+), payloads AS (
+    INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, sha256, chain_seq,
+                              chain_head, received_at, committed_at, worker)
+    SELECT v.round_id, v.table_id, v.seq, v.status, v.payload, v.sha256, v.chain_seq,
+           v.chain_head, v.received_at, ?::double precision, ?::text
+    FROM v JOIN ins ON ins.round_id = v.round_id
 )
 SELECT 'i', round_id, NULL::bigint, NULL::bigint FROM ins
 UNION ALL
@@ -254,6 +260,7 @@ class Store:
         self.tables = TableBook(db)
         self.quarantine = Quarantine(db, self.tables)
         self.duties = Duties(db, self.tables)
+        self.partitions = Partitions(db)
 
     @property
     def dialect(self) -> str:
@@ -266,8 +273,20 @@ class Store:
             try:
                 async with self.db.transaction():
                     for stmt in _DDL.split(";"):
-                        if stmt.strip():
+                        if "TABLE IF NOT EXISTS floor_rounds " in stmt and await self._new_pg():
+                            for part in partitioned_ddl(stmt):  # issue 36: by day
+                                await self.db.execute(part)
+                        elif stmt.strip():
                             await self.db.execute(stmt)
+                    for stmt in KEYS_DDL.split(";"):
+                        await self.db.execute(stmt)
+                    if not await self.db.fetch(
+                        "SELECT 1 FROM floor_meta WHERE name = 'round_keys'"
+                    ):  # a database made before the keys: theirs, once
+                        await self.db.execute(FILL_KEYS)
+                        await self.db.execute(
+                            "INSERT INTO floor_meta (name, value) VALUES ('round_keys', '1')"
+                        )
                     await self.db.execute(
                         "INSERT INTO floor_meta (name, value) VALUES ('schema_version', ?) "
                         "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
@@ -277,11 +296,18 @@ class Store:
                         "INSERT INTO floor_lease (name, holder, until) VALUES ('duties', '', 0) "
                         "ON CONFLICT (name) DO NOTHING"
                     )
+                await self.partitions.ensure(force=True)
                 return
             except StoreError:
                 if attempt == 2:
                     raise
                 await asyncio.sleep(0.2)
+
+    async def _new_pg(self) -> bool:
+        """PostgreSQL, and no floor_rounds yet: made partitioned by day."""
+        return self.db.dialect == "postgresql" and not (
+            await self.db.fetch("SELECT to_regclass('floor_rounds')")
+        )[0][0]
 
     async def close(self) -> None:
         await self.db.close()
@@ -365,6 +391,19 @@ class Store:
 
         async def insert(r: Round) -> bool:
             n = await self.db.execute(
+                "INSERT INTO floor_round_keys (round_id, table_id, seq, sha256, chain_seq, "
+                "chain_head, received_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                r.round_id,
+                r.table_id,
+                r.seq,
+                r.sha256,
+                r.chain.seq if r.chain else None,
+                r.chain.head if r.chain else None,
+                r.received_at,
+            )
+            if n != 1:
+                return False
+            n = await self.db.execute(
                 "INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, "
                 "sha256, chain_seq, chain_head, received_at, committed_at, worker) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -412,7 +451,7 @@ class Store:
                     out.fate[r.sha256] = "duplicate"
                     continue
                 other = await self.db.fetch(
-                    "SELECT round_id FROM floor_rounds WHERE round_id = ? "
+                    "SELECT round_id FROM floor_round_keys WHERE round_id = ? "
                     "OR (table_id = ? AND seq = ?)",
                     r.round_id,
                     r.table_id,
@@ -467,7 +506,7 @@ class Store:
         """Whether ``r``, the same bytes, is stored already (a duplicate)."""
         return bool(
             await self.db.fetch(
-                "SELECT round_id FROM floor_rounds WHERE round_id = ? AND sha256 = ? "
+                "SELECT round_id FROM floor_round_keys WHERE round_id = ? AND sha256 = ? "
                 "AND table_id = ? AND seq = ?",
                 r.round_id,
                 r.sha256,
@@ -488,10 +527,10 @@ class Store:
             rows = await self.db.fetch(
                 "SELECT u.i, p.seq, p.chain_seq, n.seq, n.chain_seq "
                 "FROM unnest(?::text[], ?::bigint[]) WITH ORDINALITY AS u(t, s, i) "
-                "LEFT JOIN LATERAL (SELECT r.seq, r.chain_seq FROM floor_rounds r "
+                "LEFT JOIN LATERAL (SELECT r.seq, r.chain_seq FROM floor_round_keys r "
                 "WHERE r.table_id = u.t AND r.seq < u.s AND r.chain_seq IS NOT NULL "
                 "ORDER BY r.seq DESC LIMIT 1) p ON true "
-                "LEFT JOIN LATERAL (SELECT r.seq, r.chain_seq FROM floor_rounds r "
+                "LEFT JOIN LATERAL (SELECT r.seq, r.chain_seq FROM floor_round_keys r "
                 "WHERE r.table_id = u.t AND r.seq > u.s AND r.chain_seq IS NOT NULL "
                 "ORDER BY r.seq LIMIT 1) n ON true ORDER BY u.i",
                 [r.table_id for r in chained],
@@ -501,13 +540,13 @@ class Store:
         else:
             for r in chained:
                 before = await self.db.fetch(
-                    "SELECT seq, chain_seq FROM floor_rounds WHERE table_id = ? AND seq < ? "
+                    "SELECT seq, chain_seq FROM floor_round_keys WHERE table_id = ? AND seq < ? "
                     "AND chain_seq IS NOT NULL ORDER BY seq DESC LIMIT 1",
                     r.table_id,
                     r.seq,
                 )
                 after = await self.db.fetch(
-                    "SELECT seq, chain_seq FROM floor_rounds WHERE table_id = ? AND seq > ? "
+                    "SELECT seq, chain_seq FROM floor_round_keys WHERE table_id = ? AND seq > ? "
                     "AND chain_seq IS NOT NULL ORDER BY seq LIMIT 1",
                     r.table_id,
                     r.seq,
@@ -584,7 +623,7 @@ class Store:
         # written in the transaction that quarantines).
         open_faults = await self.faults()
         counters = dict(await self.db.fetch("SELECT name, value FROM floor_counters"))
-        (rounds,) = (await self.db.fetch("SELECT COUNT(*) FROM floor_rounds"))[0]
+        (rounds,) = (await self.db.fetch("SELECT COUNT(*) FROM floor_round_keys"))[0]
         (conflicts,) = (await self.db.fetch("SELECT COUNT(*) FROM floor_conflicts"))[0]
         (faults,) = (await self.db.fetch("SELECT COUNT(*) FROM floor_anchor_faults"))[0]
         marks = ", ".join("?" for _ in REJECT_CODES)
@@ -696,7 +735,7 @@ class Store:
             marks = ", ".join("?" for _ in chunk)
             for t, s, rid, cs, ch in await self.db.fetch(
                 "SELECT t.table_id, r.seq, r.round_id, r.chain_seq, r.chain_head "
-                "FROM floor_tables t JOIN floor_rounds r ON r.table_id = t.table_id "
+                "FROM floor_tables t JOIN floor_round_keys r ON r.table_id = t.table_id "
                 f"AND r.seq = t.last_seq WHERE t.table_id IN ({marks})",
                 *chunk,
             ):

@@ -344,8 +344,10 @@ class IngestWorker:
             finally:
                 self._client = None
                 self.subscribed.clear()
+            # Back within half a second of the broker (issue 36: a restarted mosquitto
+            # drops what comes for a shared subscription before its worker is back).
             await asyncio.sleep(delay)
-            delay = min(2.0, delay * 2)
+            delay = min(0.5, delay * 2)
 
     def _ack_soon(self, client: aiomqtt.Client, mid: int) -> None:
         """Acknowledge a message that is not a round (nothing to commit) soon: the
@@ -598,6 +600,7 @@ class IngestWorker:
             for g in await store.duties.claim_replays(gaps, self.s.replay_retry_s, announced):
                 await self._ask_replay(g)
         await store.duties.verify_anchors()
+        await store.partitions.ensure()  # the days ahead (once an hour)
         await self._promote(store)
         await self._recheck_chains(store)
         last = self._last_seqs = await store.last_seqs()

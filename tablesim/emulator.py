@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import hashlib
 import heapq
 import json
@@ -45,6 +46,7 @@ import secrets
 import sys
 import time
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,10 +56,19 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from firmware_host.auth.evidence import canonical_text, seal, seal_text
 from firmware_host.auth.keys import public_pem
+from firmware_host.mqtt.client import _AckClient
+from firmware_host.mqtt.items import Backoff
+from firmware_host.mqtt.settings import MqttSettings
 from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
 from firmware_host.timefmt import iso_utc, utc_now
 
+from .floormix import BETS, TablePlan, scaled_round
+
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden"
+#: The table's link: its publication window (``[mqtt] max_inflight``) and its reconnect
+#: backoff (``reconnect_min_ms``, ``reconnect_max_ms``), by default.
+TABLE_WINDOW = MqttSettings().max_inflight
+TABLE_RECONNECT = (MqttSettings().reconnect_min_ms / 1000, MqttSettings().reconnect_max_ms / 1000)
 
 
 def recorded_rounds(directory: Path = GOLDEN) -> list[dict[str, Any]]:
@@ -129,10 +140,17 @@ class EmulatedTable:
     #: The last round the broker acknowledged (what ``state`` announces).
     last_acked: str | None = None
     acked_seq: int = 0
+    #: Seconds between two of its rounds (None: the emulator's ``1 / rate``).
+    period: float | None = None
+    #: The next round's template (None: :attr:`templates` in turn).
+    pick: Callable[[], str] | None = None
+    #: Bets in the last round made, and in every round made.
+    last_bets: int = 0
+    bets_made: int = 0
     #: The table id as it stands inside a JSON string.
     _quoted_id: str = ""
-    #: Each template's status (settled or void).
-    _statuses: dict[int, str] = field(default_factory=dict)
+    #: Per template (by identity): its status (settled or void) and its bets.
+    _info: dict[int, tuple[str, int]] = field(default_factory=dict)
 
     def next_round(self) -> tuple[int, str, bytes]:
         """The next round, as published (signed when the table has a key); its anchor
@@ -140,7 +158,10 @@ class EmulatedTable:
         self.seq += 1
         if not self._quoted_id:
             self._quoted_id = json.dumps(self.table_id, ensure_ascii=False)[1:-1]
-        text = self.templates[(self.seq - 1) % len(self.templates)]
+        if self.pick is not None:
+            text = self.pick()
+        else:
+            text = self.templates[(self.seq - 1) % len(self.templates)]
         rid = f"{self.table_id}-{self.seq:06d}-{secrets.token_hex(4)}"
         now = iso_utc(utc_now())
         body = (
@@ -160,10 +181,13 @@ class EmulatedTable:
             body = body.replace(_CHAIN, f'{{"head":"{self.chain_head}","seq":{self.chain_seq}}}', 1)
         else:
             body = _without_chain(body)
-        k = (self.seq - 1) % len(self.templates)
-        status = self._statuses.get(k)
-        if status is None:  # once per template (a few string lookups cannot tell)
-            status = self._statuses[k] = str(json.loads(text)["status"])
+        info = self._info.get(id(text))
+        if info is None:  # once per template (a few string lookups cannot tell)
+            doc = json.loads(text)
+            info = self._info[id(text)] = (str(doc["status"]), len(doc["bets"]))
+        status = info[0]
+        self.last_bets = info[1]
+        self.bets_made += info[1]
         self.anchor = {
             "round_id": rid,
             "seq": self.seq,
@@ -203,6 +227,83 @@ class EmulatedTable:
         return json.dumps(payload).encode()
 
 
+def _set_event(event: asyncio.Event, _task: object) -> None:
+    event.set()
+
+
+class _EmuClient(_AckClient):
+    """The link's client (PUBACKs by callback, refusals kept) without its burst reader:
+    that reader asks ``select()``, which takes no descriptor above 1023, and an emulator
+    of more than about a thousand tables holds more connections than that in one
+    process (each connection failed with "filedescriptor out of range in select()").
+    The tables read little (a replay request now and then): aiomqtt's own reader does."""
+
+    def _on_socket_open(self, client: Any, userdata: Any, sock: Any) -> None:
+        aiomqtt.Client._on_socket_open(self, client, userdata, sock)
+
+
+class _Sending:
+    """One connection's publications of one table: its queue's head in flight, at most
+    the emulator's window; a round leaves the queue when its PUBACK comes (in order: a
+    broker answers a connection's QoS 1 publications in the order it received them,
+    MQTT 3.1.1 section 4.6). What the connection had in flight when it ended is sent
+    again on the next one."""
+
+    __slots__ = ("c", "emu", "in_flight", "live", "root", "state_due", "t", "wake")
+
+    def __init__(self, emu: Emulator, t: EmulatedTable, c: _AckClient, wake: asyncio.Event) -> None:
+        self.emu, self.t, self.c, self.wake = emu, t, c, wake
+        self.root = emu.root(t.table_id)
+        self.in_flight: deque[tuple[str, bytes, bytes | None]] = deque()
+        self.state_due = False
+        self.live = True
+
+    def room(self) -> bool:
+        return len(self.in_flight) < min(self.emu.window, len(self.t.pending))
+
+    def fill(self) -> None:
+        """Hand the client the queue's next rounds (each after its anchor), and the
+        table's state when due."""
+        t, emu, paho = self.t, self.emu, self.c._client
+        while self.room():
+            entry = t.pending[len(self.in_flight)]
+            rid, raw, anchor = entry
+            if anchor is not None:
+                # Before the round, on the same connection (in order), not waited for:
+                # the round's PUBACK follows its own.
+                paho.publish(f"{self.root}/anchor", anchor, qos=1, retain=True)
+            if rid in emu.published:
+                emu.stats.resent += 1
+            else:
+                emu.published[rid] = time.time()
+            self.in_flight.append(entry)
+            self.c.send(
+                f"{self.root}/rounds", raw, qos=1, retain=False,
+                on_ack=functools.partial(self.acked, entry),
+            )  # fmt: skip
+        if self.state_due:
+            self.state_due = False
+            state = t.seal("state", emu._state_payload(t, "online"))
+            paho.publish(f"{self.root}/state", state, qos=1, retain=True)
+
+    def acked(self, entry: tuple[str, bytes, bytes | None], _refused: Any) -> None:
+        """The broker's PUBACK of ``entry`` (a refusal counts as an answer, as aiomqtt's
+        ``publish`` took it)."""
+        t, emu = self.t, self.emu
+        if not self.live or not self.in_flight or self.in_flight[0] is not entry:
+            return  # this connection ended meanwhile: sent again on the next one
+        self.in_flight.popleft()
+        t.pending.popleft()
+        emu.stats.published += 1
+        rid = entry[0]
+        acked_seq = int(rid.rsplit("-", 2)[-2])  # our own id form
+        if acked_seq > t.acked_seq:
+            t.acked_seq, t.last_acked = acked_seq, rid
+        if (emu.state_every and t.seq % emu.state_every == 0) or (t.done and not t.pending):
+            self.state_due = True
+        self.wake.set()
+
+
 @dataclass
 class EmulatorStats:
     generated: int = 0
@@ -214,13 +315,24 @@ class EmulatorStats:
 
 
 class Emulator:
-    """``tables`` emulated tables at ``rate`` rounds per second each."""
+    """``tables`` emulated tables at ``rate`` rounds per second each, or a floor's
+    tables each at its own pace (:class:`~tablesim.floormix.TablePlan`: its game's
+    recorded rounds, of ``bets`` bets drawn uniformly, 7 to 60 by default).
+
+    Each table publishes as the table's link does (``firmware_host.mqtt``): through its
+    client (:class:`~firmware_host.mqtt.client._AckClient`, each PUBACK answered by a
+    callback), at most ``window`` rounds in flight (the link's ``max_inflight``, 16 by
+    default), in order, a round leaving its queue only once the broker acknowledged it;
+    after a lost connection it reconnects after the link's backoff
+    (:class:`~firmware_host.mqtt.items.Backoff`: ``reconnect`` = the first delay and the
+    cap in seconds, jitter 50-100%; the table's defaults are 0.25 and 30 s) and sends
+    again, in order, everything not acknowledged."""
 
     def __init__(
         self,
         host: str,
         port: int,
-        tables: int | list[str],
+        tables: int | Sequence[str] | Sequence[TablePlan],
         *,
         rate: float = 1.0,
         prefix: str = "casino",
@@ -229,6 +341,9 @@ class Emulator:
         state_every: int = 0,
         client_prefix: str = "emu",
         sign: bool = True,
+        bets: tuple[int, int] | None = None,
+        window: int = TABLE_WINDOW,
+        reconnect: tuple[float, float] = (0.1, 2.0),
     ) -> None:
         self.host = host
         self.port = port
@@ -238,18 +353,49 @@ class Emulator:
         self.client_prefix = client_prefix
         if not rate > 0:
             raise ValueError(f"rate must be > 0 rounds per second, got {rate!r}")
+        if window < 1:
+            raise ValueError(f"window must be >= 1, got {window!r}")
+        self.window = window
+        self.backoff = Backoff(
+            MqttSettings(
+                reconnect_min_ms=round(1000 * reconnect[0]),
+                reconnect_max_ms=round(1000 * reconnect[1]),
+            ),
+            random.Random(seed + 1),
+        )
         rng = random.Random(seed)
-        templates = [serialise_template(r) for r in recorded_rounds()]
-        ids = tables if isinstance(tables, list) else [f"emu-{i:04d}" for i in range(tables)]
+        recorded = recorded_rounds()
+        templates = [serialise_template(r) for r in recorded]
+        if isinstance(tables, int):
+            entries: list[str | TablePlan] = [f"emu-{i:04d}" for i in range(tables)]
+        else:
+            entries = list(tables)
+        #: Rounds of a given size, made once: (recorded round, bets) -> template.
+        self._sized: dict[tuple[int, int], str] = {}
         self.tables = {}
-        for tid in ids:
-            mine = templates[:]
-            rng.shuffle(mine)
-            self.tables[tid] = EmulatedTable(
-                tid, mine, chain=chain, key=Ed25519PrivateKey.generate() if sign else None
-            )
+        #: The plan of each table made from one (its game, kind and pace).
+        self.plans: dict[str, TablePlan] = {}
+        for entry in entries:
+            key = Ed25519PrivateKey.generate() if sign else None
+            if isinstance(entry, TablePlan):
+                mine = [i for i, r in enumerate(recorded) if r.get("game") == entry.game]
+                if not mine:
+                    raise ValueError(f"no recorded round of the game {entry.game!r}")
+                self.plans[entry.table_id] = entry
+                self.tables[entry.table_id] = EmulatedTable(
+                    entry.table_id, [templates[i] for i in mine], chain=chain, key=key,
+                    period=entry.period_s, pick=self._picker(recorded, mine, bets or BETS, rng),
+                )  # fmt: skip
+                continue
+            own = templates[:]
+            rng.shuffle(own)
+            pick = None if bets is None else self._picker(recorded, list(range(len(recorded))),
+                                                          bets, rng)  # fmt: skip
+            self.tables[entry] = EmulatedTable(entry, own, chain=chain, key=key, pick=pick)
         #: round_id -> time.time() when first handed to the MQTT client.
         self.published: dict[str, float] = {}
+        #: round_id -> time.time() when the table made it (journaled, queued).
+        self.made: dict[str, float] = {}
         #: Every replay asked of a table: ``(table, from_seq, to_seq)``.
         self.replay_requests: list[tuple[str, int, int | None]] = []
         self.stats = EmulatorStats()
@@ -259,6 +405,33 @@ class Emulator:
         self._rng = rng
         #: The origin of every table's slots (``_clock``).
         self._base = time.monotonic()
+
+    def _picker(
+        self,
+        recorded: list[dict[str, Any]],
+        indices: list[int],
+        bets: tuple[int, int],
+        rng: random.Random,
+    ) -> Callable[[], str]:
+        """A round of one of the recorded rounds ``indices``, with a number of bets
+        drawn uniformly in ``bets`` (each size of each round serialised once)."""
+        lo, hi = bets
+        if not 1 <= lo <= hi:
+            raise ValueError(f"bets per round must be 1 <= low <= high, got {bets!r}")
+        sized = self._sized
+
+        def pick() -> str:
+            key = (indices[rng.randrange(len(indices))], rng.randint(lo, hi))
+            text = sized.get(key)
+            if text is None:
+                text = sized[key] = serialise_template(scaled_round(recorded[key[0]], key[1]))
+            return text
+
+        return pick
+
+    @property
+    def bets_made(self) -> int:
+        return sum(t.bets_made for t in self.tables.values())
 
     def root(self, tid: str) -> str:
         return f"{self.prefix}/tables/{tid}"
@@ -276,7 +449,7 @@ class Emulator:
             (keys / f"{tid}.pub").write_bytes(public_pem(t.key.public_key()))
             lines += [
                 f"[tables.{json.dumps(tid)}]",
-                f"game = {json.dumps(game)}",
+                f"game = {json.dumps(self.plans[tid].game if tid in self.plans else game)}",
                 f"keys = [{json.dumps(f'keys/{tid}.pub')}]",
                 "",
             ]
@@ -326,18 +499,19 @@ class Emulator:
             tg.create_task(self._clock(rounds_per_table), name="emu-clock")
 
     async def _clock(self, limit: int | None) -> None:
-        """Every table's rounds on its own slots, ``base + offset + k * period``, the
-        offsets spread evenly across the period: tables stay staggered, through pauses
-        and when behind (a table that falls behind takes its next slot, never a burst:
-        a burst of every table at once is a thundering herd, not a floor). One task
-        for every table (a timer per table and round was most of the emulator's cost)."""
-        period = 1.0 / self.rate
+        """Every table's rounds on its own slots, ``base + offset + k * period`` (its
+        own period), the offsets spread evenly across the period: tables stay
+        staggered, through pauses and when behind (a table that falls behind takes its
+        next slot, never a burst: a burst of every table at once is a thundering herd,
+        not a floor). One task for every table (a timer per table and round was most
+        of the emulator's cost)."""
         n = max(1, len(self.tables))
-        offsets = {tid: (i / n) * period for i, tid in enumerate(self.tables)}
+        periods = {tid: t.period or 1.0 / self.rate for tid, t in self.tables.items()}
+        offsets = {tid: (i / n) * periods[tid] for i, tid in enumerate(self.tables)}
 
         def next_slot(tid: str, after: float) -> float:
             """The table's first slot at or after ``after``."""
-            origin = self._base + offsets[tid]
+            origin, period = self._base + offsets[tid], periods[tid]
             return origin + max(0, math.ceil((after - origin) / period - 1e-9)) * period
 
         def schedule(after: float) -> list[tuple[float, str]]:
@@ -363,16 +537,18 @@ class Emulator:
             if not playing:  # (re)started: every table from its next slot
                 playing = True
                 heap = schedule(now)
+            made_at = time.time()
             while heap and heap[0][0] <= now:
                 _at, tid = heapq.heappop(heap)
                 t = self.tables[tid]
-                t.queue_round()
+                _seq, rid, _raw = t.queue_round()
+                self.made[rid] = made_at
                 self.stats.generated += 1
                 self._wake[tid].set()
                 if limit is not None and t.seq >= limit:
                     t.done = True  # the link exits once all are acknowledged
                 else:
-                    heapq.heappush(heap, (next_slot(tid, now + period / 2), tid))
+                    heapq.heappush(heap, (next_slot(tid, now + periods[tid] / 2), tid))
             if not heap:
                 if limit is not None:
                     return
@@ -383,7 +559,7 @@ class Emulator:
     async def _link(self, tid: str) -> None:
         t = self.tables[tid]
         root = self.root(tid)
-        delay = 0.05
+        attempt = 0
         while True:
             # The last will, sealed at connect time (as the daemon's: the state then).
             will = aiomqtt.Will(
@@ -393,7 +569,7 @@ class Emulator:
                 retain=True,
             )
             try:
-                async with aiomqtt.Client(
+                async with _EmuClient(
                     self.host,
                     self.port,
                     identifier=f"{self.client_prefix}-{tid}",
@@ -403,42 +579,16 @@ class Emulator:
                     timeout=10,
                 ) as c:
                     self.stats.connects += 1
-                    delay = 0.05
+                    attempt = 0
                     t.online = True
                     await c.subscribe(f"{root}/commands/request", qos=1)
                     await self._state(c, t, "online")
                     listener = asyncio.create_task(self._requests(c, t))
+                    wake = self._wake[tid]
+                    listener.add_done_callback(functools.partial(_set_event, wake))
                     try:
-                        resend = True
-                        while True:
-                            if t.pending:
-                                rid, raw, anchor = t.pending[0]
-                                if anchor is not None:
-                                    # Before the round, on the same connection (in order),
-                                    # not waited for: the round's PUBACK follows its own.
-                                    c._client.publish(f"{root}/anchor", anchor, qos=1, retain=True)
-                                if rid in self.published:
-                                    if resend:
-                                        self.stats.resent += 1
-                                else:
-                                    self.published[rid] = time.time()
-                                await c.publish(f"{root}/rounds", raw, qos=1)
-                                t.pending.popleft()
-                                self.stats.published += 1
-                                acked_seq = int(rid.rsplit("-", 2)[-2])  # our own id form
-                                if acked_seq > t.acked_seq:
-                                    t.acked_seq, t.last_acked = acked_seq, rid
-                                if (self.state_every and t.seq % self.state_every == 0) or (
-                                    t.done and not t.pending
-                                ):
-                                    await self._state(c, t, "online")
-                                continue
-                            if self._stop.is_set():
-                                return
-                            self._wake[tid].clear()
-                            if t.pending:
-                                continue
-                            await self._wake[tid].wait()
+                        if await self._publish(c, t, listener):
+                            return
                     finally:
                         listener.cancel()
                         with contextlib.suppress(BaseException):
@@ -448,8 +598,29 @@ class Emulator:
                 t.online = False
             if self._stop.is_set() and not t.pending:
                 return
-            await asyncio.sleep(delay * (1 + self._rng.random()))
-            delay = min(1.0, delay * 2)
+            await asyncio.sleep(self.backoff(attempt))
+            attempt += 1
+
+    async def _publish(self, c: _AckClient, t: EmulatedTable, listener: asyncio.Task[None]) -> bool:
+        """Send the table's queue in order, at most :attr:`window` in flight, until the
+        emulator stops with nothing left (True) or the connection ends (raises
+        :class:`aiomqtt.MqttError`)."""
+        wake = self._wake[t.table_id]
+        sending = _Sending(self, t, c, wake)
+        try:
+            while True:
+                if listener.done():
+                    listener.result()  # the connection's end (MqttError), or a bug
+                    raise aiomqtt.MqttError("the connection ended")
+                sending.fill()
+                if self._stop.is_set() and not t.pending:
+                    return True
+                wake.clear()
+                if sending.room() or sending.state_due:
+                    continue
+                await wake.wait()
+        finally:
+            sending.live = False
 
     @staticmethod
     def _state_payload(t: EmulatedTable, availability: str) -> dict[str, Any]:

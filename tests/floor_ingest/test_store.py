@@ -234,6 +234,13 @@ async def force(store: Store, tables: Tables, msgs: list[Incoming]) -> None:
     the same instant would (neither sees the other's)."""
     for r in verified(tables, msgs):
         assert isinstance(r, Round)
+        # a round stored is its key (floor_round_keys) and its payload (floor_rounds)
+        await store.db.execute(
+            "INSERT INTO floor_round_keys (round_id, table_id, seq, sha256, chain_seq, "
+            "chain_head, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            r.round_id, r.table_id, r.seq, r.sha256, r.chain.seq if r.chain else None,
+            r.chain.head if r.chain else None, r.received_at,
+        )  # fmt: skip
         await store.db.execute(
             "INSERT INTO floor_rounds (round_id, table_id, seq, status, payload, sha256, "
             "chain_seq, chain_head, received_at, committed_at, worker) "

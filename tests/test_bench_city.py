@@ -1,0 +1,91 @@
+"""The city's floor in the bench (issue 36): what it prints from what it measured (the
+verdicts and the ratios to the baseline of the same run, on figures made up here), and
+one tiny run of every part against a real mosquitto and PostgreSQL (``slow``)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from bench import floordrain, floormix
+
+
+def drain_result(**kw: Any) -> dict[str, Any]:
+    r: dict[str, Any] = {
+        "tables": 1000, "outage": "broker", "outage_s": 600.0, "per_hour": 200.0,
+        "backlog": 33000, "held_by_tables": 33000, "drain_s": 42.0, "drain_rate_per_s": 785.7,
+        "all_tables_back_s": 3.0, "table_window": 16, "table_reconnect_s": [0.25, 30.0],
+        "live_made_to_committed_ms": {"n": 500, "p50": 300.0, "p99": 800.0},
+        "live_publish_to_committed_ms": {"n": 500, "p50": 200.0, "p99": 600.0},
+        "baseline_made_to_committed_ms": {"n": 900, "p50": 10.0, "p99": 40.0},
+        "baseline_publish_to_committed_ms": {"n": 900, "p50": 9.0, "p99": 35.0},
+        "missing": 0, "stored_twice": 0, "database": {"duplicates_dropped": 3},
+        "replays": 2, "rounds_replayed": 7,
+        "cpu": {"loadavg": (2.0, 2.0, 2.0), "other_processes_cores": 0.5},
+    }  # fmt: skip
+    r.update(kw)
+    return r
+
+
+def test_the_drain_is_judged_on_time_loss_and_doubles() -> None:
+    drained, live = floordrain.figures(drain_result())
+    assert drained.ok is True and drained.value == 42.0
+    assert live.ok is True and "20x the 40 ms before the outage" in live.note
+    assert floordrain.figures(drain_result(drain_s=61.0))[0].ok is False
+    assert floordrain.figures(drain_result(missing=1))[0].ok is False
+    assert floordrain.figures(drain_result(stored_twice=1))[0].ok is False
+    assert floordrain.figures(drain_result(drain_s=None))[0].ok is False, "never drained"
+    slow = drain_result(live_made_to_committed_ms={"n": 5, "p50": 900.0, "p99": 1500.0})
+    assert floordrain.figures(slow)[1].ok is False
+
+
+def level(tables: int, p99: float, made: int, scheduled: float, cpu_per_1000: float) -> dict[str, Any]:
+    return {"tables": tables, "latency_ms": {"p50": 5.0, "p99": p99}, "missing": 0,
+            "rounds_made": made, "rounds_scheduled": scheduled, "rounds_per_s": made / 20,
+            "bets_per_s": 33 * made / 20, "window_s": 20.0,
+            "ingest_cpu_ms_per_1000_rounds": cpu_per_1000,
+            "ingest_cpu_ms_per_10000_bets": cpu_per_1000 * 10 / 33,
+            "cpu": {"loadavg": (1.0, 1.0, 1.0), "other_processes_cores": 0.1}}  # fmt: skip
+
+
+def test_the_mix_ladder_reports_the_largest_level_held_and_the_growth() -> None:
+    a = level(1000, 40.0, 590, 590.0, 1500.0)
+    b = level(2000, 60.0, 1170, 1180.0, 1200.0)
+    c = level(4000, 150.0, 2300, 2360.0, 1000.0)
+    for r in (a, b, c):
+        r["sustained"] = floormix.sustained(r)
+    assert [a["sustained"], b["sustained"], c["sustained"]] == [True, True, False]
+    assert not floormix.sustained({**a, "missing": 1})
+    assert not floormix.sustained({**a, "rounds_made": 500}), "the tables fell behind"
+    figs = floormix.figures([a, b, c], [], [1000, 2000, 4000], 20.0)
+    best = next(f for f in figs if f.name == "largest number of tables sustained, Macau mix")
+    assert best.value == 2000 and "4000 tables did not hold" in best.note
+    grown = next(f for f in figs if f.name == "Macau mix, 2000 tables: publish -> committed")
+    assert "ingest CPU per round 0.80x that of 1000 tables for 2.0x the tables" in grown.note
+
+
+@pytest.mark.slow
+@pytest.mark.mosquitto
+@pytest.mark.timeout(600)
+def test_a_tiny_city_runs_every_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tablesim.broker import find_mosquitto
+    from tablesim.postgres import find_postgres_bin
+
+    if find_mosquitto() is None or find_postgres_bin() is None:
+        pytest.skip("needs mosquitto and PostgreSQL")
+    for k, v in {"BENCH_MIX_LADDER": "20", "BENCH_MIX_WINDOW": "3", "BENCH_MIX_SWEEP": "0",
+                 "BENCH_PARTS_DAYS": "1,2", "BENCH_PARTS_TABLES": "3",
+                 "BENCH_DRAIN_TABLES": "20", "BENCH_DRAIN_OUTAGE": "3",
+                 "BENCH_DRAIN_BASELINE": "1", "BENCH_DRAIN_PER_HOUR": "1800"}.items():  # fmt: skip
+        monkeypatch.setenv(k, v)
+    lines: list[str] = []
+    figs = floormix.run_city(True, lines.append)
+    names = [f.name for f in figs]
+    assert "Macau mix, 20 tables: publish -> committed" in names, lines
+    assert any(n.startswith("years of rounds, 15,264 rounds held (2 days)") for n in names), names
+    drained = next(f for f in figs if f.name.startswith("outage drain, 20 tables"))
+    assert drained.stats["missing"] == 0 and drained.stats["stored_twice"] == 0, lines
+    assert drained.stats["drain_s"] is not None, lines
+    assert os.environ["BENCH_DRAIN_TABLES"] == "20"
