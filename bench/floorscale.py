@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -46,6 +45,7 @@ from tablesim.broker import MosquittoProcess
 from tablesim.emulator import Emulator
 
 from .common import REPO, Figure, cpu_seconds, latency_summary, workdir
+from .floorrig import children_cpu, machine_busy_s, verification_share, worker_stats
 
 SECTION = "floor scale"
 P99_GOAL_MS = 50.0
@@ -57,65 +57,6 @@ P99_GOAL_MS = 50.0
 #: single-threaded process: a floor machine with more cores runs more of them.
 WORKERS = int(os.environ.get("BENCH_FLOOR_WORKERS", "1"))
 JSON = Any
-
-
-def _children_cpu(pid: int) -> float:
-    """CPU seconds of ``pid`` and its direct children (PostgreSQL's backends)."""
-    total = 0.0
-    with contextlib.suppress(OSError):
-        total += cpu_seconds(pid)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
-                data = f.read()
-            ppid = int(data[data.rindex(")") + 2 :].split()[1])
-            if ppid == pid:
-                total += cpu_seconds(int(entry))
-        except (OSError, ValueError):
-            continue
-    return total
-
-
-def _machine_busy_s() -> float:
-    """CPU seconds the whole machine has been busy (every process, every CPU), from
-    ``/proc/stat``: with the CPU of the level's own processes taken away, what the
-    machine's other users took meanwhile (this machine is shared)."""
-    with open("/proc/stat", encoding="utf-8") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def _stats(paths: list[Path]) -> dict[str, float]:
-    """The workers' own counters (``--stats-file``), summed."""
-    total: dict[str, float] = {}
-    for p in paths:
-        with contextlib.suppress(OSError, ValueError):
-            doc = json.loads(p.read_text())
-            for k, v in doc.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    total[k] = total.get(k, 0.0) + float(v)
-    return total
-
-
-def _verification_share(s0: dict[str, float], s1: dict[str, float]) -> dict[str, float]:
-    """The share of the ingest's CPU (between two of its snapshots) spent verifying
-    (the rounds, the anchors and states) and signing the floor's records."""
-    cpu = s1.get("process_cpu_s", 0.0) - s0.get("process_cpu_s", 0.0)
-
-    def part(key: str) -> float:
-        return (s1.get(key, 0.0) - s0.get(key, 0.0)) / cpu if cpu > 0 else 0.0
-
-    rounds, said = part("verify_rounds_cpu_s"), part("verify_announcements_cpu_s")
-    return {
-        "ingest_cpu_s": cpu,
-        "verification": rounds + said,
-        "rounds": rounds,
-        "anchors_and_states": said,
-        "signing_records": part("sign_records_cpu_s"),
-    }
 
 
 async def _level(
@@ -178,24 +119,24 @@ async def _level(
         procs = {"mosquitto": broker.proc.pid if broker.proc else 0}
         procs.update({f"ingest w{i}": w.pid for i, w in enumerate(workers)})
         cpu0 = {k: cpu_seconds(p) for k, p in procs.items()}
-        busy0 = _machine_busy_s()
+        busy0 = machine_busy_s()
         me0 = time.process_time()
-        pg0 = _children_cpu(pg_pid) if pg_pid else 0.0
+        pg0 = children_cpu(pg_pid) if pg_pid else 0.0
         made0 = emu.total_rounds
         t0 = time.monotonic()
         emu.play()
         await asyncio.sleep(min(2.0, window / 4))
-        stats0 = _stats(stats_files)  # the workers' own snapshot (every second), in play
+        stats0 = worker_stats(stats_files)  # the workers' own snapshot (every second), in play
         await asyncio.sleep(window - min(2.0, window / 4))
-        stats1 = _stats(stats_files)
+        stats1 = worker_stats(stats_files)
         emu.pause()
         elapsed = time.monotonic() - t0
         made = emu.total_rounds - made0
         cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in procs.items()}
         cpu["emulator (bench process)"] = time.process_time() - me0
         if pg_pid:
-            cpu["postgresql"] = _children_cpu(pg_pid) - pg0
-        others = max(0.0, _machine_busy_s() - busy0 - sum(cpu.values()))
+            cpu["postgresql"] = children_cpu(pg_pid) - pg0
+        others = max(0.0, machine_busy_s() - busy0 - sum(cpu.values()))
         # Drain: everything made reaches the database.
         drain_deadline = time.monotonic() + 60
         committed: dict[str, float] = {}
@@ -214,10 +155,10 @@ async def _level(
         missing = [rid for rid in emu.published if rid not in committed]
         lat = [committed[r] - t for r, t in emu.published.items() if r in committed]
         st = latency_summary(lat)
-        last = _stats(stats_files)
+        last = worker_stats(stats_files)
         return {
             "signed": True,
-            "verification_share": _verification_share(stats0, stats1),
+            "verification_share": verification_share(stats0, stats1),
             "quarantined": int(last.get("quarantined", 0)),
             "records_published": int(last.get("records_published", 0)),
             "tables": n,
