@@ -29,7 +29,7 @@ HASH_BYTES = 64
 #: What each table may write (below its root), then read.
 TABLE_WRITES = (
     "state", "rounds", "events", "jackpot", "anchor", "board", "stats", "limits", "alerts",
-    "devices/+", "bets/response", "commands/response",
+    "shift", "sessions", "devices/+", "bets/response", "commands/response",
 )  # fmt: skip
 TABLE_READS = ("bets/request", "commands/request", "state", "anchor")
 
