@@ -559,15 +559,23 @@ class DiscreteGame(Game[R, Out]):
         """Exact: every outcome of :meth:`outcome_space` settled at the bet's stake
         (cached per rules, bet type, selection, stake and money rules: a table's stakes
         repeat)."""
-        key = (rules, bet.bet_type, _selection_key(bet.selection), bet.stake, money)
-        cache = _EDGES.setdefault(self.game_id, {})
+        # Kept as plain ints under str/int keys: the collector stops tracking such
+        # tuples, so a full cache does not lengthen every full collection of the daemon.
+        per_rules = _EDGES.setdefault(self.game_id, {})
+        cache = per_rules.get((rules, money))
+        if cache is None:
+            if len(per_rules) >= _EDGES_RULES_MAX:
+                per_rules.clear()
+            cache = per_rules[(rules, money)] = {}
+        key = (bet.bet_type, _selection_key(bet.selection), bet.stake)
         got = cache.get(key)
         if got is None:
-            got = self.bet_verdicts(rules, bet.bet_type, bet.selection).edge(bet.stake, money)
+            edge = self.bet_verdicts(rules, bet.bet_type, bet.selection).edge(bet.stake, money)
             if len(cache) >= _EDGES_MAX:
                 cache.clear()
-            cache[key] = got
-        return got
+            cache[key] = (edge.numerator, edge.denominator)
+            return edge
+        return Fraction(*got)
 
     def math(self, rules: R, **options: Any) -> MathReport:
         if options:
@@ -618,9 +626,11 @@ class DiscreteGame(Game[R, Out]):
 #: Per game, the verdicts of each (rules, bet type, selection) seen (:meth:`DiscreteGame.bet_verdicts`).
 _VERDICTS: dict[str, dict[tuple[Any, str, str], Verdicts]] = {}
 _VERDICTS_MAX = 4096
-#: Per game, the edge of each (rules, bet type, selection, stake, money rules) seen.
-_EDGES: dict[str, dict[tuple[Any, str, str, int, Any], Fraction]] = {}
+#: Per game and (rules, money rules), the edge of each (bet type, selection, stake) seen,
+#: as its numerator and denominator.
+_EDGES: dict[str, dict[tuple[Any, Any], dict[tuple[str, str, int], tuple[int, int]]]] = {}
 _EDGES_MAX = 65536
+_EDGES_RULES_MAX = 16
 
 
 def _selection_key(selection: JSON) -> str:

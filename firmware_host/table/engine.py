@@ -420,6 +420,7 @@ class RoundEngine:
         extras: dict[str, JSON] = {}
         hits: list[Any] = []
         jp_state = None
+        theo = None
         jackpot = self.jackpot
         if jackpot is not None:
             share = jackpot.settle(
@@ -430,7 +431,7 @@ class RoundEngine:
             extras.update(share.extras)
             body = settlement.to_json()
         else:
-            settlement, body = self.ahead.settle(
+            settlement, body, theo = self.ahead.settle(
                 self.game, self.rules, self.cfg.money, rnd.round_id, outcome, bets
             )
         at = self._clock()
@@ -438,7 +439,7 @@ class RoundEngine:
         stamps.setdefault("result", iso_utc(at))
         rnd = dataclasses.replace(rnd, timestamps=stamps)
         payload = round_payload(
-            self.cfg, rnd, "settled", body, at, extras=extras, dealer=self._dealer()
+            self.cfg, rnd, "settled", body, at, extras=extras, dealer=self._dealer(), theo=theo
         )
         try:
             with writing():
@@ -461,6 +462,8 @@ class RoundEngine:
             hit = bool(hits)
             self._db.after_commit(lambda: jackpot.committed(hit))
         self._current = None
+        # what was computed ahead is freed once the round is on the wire, not on its path
+        self._db.after_commit(self._later(self.ahead.release))
         self._db.after_commit(self._later(lambda: self.extensions.round_settled(payload)))
         self._notify_phase()
         return payload
@@ -509,6 +512,7 @@ class RoundEngine:
         if jackpot is not None:
             self._db.after_commit(lambda: jackpot.committed(False))
         self._current = None
+        self._db.after_commit(self._later(self.ahead.release))
         self._db.after_commit(self._later(lambda: self.extensions.round_voided(payload)))
         self._notify_phase()
         return payload

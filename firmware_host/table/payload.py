@@ -12,7 +12,7 @@ from ..jsonio import JSON
 from ..schemas import PAYLOAD_SCHEMA_VERSION
 from ..table_config import TableConfig
 from ..timefmt import iso_utc
-from .theo import jackpot_pool, with_theo, without_theo
+from .theo import Theo, jackpot_pool, with_theo, without_theo
 
 
 def refunds(bets: Sequence[Bet]) -> list[dict[str, JSON]]:
@@ -54,12 +54,14 @@ def round_payload(
     void_reason: str | None = None,
     extras: Mapping[str, JSON] | None = None,
     dealer: JSON = None,
+    theo: Theo | None = None,
 ) -> dict[str, JSON]:
-    # each bet's edge and theoretical win, and the round's (docs/mqtt.md, issue 34)
+    # each bet's edge and theoretical win, and the round's (docs/mqtt.md, issue 34);
+    # ``theo``: the bets' computed while the ball spun (table/ahead.py), if any
     game = cfg.game
     if status == "settled":
         pool = jackpot_pool(extras) if extras else None
-        body = with_theo(game, cfg.rules, cfg.money, dict(body), pool=pool)
+        body = with_theo(game, cfg.rules, cfg.money, dict(body), pool=pool, known=theo)
     else:
         body = without_theo(dict(body), game.edge_basis)
     stamps = dict(rnd.timestamps)
