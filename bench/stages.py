@@ -17,6 +17,9 @@ monotonic clock, so the two processes' stamps compare) at each stage of a result
 ``committed``   the settlement's transaction committed (JSON, SQL, fsync; the outbox's
                 listeners start)
 ``publish``     the link hands the round to the MQTT client (from the listener)
+``written``     the MQTT client has written everything queued (paho's ``loop_write``,
+                called from the event loop's writer callback, left nothing to send):
+                the round is on the wire
 ``floor``       the round arrives at the floor's subscriber
 ==============  =====================================================================
 
@@ -46,7 +49,7 @@ from typing import Any
 
 from .common import percentile
 
-STAGES = ("line", "event", "procedure", "settled", "committed", "publish", "floor")
+STAGES = ("line", "event", "procedure", "settled", "committed", "publish", "written", "floor")
 #: Work off the path, timed from ``line``: retention done, the extensions' hooks done.
 SIDE = ("retained", "hooks")
 ENV = "BENCH_STAGES_FILE"
@@ -111,6 +114,19 @@ def _install(path: str) -> None:
         return send(self, client, item, *rest)
 
     OutboxPump.send = traced_send  # type: ignore[method-assign]
+    import paho.mqtt.client as paho
+
+    loop_write = paho.Client.loop_write
+
+    @functools.wraps(loop_write)
+    def traced_loop_write(self: paho.Client) -> Any:
+        try:
+            return loop_write(self)
+        finally:
+            if not self._out_packet:  # everything queued is on the wire
+                mark("written")
+
+    paho.Client.loop_write = traced_loop_write  # type: ignore[method-assign]
 
     started: list[float] = []
 

@@ -462,8 +462,8 @@ class RoundEngine:
             hit = bool(hits)
             self._db.after_commit(lambda: jackpot.committed(hit))
         self._current = None
-        # what was computed ahead is freed once the round is on the wire, not on its path
-        self._db.after_commit(self._later(self.ahead.release))
+        # what was computed ahead is freed at the next close (ahead.release), not while
+        # the round travels to the floor
         self._db.after_commit(self._later(lambda: self.extensions.round_settled(payload)))
         self._notify_phase()
         return payload
@@ -512,7 +512,6 @@ class RoundEngine:
         if jackpot is not None:
             self._db.after_commit(lambda: jackpot.committed(False))
         self._current = None
-        self._db.after_commit(self._later(self.ahead.release))
         self._db.after_commit(self._later(lambda: self.extensions.round_voided(payload)))
         self._notify_phase()
         return payload

@@ -14,7 +14,13 @@ import pytest
 from firmware_host.config import load_config
 from firmware_host.games.base import DiscreteGame
 from firmware_host.journal import Journal
-from firmware_host.table.ahead import AHEAD_BUDGET, Ahead, SettlementsAhead, loop_runner
+from firmware_host.table.ahead import (
+    AHEAD_BUDGET,
+    FREE_CHUNK,
+    Ahead,
+    SettlementsAhead,
+    loop_runner,
+)
 from firmware_host.table.engine import RoundEngine
 from firmware_host.table.theo import with_theo
 from tablesim.players import SimulatedPlayers
@@ -263,3 +269,34 @@ def test_the_loop_runner_serves_other_callbacks_between_two_steps() -> None:
 
     asyncio.run(main())
     assert order == ["step", "io", "step", "step"]
+
+
+def test_a_rounds_settlements_are_freed_at_the_next_close_a_few_outcomes_a_step(
+    tmp_path: Path,
+) -> None:
+    """Freeing a round's settlements (37 outcomes x 60 bets here) costs milliseconds of
+    CPU: not right after the result, while the round travels to the floor, but at the
+    next close, a few outcomes per loop step (``Ahead.release``)."""
+    import weakref
+
+    e, steps = engine(tmp_path)
+    play(e, SimulatedPlayers(e.cfg, seed=3).many(60))
+    steps.run()
+    first = e.ahead._round
+    assert first is not None
+    kept = weakref.ref(first)
+    e.submit_result({"number": 23})
+    del first
+    assert len(steps.given) == 1  # nothing freed after the result: no step given
+    assert kept() is not None and len(kept()._done) == 36  # the 36 outcomes not taken
+    play(e, SimulatedPlayers(e.cfg, seed=4).many(60))  # the next round's close
+    assert len(steps.given) == 3  # the freeing, then the next round's settlements
+    free = steps.given[1]
+    n = 0
+    while free():
+        n += 1
+        assert len(kept()._done) == 36 - FREE_CHUNK * n  # a few outcomes a step
+    assert len(kept()._done) == 0 and n + 1 == -(-36 // FREE_CHUNK)
+    del free
+    steps.given.clear()  # the loop's handle, gone once the step ended
+    assert kept() is None
