@@ -160,8 +160,11 @@ class StreamConnection(Connection):
             # abort, not close: a graceful close flushes (tcdrain) in an executor
             # thread, which never returns on a line whose other end stopped reading.
             self._writer.transport.abort()
+        # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation that
+        # races with the close completing (gh-86296); the caller's stop would then hang.
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._writer.wait_closed(), 2.0)
+            async with asyncio.timeout(2.0):
+                await self._writer.wait_closed()
 
     @property
     def closed(self) -> bool:
@@ -578,8 +581,9 @@ class TcpServer:
         if self._clients:
             await asyncio.wait(list(self._clients), timeout=2.0)
         if self.server is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.server.wait_closed(), 2.0)
+            with contextlib.suppress(Exception):  # asyncio.timeout: as close() above
+                async with asyncio.timeout(2.0):
+                    await self.server.wait_closed()
 
 
 async def serve_tcp(handler: Handler, host: str = "127.0.0.1", port: int = 0) -> TcpServer:

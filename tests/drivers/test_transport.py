@@ -429,3 +429,39 @@ def test_pin_factory_choice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert isinstance(make_pin_factory("auto"), MockFactory)
     with pytest.raises(ValueError):
         make_pin_factory("bogus")
+
+
+async def test_a_close_cancelled_as_the_stream_closes_ends_cancelled() -> None:
+    """stop() cancels a connection's close in the very turn the stream finishes closing:
+    the closing task must end cancelled. With ``asyncio.wait_for`` (Python 3.11,
+    gh-86296) the cancellation was swallowed and the close returned as if nothing had
+    asked it to stop (the USB shoe's hang, found in drivers/usb.py, had this shape)."""
+    from drivers.transport import StreamConnection
+
+    loop = asyncio.get_running_loop()
+    closed: asyncio.Future[None] = loop.create_future()
+
+    class Transport:
+        def is_closing(self) -> bool:
+            return False
+
+        def abort(self) -> None:
+            pass
+
+    class Writer:
+        transport = Transport()
+
+        async def wait_closed(self) -> None:
+            await closed
+
+    conn = StreamConnection(asyncio.StreamReader(), Writer(), "test stream")  # type: ignore[arg-type]
+    closer = asyncio.create_task(conn.close())
+    for _ in range(3):
+        await asyncio.sleep(0)  # the closer now waits for the stream to close
+    assert not closer.done()
+    closed.set_result(None)  # the stream closes, and in the same turn
+    closer.cancel()  # stop() cancels the task that was closing it
+    async with asyncio.timeout(5):
+        await asyncio.wait([closer])
+    assert closer.cancelled()
+    assert conn.closed
