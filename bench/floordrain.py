@@ -159,7 +159,7 @@ async def drain(
         lost = [rid for rid in emu.made if rid not in committed]
         missing = len(lost)
         if lost:  # where each was (the first ten): for the log
-            held = {e[0] for t in emu.tables.values() for e in t.pending}
+            held = {e[0] for t in emu.tables.values() for e in (*t.backlog, *t.pending)}
             for rid in lost[:10]:
                 log(f"    missing {rid}: made at {emu.made[rid] - t_play:.2f} s of play, "
                     f"handed to MQTT {'yes' if rid in emu.published else 'no'}, "

@@ -281,9 +281,7 @@ class OutboxPump:
                 if not self.backlog_found:
                     self.find_backlog(now)
                 live = self._read(self.outbox_after, wanted, skip)
-                backlog = (
-                    self._read(self.backlog_after, wanted, skip) if self.pace.active else []
-                )
+                backlog = self._read(self.backlog_after, wanted, skip) if self.pace.active else []
             except JournalError as exc:
                 self.marks.failed("read", exc)
                 live = backlog = []
