@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.reasoncodes import ReasonCode
 
 from firmware_host.auth.identity import TableIdentity
+from firmware_host.config import ConfigInvalid, validate_document
 from firmware_host.journal import Journal
 from firmware_host.mqtt import FloorLink, MqttSettings
 from firmware_host.mqtt import pump as pump_module
@@ -305,3 +307,41 @@ def test_a_backlog_of_days_is_found_without_reading_it(journal: Journal, clock: 
     assert [
         json.loads(i.payload)["round_id"] for i in turn(pump, client) if i.topic == "rounds"
     ] == [live]
+
+
+def _doc(**mqtt: Any) -> dict[str, Any]:
+    return {"version": 1, "table": {"id": "t1", "game": "roulette"}, "mqtt": mqtt}
+
+
+def test_the_reconnect_cap_and_the_pace_are_settings_checked_as_a_whole() -> None:
+    defaults = validate_document(_doc()).section("mqtt")
+    assert isinstance(defaults, MqttSettings)
+    # A floor's tables back within 3 s of the broker, jittered (issue 36; was 30 s).
+    assert (defaults.reconnect_min_ms, defaults.reconnect_max_ms) == (250, 3000)
+    assert defaults.backlog_per_minute == 60
+    ok = validate_document(_doc(reconnect_max_ms=5000, backlog_per_minute=0)).section("mqtt")
+    assert isinstance(ok, MqttSettings)
+    assert (ok.reconnect_max_ms, ok.backlog_per_minute) == (5000, 0)
+    bad = [
+        # A first delay above the (new, lower) default cap names the key to change.
+        (_doc(reconnect_min_ms=5000), "mqtt.reconnect_min_ms: 5000 is above reconnect_max_ms"),
+        (_doc(reconnect_max_ms=5), "mqtt.reconnect_max_ms"),
+        (_doc(backlog_per_minute=-1), "mqtt.backlog_per_minute"),
+        (_doc(backlog_per_minute=60_001), "mqtt.backlog_per_minute"),
+        (_doc(backlog_per_minute="fast"), "mqtt.backlog_per_minute"),
+        (_doc(backlog_per_minute=1.5), "mqtt.backlog_per_minute"),
+    ]
+    for doc, expect in bad:
+        with pytest.raises(ConfigInvalid) as exc:
+            validate_document(doc)
+        assert expect in str(exc.value), (doc, str(exc.value))
+
+
+def test_the_backoff_with_the_default_cap_stays_within_3_s_and_spreads_a_floor() -> None:
+    from firmware_host.mqtt.items import Backoff
+
+    backoff = Backoff(MqttSettings(), random.Random(36))
+    late = [backoff(n) for n in range(5, 1005)]  # a thousand tables after a long outage
+    assert max(late) <= 3.0 and min(late) >= 1.5
+    # Jitter: the returns are spread over the half of the cap, not one instant.
+    assert len({round(d, 2) for d in late}) > 100
