@@ -47,6 +47,8 @@ log = logging.getLogger("firmware_host.mqtt")
 #: The outbox's topic whose backlog entries each wait for the pace (a round); the other
 #: entries of the backlog (its anchors, events) go with them, in order.
 PACED_TOPIC = "rounds"
+#: Entries of the backlog read at most in a turn (a round and its anchors and events).
+BACKLOG_READ = 8
 
 
 def newest_pending(journal: OutboxReader, first: int) -> int:
@@ -157,7 +159,8 @@ class OutboxPump:
     def find_backlog(self, now: float) -> None:
         """On a new connection, before the first read: whether what waits is a backlog
         to pace and, if so, where it ends (the live entries are read after it)."""
-        if not self.pace.begin(self.journal.pending_count(), now):
+        waiting = self.journal.pending_count()
+        if not self.pace.begin(waiting, now):
             self.backlog_found = True
             return
         first = self.journal.pending(1, after_id=0)
@@ -167,7 +170,7 @@ class OutboxPump:
             log.info(
                 "mqtt: a backlog of %d entries: published beside the live ones at %d "
                 "round(s) a minute",
-                self.journal.pending_count(),
+                waiting,
                 self.pace.per_minute,
             )
         else:
@@ -281,20 +284,22 @@ class OutboxPump:
                 if not self.backlog_found:
                     self.find_backlog(now)
                 live = self._read(self.outbox_after, wanted, skip)
-                backlog = self._read(self.backlog_after, wanted, skip) if self.pace.active else []
+                backlog = None  # read only when its next entry may go, a few at a time
+                if self.pace.active and self.pace.allowed(now):
+                    backlog = self._read(self.backlog_after, min(wanted, BACKLOG_READ), skip)
             except JournalError as exc:
                 self.marks.failed("read", exc)
-                live = backlog = []
+                live, backlog = [], None
             else:
                 self.marks.ok("read")
-                if self.pace.active and not any(e.id <= self.backlog_top for e in backlog):
+                if backlog is not None and not any(e.id <= self.backlog_top for e in backlog):
                     # The backlog is all handed over: one cursor again (from the
                     # backlog's, for an entry of it the broker may still refuse).
                     self.pace.end()
                     self.outbox_after = min(self.outbox_after, self.backlog_after)
                     log.info("mqtt: the backlog is handed over")
             entries = [(e, False) for e in live]
-            entries += [(e, True) for e in backlog if e.id <= self.backlog_top]
+            entries += [(e, True) for e in backlog or () if e.id <= self.backlog_top]
             stopped: set[bool] = set()
             for e, paced in entries:
                 if paced in stopped:
