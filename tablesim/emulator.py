@@ -278,13 +278,19 @@ class _Sending:
         self.sent = {False: 0, True: 0}
         self.state_due = False
         self.live = True
-        # What waits now is the backlog: paced when more than a window's entries (a
-        # round and its anchor each), as the link decides on a connection.
-        t.backlog.extend(t.pending)
-        t.pending.clear()
-        self.pace = BacklogPace(emu.backlog_per_minute, emu.window)
-        if not self.pace.begin(2 * len(t.backlog), time.monotonic()):
-            t.pending, t.backlog = t.backlog, t.pending  # unpaced: one queue, in order
+        # What waits now and was made before the last backoff's wait is the backlog:
+        # paced when more than a window's entries (a round and its anchor each), as the
+        # link decides on a connection; what was made since is live.
+        self.pace = BacklogPace(emu.backlog_per_minute, emu.window, emu.backoff_cap)
+        waiting = [*t.backlog, *t.pending]
+        cut = time.time() - self.pace.recent_s
+        old = 0
+        while old < len(waiting) and emu.made.get(waiting[old][0], 0.0) < cut:
+            old += 1
+        if self.pace.begin(2 * old, time.monotonic()):
+            t.backlog, t.pending = deque(waiting[:old]), deque(waiting[old:])
+        else:  # unpaced: one queue, in order
+            t.backlog, t.pending = deque(), deque(waiting)
 
     def _next(self, now: float) -> tuple[tuple[str, bytes, bytes | None], bool] | None:
         t, sent = self.t, self.sent
@@ -417,6 +423,9 @@ class Emulator:
         if backlog_per_minute < 0:
             raise ValueError(f"backlog_per_minute must be >= 0, got {backlog_per_minute!r}")
         self.backlog_per_minute = backlog_per_minute
+        #: The reconnect backoff's cap (s): what was made this long before a connection
+        #: is live, not backlog (the link's rule).
+        self.backoff_cap = reconnect[1]
         self.backoff = Backoff(
             MqttSettings(
                 reconnect_min_ms=round(1000 * reconnect[0]),

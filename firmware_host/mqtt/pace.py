@@ -8,11 +8,15 @@ once, and the rounds played after the return would wait behind them there (MQTT
 delivers in order, with no priority). So the table's link (``pump.py``) and the
 emulated tables (``tablesim/emulator.py``) both publish what they made after the
 connection came up (*live*) as soon as it is made, and what was waiting when it came
-up (the *backlog*) at ``backlog_per_minute`` rounds a minute beside it: the floor's
+up, made before its last wait to reconnect (the *backlog*), at ``backlog_per_minute``
+rounds a minute beside it: the floor's
 aggregate backlog rate is bounded (1,000 tables at 60 a minute: 1,000 rounds a second,
 below what one ingest commits on the benchmark's machine), and the backlog drains in
 ``backlog / rate`` (a ten-minute outage's 33 rounds in 33 s). A backlog of one window
-(``max_inflight``) or less goes at once, as before: a short cut costs nothing.
+(``max_inflight``) or less goes at once, as before: a short cut costs nothing. What was
+made in the last ``recent_s`` before the connection came up (the reconnect backoff's
+cap: rounds made after the floor returned, while the table waited for its next try)
+is live too: at the end of the backlog it would wait for all of it.
 
 :class:`BacklogPace` is that policy, the same object in both places: the token bucket
 (one round's worth: no burst on the return) and whether a connection's backlog is
@@ -27,16 +31,18 @@ class BacklogPace:
     """Whether the backlog found on a connection is paced, and when its next round may go.
 
     ``per_minute``: rounds of the backlog a minute (0: never paced); ``unpaced``: a
-    backlog of at most this many entries is not paced (the link's window). Times are
-    the caller's monotonic seconds."""
+    backlog of at most this many entries is not paced (the link's window); ``recent_s``:
+    what was made this long before the connection came up is live (the reconnect
+    backoff's cap). Times are the caller's monotonic seconds."""
 
-    __slots__ = ("_at", "_tokens", "active", "per_minute", "unpaced")
+    __slots__ = ("_at", "_tokens", "active", "per_minute", "recent_s", "unpaced")
 
-    def __init__(self, per_minute: int, unpaced: int) -> None:
-        if per_minute < 0 or unpaced < 0:
-            raise ValueError("per_minute and unpaced must be >= 0")
+    def __init__(self, per_minute: int, unpaced: int, recent_s: float = 0.0) -> None:
+        if per_minute < 0 or unpaced < 0 or recent_s < 0:
+            raise ValueError("per_minute, unpaced and recent_s must be >= 0")
         self.per_minute = per_minute
         self.unpaced = unpaced
+        self.recent_s = recent_s
         #: Whether the current connection's backlog is being paced.
         self.active = False
         self._tokens = 0.0

@@ -19,11 +19,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import aiomqtt
 from paho.mqtt.reasoncodes import ReasonCode
 
 from ..journal import JournalError, OutboxEntry
+from ..timefmt import iso_utc, utc_now
 from .client import OnAck, Sent, _AckClient, _refusal
 from .faults import LinkFaults, TopicHolds
 from .items import Item, LinkStats, TableTopics
@@ -68,6 +70,23 @@ def newest_pending(journal: OutboxReader, first: int) -> int:
     return last
 
 
+def last_made_before(journal: OutboxReader, first: OutboxEntry, top: int, stamp: str) -> int:
+    """The highest id, up to ``top``, of an entry not marked published and made before
+    ``stamp`` (the journal's ISO time; entries are made in id order), 0 if ``first``
+    (the first such entry) is not: found by halving, with single-entry reads."""
+    if not first.created_at < stamp:
+        return 0
+    lo, hi = first.id, top
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        nxt = journal.pending(1, after_id=mid - 1)
+        if nxt and nxt[0].id <= hi and nxt[0].created_at < stamp:
+            lo = nxt[0].id
+        else:
+            hi = mid - 1
+    return lo
+
+
 class OutboxPump:
     """The publications of the link: the outbox (``journal``), the ``snapshots`` and the
     ``responses``, in flight at most ``window`` at once, and what the broker's answers
@@ -92,6 +111,7 @@ class OutboxPump:
         wake: Wake,
         after: AfterPublication,
         stopping: asyncio.Event,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.settings, self.journal, self.topics, self.stats = settings, journal, topics, stats
         self.snapshots, self.responses = snapshots, responses
@@ -133,7 +153,11 @@ class OutboxPump:
         #: the live entries are read after ``backlog_top`` (``outbox_after``) and the
         #: backlog from its own cursor ``backlog_after``; ``backlog_found``: whether this
         #: connection's backlog was looked at.
-        self.pace = BacklogPace(settings.backlog_per_minute, settings.max_inflight)
+        self.pace = BacklogPace(
+            settings.backlog_per_minute, settings.max_inflight, settings.reconnect_max_ms / 1000
+        )
+        #: The journal's clock (what it stamps its entries with).
+        self.clock = clock
         self.backlog_top = 0
         self.backlog_after = 0
         self.backlog_found = False
@@ -158,24 +182,31 @@ class OutboxPump:
 
     def find_backlog(self, now: float) -> None:
         """On a new connection, before the first read: whether what waits is a backlog
-        to pace and, if so, where it ends (the live entries are read after it)."""
-        waiting = self.journal.pending_count()
-        if not self.pace.begin(waiting, now):
-            self.backlog_found = True
-            return
-        first = self.journal.pending(1, after_id=0)
-        if first:
-            self.backlog_top = newest_pending(self.journal, first[0].id)
-            self.outbox_after = max(self.outbox_after, self.backlog_top)
-            log.info(
-                "mqtt: a backlog of %d entries: published beside the live ones at %d "
-                "round(s) a minute",
-                waiting,
-                self.pace.per_minute,
+        to pace and, if so, where it ends (the live entries are read after it): what
+        was made before the last ``recent_s`` (``BacklogPace``), if more than a window."""
+        waiting, unpaced = self.journal.pending_count(), self.pace.unpaced
+        top, backlog = 0, 0
+        if waiting > unpaced and (first := self.journal.pending(1, after_id=0)):
+            stamp = iso_utc(self.clock() - timedelta(seconds=self.pace.recent_s))
+            top = last_made_before(
+                self.journal, first[0], newest_pending(self.journal, first[0].id), stamp
             )
-        else:
-            self.pace.end()
+            # More than a window made before then? (At most a window's worth is read.)
+            ahead = self.journal.pending(unpaced + 1, after_id=0)
+            backlog = sum(1 for e in ahead if e.id <= top)
         self.backlog_found = True
+        if not self.pace.begin(backlog, now):
+            return
+        self.backlog_top = top
+        self.outbox_after = max(self.outbox_after, top)
+        log.info(
+            "mqtt: %d entries waiting; those up to id %d, made more than %g s ago, are "
+            "published beside the live ones, %d round(s) a minute",
+            waiting,
+            top,
+            self.pace.recent_s,
+            self.pace.per_minute,
+        )
 
     def rewind(self, ref: int) -> None:
         """Outbox entry ``ref`` was not taken: its cursor goes back before it."""

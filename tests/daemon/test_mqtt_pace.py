@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from firmware_host.mqtt import pump as pump_module
 from firmware_host.mqtt.items import Item
 from firmware_host.mqtt.pace import BacklogPace
 from firmware_host.mqtt.pump import OutboxPump, newest_pending
+from firmware_host.timefmt import utc_now
 
 
 class Clock:
@@ -64,10 +66,15 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     return c
 
 
-def link_on(journal: Journal, per_minute: int = 60, window: int = 16) -> FloorLink:
+def link_on(
+    journal: Journal, per_minute: int = 60, window: int = 16, *, later: float = 600.0
+) -> FloorLink:
+    """The link, its clock ``later`` s ahead of the journal's: what the journal holds
+    was made that long before the connection (a backlog, not the last backoff's)."""
     settings = MqttSettings(backlog_per_minute=per_minute, max_inflight=window)
-    link = FloorLink(settings, "t1", journal.outbox)
-    return link
+    return FloorLink(
+        settings, "t1", journal.outbox, clock=lambda: utc_now() + timedelta(seconds=later)
+    )
 
 
 def turn(pump: OutboxPump, client: Recorder, *, ack: bool = True) -> list[Item]:
@@ -166,6 +173,35 @@ def test_the_backlog_rounds_are_spaced_by_the_period(journal: Journal, clock: Cl
     assert len(at) == 12
     gaps = [b - a for a, b in itertools.pairwise(at)]
     assert min(gaps) >= 0.5 - 1e-6 and max(gaps) < 0.5 + 0.05 + 1e-6
+
+
+def test_rounds_made_during_the_last_backoff_are_live_not_backlog(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """A round made after the floor returned, while the table waited for its next try
+    (within ``reconnect_max_ms`` of the connection), goes with the live ones: at the
+    end of the backlog it would wait for all of it."""
+    made = [datetime(2026, 11, 28, 10, 0, tzinfo=utc_now().tzinfo)]
+    journal = Journal(tmp_path / "j.sqlite3", clock=lambda: made[0])
+    try:
+        old = [play_round(journal) for _ in range(10)]
+        made[0] += timedelta(minutes=10)
+        recent = [play_round(journal) for _ in range(2)]  # 1 s before the connection
+        link = FloorLink(
+            MqttSettings(reconnect_max_ms=3000), "t1", journal.outbox,
+            clock=lambda: made[0] + timedelta(seconds=1),
+        )  # fmt: skip
+        pump, client = link.pump, Recorder()
+        pump.connected()
+        assert pump.pace.active and pump.pace.recent_s == 3.0
+        first = [
+            json.loads(i.payload)["round_id"] for i in turn(pump, client) if i.topic == "rounds"
+        ]
+        assert first == [*recent, old[0]]  # the recent ones first, then the backlog's first
+        rounds = [i for i in drain(pump, client, clock) if i.topic == "rounds"]
+        assert [json.loads(i.payload)["round_id"] for i in rounds] == old[1:]
+    finally:
+        journal.close()
 
 
 def test_a_backlog_of_one_window_goes_at_once_in_order(journal: Journal, clock: Clock) -> None:
