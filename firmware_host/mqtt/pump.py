@@ -186,14 +186,15 @@ class OutboxPump:
         was made before the last ``recent_s`` (``BacklogPace``), if more than a window."""
         waiting, unpaced = self.journal.pending_count(), self.pace.unpaced
         top, backlog = 0, 0
-        if waiting > unpaced and (first := self.journal.pending(1, after_id=0)):
+        paced = self.pace.per_minute > 0 and waiting > unpaced
+        if paced and (first := self.journal.pending(1, after_id=0)):
             stamp = iso_utc(self.clock() - timedelta(seconds=self.pace.recent_s))
             top = last_made_before(
                 self.journal, first[0], newest_pending(self.journal, first[0].id), stamp
             )
-            # More than a window made before then? (At most a window's worth is read.)
-            ahead = self.journal.pending(unpaced + 1, after_id=0)
-            backlog = sum(1 for e in ahead if e.id <= top)
+            # More than a window made before then? (By ids: what waits after an outage
+            # is contiguous; nothing is read for it.)
+            backlog = top - first[0].id + 1 if top else 0
         self.backlog_found = True
         if not self.pace.begin(backlog, now):
             return
