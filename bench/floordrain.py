@@ -5,9 +5,13 @@ rounds' latency does meanwhile.
 
 The tables are the emulator's (``tablesim.emulator``): each holds what it could not
 publish in its own queue (its journal's outbox: a round leaves it only once the broker
-acknowledged it) and publishes as the table's link does: in order, a window of 16 in
-flight (``[mqtt] max_inflight``), reconnecting after the link's backoff (0.25 s doubling
-to 30 s, jitter 50-100%: ``[mqtt] reconnect_min_ms``, ``reconnect_max_ms``). They play
+acknowledged it) and publishes as the table's link does: a window of 16 in flight
+(``[mqtt] max_inflight``), reconnecting after the link's backoff (0.25 s doubling to
+3 s, jitter 50-100%: ``[mqtt] reconnect_min_ms``, ``reconnect_max_ms``; 30 s before
+the change below), and after a reconnection the rounds made since first, the backlog
+beside them at ``[mqtt] backlog_per_minute`` (60: the link's own
+:class:`~firmware_host.mqtt.pace.BacklogPace`; ``pace=0``: the backlog at full speed,
+in order, as before). They play
 the mix's games (``tablesim.floormix``) at ``per_hour`` rounds an hour each (200 by
 default: 1,000 tables hold about 33,000 rounds after ten minutes, the issue's figure),
 rounds of 7 to 60 bets, signed; the ingest verifies every one.
@@ -22,6 +26,13 @@ commit, which includes the wait behind their table's own backlog, and from the m
 they were handed to the MQTT client (the floor's side). Afterwards every round made is
 looked for in the database: none missing, none stored twice (the workers' latency logs
 and the database's own count).
+
+What it found first (2026-11-28, before the pace): with the tables' backoff capped at
+30 s the last table came back 30 s after the broker and its live rounds waited in its
+own queue (live made -> committed p99 21.2 s); with the tables back within 2 s the
+whole floor's backlog (33,000 rounds) reached the broker at once and the live rounds
+waited behind it in the broker's queue to the ingest (MQTT has no priority: p99
+14.2 s). Hence the 3 s cap and the pace (``docs/performance.md``, "Outage drain").
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tablesim.emulator import TABLE_RECONNECT, TABLE_WINDOW, Emulator
+from tablesim.emulator import TABLE_BACKLOG_PER_MINUTE, TABLE_RECONNECT, TABLE_WINDOW, Emulator
 from tablesim.floormix import BETS, plan_floor, rounds_per_second
 
 from .common import Figure, latency_summary, percentile
@@ -63,6 +74,7 @@ async def drain(
     tail_s: float = 15.0,
     reconnect: tuple[float, float] = TABLE_RECONNECT,
     window: int = TABLE_WINDOW,
+    pace: int = TABLE_BACKLOG_PER_MINUTE,
     workers: int = 1,
     batch_max: int | None = None,
     timeout_s: float = 300.0,
@@ -77,7 +89,7 @@ async def drain(
     rig = FloorRig(d, name, await db.new(name), workers=workers, batch_max=batch_max)
     emu = Emulator(
         rig.broker.host, rig.broker.port, plans, client_prefix=name, window=window,
-        reconnect=reconnect,
+        reconnect=reconnect, backlog_per_minute=pace,
     )  # fmt: skip
     rig.registry = emu.write_registry(d / f"registry-{name}" / "tables.toml")
     rig.start()
@@ -159,7 +171,7 @@ async def drain(
         lost = [rid for rid in emu.made if rid not in committed]
         missing = len(lost)
         if lost:  # where each was (the first ten): for the log
-            held = {e[0] for t in emu.tables.values() for e in t.pending}
+            held = {e[0] for t in emu.tables.values() for e in (*t.backlog, *t.pending)}
             for rid in lost[:10]:
                 log(f"    missing {rid}: made at {emu.made[rid] - t_play:.2f} s of play, "
                     f"handed to MQTT {'yes' if rid in emu.published else 'no'}, "
@@ -169,7 +181,7 @@ async def drain(
             t_play=t_play, t_down=t_down, t_up=t_up, t_end=t_end, drained_at=drained_at,
             backlog=backlog, held_by_tables=held_by_tables, all_online=all_online, cpu=cpu,
             missing=missing, twice=twice, log_twice=rig.twice, reconnect=reconnect,
-            window=window, workers=workers, batch_max=batch_max,
+            window=window, pace=pace, workers=workers, batch_max=batch_max,
         )  # fmt: skip
     finally:
         emu.stop()
@@ -183,7 +195,7 @@ def _result(
     per_hour: float, t_play: float, t_down: float, t_up: float, t_end: float,
     drained_at: float | None, backlog: set[str], held_by_tables: int,
     all_online: float | None, cpu: dict[str, JSON], missing: int, twice: dict[str, int],
-    log_twice: int, reconnect: tuple[float, float], window: int, workers: int,
+    log_twice: int, reconnect: tuple[float, float], window: int, pace: int, workers: int,
     batch_max: int | None,
 ) -> dict[str, JSON]:  # fmt: skip
     made, pub = emu.made, emu.published
@@ -216,6 +228,7 @@ def _result(
         "rounds_per_s": rounds_per_second(plan_floor(n, per_hour=per_hour)),
         "table_window": window,
         "table_reconnect_s": list(reconnect),
+        "table_backlog_per_minute": pace,
         "ingest_workers": workers,
         "ingest_batch_max": batch_max,
         "backlog": len(backlog),
@@ -254,7 +267,9 @@ def figures(r: dict[str, JSON]) -> list[Figure]:
         f"{r['backlog']} rounds behind at the return ({r['held_by_tables']} in the tables' "
         f"queues), {r['per_hour']:g} rounds an hour per table, {BETS[0]}-{BETS[1]} bets; "
         f"tables: window {r['table_window']}, reconnect backoff "
-        f"{r['table_reconnect_s'][0]:g}-{r['table_reconnect_s'][1]:g} s (all back "
+        f"{r['table_reconnect_s'][0]:g}-{r['table_reconnect_s'][1]:g} s, backlog "
+        f"{r.get('table_backlog_per_minute', 0) or 'unpaced'}"
+        f"{' a minute' if r.get('table_backlog_per_minute') else ''} (all back "
         f"{_s(r['all_tables_back_s'])} after the return); load average "
         f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, other processes "
         f"{r['cpu']['other_processes_cores']:.2f} CPUs"
@@ -277,7 +292,8 @@ def figures(r: dict[str, JSON]) -> list[Figure]:
             note=(f"{live['n']} rounds made after the return until the drain ended, p50 "
                   f"{_ms(live['p50'])}{ratio}; the same handed to MQTT -> committed: p99 "
                   f"{_ms(livep['p99'])} (before the outage {_ms(basep['p99'])}); a live round "
-                  "waits behind its own table's backlog (the outbox is published in order)"),
+                  "goes ahead of its table's backlog, which is paced (unpaced: it waits "
+                  "behind it, the outbox published in order)"),
         ),
     ]  # fmt: skip
 

@@ -291,7 +291,9 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     the issue's ten minutes), ``BENCH_DRAIN_KIND`` (``broker`` or ``ingest``),
     ``BENCH_DRAIN_PER_HOUR`` (each table's pace), ``BENCH_DRAIN_BASELINE`` (seconds of
     play before the outage: the baseline of the ratios), ``BENCH_DRAIN_RECONNECT``
-    (``min,max``: the tables' reconnect backoff in seconds; the table's default 0.25,30),
+    (``min,max``: the tables' reconnect backoff in seconds; the table's default 0.25,3),
+    ``BENCH_DRAIN_PACE`` (the tables' ``backlog_per_minute``; the table's default 60,
+    ``0``: unpaced),
     ``BENCH_DRAIN_BATCH`` (the ingest's ``--batch-max``), ``BENCH_DRAIN_WORKERS``; the years of rounds
     (``bench.floorparts``): ``BENCH_PARTS_DAYS`` (days held at each step, ``1,4,12``;
     ``0``: none), ``BENCH_PARTS_TABLES`` (100), ``BENCH_PARTS_PAYLOAD`` (bytes, 1024)."""
@@ -314,6 +316,8 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     if os.environ.get("BENCH_DRAIN_RECONNECT"):  # "0.25,5": the tables' backoff, seconds
         lo, hi = os.environ["BENCH_DRAIN_RECONNECT"].split(",")
         opts["reconnect"] = (float(lo), float(hi))
+    if os.environ.get("BENCH_DRAIN_PACE"):  # the tables' backlog_per_minute
+        opts["pace"] = int(os.environ["BENCH_DRAIN_PACE"])
     if os.environ.get("BENCH_DRAIN_BATCH"):  # the ingest's --batch-max
         opts["batch_max"] = int(os.environ["BENCH_DRAIN_BATCH"])
     if os.environ.get("BENCH_DRAIN_WORKERS"):

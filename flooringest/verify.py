@@ -86,10 +86,24 @@ class Announcements:
         self.cpu_s = 0.0
 
     def offer(self, table: str, kind: str, raw: bytes, at: float) -> None:
-        """A table's ``anchor`` or ``state`` as received: kept, not verified yet."""
+        """A table's ``anchor`` or ``state`` as received: kept, not verified yet. An
+        anchor that claims less than the one kept, or than what was verified already,
+        is not kept (issue 36: after a reconnection a table publishes its live rounds
+        first and its backlog's older anchors after them; were the latest kept, a live
+        round arriving next would find only an older claim, and be quarantined
+        ``SEQ_NOT_ANNOUNCED``). Read, not verified: a forged claim is found out when
+        it is verified, as a forged latest one always was."""
         said = self.tables.get(table)
         if said is None:
             said = self.tables[table] = _Said()
+        if kind == "anchor":
+            claim = _raw_claim(kind, raw)
+            kept = said.raw.get(kind)
+            if claim is not None and (
+                claim < said.announced
+                or (kept is not None and claim < (_raw_claim(kind, kept[0]) or 0))
+            ):
+                return
         said.raw[kind] = (raw, at)
 
     def announced(self, table: str) -> int:
@@ -214,6 +228,15 @@ class Announcements:
         if self.on_failure is not None:
             seq, rid = m.readable(raw)
             self.on_failure(Quarantined(kind, table, raw, code, msg, at, seq, rid))
+
+
+def _raw_claim(kind: str, raw: bytes) -> int | None:
+    """What an unverified message claims (the seq it announces; None: unreadable)."""
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return max(_claims(kind, doc)) if isinstance(doc, dict) else None
 
 
 def _claims(kind: str, doc: dict[str, Any]) -> tuple[int, int]:

@@ -11,8 +11,11 @@ Each emulated table is what the floor sees of a real one, and nothing more:
   timestamps and, with ``chain=True``, an issue-15 anchor (``chain: {seq, head}``,
   the head a SHA-256 chain over the payloads: the shape, not the table's HMAC);
 - the daemon's **outbox semantics**: a round is kept until the broker acknowledges it
-  (QoS 1) and sent again, in order, after a reconnect (so the floor may see it twice,
-  never differently);
+  (QoS 1) and sent again after a reconnect (so the floor may see it twice, never
+  differently); after a reconnection that found more than a window waiting, the rounds
+  made since go first and that backlog beside them at the link's pace (the same
+  :class:`firmware_host.mqtt.pace.BacklogPace`, ``backlog_per_minute``), an anchor of
+  the backlog older than one published going unretained, as the link does;
 - the ``replay_rounds`` command answered from what it published, byte for byte, on
   ``rounds`` (taken on trust: the emulator checks no signature; the real table does),
   with the real answer's ``newest_seq``;
@@ -58,6 +61,7 @@ from firmware_host.auth.evidence import canonical_text, seal, seal_text
 from firmware_host.auth.keys import public_pem
 from firmware_host.mqtt.client import _AckClient
 from firmware_host.mqtt.items import Backoff
+from firmware_host.mqtt.pace import BacklogPace
 from firmware_host.mqtt.settings import MqttSettings
 from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
 from firmware_host.timefmt import iso_utc, utc_now
@@ -65,10 +69,12 @@ from firmware_host.timefmt import iso_utc, utc_now
 from .floormix import BETS, TablePlan, scaled_round
 
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden"
-#: The table's link: its publication window (``[mqtt] max_inflight``) and its reconnect
-#: backoff (``reconnect_min_ms``, ``reconnect_max_ms``), by default.
+#: The table's link: its publication window (``[mqtt] max_inflight``), its reconnect
+#: backoff (``reconnect_min_ms``, ``reconnect_max_ms``) and its backlog's pace
+#: (``backlog_per_minute``), by default.
 TABLE_WINDOW = MqttSettings().max_inflight
 TABLE_RECONNECT = (MqttSettings().reconnect_min_ms / 1000, MqttSettings().reconnect_max_ms / 1000)
+TABLE_BACKLOG_PER_MINUTE = MqttSettings().backlog_per_minute
 
 
 def recorded_rounds(directory: Path = GOLDEN) -> list[dict[str, Any]]:
@@ -129,8 +135,14 @@ class EmulatedTable:
     #: Every round published, by seq (what a replay answers from).
     sent: dict[int, bytes] = field(default_factory=dict)
     #: Rounds not yet acknowledged by the broker, in order, each with the retained
-    #: anchor published before it (None: a replay, sent again as it was).
+    #: anchor published before it (None: a replay, sent again as it was): those made
+    #: on the current connection or, unpaced, all of them (``pending``), and the
+    #: backlog found when the connection came up, paced (``backlog``).
     pending: deque[tuple[str, bytes, bytes | None]] = field(default_factory=deque)
+    backlog: deque[tuple[str, bytes, bytes | None]] = field(default_factory=deque)
+    #: The highest seq whose anchor was handed over retained (an older one goes
+    #: unretained: the retained anchor never goes back).
+    anchor_top: int = 0
     #: The latest anchor (its payload), what ``state`` repeats, and as published.
     anchor: dict[str, Any] | None = None
     anchor_raw: bytes | None = None
@@ -219,6 +231,11 @@ class EmulatedTable:
         self.pending.append((rid, raw, self.anchor_raw))
         return seq, rid, raw
 
+    @property
+    def unsent(self) -> int:
+        """Rounds not yet acknowledged by the broker (live and backlog)."""
+        return len(self.pending) + len(self.backlog)
+
     def seal(self, topic: str, payload: dict[str, Any]) -> bytes:
         """A message of this table on ``topic`` (below its root): signed when it has a
         key, plain JSON otherwise."""
@@ -243,40 +260,81 @@ class _EmuClient(_AckClient):
 
 
 class _Sending:
-    """One connection's publications of one table: its queue's head in flight, at most
-    the emulator's window; a round leaves the queue when its PUBACK comes (in order: a
-    broker answers a connection's QoS 1 publications in the order it received them,
-    MQTT 3.1.1 section 4.6). What the connection had in flight when it ended is sent
+    """One connection's publications of one table: the heads of its queues in flight,
+    at most the emulator's window, the live rounds (``pending``) first and the backlog
+    beside them at the pace (:class:`~firmware_host.mqtt.pace.BacklogPace`); a round
+    leaves its queue when its PUBACK comes (a broker answers a connection's QoS 1
+    publications in the order it received them, MQTT 3.1.1 section 4.6, and each queue
+    is sent in its order). What the connection had in flight when it ended is sent
     again on the next one."""
 
-    __slots__ = ("c", "emu", "in_flight", "live", "root", "state_due", "t", "wake")
+    __slots__ = ("c", "emu", "in_flight", "live", "pace", "root", "sent", "state_due", "t", "wake")
 
     def __init__(self, emu: Emulator, t: EmulatedTable, c: _AckClient, wake: asyncio.Event) -> None:
         self.emu, self.t, self.c, self.wake = emu, t, c, wake
         self.root = emu.root(t.table_id)
-        self.in_flight: deque[tuple[str, bytes, bytes | None]] = deque()
+        self.in_flight: deque[tuple[tuple[str, bytes, bytes | None], bool]] = deque()
+        #: In flight from each queue (False: live, True: backlog): its first ones.
+        self.sent = {False: 0, True: 0}
         self.state_due = False
         self.live = True
+        # What waits now and was made before the last backoff's wait is the backlog:
+        # paced when more than a window's entries (a round and its anchor each), as the
+        # link decides on a connection; what was made since is live.
+        self.pace = BacklogPace(emu.backlog_per_minute, emu.window, emu.backoff_cap)
+        waiting = [*t.backlog, *t.pending]
+        cut = time.time() - self.pace.recent_s
+        old = 0
+        while old < len(waiting) and emu.made.get(waiting[old][0], 0.0) < cut:
+            old += 1
+        if self.pace.begin(2 * old, time.monotonic()):
+            t.backlog, t.pending = deque(waiting[:old]), deque(waiting[old:])
+        else:  # unpaced: one queue, in order
+            t.backlog, t.pending = deque(), deque(waiting)
+
+    def _next(self, now: float) -> tuple[tuple[str, bytes, bytes | None], bool] | None:
+        t, sent = self.t, self.sent
+        if len(self.in_flight) >= self.emu.window:
+            return None
+        if sent[False] < len(t.pending):
+            return t.pending[sent[False]], False
+        if sent[True] < len(t.backlog) and self.pace.allowed(now):
+            return t.backlog[sent[True]], True
+        return None
 
     def room(self) -> bool:
-        return len(self.in_flight) < min(self.emu.window, len(self.t.pending))
+        """Whether a round could go now."""
+        return self._next(time.monotonic()) is not None
+
+    def wait(self) -> float | None:
+        """Seconds until the backlog's next round may go (None: nothing waits for it)."""
+        if self.sent[True] >= len(self.t.backlog) or len(self.in_flight) >= self.emu.window:
+            return None
+        return self.pace.wait(time.monotonic())
 
     def fill(self) -> None:
-        """Hand the client the queue's next rounds (each after its anchor), and the
+        """Hand the client the queues' next rounds (each after its anchor), and the
         table's state when due."""
         t, emu, paho = self.t, self.emu, self.c._client
-        while self.room():
-            entry = t.pending[len(self.in_flight)]
+        now = time.monotonic()
+        while (nxt := self._next(now)) is not None:
+            entry, paced = nxt
             rid, raw, anchor = entry
+            if paced:
+                self.pace.spend(now)
             if anchor is not None:
                 # Before the round, on the same connection (in order), not waited for:
-                # the round's PUBACK follows its own.
-                paho.publish(f"{self.root}/anchor", anchor, qos=1, retain=True)
+                # the round's PUBACK follows its own. Unretained when older than one
+                # handed over already (a backlog's, after a live one).
+                seq = int(rid.rsplit("-", 2)[-2])
+                paho.publish(f"{self.root}/anchor", anchor, qos=1, retain=seq >= t.anchor_top)
+                t.anchor_top = max(t.anchor_top, seq)
             if rid in emu.published:
                 emu.stats.resent += 1
             else:
                 emu.published[rid] = time.time()
-            self.in_flight.append(entry)
+            self.in_flight.append(nxt)
+            self.sent[paced] += 1
             self.c.send(
                 f"{self.root}/rounds", raw, qos=1, retain=False,
                 on_ack=functools.partial(self.acked, entry),
@@ -290,16 +348,19 @@ class _Sending:
         """The broker's PUBACK of ``entry`` (a refusal counts as an answer, as aiomqtt's
         ``publish`` took it)."""
         t, emu = self.t, self.emu
-        if not self.live or not self.in_flight or self.in_flight[0] is not entry:
+        if not self.live or not self.in_flight or self.in_flight[0][0] is not entry:
             return  # this connection ended meanwhile: sent again on the next one
-        self.in_flight.popleft()
-        t.pending.popleft()
+        _, paced = self.in_flight.popleft()
+        queue = t.backlog if paced else t.pending
+        if queue and queue[0] is entry:
+            queue.popleft()
+            self.sent[paced] -= 1
         emu.stats.published += 1
         rid = entry[0]
         acked_seq = int(rid.rsplit("-", 2)[-2])  # our own id form
         if acked_seq > t.acked_seq:
             t.acked_seq, t.last_acked = acked_seq, rid
-        if (emu.state_every and t.seq % emu.state_every == 0) or (t.done and not t.pending):
+        if (emu.state_every and t.seq % emu.state_every == 0) or (t.done and not t.unsent):
             self.state_due = True
         self.wake.set()
 
@@ -322,11 +383,13 @@ class Emulator:
     Each table publishes as the table's link does (``firmware_host.mqtt``): through its
     client (:class:`~firmware_host.mqtt.client._AckClient`, each PUBACK answered by a
     callback), at most ``window`` rounds in flight (the link's ``max_inflight``, 16 by
-    default), in order, a round leaving its queue only once the broker acknowledged it;
-    after a lost connection it reconnects after the link's backoff
+    default), a round leaving its queue only once the broker acknowledged it; after a
+    lost connection it reconnects after the link's backoff
     (:class:`~firmware_host.mqtt.items.Backoff`: ``reconnect`` = the first delay and the
-    cap in seconds, jitter 50-100%; the table's defaults are 0.25 and 30 s) and sends
-    again, in order, everything not acknowledged."""
+    cap in seconds, jitter 50-100%; the table's defaults are 0.25 and 3 s) and sends
+    again everything not acknowledged: the rounds made since first, that backlog beside
+    them at ``backlog_per_minute`` (the link's pace, the same
+    :class:`~firmware_host.mqtt.pace.BacklogPace`; 0: in order at full speed)."""
 
     def __init__(
         self,
@@ -344,6 +407,7 @@ class Emulator:
         bets: tuple[int, int] | None = None,
         window: int = TABLE_WINDOW,
         reconnect: tuple[float, float] = (0.1, 2.0),
+        backlog_per_minute: int = TABLE_BACKLOG_PER_MINUTE,
     ) -> None:
         self.host = host
         self.port = port
@@ -356,6 +420,12 @@ class Emulator:
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window!r}")
         self.window = window
+        if backlog_per_minute < 0:
+            raise ValueError(f"backlog_per_minute must be >= 0, got {backlog_per_minute!r}")
+        self.backlog_per_minute = backlog_per_minute
+        #: The reconnect backoff's cap (s): what was made this long before a connection
+        #: is live, not backlog (the link's rule).
+        self.backoff_cap = reconnect[1]
         self.backoff = Backoff(
             MqttSettings(
                 reconnect_min_ms=round(1000 * reconnect[0]),
@@ -461,7 +531,7 @@ class Emulator:
         return sum(t.seq for t in self.tables.values())
 
     def unacknowledged(self) -> int:
-        return sum(len(t.pending) for t in self.tables.values())
+        return sum(t.unsent for t in self.tables.values())
 
     async def finished(self, timeout: float) -> bool:
         """Wait until every table made its rounds and the broker acknowledged them."""
@@ -596,13 +666,14 @@ class Emulator:
                         t.online = False
             except aiomqtt.MqttError:
                 t.online = False
-            if self._stop.is_set() and not t.pending:
+            if self._stop.is_set() and not t.unsent:
                 return
             await asyncio.sleep(self.backoff(attempt))
             attempt += 1
 
     async def _publish(self, c: _AckClient, t: EmulatedTable, listener: asyncio.Task[None]) -> bool:
-        """Send the table's queue in order, at most :attr:`window` in flight, until the
+        """Send the table's queues (live first, the backlog at its pace), at most
+        :attr:`window` in flight, until the
         emulator stops with nothing left (True) or the connection ends (raises
         :class:`aiomqtt.MqttError`)."""
         wake = self._wake[t.table_id]
@@ -613,12 +684,17 @@ class Emulator:
                     listener.result()  # the connection's end (MqttError), or a bug
                     raise aiomqtt.MqttError("the connection ended")
                 sending.fill()
-                if self._stop.is_set() and not t.pending:
+                if self._stop.is_set() and not t.unsent:
                     return True
                 wake.clear()
                 if sending.room() or sending.state_due:
                     continue
-                await wake.wait()
+                pause = sending.wait()
+                if pause is None:
+                    await wake.wait()
+                else:  # the backlog's next round is due then (or a PUBACK comes first)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(wake.wait(), max(pause, 0.001))
         finally:
             sending.live = False
 

@@ -119,6 +119,7 @@ class FloorLink:
             wake=self.wake,
             after=self.after,
             stopping=stopping,
+            clock=clock,
         )
         self.connection = Connection(
             settings,

@@ -8,7 +8,9 @@ outbox, the snapshots due, the answers), keeps a window of publications in fligh
 answered from the client's PUBACK callback (``window.py``), marks what the broker took
 (``marks.py``), holds back a refused topic (``faults.py``), pauses on back-pressure, and
 after a connection ended with outbox entries in flight sends the next one alone
-(careful) until one is proven taken."""
+(careful) until one is proven taken. After a reconnection with more than a window
+waiting, the entries made since go first and that backlog beside them at the
+``backlog_per_minute`` pace (``pace.py``: :class:`BacklogPace`)."""
 
 from __future__ import annotations
 
@@ -17,16 +19,19 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import aiomqtt
 from paho.mqtt.reasoncodes import ReasonCode
 
 from ..journal import JournalError, OutboxEntry
+from ..timefmt import iso_utc, utc_now
 from .client import OnAck, Sent, _AckClient, _refusal
 from .faults import LinkFaults, TopicHolds
 from .items import Item, LinkStats, TableTopics
 from .marks import OutboxMarks
 from .outbox import OutboxReader
+from .pace import BacklogPace
 from .queues import Responses
 from .settings import (
     BACKPRESSURE_CODES,
@@ -40,6 +45,46 @@ from .snapshots import Snapshots
 from .window import AfterPublication, Wake, Window
 
 log = logging.getLogger("firmware_host.mqtt")
+
+#: The outbox's topic whose backlog entries each wait for the pace (a round); the other
+#: entries of the backlog (its anchors, events) go with them, in order.
+PACED_TOPIC = "rounds"
+#: Entries of the backlog read at most in a turn (a round and its anchors and events).
+BACKLOG_READ = 8
+
+
+def newest_pending(journal: OutboxReader, first: int) -> int:
+    """The highest id of an entry not marked published, ``first`` being one: found with
+    single-entry reads (a doubling search, then halving), never reading the backlog."""
+    last, step = first, 64
+    while nxt := journal.pending(1, after_id=last + step):
+        last, step = nxt[0].id, step * 2
+    hi = last + step  # nothing waits above it
+    while last < hi:
+        mid = (last + hi + 1) // 2
+        nxt = journal.pending(1, after_id=mid - 1)
+        if nxt and nxt[0].id <= hi:
+            last = nxt[0].id
+        else:
+            hi = mid - 1
+    return last
+
+
+def last_made_before(journal: OutboxReader, first: OutboxEntry, top: int, stamp: str) -> int:
+    """The highest id, up to ``top``, of an entry not marked published and made before
+    ``stamp`` (the journal's ISO time; entries are made in id order), 0 if ``first``
+    (the first such entry) is not: found by halving, with single-entry reads."""
+    if not first.created_at < stamp:
+        return 0
+    lo, hi = first.id, top
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        nxt = journal.pending(1, after_id=mid - 1)
+        if nxt and nxt[0].id <= hi and nxt[0].created_at < stamp:
+            lo = nxt[0].id
+        else:
+            hi = mid - 1
+    return lo
 
 
 class OutboxPump:
@@ -66,6 +111,7 @@ class OutboxPump:
         wake: Wake,
         after: AfterPublication,
         stopping: asyncio.Event,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.settings, self.journal, self.topics, self.stats = settings, journal, topics, stats
         self.snapshots, self.responses = snapshots, responses
@@ -102,6 +148,23 @@ class OutboxPump:
         #: "Fill the window" while :meth:`serve` runs on a connection: the outbox's
         #: listener calls it (:meth:`outbox_grew`); returns the room it had.
         self.fill: Callable[[], int] | None = None
+        #: The backlog's pace (see the module docstring); entries up to
+        #: ``backlog_top`` were waiting when the connection came up. While it is paced
+        #: the live entries are read after ``backlog_top`` (``outbox_after``) and the
+        #: backlog from its own cursor ``backlog_after``; ``backlog_found``: whether this
+        #: connection's backlog was looked at.
+        self.pace = BacklogPace(
+            settings.backlog_per_minute, settings.max_inflight, settings.reconnect_max_ms / 1000
+        )
+        #: The journal's clock (what it stamps its entries with).
+        self.clock = clock
+        self.backlog_top = 0
+        self.backlog_after = 0
+        self.backlog_found = False
+        #: The highest outbox id handed over per retained topic: an older entry of the
+        #: topic (a backlog's anchor after a live one) goes without the retain flag, so
+        #: that the broker's retained message never goes back.
+        self.retained_sent: dict[str, int] = {}
 
     @property
     def publishing(self) -> bool:
@@ -111,6 +174,47 @@ class OutboxPump:
     def connected(self) -> None:
         """A new connection: what was in flight on the last one goes again."""
         self.outbox_after = 0
+        self.backlog_after = self.backlog_top = 0
+        self.backlog_found = False
+        self.pace.end()
+        with contextlib.suppress(JournalError):  # else looked at before the first read
+            self.find_backlog(time.monotonic())
+
+    def find_backlog(self, now: float) -> None:
+        """On a new connection, before the first read: whether what waits is a backlog
+        to pace and, if so, where it ends (the live entries are read after it): what
+        was made before the last ``recent_s`` (``BacklogPace``), if more than a window."""
+        waiting, unpaced = self.journal.pending_count(), self.pace.unpaced
+        top, backlog = 0, 0
+        paced = self.pace.per_minute > 0 and waiting > unpaced
+        if paced and (first := self.journal.pending(1, after_id=0)):
+            stamp = iso_utc(self.clock() - timedelta(seconds=self.pace.recent_s))
+            top = last_made_before(
+                self.journal, first[0], newest_pending(self.journal, first[0].id), stamp
+            )
+            # More than a window made before then? (By ids: what waits after an outage
+            # is contiguous; nothing is read for it.)
+            backlog = top - first[0].id + 1 if top else 0
+        self.backlog_found = True
+        if not self.pace.begin(backlog, now):
+            return
+        self.backlog_top = top
+        self.outbox_after = max(self.outbox_after, top)
+        log.info(
+            "mqtt: %d entries waiting; those up to id %d, made more than %g s ago, are "
+            "published beside the live ones, %d round(s) a minute",
+            waiting,
+            top,
+            self.pace.recent_s,
+            self.pace.per_minute,
+        )
+
+    def rewind(self, ref: int) -> None:
+        """Outbox entry ``ref`` was not taken: its cursor goes back before it."""
+        if self.pace.active and ref <= self.backlog_top:
+            self.backlog_after = min(self.backlog_after, ref - 1)
+        else:
+            self.outbox_after = min(self.outbox_after, ref - 1)
 
     # -- the outbox's listener -------------------------------------------------------------
     def outbox_grew(self) -> None:
@@ -139,6 +243,8 @@ class OutboxPump:
         until.extend(self.marks.retry_times())
         if self.paused[0] > now:
             until.append(self.paused[0])
+        if self.pace.active and (wait := self.pace.wait(now)) > 0:
+            until.append(now + wait)
         if self.unconfirmed:
             until.append(min(t for t, _ in self.unconfirmed.values()) + CONFIRM_AFTER_S)
         soonest = min(until, default=now + IDLE_POLL_S)
@@ -163,8 +269,13 @@ class OutboxPump:
         value, and responses come last: neither a burst of snapshot updates nor a
         stream of requests may hold back the table's own output (answers to requests that
         acted go before refusals). A topic the broker refused waits for its backoff; a
-        refused outbox entry holds back every entry after it (the floor gets them in
-        order or not at all).
+        refused outbox entry holds back every entry after it in its stream (the floor
+        gets them in order or not at all).
+
+        After a reconnection that found more than a window waiting (:meth:`find_backlog`),
+        the outbox is two streams, each in id order: what was committed since the
+        connection came up goes first, and the backlog beside it, each entry waiting for
+        the pace (``pace.py``), each round spending it.
 
         The outbox is read from the journal after the last entry handed to the client
         on this connection (each entry is read once, by its primary key).
@@ -200,22 +311,36 @@ class OutboxPump:
         if len(batch) < room and self.marks.ready("read", now):
             skip = self.marks.skip() | self.unconfirmed.keys()
             skip |= self.in_flight.keys()
-            # Only those after the cursor can come back in the read (after a refusal
-            # moved it back): each entry read is one payload copied out of SQLite.
-            ahead = sum(1 for i in skip if i > self.outbox_after)
             wanted = 1 if self.careful else room - len(batch)
             try:
-                entries = self.journal.pending(wanted + ahead, after_id=self.outbox_after)
+                if not self.backlog_found:
+                    self.find_backlog(now)
+                live = self._read(self.outbox_after, wanted, skip)
+                backlog = None  # read only when its next entry may go, a few at a time
+                if self.pace.active and self.pace.allowed(now):
+                    backlog = self._read(self.backlog_after, min(wanted, BACKLOG_READ), skip)
             except JournalError as exc:
                 self.marks.failed("read", exc)
-                entries = []
+                live, backlog = [], None
             else:
                 self.marks.ok("read")
-            for e in entries:
-                if e.id in skip:
+                if backlog is not None and not any(e.id <= self.backlog_top for e in backlog):
+                    # The backlog is all handed over: one cursor again (from the
+                    # backlog's, for an entry of it the broker may still refuse).
+                    self.pace.end()
+                    self.outbox_after = min(self.outbox_after, self.backlog_after)
+                    log.info("mqtt: the backlog is handed over")
+            entries = [(e, False) for e in live]
+            entries += [(e, True) for e in backlog or () if e.id <= self.backlog_top]
+            stopped: set[bool] = set()
+            for e, paced in entries:
+                if paced in stopped:
                     continue
-                if holds.held(e.topic, now) or len(batch) >= room:
+                if len(batch) >= room:
                     break
+                if holds.held(e.topic, now) or (paced and not self.pace.allowed(now)):
+                    stopped.add(paced)  # that stream waits (in order), the other goes on
+                    continue
                 if self.careful:
                     # Alone, once what is in flight (the state before it) is answered;
                     # nothing more meanwhile, so that the window drains.
@@ -223,13 +348,28 @@ class OutboxPump:
                         return batch
                     self.probe = e.id
                     self.others_went = False
-                    return [self._outbox_item(e)]
-                batch.append(self._outbox_item(e))
+                    return [self._outbox_item(e, paced, now)]
+                batch.append(self._outbox_item(e, paced, now))
         return others(batch)
 
-    @staticmethod
-    def _outbox_item(e: OutboxEntry) -> Item:
-        return Item("outbox", e.topic, e.payload, e.qos, e.retain, e.id)
+    def _read(self, after: int, wanted: int, skip: set[int]) -> list[OutboxEntry]:
+        """At most ``wanted`` entries not marked published after ``after``, by id, none
+        of ``skip``. Only those after the cursor can come back in the read (after a
+        refusal moved it back): each entry read is one payload copied out of SQLite."""
+        ahead = sum(1 for i in skip if i > after)
+        return [e for e in self.journal.pending(wanted + ahead, after_id=after) if e.id not in skip]
+
+    def _outbox_item(self, e: OutboxEntry, paced: bool, now: float) -> Item:
+        """``e`` as handed over (``paced``: the backlog's, a round spends the pace); an
+        entry older than one already handed over on its retained topic goes unretained."""
+        if paced and e.topic == PACED_TOPIC:
+            self.pace.spend(now)
+        retain = e.retain
+        if retain:
+            newest = self.retained_sent.get(e.topic, 0)
+            retain = e.id >= newest
+            self.retained_sent[e.topic] = max(newest, e.id)
+        return Item("outbox", e.topic, e.payload, e.qos, retain, e.id)
 
     # -- handing over and answers ----------------------------------------------------------
     def send(self, client: _AckClient, item: Item, on_ack: OnAck | None = None) -> Sent | None:
@@ -252,7 +392,10 @@ class OutboxPump:
             return None
         if item.kind == "outbox":
             self.in_flight[item.ref] = item.topic
-            self.outbox_after = max(self.outbox_after, item.ref)
+            if self.pace.active and item.ref <= self.backlog_top:
+                self.backlog_after = max(self.backlog_after, item.ref)
+            else:
+                self.outbox_after = max(self.outbox_after, item.ref)
         elif item.kind == "snapshot" and item.ref is not None:
             self.snapshots.sending(item.ref)
         elif item.kind == "response":
@@ -299,7 +442,7 @@ class OutboxPump:
         self.stats.refused += 1
         self.holds.hold(item.topic)
         if item.kind == "outbox":  # read again from it (it holds back the entries after it)
-            self.outbox_after = min(self.outbox_after, item.ref - 1)
+            self.rewind(item.ref)
             # Tried again alone when its hold ends, so that the entries after it are not
             # taken ahead of it at every retry (only those already sent with it).
             self.careful = True
@@ -321,7 +464,7 @@ class OutboxPump:
         while the broker keeps pushing back (logged once, until it takes one again)."""
         self.stats.throttled += 1
         if item.kind == "outbox":
-            self.outbox_after = min(self.outbox_after, item.ref - 1)
+            self.rewind(item.ref)
             self.careful = True  # goes again alone, as a refused entry
             if item.ref == self.probe:
                 self.probe = None

@@ -118,7 +118,19 @@ MQTT_SPECS: dict[str, FieldSpec] = {
     ),
     "reconnect_min_ms": FieldSpec("int", 250, doc="first reconnect delay, ms", range=(10, 600_000)),
     "reconnect_max_ms": FieldSpec(
-        "int", 30_000, doc="reconnect delay cap, ms", range=(10, 3_600_000)
+        "int",
+        3_000,
+        doc="reconnect delay cap, ms (each delay drawn in 50-100% of its step: a floor's "
+        "tables never return at once)",
+        range=(10, 3_600_000),
+    ),
+    "backlog_per_minute": FieldSpec(
+        "int",
+        60,
+        doc="after a reconnection, the backlog's rounds published per minute beside the "
+        "live ones, which go first (a backlog of one window or less goes at once; 0: the "
+        "backlog at full speed, in order)",
+        range=(0, 60_000),
     ),
     "max_inflight": FieldSpec(
         "int",
@@ -163,7 +175,8 @@ class MqttSettings:
     protocol: str = "5"
     session_expiry: int = 7 * 24 * 3600
     reconnect_min_ms: int = 250
-    reconnect_max_ms: int = 30_000
+    reconnect_max_ms: int = 3_000
+    backlog_per_minute: int = 60
     max_inflight: int = 16
     connect_timeout_ms: int = 5_000
     publish_timeout_ms: int = 10_000

@@ -236,6 +236,7 @@ async def test_outbox_is_drained_in_order_exactly_once_when_healthy(
         link.set_device("wheel", {"state": "online", "code": "", "message": "", "kind": "wheel"})
         link.set_jackpot({"amount": 1_000_000, "currency": "MOP", "last_hit": None, "fault": None})
         async with link:
+            await link.wait_connected(10)  # healthy: every round made while connected (live)
             ids = []
             for i in range(40):
                 ids.append(play_round(journal))
@@ -281,6 +282,7 @@ async def test_rounds_settled_while_the_broker_is_down_arrive_in_order_after(
             protocol=broker_process.protocol,
             reconnect_min_ms=20,
             reconnect_max_ms=300,
+            backlog_per_minute=0,  # the backlog unpaced: in order (paced: test_mqtt_pace.py)
         ),
         "t1",
         journal.outbox,
@@ -551,7 +553,7 @@ async def test_a_backlog_goes_out_pipelined_in_order_and_its_marks_are_written_t
     ids = [play_round(journal) for _ in range(60)]  # queued before the link starts
     entries = journal.outbox.pending(1000)
     async with Collector(broker_process.host, broker_process.port, f"{ROOT}/#", "floor-1") as col:
-        link = FloorLink(settings_for(broker_process, max_inflight=8), "t1", journal.outbox)
+        link = FloorLink(settings_for(broker_process, max_inflight=8, backlog_per_minute=0), "t1", journal.outbox)
         async with link:
             await link.wait_idle(20)
             await col.wait_for(lambda: len(col.on("rounds")) >= 60, what="60 rounds")
@@ -580,7 +582,7 @@ async def test_the_outbox_is_read_no_further_than_the_window_has_room(
 
     journal.outbox.pending = spy  # type: ignore[method-assign]
     ids = [play_round(journal) for _ in range(40)]
-    link = FloorLink(settings_for(broker_process, max_inflight=8), "t1", journal.outbox)
+    link = FloorLink(settings_for(broker_process, max_inflight=8, backlog_per_minute=0), "t1", journal.outbox)
     col = Collector(broker_process.host, broker_process.port, f"{ROOT}/#", "floor-1")
     async with col, link:
         await link.wait_idle(20)

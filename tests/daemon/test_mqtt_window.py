@@ -73,7 +73,7 @@ async def test_a_backlog_is_answered_without_a_task_per_publication(
         return asyncio.Task(coro, loop=loop, **kw)
 
     col = Collector(mosquitto_broker.host, mosquitto_broker.port, f"{ROOT}/#", "floor-1")
-    link = FloorLink(settings_for(mosquitto_broker, max_inflight=8), "t1", journal.outbox)
+    link = FloorLink(settings_for(mosquitto_broker, max_inflight=8, backlog_per_minute=0), "t1", journal.outbox)
     async with col:
         loop.set_task_factory(counting)
         try:

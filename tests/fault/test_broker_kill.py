@@ -153,6 +153,9 @@ async def test_broker_killed_at_random_every_round_reaches_the_floor_in_order(
         reconnect_min_ms=20,
         reconnect_max_ms=300,
         publish_timeout_ms=3000,
+        # Issue 8's contract, every round in order: an unpaced backlog (issue 36's pace,
+        # live rounds ahead of it: tests/daemon/test_mqtt_pace.py, test_drain_order.py).
+        backlog_per_minute=0,
     )
     d = TableDaemon(cfg, config_path=path, state_dir=tmp_path, runtime_dir=tmp_path, mqtt=settings)
     finished: list[dict[str, Any]] = []

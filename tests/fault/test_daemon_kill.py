@@ -126,6 +126,7 @@ port = {port}
 protocol = "{protocol}"
 reconnect_min_ms = 20
 reconnect_max_ms = 300
+backlog_per_minute = 0  # first deliveries in seq order: an unpaced backlog (issue 36)
 
 [journal]
 # The checks read every round's `rounds` outbox entry: keep them all (by default the

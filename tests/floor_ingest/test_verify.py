@@ -121,6 +121,31 @@ def test_announcements_are_verified_only_when_a_round_needs_them() -> None:
     assert said.announced("FAKE-99") == 0
 
 
+def test_an_older_anchor_after_a_newer_one_does_not_hide_it() -> None:
+    """Issue 36: after a reconnection the table publishes its live round (anchor 35,
+    round 35) first and its backlog's older anchors after it; the live round, arriving
+    after them, is covered (was: quarantined SEQ_NOT_ANNOUNCED, the latest raw anchor
+    kept being the backlog's)."""
+    t = Tables("MO-R-07")
+    said = Announcements()
+    v = Verifier(t.registry(), said)
+    said.offer("MO-R-07", "anchor", t.anchor("MO-R-07", 3), 1.0)
+    assert code(check(v, "MO-R-07", t.round("MO-R-07", 3))) == "ROUND"
+    said.offer("MO-R-07", "anchor", t.anchor("MO-R-07", 35, phase="open"), 2.0)
+    said.offer("MO-R-07", "anchor", t.anchor("MO-R-07", 35), 2.0)  # the same seq, settled
+    for s in (4, 5, 6):  # the backlog's, published after the live one
+        said.offer("MO-R-07", "anchor", t.anchor("MO-R-07", s), 3.0)
+    assert code(check(v, "MO-R-07", t.round("MO-R-07", 35))) == "ROUND"
+    assert (said.announced("MO-R-07"), said.finished("MO-R-07")) == (35, 35)
+    assert said.verified == 2  # anchor 3, then the settled anchor 35 only
+    said.offer("MO-R-07", "anchor", t.anchor("MO-R-07", 4), 4.0)  # below what is verified
+    assert "anchor" not in said.tables["MO-R-07"].raw
+    assert code(check(v, "MO-R-07", t.round("MO-R-07", 4))) == "ROUND"
+    # A newer anchor is still taken after an older one.
+    said.offer("MO-R-07", "anchor", t.anchor("MO-R-07", 36), 5.0)
+    assert code(check(v, "MO-R-07", t.round("MO-R-07", 36))) == "ROUND"
+
+
 def test_a_replay_answer_is_verified() -> None:
     t = Tables("MO-R-07")
     keys = t.registry().keys("MO-R-07")
