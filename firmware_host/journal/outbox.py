@@ -153,6 +153,16 @@ class Outbox:
             )
         ]
 
+    def newest_retained(self) -> dict[str, int]:
+        """Per topic, the id of the newest retained entry the outbox holds, published or
+        not (what the broker's retained message of the topic is, or will be)."""
+        return {
+            str(topic): int(newest)
+            for topic, newest in self._db.sql.execute(
+                "SELECT topic, MAX(id) FROM outbox_entries WHERE retain = 1 GROUP BY topic"
+            )
+        }
+
     def pending_count(self) -> int:
         return int(
             self._db.sql.execute(

@@ -35,6 +35,10 @@ class OutboxReader(Protocol):
 
     def pending_count(self) -> int: ...
 
+    def newest_retained(self) -> dict[str, int]:
+        """Per topic, the id of the newest retained entry, published or not."""
+        ...
+
 
 class OutboxJournal(OutboxReader, OutboxMarker, Protocol):
     identity: TableIdentity | None

@@ -161,9 +161,10 @@ class OutboxPump:
         self.backlog_top = 0
         self.backlog_after = 0
         self.backlog_found = False
-        #: The highest outbox id handed over per retained topic: an older entry of the
-        #: topic (a backlog's anchor after a live one) goes without the retain flag, so
-        #: that the broker's retained message never goes back.
+        #: The highest outbox id handed over per retained topic, and at each connection
+        #: the journal's newest (published or not): an older entry of the topic (a
+        #: backlog's anchor after a live one) goes without the retain flag, so that the
+        #: broker's retained message never goes back.
         self.retained_sent: dict[str, int] = {}
 
     @property
@@ -177,6 +178,12 @@ class OutboxPump:
         self.backlog_after = self.backlog_top = 0
         self.backlog_found = False
         self.pace.end()
+        with contextlib.suppress(JournalError):
+            # The newest retained entry of each topic, published or not, from the journal
+            # (not only this process's memory: after a restart mid-backlog, an older
+            # anchor of the backlog must not replace the newer one the broker holds).
+            for topic, newest in self.journal.newest_retained().items():
+                self.retained_sent[topic] = max(self.retained_sent.get(topic, 0), newest)
         with contextlib.suppress(JournalError):  # else looked at before the first read
             self.find_backlog(time.monotonic())
 

@@ -220,7 +220,9 @@ def test_backlog_anchors_older_than_a_live_one_go_unretained(
         play_round(journal)
     pump, client = link_on(journal).pump, Recorder()
     pump.connected()
-    turn(pump, client)  # the backlog's first round and its anchors: retained
+    first = turn(pump, client)  # the backlog's first round and its anchors: unretained,
+    # the journal holding a newer anchor (round 10's) than theirs
+    assert [i.retain for i in first if i.topic == "anchor"] == [False, False]
     live = play_round(journal)
     items = drain(pump, client, clock)
     anchors = [(json.loads(i.payload)["seq"], i.retain) for i in items if i.topic == "anchor"]
@@ -228,7 +230,7 @@ def test_backlog_anchors_older_than_a_live_one_go_unretained(
     assert all(not r for s, r in anchors[2:]) and {s for s, _ in anchors[2:]} == set(range(2, 11))
     # What the broker was handed: the retained anchor never went back below seq 11.
     retained = [json.loads(p)["seq"] for t, p, r in client.items if t.endswith("anchor") and r]
-    assert retained == [1, 1, 11, 11]
+    assert retained == [11, 11]
     assert live
 
 
@@ -381,3 +383,37 @@ def test_the_backoff_with_the_default_cap_stays_within_3_s_and_spreads_a_floor()
     assert max(late) <= 3.0 and min(late) >= 1.5
     # Jitter: the returns are spread over the half of the cap, not one instant.
     assert len({round(d, 2) for d in late}) > 100
+
+
+def test_after_a_restart_mid_backlog_the_retained_anchor_never_goes_back(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """A live round's anchor went retained before the restart; after it, with no live
+    round yet, the backlog's older anchors go unretained: what the pump knows of the
+    newest retained entry comes from the journal, not from the process that died."""
+    identity = TableIdentity(Ed25519PrivateKey.generate())
+    journal = Journal(tmp_path / "j.sqlite3", identity=identity)
+    client = Recorder()
+    try:
+        for _ in range(10):
+            play_round(journal)
+        pump = link_on(journal).pump
+        pump.connected()
+        turn(pump, client)  # the backlog's first round: its anchors retained
+        play_round(journal)  # live: seq 11
+        turn(pump, client)  # the live round's anchors: retained
+    finally:
+        journal.close()
+    journal = Journal(tmp_path / "j.sqlite3", identity=identity)
+    try:
+        pump2 = link_on(journal).pump
+        pump2.connected()
+        assert pump2.pace.active
+        drain(pump2, client, clock)
+        assert journal.outbox.pending_count() == 0
+    finally:
+        journal.close()
+    retained = [json.loads(p)["seq"] for t, p, r in client.items if t.endswith("anchor") and r]
+    assert 11 in retained
+    after = retained[retained.index(11) :]
+    assert min(after) == 11, retained  # the broker's retained anchor never went back
