@@ -419,10 +419,14 @@ class IngestWorker:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
+                # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation
+                # racing with a message's arrival (gh-86296), and the worker's stop hangs
                 try:
-                    batch.append(await asyncio.wait_for(self._queue.get(), left))
+                    async with asyncio.timeout(left):
+                        got = await self._queue.get()
                 except TimeoutError:
                     break
+                batch.append(got)
             await self._commit(batch)
 
     async def _commit(self, batch: list[tuple[aiomqtt.Client, int, Incoming]]) -> None:

@@ -693,8 +693,9 @@ class Emulator:
                 if pause is None:
                     await wake.wait()
                 else:  # the backlog's next round is due then (or a PUBACK comes first)
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(wake.wait(), max(pause, 0.001))
+                    with contextlib.suppress(TimeoutError):  # not wait_for: gh-86296
+                        async with asyncio.timeout(max(pause, 0.001)):
+                            await wake.wait()
         finally:
             sending.live = False
 

@@ -126,8 +126,11 @@ class Connection:
                     self.settings.port,
                     delay,
                 )
+                # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a
+                # cancellation that races with the stop (gh-86296)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.stopping.wait(), delay)
+                    async with asyncio.timeout(delay):
+                        await self.stopping.wait()
         finally:
             worker.cancel()
             with contextlib.suppress(BaseException):

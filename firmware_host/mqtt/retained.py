@@ -61,8 +61,9 @@ async def read_retained(
             await client.subscribe([(t, 1) for t in wanted])
             messages = aiter(client.messages)
             while len(got) < len(wanted):
-                try:
-                    message = await asyncio.wait_for(anext(messages), quiet)
+                try:  # asyncio.timeout, not wait_for (gh-86296: a cancellation swallowed)
+                    async with asyncio.timeout(quiet):
+                        message = await anext(messages)
                 except (TimeoutError, StopAsyncIteration):
                     break
                 suffix = wanted.get(message.topic.value)

@@ -163,8 +163,9 @@ class Window:
             if left <= 0:
                 break
             wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), left)
+            with contextlib.suppress(TimeoutError):  # asyncio.timeout: not wait_for (gh-86296)
+                async with asyncio.timeout(left):
+                    await wake.wait()
         self.check()
 
     def abandon(self) -> None:
