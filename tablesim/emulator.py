@@ -689,13 +689,10 @@ class Emulator:
                 wake.clear()
                 if sending.room() or sending.state_due:
                     continue
-                pause = sending.wait()
-                if pause is None:
-                    await wake.wait()
-                else:  # the backlog's next round is due then (or a PUBACK comes first)
-                    with contextlib.suppress(TimeoutError):  # not wait_for: gh-86296
-                        async with asyncio.timeout(max(pause, 0.001)):
-                            await wake.wait()
+                pause = sending.wait()  # None: until woken; else the backlog's next round's due
+                with contextlib.suppress(TimeoutError):  # asyncio.timeout: not wait_for, gh-86296
+                    async with asyncio.timeout(None if pause is None else max(pause, 0.001)):
+                        await wake.wait()
         finally:
             sending.live = False
 

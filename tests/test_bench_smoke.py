@@ -70,12 +70,14 @@ def test_stages_split_each_round_window_into_its_stages(tmp_path: Path) -> None:
                 "10.0015000 settled",
                 "10.0030000 committed",
                 "10.0032000 publish",
+                "10.0033000 written",
                 "10.0020000 gc1 10.0025000",
                 "20.0001000 event",
                 "20.0004000 procedure",
                 "20.0010000 settled",
                 "20.0020000 committed",
                 "20.0021000 publish",
+                "20.0023000 written",
                 "30.0000000 gc2 30.0200000",
             ]
         )
@@ -84,14 +86,15 @@ def test_stages_split_each_round_window_into_its_stages(tmp_path: Path) -> None:
     steps, totals, pauses, rounds = split([(10.0, 10.004), (20.0, 20.003)], trace)
     assert [round(x, 3) for x in steps["event"]] == [0.2, 0.1]
     assert [round(x, 3) for x in steps["settled"]] == [1.0, 0.6]
-    assert [round(x, 3) for x in steps["floor"]] == [0.8, 0.9]
+    assert [round(x, 3) for x in steps["written"]] == [0.1, 0.2]
+    assert [round(x, 3) for x in steps["floor"]] == [0.7, 0.7]
     assert [round(x, 3) for x in totals] == [4.0, 3.0]
     # Each round's own split, for the report of the slowest rounds.
     assert [{k: round(v, 3) for k, v in r.items()} for r in rounds] == [
         {"total": 4.0, "event": 0.2, "procedure": 0.3, "settled": 1.0, "committed": 1.5,
-         "publish": 0.2, "floor": 0.8},
+         "publish": 0.2, "written": 0.1, "floor": 0.7},
         {"total": 3.0, "event": 0.1, "procedure": 0.3, "settled": 0.6, "committed": 1.0,
-         "publish": 0.1, "floor": 0.9},
+         "publish": 0.1, "written": 0.2, "floor": 0.7},
     ]  # fmt: skip
     assert [(g, round(ms, 3)) for g, ms in pauses] == [("gc1", 0.5)]
 
