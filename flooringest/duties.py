@@ -73,7 +73,10 @@ class Duties:
         return n == 1
 
     async def scan(
-        self, grace_s: float, finished: dict[str, int] | None = None
+        self,
+        grace_s: float,
+        finished: dict[str, int] | None = None,
+        paced: dict[str, int] | None = None,
     ) -> tuple[list[Gap], int]:
         """Bring ``floor_tables`` and ``floor_gaps`` up to date; return the gaps open
         longer than ``grace_s`` (a round in another worker's batch is not a gap yet)
@@ -82,7 +85,14 @@ class Duties:
         ``finished``: per table, the newest round it announced finished, in a message
         it signed (its ``anchor``, its ``state``: :class:`flooringest.verify.
         Announcements`): when it is beyond the table's last stored seq, the rounds
-        between are a *tail* gap (no later round will show it)."""
+        between are a *tail* gap (no later round will show it).
+
+        ``paced``: per table, the newest round of the backlog it paces now (its signed
+        ``state``'s ``backlog.to_seq``, issue 36): a gap across it is cut there. The
+        part above was published live: missing, it was lost on the way, and is asked
+        for after the grace like any gap; the part below is the backlog still to come,
+        whose lower end moves with each round of it stored (a new gap each time: asked
+        for only once it stops moving)."""
         now = time.time()
         async with self.db.transaction():
             # Tables seen for the first time: tracked from the first round seen.
@@ -125,6 +135,10 @@ class Duties:
             )
             if finished:
                 gaps_now.update(await self._tails(finished))
+            for (tid, frm), to in list(gaps_now.items()):
+                top = (paced or {}).get(tid, 0)
+                if frm <= top and (to is None or to > top):
+                    gaps_now[(tid, frm)], gaps_now[(tid, top + 1)] = top, to
             known = {
                 (str(t), int(f)): (None if to is None else int(to), float(found), req, int(n))
                 for t, f, to, found, req, n in await self.db.fetch(

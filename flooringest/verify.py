@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from firmware_host.auth.evidence import EvidenceError, open_sealed
+from firmware_host.journal.rounds import seq_of_round_id
 
 from . import messages as m
 from .messages import Incoming, Quarantined, Round
@@ -41,16 +42,6 @@ def _seq(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         return None
     return value
-
-
-def seq_of_round_id(rid: Any) -> int | None:
-    """The seq in a round id of the daemon's form ``<table>-<seq:06d>-<8 hex>``."""
-    if not isinstance(rid, str):
-        return None
-    parts = rid.rsplit("-", 2)
-    if len(parts) != 3 or not parts[1].isdigit():
-        return None
-    return _seq(int(parts[1]))
 
 
 def _evidence_code(exc: EvidenceError) -> str:
@@ -70,6 +61,12 @@ class _Said:
     raw: dict[str, tuple[bytes, float]] = field(default_factory=dict)
     #: What a pending raw message claims, read once (:meth:`Announcements.pending_claim`).
     claim: tuple[bytes, int] | None = None
+    #: The newest round of the backlog the table paces now, by its verified ``state``
+    #: (``backlog.to_seq``; 0: none): the rounds above it were published live.
+    paced_to: int = 0
+    #: What the pending raw ``state`` says of it, read once (:meth:`Announcements.
+    #: backlog_news`).
+    paced_claim: tuple[bytes, int] | None = None
     #: Changed since last saved to the database.
     dirty: bool = False
 
@@ -147,6 +144,29 @@ class Announcements:
                 best = max(best, n)
         return best
 
+    def backlog_news(self, table: str) -> bool:
+        """Whether the table's pending (unverified) ``state`` says something else of its
+        paced backlog than its last verified one: worth verifying now (issue 36)."""
+        said = self.tables.get(table)
+        if said is None or (pending := said.raw.get("state")) is None:
+            return False
+        raw = pending[0]
+        if said.paced_claim is None or said.paced_claim[0] is not raw:
+            try:
+                doc = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                doc = None
+            said.paced_claim = (raw, _paced_to(doc) if isinstance(doc, dict) else 0)
+        return said.paced_claim[1] != said.paced_to
+
+    def paced(self, keys: Callable[[str], Any]) -> dict[str, int]:
+        """Per table pacing a backlog, its newest round, by its verified ``state``; a
+        pending ``state`` that says something new of it is verified first (with
+        ``keys(table)``: one a connection, and one when the backlog is over)."""
+        for t in [t for t in self.tables if self.backlog_news(t)]:
+            self.settle(t, keys(t))
+        return {t: s.paced_to for t, s in self.tables.items() if s.paced_to}
+
     def settle(self, table: str, keys: Any) -> None:
         """Verify the table's pending anchor and state (with ``keys``: None, the table
         is unknown, and they are dropped)."""
@@ -173,6 +193,8 @@ class Announcements:
                     continue
                 announced, finished = _claims(kind, doc)
                 self.raise_to(table, announced, finished)
+                if kind == "state":
+                    self.tables[table].paced_to = _paced_to(doc)
         finally:
             self.cpu_s += time.process_time() - t0
 
@@ -257,6 +279,12 @@ def _claims(kind: str, doc: dict[str, Any]) -> tuple[int, int]:
     if last:
         finished = max(finished, last if doc.get("phase") == "idle" else last - 1)
     return announced, finished
+
+
+def _paced_to(doc: dict[str, Any]) -> int:
+    """``backlog.to_seq`` of a ``state`` payload (0: none)."""
+    b = doc.get("backlog")
+    return (_seq(b.get("to_seq")) or 0) if isinstance(b, dict) else 0
 
 
 class Verifier:

@@ -89,6 +89,7 @@ TABLES_SEEN_MAX = 10000
 
 class IngestWorker:
     """Run with :meth:`run` until cancelled (or :meth:`stop`)."""
+
     def __init__(
         self,
         settings: IngestSettings,
@@ -598,7 +599,8 @@ class IngestWorker:
             since = self._tails.setdefault(t, now)
             if now - since >= self.s.gap_grace_s:
                 finished[t] = said.finished
-        gaps, _filled = await store.duties.scan(self.s.gap_grace_s, finished)
+        paced = self.announcements.paced(self.registry.keys)  # where backlogs end (issue 36)
+        gaps, _filled = await store.duties.scan(self.s.gap_grace_s, finished, paced)
         if gaps:
             announced = {t: s.announced for t, s in self.announcements.tables.items()}
             for g in await store.duties.claim_replays(gaps, self.s.replay_retry_s, announced):

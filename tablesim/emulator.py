@@ -1,32 +1,27 @@
 """Emulated tables: many tables in one process, to load a broker and the floor ingest
-without a daemon per table (issue 18 item 3).
-
-Each emulated table is what the floor sees of a real one, and nothing more:
+without a daemon per table (issue 18 item 3). Each is what the floor sees of a real
+table, and nothing more:
 
 - its own MQTT connection, with the broker's **last will** (retained ``state``
   ``offline``) and a retained ``state`` ``online`` on connect (with the last seq);
-- **real round payloads**: the demo runs recorded in ``tests/golden/<game>.json``
-  (every game, real bets and settlements), each given the table's id, its next
-  ``seq``, a round id in the daemon's form (``<table>-<seq:06d>-<8 hex>``),
-  timestamps and, with ``chain=True``, an issue-15 anchor (``chain: {seq, head}``,
-  the head a SHA-256 chain over the payloads: the shape, not the table's HMAC);
+- **real round payloads**: the demo runs recorded in ``tests/golden/<game>.json``, each
+  given the table's id, its next ``seq``, a round id in the daemon's form
+  (``<table>-<seq:06d>-<8 hex>``), timestamps and, with ``chain=True``, an issue-15
+  anchor (``chain: {seq, head}``, the head a SHA-256 chain: the shape, not the HMAC);
 - the daemon's **outbox semantics**: a round is kept until the broker acknowledges it
-  (QoS 1) and sent again after a reconnect (so the floor may see it twice, never
+  (QoS 1) and sent again after a reconnect (the floor may see it twice, never
   differently); after a reconnection that found more than a window waiting, the rounds
   made since go first and that backlog beside them at the link's pace (the same
-  :class:`firmware_host.mqtt.pace.BacklogPace`, ``backlog_per_minute``), an anchor of
-  the backlog older than one published going unretained, as the link does;
-- the ``replay_rounds`` command answered from what it published, byte for byte, on
-  ``rounds`` (taken on trust: the emulator checks no signature; the real table does),
-  with the real answer's ``newest_seq``;
-- **signed like a table** (issue 28): each table has its own Ed25519 identity key
-  (made at start); every round, the retained ``anchor`` published before each round,
-  the ``state`` (and its last will) and the answers are sealed
-  (:func:`firmware_host.auth.evidence.seal`: the JCS text with the signature as its
-  last member). :meth:`Emulator.write_registry` writes the floor's registry of its
-  tables (their public keys in a directory), for a verifying ingest. Kept cheap: a
-  round is its template's text with a few replacements (already canonical: the
-  template is JCS text) and one signature.
+  :class:`firmware_host.mqtt.pace.BacklogPace`, ``backlog_per_minute``), said in
+  ``state``'s ``backlog``, an older anchor of it going unretained, as the link does;
+- the ``replay_rounds`` command answered from what it published, byte for byte (taken
+  on trust: the emulator checks no signature), with the real answer's ``newest_seq``;
+- **signed like a table** (issue 28): each table has its own Ed25519 identity key;
+  every round, the retained ``anchor`` published before each round, the ``state``
+  (and its last will) and the answers are sealed (:func:`firmware_host.auth.evidence.
+  seal`). :meth:`Emulator.write_registry` writes the floor's registry of its tables.
+  Kept cheap: a round is its template's text (already JCS) with a few replacements
+  and one signature.
 
 :class:`Emulator` runs N tables at a pace of ``rate`` rounds per second each,
 staggered; it records when each round was first handed to the client (``published``)
@@ -69,9 +64,8 @@ from firmware_host.timefmt import iso_utc, utc_now
 from .floormix import BETS, TablePlan, scaled_round
 
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden"
-#: The table's link: its publication window (``[mqtt] max_inflight``), its reconnect
-#: backoff (``reconnect_min_ms``, ``reconnect_max_ms``) and its backlog's pace
-#: (``backlog_per_minute``), by default.
+#: The table's link by default: its publication window (``[mqtt] max_inflight``), its
+#: reconnect backoff and its backlog's pace (``backlog_per_minute``).
 TABLE_WINDOW = MqttSettings().max_inflight
 TABLE_RECONNECT = (MqttSettings().reconnect_min_ms / 1000, MqttSettings().reconnect_max_ms / 1000)
 TABLE_BACKLOG_PER_MINUTE = MqttSettings().backlog_per_minute
@@ -152,6 +146,8 @@ class EmulatedTable:
     #: The last round the broker acknowledged (what ``state`` announces).
     last_acked: str | None = None
     acked_seq: int = 0
+    #: The backlog paced on this connection (``state``'s ``backlog``, as the link's).
+    paced: dict[str, int] | None = None
     #: Seconds between two of its rounds (None: the emulator's ``1 / rate``).
     period: float | None = None
     #: The next round's template (None: :attr:`templates` in turn).
@@ -276,7 +272,6 @@ class _Sending:
         self.in_flight: deque[tuple[tuple[str, bytes, bytes | None], bool]] = deque()
         #: In flight from each queue (False: live, True: backlog): its first ones.
         self.sent = {False: 0, True: 0}
-        self.state_due = False
         self.live = True
         # What waits now and was made before the last backoff's wait is the backlog:
         # paced when more than a window's entries (a round and its anchor each), as the
@@ -287,10 +282,14 @@ class _Sending:
         old = 0
         while old < len(waiting) and emu.made.get(waiting[old][0], 0.0) < cut:
             old += 1
+        said = t.paced
         if self.pace.begin(2 * old, time.monotonic()):
             t.backlog, t.pending = deque(waiting[:old]), deque(waiting[old:])
+            top = int(waiting[old - 1][0].rsplit("-", 2)[-2])
+            t.paced = {"to_seq": top, "per_minute": emu.backlog_per_minute}
         else:  # unpaced: one queue, in order
-            t.backlog, t.pending = deque(), deque(waiting)
+            t.backlog, t.pending, t.paced = deque(), deque(waiting), None
+        self.state_due = t.paced != said  # where the backlog ends, said again
 
     def _next(self, now: float) -> tuple[tuple[str, bytes, bytes | None], bool] | None:
         t, sent = self.t, self.sent
@@ -360,6 +359,8 @@ class _Sending:
         acked_seq = int(rid.rsplit("-", 2)[-2])  # our own id form
         if acked_seq > t.acked_seq:
             t.acked_seq, t.last_acked = acked_seq, rid
+        if t.paced and not t.backlog:
+            t.paced, self.state_due = None, True  # the backlog is handed over
         if (emu.state_every and t.seq % emu.state_every == 0) or (t.done and not t.unsent):
             self.state_due = True
         self.wake.set()
@@ -707,6 +708,7 @@ class Emulator:
             "last_round_id": t.last_acked,
             "anchor": anchor if anchor is None or anchor["chain"] is not None else None,
             "emulated": True,
+            **({"backlog": t.paced} if t.paced and availability == "online" else {}),
         }
 
     async def _state(self, c: aiomqtt.Client, t: EmulatedTable, availability: str) -> None:

@@ -72,7 +72,14 @@ from .lock import StateLock, StateLocked
 from .outbox import Outbox, OutboxEntry, OutboxMessage
 from .requests import RequestIdTaken, RequestRecord, RequestStore
 from .retention import Retention, Windows
-from .rounds import ROUNDS_TOPIC, RoundRecord, RoundStatus, RoundStore, new_round_id
+from .rounds import (
+    ROUNDS_TOPIC,
+    RoundRecord,
+    RoundStatus,
+    RoundStore,
+    new_round_id,
+    seq_of_round_id,
+)
 from .schema import DB_MIGRATIONS, DB_SCHEMA_VERSION
 from .settings import JOURNAL_SPECS, JournalSettings
 from .storage import STORAGE_CODES, StorageFault, StorageGuard
@@ -153,4 +160,5 @@ __all__ = [
     "audit_journal",
     "event_hash",
     "new_round_id",
+    "seq_of_round_id",
 ]

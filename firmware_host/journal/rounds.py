@@ -62,6 +62,16 @@ def new_round_id(table_id: str, seq: int) -> str:
     return f"{table_id}-{seq:06d}-{secrets.token_hex(4)}"
 
 
+def seq_of_round_id(round_id: object) -> int | None:
+    """The seq in a round id of :func:`new_round_id`'s form (None: not of that form)."""
+    if not isinstance(round_id, str):
+        return None
+    parts = round_id.rsplit("-", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or int(parts[1]) < 1:
+        return None
+    return int(parts[1])
+
+
 def _next_seq(db: sqlite3.Connection, table_id: str) -> int:
     row = db.execute(
         "SELECT MAX(COALESCE((SELECT MAX(seq) FROM rounds WHERE table_id = ?), 0), "

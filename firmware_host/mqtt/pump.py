@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 import aiomqtt
 from paho.mqtt.reasoncodes import ReasonCode
 
-from ..journal import JournalError, OutboxEntry
+from ..journal import JournalError, OutboxEntry, seq_of_round_id
 from ..timefmt import iso_utc, utc_now
 from .client import OnAck, Sent, _AckClient, _refusal
 from .faults import LinkFaults, TopicHolds
@@ -68,6 +68,17 @@ def newest_pending(journal: OutboxReader, first: int) -> int:
         else:
             hi = mid - 1
     return last
+
+
+def round_seq_at(journal: OutboxReader, top: int, first: int) -> int | None:
+    """The seq of the round of the entry ``top`` (not marked published), or of the
+    nearest one below it down to ``first`` that names a round: a few single-entry
+    reads (None: none of the last few names one)."""
+    for ref in range(top, max(first, top - 8) - 1, -1):
+        got = journal.pending(1, after_id=ref - 1)
+        if got and got[0].id <= top and (seq := seq_of_round_id(got[0].round_id)):
+            return seq
+    return None
 
 
 def last_made_before(journal: OutboxReader, first: OutboxEntry, top: int, stamp: str) -> int:
@@ -194,7 +205,8 @@ class OutboxPump:
         waiting, unpaced = self.journal.pending_count(), self.pace.unpaced
         top, backlog = 0, 0
         paced = self.pace.per_minute > 0 and waiting > unpaced
-        if paced and (first := self.journal.pending(1, after_id=0)):
+        first = self.journal.pending(1, after_id=0) if paced else []
+        if first:
             stamp = iso_utc(self.clock() - timedelta(seconds=self.pace.recent_s))
             top = last_made_before(
                 self.journal, first[0], newest_pending(self.journal, first[0].id), stamp
@@ -204,9 +216,15 @@ class OutboxPump:
             backlog = top - first[0].id + 1 if top else 0
         self.backlog_found = True
         if not self.pace.begin(backlog, now):
+            self.snapshots.set_backlog(None)
             return
         self.backlog_top = top
         self.outbox_after = max(self.outbox_after, top)
+        # Said in ``state``: the rounds above it go live, and the floor asks at once for
+        # a hole among them (issue 36; a hole in the backlog is only the pace).
+        self.snapshots.set_backlog(
+            round_seq_at(self.journal, top, first[0].id), self.pace.per_minute
+        )
         log.info(
             "mqtt: %d entries waiting; those up to id %d, made more than %g s ago, are "
             "published beside the live ones, %d round(s) a minute",
@@ -336,6 +354,7 @@ class OutboxPump:
                     # backlog's, for an entry of it the broker may still refuse).
                     self.pace.end()
                     self.outbox_after = min(self.outbox_after, self.backlog_after)
+                    self.snapshots.set_backlog(None)
                     log.info("mqtt: the backlog is handed over")
             entries = [(e, False) for e in live]
             entries += [(e, True) for e in backlog or () if e.id <= self.backlog_top]

@@ -53,6 +53,8 @@ class Snapshots:
         self.in_flight: dict[str, int] = {}
         #: When the current connection came up (``since`` of ``state`` online).
         self.online_since: str | None = None
+        #: The backlog paced on this connection (``backlog`` of ``state``), or None.
+        self.backlog: dict[str, JSON] | None = None
 
     # -- what the table sets -------------------------------------------------------------
     def set_state(self, **fields: JSON) -> None:
@@ -103,6 +105,20 @@ class Snapshots:
         self._bodies[suffix] = (self._version, dict(payload))
         self._notify()
 
+    def set_backlog(self, to_seq: int | None, per_minute: int = 0) -> None:
+        """The link paces the rounds up to ``to_seq`` on this connection, ``per_minute``
+        a minute, and publishes those above it as they are made (None: nothing is
+        paced, or the backlog is all handed over): ``state``'s ``backlog``, so that the
+        floor can tell a round missing among the live ones (asked for at once) from the
+        backlog still to come (issue 36)."""
+        value: dict[str, JSON] | None = None
+        if to_seq is not None:
+            value = {"to_seq": to_seq, "per_minute": per_minute}
+        if value != self.backlog:
+            self.backlog = value
+            if "state" in self._bodies:
+                self.refresh_state()
+
     def refresh_state(self) -> None:
         """``state`` again, as it is now (the link's faults changed)."""
         self.put("state", self._state)
@@ -124,6 +140,8 @@ class Snapshots:
                 {"code": f.code, "topic": f.topic, "message": f.message, "since": f.since}
                 for f in self._faults.values()
             ]
+        if self.backlog is not None and availability == "online":
+            body["backlog"] = dict(self.backlog)
         body["since"] = self.online_since if availability == "online" and self.online_since else now
         body["updated_at"] = now
         if reason:

@@ -16,7 +16,7 @@ from typing import Any
 
 #: The ``schema_version`` every MQTT payload carries (the ``const`` of every schema
 #: here; a test keeps them equal). Bumped on any change a consumer must know about.
-PAYLOAD_SCHEMA_VERSION = 7
+PAYLOAD_SCHEMA_VERSION = 8
 
 #: Every schema, by name (the file is ``<name>.json``).
 SCHEMA_NAMES = (

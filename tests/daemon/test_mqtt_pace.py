@@ -30,6 +30,7 @@ from firmware_host.mqtt import pump as pump_module
 from firmware_host.mqtt.items import Item
 from firmware_host.mqtt.pace import BacklogPace
 from firmware_host.mqtt.pump import OutboxPump, newest_pending
+from firmware_host.schemas import validate
 from firmware_host.timefmt import utc_now
 
 
@@ -417,3 +418,52 @@ def test_after_a_restart_mid_backlog_the_retained_anchor_never_goes_back(
     assert 11 in retained
     after = retained[retained.index(11) :]
     assert min(after) == 11, retained  # the broker's retained anchor never went back
+
+
+def test_state_says_where_the_paced_backlog_ends_and_that_it_is_over(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """``state``'s ``backlog`` (schema 8): while the backlog is paced, the newest round
+    of it (the rounds above were made since the floor returned and go at once: a hole
+    among them is a loss, which the floor asks for at once); a ``state`` without it once
+    the backlog is handed over. Without a backlog, nothing is said."""
+    made = [datetime(2026, 11, 28, 10, 0, tzinfo=utc_now().tzinfo)]
+    identity = TableIdentity(Ed25519PrivateKey.generate())
+    journal = Journal(tmp_path / "j.sqlite3", clock=lambda: made[0], identity=identity)
+    try:
+        old = [play_round(journal) for _ in range(10)]
+        made[0] += timedelta(minutes=10)
+        recent = [play_round(journal) for _ in range(2)]  # within the cap: live
+        link = FloorLink(
+            MqttSettings(reconnect_max_ms=3000, backlog_per_minute=60), "t1", journal.outbox,
+            clock=lambda: made[0] + timedelta(seconds=1),
+        )  # fmt: skip
+        link.set_state(game="roulette", phase="idle")
+        pump, client = link.pump, Recorder()
+        pump.snapshots.connected()
+        pump.connected()
+        turn(pump, client)
+
+        def states() -> list[dict[str, Any]]:
+            return [json.loads(p) for t, p, _ in client.items if t.endswith("state")]
+
+        said = states()
+        assert len(said) == 1 and client.items[0][0].endswith("state")  # before the rounds
+        seqs = {r: journal.rounds.round(r).seq for r in old + recent}
+        assert said[0]["backlog"] == {"to_seq": seqs[old[-1]], "per_minute": 60}
+        assert all(seqs[r] > said[0]["backlog"]["to_seq"] for r in recent)
+        validate("state", said[0])
+        drain(pump, client, clock)
+        for _ in range(4):  # the pump finds the backlog over at its next read (at the
+            clock.now += 0.5  # pace), and the state said again goes in the turn after
+            turn(pump, client)
+        assert "backlog" not in states()[-1] and len(states()) == 2
+        validate("state", states()[-1])
+        # A reconnection with nothing to pace says nothing of a backlog.
+        play_round(journal)
+        pump.snapshots.connected()
+        pump.connected()
+        turn(pump, client)
+        assert not pump.pace.active and "backlog" not in states()[-1]
+    finally:
+        journal.close()

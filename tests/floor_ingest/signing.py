@@ -93,15 +93,17 @@ class Tables:
         }
         return self.sealed(table, "anchor", doc, key)
 
-    def state(self, table: str, last_seq: int, *, phase: str = "idle") -> bytes:
+    def state(self, table: str, last_seq: int, *, phase: str = "idle",
+              key: Ed25519PrivateKey | None = None, **extra: Any) -> bytes:  # fmt: skip
         doc = {
-            "schema_version": 6,
+            "schema_version": 8,
             "table_id": table,
             "availability": "online",
             "phase": phase,
             "last_round_id": f"{table}-{last_seq:06d}-abcd1234",
+            **extra,
         }
-        return self.sealed(table, "state", doc)
+        return self.sealed(table, "state", doc, key)
 
 
 def verified(tables: Tables, msgs: list[Incoming], *, announced: int = 10**9) -> list[Any]:

@@ -318,6 +318,47 @@ def test_anchor_check_by_itself() -> None:
     assert p1.text() == f"7:{head(1)}"
 
 
+async def test_a_round_lost_among_the_live_ones_is_asked_while_the_backlog_still_comes(
+    db_url: str, tables: Tables
+) -> None:
+    """Issue 36: the table paces rounds 4-20 (its ``state``: ``backlog.to_seq`` 20) and
+    publishes 21 on at once; 21-22 were lost on the way (a restarted mosquitto drops
+    what reaches it for a shared subscription before the subscriber is back). The gap
+    4-22 is cut at 20: 21-22 are asked for after the grace, while 5-20, whose lower
+    end moves with each backlog round stored, is not. Without the cut the whole gap
+    moves and 21-22 wait for the backlog."""
+    store = await open_store(db_url)
+    try:
+        t = tables
+        await put(store, t, [msg(t, "T1", s) for s in (1, 2, 3, 23, 24)])
+        await put(store, t, [msg(t, "T2", s) for s in (1, 2, 3, 23, 24)])
+        paced = {"T1": 20, "T2": 20}
+        gaps, _ = await store.duties.scan(grace_s=0.5, paced=paced)
+        assert gaps == []  # within the grace
+        tl = (await store.lag())["tables"]["T1"]
+        assert [(g["from_seq"], g["to_seq"]) for g in tl["gaps"]] == [(4, 20), (21, 22)]
+        for s in range(4, 10):  # the backlog comes, a round at a time
+            time.sleep(0.1)
+            await put(store, t, [msg(t, "T1", s), msg(t, "T2", s)])
+            await store.duties.scan(grace_s=0.5, paced={"T1": 20})  # T2: not said
+        gaps, _ = await store.duties.scan(grace_s=0.5, paced={"T1": 20})
+        assert [(g.table_id, g.from_seq, g.to_seq) for g in gaps] == [("T1", 21, 22)]
+        due = await store.duties.claim_replays(gaps, retry_s=3600, announced={"T1": 24})
+        assert [(g.from_seq, g.to_seq) for g in due] == [(21, 22)]
+        # The lost rounds come back (the replay); the backlog goes on below.
+        await put(store, t, [msg(t, "T1", 21), msg(t, "T1", 22), msg(t, "T1", 10)])
+        gaps, filled = await store.duties.scan(grace_s=0, paced={"T1": 20})
+        assert [(g.table_id, g.from_seq, g.to_seq) for g in gaps] == [
+            ("T1", 11, 20), ("T2", 10, 22)
+        ]  # fmt: skip
+        assert filled >= 1
+        # A backlog said to end above every gap, or below it, cuts nothing.
+        gaps, _ = await store.duties.scan(grace_s=0, paced={"T1": 99, "T2": 3})
+        assert [(g.from_seq, g.to_seq) for g in gaps] == [(11, 20), (10, 22)]
+    finally:
+        await store.close()
+
+
 async def test_a_lost_tail_is_a_gap_once_the_table_announces_its_last_round(
     db_url: str, tables: Tables
 ) -> None:

@@ -146,6 +146,33 @@ def test_an_older_anchor_after_a_newer_one_does_not_hide_it() -> None:
     assert code(check(v, "MO-R-07", t.round("MO-R-07", 36))) == "ROUND"
 
 
+def test_where_a_paced_backlog_ends_is_believed_only_signed() -> None:
+    """Issue 36: ``state``'s ``backlog.to_seq`` (the rounds above it were published
+    live) is read from a verified state only; a pending state that says something new
+    of it is verified once, one that says the same is not verified again."""
+    t = Tables("MO-R-07")
+    failed: list[Quarantined] = []
+    said = Announcements(on_failure=failed.append)
+    keys = t.registry().keys
+    backlog = {"to_seq": 20, "per_minute": 60}
+    said.offer("MO-R-07", "state", t.state("MO-R-07", 22, backlog=backlog), 1.0)
+    assert said.backlog_news("MO-R-07") and said.verified == 0
+    assert said.paced(keys) == {"MO-R-07": 20} and said.verified == 1
+    said.offer("MO-R-07", "state", t.state("MO-R-07", 23, backlog=backlog), 2.0)
+    assert not said.backlog_news("MO-R-07")  # the same backlog: left pending
+    assert said.paced(keys) == {"MO-R-07": 20} and said.verified == 1
+    # Signed by another key: not believed, quarantined; what was verified stands.
+    forger = Ed25519PrivateKey.generate()
+    said.offer("MO-R-07", "state", t.state("MO-R-07", 23, backlog={"to_seq": 2,
+                                                                    "per_minute": 60},
+                                           key=forger), 3.0)  # fmt: skip
+    assert said.paced(keys) == {"MO-R-07": 20}
+    assert [(q.topic, q.code) for q in failed] == [("state", m.BAD_SIGNATURE)]
+    # The backlog handed over: a state without it ends it.
+    said.offer("MO-R-07", "state", t.state("MO-R-07", 40), 4.0)
+    assert said.paced(keys) == {} and said.finished("MO-R-07") == 40
+
+
 def test_a_replay_answer_is_verified() -> None:
     t = Tables("MO-R-07")
     keys = t.registry().keys("MO-R-07")
