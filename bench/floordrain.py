@@ -275,6 +275,9 @@ def figures(r: dict[str, JSON]) -> list[Figure]:
         f"{r['cpu']['other_processes_cores']:.2f} CPUs"
     )
     ok_loss = r["missing"] == 0 and r["stored_twice"] == 0
+    # "Throughout": the worst 5 s of the live rounds, not only the whole run's p99.
+    worst = max((b["made_to_committed_p99_ms"] for b in r["series"]
+                 if b["made_to_committed_p99_ms"] is not None), default=None)  # fmt: skip
     return [
         Figure(
             SECTION, f"outage drain, {what}: every round committed after the return",
@@ -287,9 +290,11 @@ def figures(r: dict[str, JSON]) -> list[Figure]:
         Figure(
             SECTION, f"live rounds during the drain, {what}: made -> committed",
             live["p99"], "ms (p99)", {"made": live, "published": livep, "before": base},
-            goal=f"p99 < {LIVE_P99_GOAL_MS:.0f} ms", ok=live["p99"] is not None
-            and live["p99"] < LIVE_P99_GOAL_MS,
-            note=(f"{live['n']} rounds made after the return until the drain ended, p50 "
+            goal=f"p99 < {LIVE_P99_GOAL_MS:.0f} ms, every 5 s", ok=live["p99"] is not None
+            and live["p99"] < LIVE_P99_GOAL_MS and worst is not None
+            and worst < LIVE_P99_GOAL_MS,
+            note=(f"the worst 5 s after the return: p99 {_ms(worst)}; "
+                  f"{live['n']} rounds made after the return until the drain ended, p50 "
                   f"{_ms(live['p50'])}{ratio}; the same handed to MQTT -> committed: p99 "
                   f"{_ms(livep['p99'])} (before the outage {_ms(basep['p99'])}); a live round "
                   "goes ahead of its table's backlog, which is paced (unpaced: it waits "

@@ -24,6 +24,8 @@ def drain_result(**kw: Any) -> dict[str, Any]:
         "missing": 0, "stored_twice": 0, "database": {"duplicates_dropped": 3},
         "replays": 2, "rounds_replayed": 7,
         "cpu": {"loadavg": (2.0, 2.0, 2.0), "other_processes_cores": 0.5},
+        "series": [{"from_s": 5.0 * i, "live_rounds": 278, "made_to_committed_p99_ms": p,
+                    "backlog_committed": 5000} for i, p in enumerate((800.0, 120.0, None))],
     }  # fmt: skip
     r.update(kw)
     return r
@@ -39,6 +41,12 @@ def test_the_drain_is_judged_on_time_loss_and_doubles() -> None:
     assert floordrain.figures(drain_result(drain_s=None))[0].ok is False, "never drained"
     slow = drain_result(live_made_to_committed_ms={"n": 5, "p50": 900.0, "p99": 1500.0})
     assert floordrain.figures(slow)[1].ok is False
+    # "Throughout": one 5 s with a p99 above 1 s fails the goal, whatever the whole run's.
+    burst = drain_result(series=[*drain_result()["series"], {
+        "from_s": 15.0, "live_rounds": 3, "made_to_committed_p99_ms": 34550.0,
+        "backlog_committed": 0}])  # fmt: skip
+    assert floordrain.figures(burst)[1].ok is False
+    assert "the worst 5 s after the return: p99 34550 ms" in floordrain.figures(burst)[1].note
 
 
 def level(tables: int, p99: float, made: int, scheduled: float, cpu_per_1000: float) -> dict[str, Any]:
