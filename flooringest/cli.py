@@ -114,6 +114,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--batch-max", type=count(1), default=200, help="rounds per transaction at most"
     )
     run.add_argument(
+        "--no-live-lane",
+        dest="live_lane",
+        action="store_false",
+        help="take the rounds only through the session (no second connection for the "
+        "rounds published now, ahead of what the broker queued: docs/floor.md)",
+    )
+    run.add_argument(
         "--registry",
         type=existing_file,
         help="the registry of tables (TOML: [tables.<id>] game, keys, pit), imported "
@@ -361,6 +368,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         signer=signer,
         gap_grace_s=args.gap_grace,
         batch_max=args.batch_max,
+        live_lane=args.live_lane,
         latency_log=args.latency_log,
         registry_file=args.registry,
         stats_file=args.stats_file,

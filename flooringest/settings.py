@@ -59,6 +59,9 @@ class IngestSettings:
     #: A JSON file this worker rewrites every second with its counters and the CPU
     #: time of its signature checks (the benchmark's verification share).
     stats_file: str | None = None
+    #: Whether each connection of the session opens a live lane (``livelane.py``): the
+    #: rounds published now, taken ahead of what the broker queued for the session.
+    live_lane: bool = True
     #: Seconds between two progress lines in the log (``floor-ingest run --progress``;
     #: 0: none).
     progress_s: float = 0.0

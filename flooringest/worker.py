@@ -41,12 +41,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
 import secrets
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -63,6 +63,8 @@ from firmware_host.timefmt import iso_utc, utc_now
 
 from . import messages as m
 from .earnings import EARNINGS_TOPICS, on_message
+from .gate import QuarantineGate
+from .livelane import LiveLane
 from .messages import RECORD_SCHEMA_VERSION, Incoming, Quarantined, Round, record_message
 from .registry import Registry, RegistryError, load_file
 from .settings import IngestSettings, WorkerStats
@@ -81,6 +83,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("flooringest")
+
+#: A round received: its connection, its message id, the message.
+Received = tuple[aiomqtt.Client, int, Incoming]
 
 #: Distinct tables counted as seen by a worker's progress line, at most (a flood of
 #: forged table ids must not grow it).
@@ -102,7 +107,10 @@ class IngestWorker:
         #: The duties' own connection: a database connection runs one statement at a
         #: time, and the commits must not wait behind a scan.
         self.duty_store: Store | None = None
-        self._queue: asyncio.Queue[tuple[aiomqtt.Client, int, Incoming]] = asyncio.Queue()
+        #: The rounds to commit, each with its connection and message id: the live
+        #: lane's (priority 0) ahead of the session's (1), each in its order.
+        self._queue: asyncio.PriorityQueue[tuple[int, int, Received]] = asyncio.PriorityQueue()
+        self._order = itertools.count()
         self._client: aiomqtt.Client | None = None
         self._stop = asyncio.Event()
         self._on_stored = on_stored
@@ -125,10 +133,8 @@ class IngestWorker:
         self._last_seqs: dict[str, int] = {}
         self._tails: dict[str, float] = {}
         #: Bounded logging and keeping of quarantined messages.
-        self._logged: set[tuple[str, str]] = set()
-        self._since: Counter[tuple[str, str]] = Counter()
-        self._kept: Counter[tuple[str, str]] = Counter()
-        self._kept_code: Counter[str] = Counter()
+        self.gate = QuarantineGate(settings, self.stats)
+        self.live = LiveLane(settings, self.stats, self._take_live, self._offer)
         self._quick: list[int] = []
         self._quick_client: aiomqtt.Client | None = None
         #: The registry file as last imported (mtime, size).
@@ -212,6 +218,7 @@ class IngestWorker:
                         raise error
         finally:
             await _end_tasks([*tasks, stopped])
+            await self.live.close()
             self._write_stats()
             await self.store.close()
             await self.duty_store.close()
@@ -306,6 +313,8 @@ class IngestWorker:
                         await client.subscribe(f"{root}+/{earned}", qos=1)
                     self.subscribed.set()
                     self.broker.up(f"subscribed to {self.s.subscription}")
+                    if self.s.live_lane:
+                        self.live.start()  # what is published now, ahead of the queue
                     async for msg in client.messages:
                         topic = msg.topic.value
                         raw = msg.payload
@@ -318,13 +327,12 @@ class IngestWorker:
                             self.stats.received += 1
                             if len(self.tables_seen) < TABLES_SEEN_MAX:
                                 self.tables_seen.add(table)
-                            await self._queue.put(
-                                (client, msg.mid, Incoming(table, payload, time.time()))
-                            )
+                            self.live.saw(table, payload)
+                            item = (client, msg.mid, Incoming(table, payload, time.time()))
+                            self._queue.put_nowait((1, next(self._order), item))
                             continue
                         if kind in ("anchor", "state"):
-                            if table in self.registry:
-                                self.announcements.offer(table, kind, payload, time.time())
+                            self._offer(table, kind, payload)
                         elif kind == "commands/response":
                             self._answer(table, payload)
                         elif kind in EARNINGS_TOPICS and self.store is not None:
@@ -345,10 +353,11 @@ class IngestWorker:
             finally:
                 self._client = None
                 self.subscribed.clear()
-            # Back within half a second of the broker (issue 36: a restarted mosquitto
-            # drops what comes for a shared subscription before its worker is back).
+            # Back within 0.2 s of the broker (issue 36: a restarted mosquitto drops
+            # what comes for a shared subscription before its worker is back; the tables
+            # try again 0.25 s at the soonest, spread up to their backoff's cap).
             await asyncio.sleep(delay)
-            delay = min(0.5, delay * 2)
+            delay = min(0.2, delay * 2)
 
     def _ack_soon(self, client: aiomqtt.Client, mid: int) -> None:
         """Acknowledge a message that is not a round (nothing to commit) soon: the
@@ -408,12 +417,11 @@ class IngestWorker:
     async def _commits(self) -> None:
         assert self.store is not None
         while True:
-            first = await self._queue.get()
-            batch = [first]
+            batch = [(await self._queue.get())[2]]
             deadline = time.monotonic() + self.s.batch_wait_s
             while len(batch) < self.s.batch_max:
                 try:
-                    batch.append(self._queue.get_nowait())
+                    batch.append(self._queue.get_nowait()[2])
                     continue
                 except asyncio.QueueEmpty:
                     pass
@@ -427,13 +435,23 @@ class IngestWorker:
                         got = await self._queue.get()
                 except TimeoutError:
                     break
-                batch.append(got)
+                batch.append(got[2])
             await self._commit(batch)
 
-    async def _commit(self, batch: list[tuple[aiomqtt.Client, int, Incoming]]) -> None:
+    def _take_live(self, client: aiomqtt.Client, mid: int, msg: Incoming) -> None:
+        """A round of the live lane (``livelane.py``): committed ahead of the queue."""
+        self.stats.received += 1
+        self._queue.put_nowait((0, next(self._order), (client, mid, msg)))
+
+    def _offer(self, table: str, kind: str, payload: bytes) -> None:
+        """A table's ``anchor`` or ``state``, from either connection."""
+        if table in self.registry:
+            self.announcements.offer(table, kind, payload, time.time())
+
+    async def _commit(self, batch: list[Received]) -> None:
         assert self.store is not None
         v0, a0 = self.verifier.cpu_s, self.announcements.cpu_s
-        items = self._keep(self.verifier.batch([msg for _, _, msg in batch]))
+        items = self.gate.keep(self.verifier.batch([msg for _, _, msg in batch]))
         self.stats.verify_rounds_cpu_s += self.verifier.cpu_s - v0
         self.stats.verify_announcements_cpu_s += self.announcements.cpu_s - a0
         delay = 0.05
@@ -455,73 +473,24 @@ class IngestWorker:
         self.stats.stored += len(out.stored)
         self.stats.duplicates += out.duplicates
         self.stats.conflicts += out.conflicts
-        self._noted(out.quarantined)
-        # Committed: now, and only now, the PUBACKs, in the order the messages came.
-        current = [mid for client, mid, _ in batch if client is self._client]
-        # That connection is gone: the broker sends those again (duplicates).
-        self.stats.acks_lost += len(batch) - len(current)
-        if current:
-            assert self._client is not None
+        self.gate.noted(out.quarantined)
+        # Committed: now, and only now, the PUBACKs, in the order the messages came, on
+        # the connection each came on (the session's, or the live lane's) if it is up.
+        alive = {id(c): c for c in (self._client, self.live.client) if c is not None}
+        mids: dict[int, list[int]] = {}
+        for client, mid, _ in batch:
+            if id(client) in alive:
+                mids.setdefault(id(client), []).append(mid)
+        # A connection gone: the broker sends those again (duplicates).
+        self.stats.acks_lost += len(batch) - sum(map(len, mids.values()))
+        for cid, current in mids.items():
             try:
-                _puback_all(self._client, current)
+                _puback_all(alive[cid], current)
                 self.stats.acks += len(current)
             except Exception:  # the connection went meanwhile: sent again, duplicates
                 self.stats.acks_lost += len(current)
         if self._on_stored is not None:
             self._on_stored(len(out.stored))
-
-    def _keep(self, items: list[Round | Quarantined]) -> list[Round | Quarantined]:
-        """Drop (count only) quarantined messages beyond what is kept per table and
-        code: a flood of forgeries must not fill the database."""
-        out: list[Round | Quarantined] = []
-        for x in items:
-            if isinstance(x, Quarantined) and x.code not in m.VERIFIED_CODES:
-                key = (x.table_id, x.code)
-                if (
-                    self._kept[key] >= self.s.quarantine_keep
-                    or self._kept_code[x.code] >= self.s.quarantine_keep_total
-                ):
-                    self.stats.quarantine_not_kept += 1
-                    if len(self._since) < 10000 or key in self._since:
-                        self._since[key] += 1
-                    continue
-                self._kept[key] += 1
-                self._kept_code[x.code] += 1
-            out.append(x)
-        return out
-
-    def _noted(self, quarantined: list[Quarantined]) -> None:
-        """Count and log quarantined messages: the first of each table and code at
-        once, the others in the periodic summary."""
-        for q in quarantined:
-            self.stats.quarantined += 1
-            if q.code in (m.NOT_JSON, m.NOT_A_ROUND):
-                self.stats.extra["rejects"] = self.stats.extra.get("rejects", 0) + 1
-            key = (q.table_id, q.code)
-            if key not in self._logged and len(self._logged) < 10000:
-                self._logged.add(key)
-                log.warning(
-                    "floor-ingest %s: QUARANTINED %s from table %r (%s, seq %s): %s "
-                    "[further ones of this table and code: in the summary every %g s]",
-                    self.s.worker, q.code, q.table_id, q.topic, q.seq, q.message,
-                    self.s.log_summary_s,
-                )  # fmt: skip
-            elif len(self._since) < 10000 or key in self._since:
-                self._since[key] += 1
-
-    def _summary(self) -> None:
-        if not self._since:
-            return
-        top = self._since.most_common(10)
-        more = len(self._since) - len(top)
-        log.warning(
-            "floor-ingest %s: quarantined in the last %g s: %s%s",
-            self.s.worker,
-            self.s.log_summary_s,
-            ", ".join(f"{t} {c} x{n}" for (t, c), n in top),
-            f" and {more} more table/code pairs" if more > 0 else "",
-        )
-        self._since.clear()
 
     # -- duties ---------------------------------------------------------------------------
     async def _duties(self) -> None:
@@ -538,7 +507,7 @@ class IngestWorker:
                     self._write_stats()
                 if now - last_summary >= self.s.log_summary_s:
                     last_summary = now
-                    self._summary()
+                    self.gate.summary()
                 if now - last_registry >= self.s.registry_refresh_s:
                     last_registry = now
                     if self.s.registry_file:
@@ -573,9 +542,9 @@ class IngestWorker:
         answers that failed their check (quarantined), the replay answers."""
         if self._failed:
             failed, self._failed[:] = list(self._failed), []
-            kept = [x for x in self._keep(list(failed)) if isinstance(x, Quarantined)]
+            kept = [x for x in self.gate.keep(list(failed)) if isinstance(x, Quarantined)]
             await store.quarantine.keep(kept, self.s.worker)
-            self._noted(kept)
+            self.gate.noted(kept)
         while self._answers:
             table, newest = self._answers[0]
             await store.tables.save_answer(table, newest)

@@ -146,8 +146,10 @@ class EmulatedTable:
     #: The last round the broker acknowledged (what ``state`` announces).
     last_acked: str | None = None
     acked_seq: int = 0
-    #: The backlog paced on this connection (``state``'s ``backlog``, as the link's).
+    #: The backlog paced on this connection (``state``'s ``backlog``, as the link's),
+    #: and when the last failed try to connect began (0: none since the last one).
     paced: dict[str, int] | None = None
+    down_at: float = 0.0
     #: Seconds between two of its rounds (None: the emulator's ``1 / rate``).
     period: float | None = None
     #: The next round's template (None: :attr:`templates` in turn).
@@ -273,12 +275,13 @@ class _Sending:
         #: In flight from each queue (False: live, True: backlog): its first ones.
         self.sent = {False: 0, True: 0}
         self.live = True
-        # What waits now and was made before the last backoff's wait is the backlog:
-        # paced when more than a window's entries (a round and its anchor each), as the
-        # link decides on a connection; what was made since is live.
+        # What waits now and was made before the last backoff's wait and before the last
+        # failed try began is the backlog: paced when more than a window's entries (a
+        # round and its anchor each), as the link decides; what was made since is live.
         self.pace = BacklogPace(emu.backlog_per_minute, emu.window, emu.backoff_cap)
         waiting = [*t.backlog, *t.pending]
-        cut = time.time() - self.pace.recent_s
+        cut = min(time.time() - self.pace.recent_s, t.down_at or math.inf)
+        t.down_at = 0.0
         old = 0
         while old < len(waiting) and emu.made.get(waiting[old][0], 0.0) < cut:
             old += 1
@@ -633,22 +636,15 @@ class Emulator:
         attempt = 0
         while True:
             # The last will, sealed at connect time (as the daemon's: the state then).
-            will = aiomqtt.Will(
-                f"{root}/state",
-                t.seal("state", self._state_payload(t, "offline")),
-                qos=1,
-                retain=True,
-            )
+            offline = t.seal("state", self._state_payload(t, "offline"))
+            will = aiomqtt.Will(f"{root}/state", offline, qos=1, retain=True)
+            tried = time.time()
             try:
                 async with _EmuClient(
-                    self.host,
-                    self.port,
-                    identifier=f"{self.client_prefix}-{tid}",
-                    will=will,
-                    keepalive=15,
-                    clean_session=False,
-                    timeout=10,
-                ) as c:
+                    self.host, self.port, identifier=f"{self.client_prefix}-{tid}", will=will,
+                    keepalive=15, clean_session=False, timeout=10,
+                ) as c:  # fmt: skip
+                    tried = 0.0  # connected
                     self.stats.connects += 1
                     attempt = 0
                     t.online = True
@@ -667,6 +663,8 @@ class Emulator:
                         t.online = False
             except aiomqtt.MqttError:
                 t.online = False
+            if tried:  # the floor was away when this try began (as the link's down_at)
+                t.down_at = tried
             if self._stop.is_set() and not t.unsent:
                 return
             await asyncio.sleep(self.backoff(attempt))

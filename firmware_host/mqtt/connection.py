@@ -93,6 +93,7 @@ class Connection:
         try:
             while not self.stopping.is_set():
                 up_since: float | None = None
+                tried = self.pump.clock()
                 try:
                     client = self.make_client()
                     async with client:
@@ -113,6 +114,8 @@ class Connection:
                         self.connected.clear()
                         self.stats.disconnects += 1
                     self.pump.count_drops()
+                    if up_since is None:  # the floor was away when this try began
+                        self.pump.down_at = tried
                 if self.stopping.is_set():
                     break
                 if up_since is not None and time.monotonic() - up_since >= stable_after:

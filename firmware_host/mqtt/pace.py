@@ -16,7 +16,9 @@ below what one ingest commits on the benchmark's machine), and the backlog drain
 (``max_inflight``) or less goes at once, as before: a short cut costs nothing. What was
 made in the last ``recent_s`` before the connection came up (the reconnect backoff's
 cap: rounds made after the floor returned, while the table waited for its next try)
-is live too: at the end of the backlog it would wait for all of it.
+is live too, and so is what was made after the last failed try to connect began
+(``OutboxPump.down_at``: a broker taking a floor's tables back can take longer than the
+cap to answer one): at the end of the backlog it would wait for all of it.
 
 :class:`BacklogPace` is that policy, the same object in both places: the token bucket
 (one round's worth: no burst on the return) and whether a connection's backlog is

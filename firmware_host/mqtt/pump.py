@@ -172,6 +172,11 @@ class OutboxPump:
         self.backlog_top = 0
         self.backlog_after = 0
         self.backlog_found = False
+        #: When the last try to connect that failed began (the journal's clock; None:
+        #: none since the last connection): what was made before it was made while the
+        #: floor was away (the backlog), what was made after it may be after the
+        #: floor's return (live), however long the connection then took to come up.
+        self.down_at: datetime | None = None
         #: The highest outbox id handed over per retained topic, and at each connection
         #: the journal's newest (published or not): an older entry of the topic (a
         #: backlog's anchor after a live one) goes without the retain flag, so that the
@@ -201,20 +206,23 @@ class OutboxPump:
     def find_backlog(self, now: float) -> None:
         """On a new connection, before the first read: whether what waits is a backlog
         to pace and, if so, where it ends (the live entries are read after it): what
-        was made before the last ``recent_s`` (``BacklogPace``), if more than a window."""
+        was made before the last ``recent_s`` (``BacklogPace``) and before the last
+        failed try began (:attr:`down_at`), if more than a window."""
         waiting, unpaced = self.journal.pending_count(), self.pace.unpaced
         top, backlog = 0, 0
         paced = self.pace.per_minute > 0 and waiting > unpaced
         first = self.journal.pending(1, after_id=0) if paced else []
+        down_at = self.down_at
         if first:
-            stamp = iso_utc(self.clock() - timedelta(seconds=self.pace.recent_s))
+            since = self.clock() - timedelta(seconds=self.pace.recent_s)
+            stamp = iso_utc(since if down_at is None else min(since, down_at))
             top = last_made_before(
                 self.journal, first[0], newest_pending(self.journal, first[0].id), stamp
             )
             # More than a window made before then? (By ids: what waits after an outage
             # is contiguous; nothing is read for it.)
             backlog = top - first[0].id + 1 if top else 0
-        self.backlog_found = True
+        self.backlog_found, self.down_at = True, None
         if not self.pace.begin(backlog, now):
             self.snapshots.set_backlog(None)
             return

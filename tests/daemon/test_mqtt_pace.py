@@ -9,6 +9,7 @@ end-to-end checks, with mosquitto, the emulated tables and the floor ingest, are
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import random
@@ -467,3 +468,55 @@ def test_state_says_where_the_paced_backlog_ends_and_that_it_is_over(
         assert not pump.pace.active and "backlog" not in states()[-1]
     finally:
         journal.close()
+
+
+def test_rounds_made_after_the_last_failed_try_began_are_live(tmp_path: Path, clock: Clock) -> None:
+    """What was made after the last try to connect that failed began may be after the
+    floor's return: live, however long the next try took to come up (a floor's
+    broker taking 1,000 tables back can take longer than ``reconnect_max_ms`` to answer
+    one; those rounds waited for the whole backlog, 34 s, in the drain benchmark)."""
+    made = [datetime(2026, 11, 28, 10, 0, tzinfo=utc_now().tzinfo)]
+    journal = Journal(tmp_path / "j.sqlite3", clock=lambda: made[0])
+    try:
+        old = [play_round(journal) for _ in range(10)]
+        made[0] += timedelta(minutes=10)
+        failed_try = made[0]
+        made[0] += timedelta(seconds=0.5)
+        after = [play_round(journal) for _ in range(2)]  # 2.5 s before the connection
+        link = FloorLink(
+            MqttSettings(reconnect_max_ms=1000), "t1", journal.outbox,
+            clock=lambda: made[0] + timedelta(seconds=2.5),
+        )  # fmt: skip
+        pump, client = link.pump, Recorder()
+        # Without the failed try's time they would be the backlog's last (the control).
+        pump.connected()
+        ids = {e.round_id: e.id for e in journal.outbox.pending(100, after_id=0)}
+        assert pump.pace.active and pump.backlog_top >= ids[after[-1]]
+        pump.down_at = failed_try
+        pump.connected()
+        assert pump.pace.active and pump.down_at is None  # used once
+        assert pump.backlog_top < ids[after[0]]
+        first = [
+            json.loads(i.payload)["round_id"] for i in turn(pump, client) if i.topic == "rounds"
+        ]
+        assert first == [*after, old[0]]  # live, then the backlog's first
+    finally:
+        journal.close()
+
+
+async def test_a_failed_try_to_connect_is_remembered_for_the_backlog(journal: Journal) -> None:
+    from tablesim.broker import free_port
+
+    settings = MqttSettings(host="127.0.0.1", port=free_port(), reconnect_min_ms=20,
+                            reconnect_max_ms=50)  # fmt: skip
+    link = FloorLink(settings, "t1", journal.outbox)
+    before = utc_now()
+    link.start()
+    try:
+        for _ in range(100):
+            await asyncio.sleep(0.02)
+            if link.pump.down_at is not None:
+                break
+        assert link.pump.down_at is not None and link.pump.down_at >= before - timedelta(seconds=1)
+    finally:
+        await link.stop()

@@ -1,0 +1,190 @@
+"""The live lane: the rounds published now, taken ahead of a session's queue (issue 36).
+
+A worker's session is persistent (``clean_start`` false): while the worker is away
+(stopped, restarted, its connection down) the broker queues every round for it, and
+gives them back in order when it returns. That keeps every round, but a queue is FIFO
+with no priority: after ten minutes away from 1,000 tables, 33,000 rounds come first
+and a round played on the worker's return waits behind all of them (tens of seconds).
+
+So each time the worker's session connects, it also opens a *live lane*: a second
+connection with a clean session, subscribed to the rounds through a shared group of its
+own (``$share/<group>-live/...``: each live round goes to one worker's live lane), and
+to the tables' ``anchor`` and ``state`` (a live round is covered by its own anchor).
+A clean session gets only what is published from then on: the live rounds, at once.
+The worker commits them ahead of the queue's (a priority queue), and acknowledges each
+on the connection it came on once committed.
+
+Nothing is stored twice and nothing is lost by it: each round published while the lane
+is open reaches the worker's session too (later, after the queue), where the store
+drops it as a duplicate, and a round the lane took and did not commit (the lane
+closed, the worker died) is still in the session. The lane closes once it is not
+needed: as soon as one round has come on both connections, the session's queue is
+past the lane's start (a few duplicates on a connection that found no queue), or when
+the broker ends it. The cost: each round of the lane's lifetime is checked twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+import aiomqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from .messages import Incoming
+from .settings import IngestSettings, WorkerStats
+from .wire import _puback_all
+
+log = logging.getLogger("flooringest")
+
+#: Rounds remembered per connection while the lane is open, at most (past that, the
+#: lane closes: the session is then far behind, and the lane's memory must stay small).
+SEEN_MAX = 200_000
+#: How much of a round's end identifies it: its signature (the last member), or for an
+#: unsigned round its chain position and head.
+TAIL = 128
+
+Key = tuple[str, int, bytes]
+#: Where a round taken by the lane goes: (client, mid, message), ahead of the queue's.
+Put = Callable[[aiomqtt.Client, int, Incoming], None]
+#: Where an anchor or state taken by the lane goes: (table, kind, payload).
+Offer = Callable[[str, str, bytes], None]
+
+
+def key_of(table: str, payload: bytes) -> Key:
+    """What tells a round from another without parsing it."""
+    return table, len(payload), payload[-TAIL:]
+
+
+class LiveLane:
+    """One worker's live lane (module docstring). :meth:`start` after each connection
+    of the worker's session; :meth:`saw` for each round the session delivers."""
+
+    def __init__(self, settings: IngestSettings, stats: WorkerStats, put: Put,
+                 offer: Offer) -> None:  # fmt: skip
+        self.s, self.stats, self._put, self._offer = settings, stats, put, offer
+        self.client: aiomqtt.Client | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._from_lane: set[Key] = set()
+        self._from_session: set[Key] = set()
+        self._opened = 0.0
+        self._taken = 0
+
+    @property
+    def subscription(self) -> str:
+        return f"$share/{self.s.group}-live/{self.s.prefix}/tables/+/rounds"
+
+    @property
+    def open(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        """Open the lane (again): the worker's session just connected."""
+        self.stop("the session connected again")
+        self._from_lane.clear()
+        self._from_session.clear()
+        self._opened, self._taken = time.monotonic(), 0
+        self._task = asyncio.create_task(self._run(), name="ingest-live-lane")
+
+    def stop(self, why: str) -> None:
+        if self._task is None:
+            return
+        task, self._task, self.client = self._task, None, None
+        task.cancel()
+        if self._taken or why != "the session connected again":
+            log.info(
+                "floor-ingest %s: live lane closed after %.1f s, %d round(s) taken "
+                "ahead of the session's queue: %s", self.s.worker,
+                time.monotonic() - self._opened, self._taken, why,
+            )  # fmt: skip
+        self._from_lane.clear()
+        self._from_session.clear()
+
+    async def close(self) -> None:
+        """At the worker's end: the lane's task ended."""
+        task = self._task
+        self.stop("the worker stops")
+        if task is not None:
+            with contextlib.suppress(BaseException):
+                await task
+
+    def saw(self, table: str, payload: bytes) -> None:
+        """The session delivered this round: once the lane had it too, the session's
+        queue has reached the lane's start, and the lane closes."""
+        if not self.open:
+            return
+        k = key_of(table, payload)
+        if k in self._from_lane:
+            self.stop("the session's queue is caught up")
+        elif len(self._from_session) < SEEN_MAX:
+            self._from_session.add(k)
+        else:
+            self.stop("the session is too far behind to remember")
+
+    def _client(self) -> aiomqtt.Client:
+        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+        props.SessionExpiryInterval = 0
+        props.ReceiveMaximum = self.s.receive_maximum
+        client = aiomqtt.Client(
+            self.s.host, self.s.port, identifier=f"{self.s.client_id}-live",
+            username=self.s.username, password=self.s.password,
+            protocol=aiomqtt.ProtocolVersion.V5, clean_start=True, properties=props,
+            keepalive=10,
+        )  # fmt: skip
+        client._client.manual_ack_set(True)  # acknowledged once committed
+        return client
+
+    async def _run(self) -> None:
+        root = f"{self.s.prefix}/tables/"
+        n = len(root)
+        client = self._client()
+        try:
+            async with client:
+                self.client = client
+                # The anchors first: a round of the lane then always follows its own
+                # anchor on the lane (the table publishes it first), and is covered.
+                await client.subscribe(f"{root}+/anchor", qos=1)
+                await client.subscribe(f"{root}+/state", qos=1)
+                await client.subscribe(self.subscription, qos=1)
+                self.stats.extra["live_lane_opened"] = (
+                    int(self.stats.extra.get("live_lane_opened", 0)) + 1
+                )
+                async for msg in client.messages:
+                    topic, raw = msg.topic.value, msg.payload
+                    payload = raw if isinstance(raw, bytes) else str(raw).encode()
+                    table, _, kind = topic[n:].partition("/")
+                    if topic.startswith(root) and kind == "rounds":
+                        if self._lane_round(table, payload):
+                            self._put(client, msg.mid, Incoming(table, payload, time.time()))
+                            continue
+                    elif topic.startswith(root) and kind in ("anchor", "state"):
+                        self._offer(table, kind, payload)
+                    with contextlib.suppress(Exception):  # nothing to commit: at once
+                        _puback_all(client, [msg.mid])
+        except aiomqtt.MqttError as exc:
+            log.info("floor-ingest %s: live lane ended: %s", self.s.worker, exc)
+        finally:
+            if self.client is client:
+                self.client = None
+
+    def _lane_round(self, table: str, payload: bytes) -> bool:
+        """Whether the lane takes this round (False: the session had it already, and
+        the lane closes)."""
+        k = key_of(table, payload)
+        if k in self._from_session:
+            self.stop("the session's queue is caught up")
+            return False
+        if len(self._from_lane) >= SEEN_MAX:
+            self.stop("the session is too far behind to remember")
+            return False
+        self._from_lane.add(k)
+        self._taken += 1
+        self.stats.extra["live_lane_rounds"] = int(self.stats.extra.get("live_lane_rounds", 0)) + 1
+        return True
+
+
+__all__ = ["LiveLane", "key_of"]
