@@ -6,7 +6,7 @@ gives them back in order when it returns. That keeps every round, but a queue is
 with no priority: after ten minutes away from 1,000 tables, 33,000 rounds come first
 and a round played on the worker's return waits behind all of them (tens of seconds).
 
-So each time the worker's session connects, it also opens a *live lane*: a second
+So each time the worker's session connects, it first opens a *live lane*: a second
 connection with a clean session, subscribed to the rounds through a shared group of its
 own (``$share/<group>-live/...``: each live round goes to one worker's live lane), and
 to the tables' ``anchor`` and ``state`` (a live round is covered by its own anchor).
@@ -73,6 +73,8 @@ class LiveLane:
         self._from_session: set[Key] = set()
         self._opened = 0.0
         self._taken = 0
+        #: Set once the lane's subscriptions are in place (each :meth:`start`).
+        self.ready = asyncio.Event()
 
     @property
     def subscription(self) -> str:
@@ -83,8 +85,10 @@ class LiveLane:
         return self._task is not None and not self._task.done()
 
     def start(self) -> None:
-        """Open the lane (again): the worker's session just connected."""
-        self.stop("the session connected again")
+        """Open the lane (again): the worker's session is about to connect (the lane
+        subscribes first: every round published from then on reaches it)."""
+        self.stop("the session connects again")
+        self.ready.clear()
         self._from_lane.clear()
         self._from_session.clear()
         self._opened, self._taken = time.monotonic(), 0
@@ -95,7 +99,7 @@ class LiveLane:
             return
         task, self._task, self.client = self._task, None, None
         task.cancel()
-        if self._taken or why != "the session connected again":
+        if self._taken or why != "the session connects again":
             log.info(
                 "floor-ingest %s: live lane closed after %.1f s, %d round(s) taken "
                 "ahead of the session's queue: %s", self.s.worker,
@@ -150,6 +154,7 @@ class LiveLane:
                 await client.subscribe(f"{root}+/anchor", qos=1)
                 await client.subscribe(f"{root}+/state", qos=1)
                 await client.subscribe(self.subscription, qos=1)
+                self.ready.set()
                 self.stats.extra["live_lane_opened"] = (
                     int(self.stats.extra.get("live_lane_opened", 0)) + 1
                 )
@@ -165,9 +170,11 @@ class LiveLane:
                         self._offer(table, kind, payload)
                     with contextlib.suppress(Exception):  # nothing to commit: at once
                         _puback_all(client, [msg.mid])
-        except aiomqtt.MqttError as exc:
-            log.info("floor-ingest %s: live lane ended: %s", self.s.worker, exc)
+        except aiomqtt.MqttError as exc:  # the broker away: the session's own line says so
+            log.log(logging.INFO if self.ready.is_set() else logging.DEBUG,
+                    "floor-ingest %s: live lane ended: %s", self.s.worker, exc)  # fmt: skip
         finally:
+            self.ready.set()  # nothing to wait for
             if self.client is client:
                 self.client = None
 

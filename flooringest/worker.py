@@ -294,6 +294,11 @@ class IngestWorker:
         n = len(root)
         while True:
             client = self._client_for()
+            if self.s.live_lane:  # what is published from now on, ahead of the queue
+                self.live.start()
+                with contextlib.suppress(TimeoutError):  # a lane refused: no wait
+                    async with asyncio.timeout(2.0):
+                        await self.live.ready.wait()
             try:
                 async with client:
                     self._client = client
@@ -313,8 +318,6 @@ class IngestWorker:
                         await client.subscribe(f"{root}+/{earned}", qos=1)
                     self.subscribed.set()
                     self.broker.up(f"subscribed to {self.s.subscription}")
-                    if self.s.live_lane:
-                        self.live.start()  # what is published now, ahead of the queue
                     async for msg in client.messages:
                         topic = msg.topic.value
                         raw = msg.payload
