@@ -152,4 +152,6 @@ async def test_broker_restarts_with_the_lane_reopening_lose_nothing(
         await play
         await worker.stop()
     clean(h)
-    assert worker.worker.stats.extra.get("live_lane_opened", 0) >= 4, worker.worker.stats
+    # Opened at the start and again after the restarts (a try that met the broker still
+    # starting is not counted: the lane opens on the next).
+    assert worker.worker.stats.extra.get("live_lane_opened", 0) >= 2, worker.worker.stats
