@@ -18,9 +18,9 @@ Nothing is stored twice and nothing is lost by it: each round published while th
 is open reaches the worker's session too (later, after the queue), where the store
 drops it as a duplicate, and a round the lane took and did not commit (the lane
 closed, the worker died) is still in the session. The lane closes once it is not
-needed: as soon as one round has come on both connections, the session's queue is
-past the lane's start (a few duplicates on a connection that found no queue), or when
-the broker ends it. The cost: each round of the lane's lifetime is checked twice.
+needed: once the session delivers a round the lane had less than a second before (its
+queue is then nearly current; a few duplicates on a connection that found no queue),
+or when the broker ends it. The cost: each round of the lane's lifetime is checked twice.
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ log = logging.getLogger("flooringest")
 #: Rounds remembered per connection while the lane is open, at most (past that, the
 #: lane closes: the session is then far behind, and the lane's memory must stay small).
 SEEN_MAX = 200_000
+#: The lane closes once the session delivers a round the lane had this recently: the
+#: session's queue is then nearly current (closing at the first round seen on both
+#: would leave every round of the lane's lifetime queued in the session ahead of the
+#: next live ones).
+CLOSE_WITHIN_S = 1.0
 #: How much of a round's end identifies it: its signature (the last member), or for an
 #: unsigned round its chain position and head.
 TAIL = 128
@@ -69,7 +74,8 @@ class LiveLane:
         self.s, self.stats, self._put, self._offer = settings, stats, put, offer
         self.client: aiomqtt.Client | None = None
         self._task: asyncio.Task[None] | None = None
-        self._from_lane: set[Key] = set()
+        #: The lane's rounds, each with when it came (monotonic).
+        self._from_lane: dict[Key, float] = {}
         self._from_session: set[Key] = set()
         self._opened = 0.0
         self._taken = 0
@@ -117,13 +123,15 @@ class LiveLane:
                 await task
 
     def saw(self, table: str, payload: bytes) -> None:
-        """The session delivered this round: once the lane had it too, the session's
-        queue has reached the lane's start, and the lane closes."""
+        """The session delivered this round: once the lane had it too, less than
+        :data:`CLOSE_WITHIN_S` ago, the session's queue is caught up and the lane closes."""
         if not self.open:
             return
         k = key_of(table, payload)
-        if k in self._from_lane:
-            self.stop("the session's queue is caught up")
+        at = self._from_lane.get(k)
+        if at is not None:
+            if time.monotonic() - at < CLOSE_WITHIN_S:
+                self.stop("the session's queue is caught up")
         elif len(self._from_session) < SEEN_MAX:
             self._from_session.add(k)
         else:
@@ -188,7 +196,7 @@ class LiveLane:
         if len(self._from_lane) >= SEEN_MAX:
             self.stop("the session is too far behind to remember")
             return False
-        self._from_lane.add(k)
+        self._from_lane[k] = time.monotonic()
         self._taken += 1
         self.stats.extra["live_lane_rounds"] = int(self.stats.extra.get("live_lane_rounds", 0)) + 1
         return True
