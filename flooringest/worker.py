@@ -24,6 +24,11 @@ A broker that restarts drops the connection: the batch in hand is committed anyw
 its PUBACKs are lost with the connection, so the broker sends those messages again,
 and they are duplicates.
 
+**The live lane** (``livelane.py``): before each connection of the session, a second,
+clean connection subscribes to what is published from then on; its rounds are
+committed ahead of what the broker queued for the session (a priority queue), each
+acknowledged on its own connection; the session's copies of them are duplicates.
+
 **Shared subscription.** ``$share/<group>/<prefix>/tables/+/rounds``: the broker
 hands each message to one worker of the group. One table's rounds are spread over the
 workers, so sequence gaps are found in the database (``Duties.scan``), after a grace
