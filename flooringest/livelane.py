@@ -105,7 +105,7 @@ class LiveLane:
             return
         task, self._task, self.client = self._task, None, None
         task.cancel()
-        if self._taken or why != "the session connects again":
+        if self._taken:  # a lane that took nothing: nothing to say
             log.info(
                 "floor-ingest %s: live lane closed after %.1f s, %d round(s) taken "
                 "ahead of the session's queue: %s", self.s.worker,

@@ -291,6 +291,15 @@ class IngestWorker:
         )
         # Before it connects: the session's queued messages arrive at once.
         client._client.manual_ack_set(True)
+        paho = client._client
+        on_connect: Any = paho.on_connect  # aiomqtt's (set when it was made)
+
+        def connack(*args: Any) -> None:  # (client, userdata, flags, reason, properties)
+            if not getattr(args[2], "session_present", True):
+                self.live.stop("the session is new: the broker queued nothing for it")
+            on_connect(*args)
+
+        paho.on_connect = connack
         return client
 
     async def _mqtt(self) -> None:
