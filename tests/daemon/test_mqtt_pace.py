@@ -177,17 +177,26 @@ def test_the_backlog_rounds_are_spaced_by_the_period(journal: Journal, clock: Cl
     assert min(gaps) >= 0.5 - 1e-6 and max(gaps) < 0.5 + 0.05 + 1e-6
 
 
+def journal_ten_minutes_behind(
+    tmp_path: Path, identity: TableIdentity | None = None
+) -> tuple[Journal, list[datetime], list[str]]:
+    """A journal on a clock the test moves (``made[0]``), ten rounds played, then the
+    clock ten minutes on: those rounds are a backlog."""
+    made = [datetime(2026, 11, 28, 10, 0, tzinfo=utc_now().tzinfo)]
+    journal = Journal(tmp_path / "j.sqlite3", clock=lambda: made[0], identity=identity)
+    old = [play_round(journal) for _ in range(10)]
+    made[0] += timedelta(minutes=10)
+    return journal, made, old
+
+
 def test_rounds_made_during_the_last_backoff_are_live_not_backlog(
     tmp_path: Path, clock: Clock
 ) -> None:
     """A round made after the floor returned, while the table waited for its next try
     (within ``reconnect_max_ms`` of the connection), goes with the live ones: at the
     end of the backlog it would wait for all of it."""
-    made = [datetime(2026, 11, 28, 10, 0, tzinfo=utc_now().tzinfo)]
-    journal = Journal(tmp_path / "j.sqlite3", clock=lambda: made[0])
+    journal, made, old = journal_ten_minutes_behind(tmp_path)
     try:
-        old = [play_round(journal) for _ in range(10)]
-        made[0] += timedelta(minutes=10)
         recent = [play_round(journal) for _ in range(2)]  # 1 s before the connection
         link = FloorLink(
             MqttSettings(reconnect_max_ms=3000), "t1", journal.outbox,
@@ -428,12 +437,9 @@ def test_state_says_where_the_paced_backlog_ends_and_that_it_is_over(
     of it (the rounds above were made since the floor returned and go at once: a hole
     among them is a loss, which the floor asks for at once); a ``state`` without it once
     the backlog is handed over. Without a backlog, nothing is said."""
-    made = [datetime(2026, 11, 28, 10, 0, tzinfo=utc_now().tzinfo)]
     identity = TableIdentity(Ed25519PrivateKey.generate())
-    journal = Journal(tmp_path / "j.sqlite3", clock=lambda: made[0], identity=identity)
+    journal, made, old = journal_ten_minutes_behind(tmp_path, identity)
     try:
-        old = [play_round(journal) for _ in range(10)]
-        made[0] += timedelta(minutes=10)
         recent = [play_round(journal) for _ in range(2)]  # within the cap: live
         link = FloorLink(
             MqttSettings(reconnect_max_ms=3000, backlog_per_minute=60), "t1", journal.outbox,
@@ -475,11 +481,8 @@ def test_rounds_made_after_the_last_failed_try_began_are_live(tmp_path: Path, cl
     floor's return: live, however long the next try took to come up (a floor's
     broker taking 1,000 tables back can take longer than ``reconnect_max_ms`` to answer
     one; those rounds waited for the whole backlog, 34 s, in the drain benchmark)."""
-    made = [datetime(2026, 11, 28, 10, 0, tzinfo=utc_now().tzinfo)]
-    journal = Journal(tmp_path / "j.sqlite3", clock=lambda: made[0])
+    journal, made, old = journal_ten_minutes_behind(tmp_path)
     try:
-        old = [play_round(journal) for _ in range(10)]
-        made[0] += timedelta(minutes=10)
         failed_try = made[0]
         made[0] += timedelta(seconds=0.5)
         after = [play_round(journal) for _ in range(2)]  # 2.5 s before the connection
