@@ -577,14 +577,6 @@ class Store:
             passed[r.table_id] = (r.seq, r.chain.seq)
         return bad
 
-
-
-
-
-
-
-
-
     # -- what the status shows ----------------------------------------------------------
     async def lag(self) -> dict[str, Any]:
         """Per table: last seq seen, contiguous seq, gaps open, last anchor, what the
@@ -693,23 +685,10 @@ class Store:
             )
         ]
 
-
-
-
-
-
-
-
-
-
-
-
     async def chain_ok(self, r: Round) -> str | None:
         """Why ``r``'s chain does not lie between its stored neighbours' (None: it does).
         Changes nothing."""
         return (await self._chain_check([r])).get(r.round_id)
-
-
 
     # -- the floor's record of each table ---------------------------------------------------
     async def last_seqs(self) -> dict[str, int]:
@@ -742,7 +721,6 @@ class Store:
                 out.append((str(t), int(s), str(rid), None if cs is None else int(cs),
                             None if ch is None else str(ch)))  # fmt: skip
         return out
-
 
 
 def _fault(source: str, tid: Any, code: Any, n: Any, first: Any, last: Any) -> dict[str, Any]:

@@ -140,8 +140,6 @@ def content_digest(request: Mapping[str, JSON]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-
-
 class _NotJournaled(Exception):
     """Rolls a request's transaction back: its answer (a storage refusal) is sent but
     never journaled."""
