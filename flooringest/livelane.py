@@ -6,10 +6,12 @@ gives them back in order when it returns. That keeps every round, but a queue is
 with no priority: after ten minutes away from 1,000 tables, 33,000 rounds come first
 and a round played on the worker's return waits behind all of them (tens of seconds).
 
-So each time the worker's session connects, it first opens a *live lane*: a second
-connection with a clean session, subscribed to the rounds through a shared group of its
-own (``$share/<group>-live/...``: each live round goes to one worker's live lane), and
-to the tables' ``anchor`` and ``state`` (a live round is covered by its own anchor).
+So as the worker starts (before its database and registry are loaded: what is played
+meanwhile is not only queued), and again before each later connection of its session,
+it opens a *live lane*: a second connection with a clean session, subscribed to the
+rounds through a shared group of its own (``$share/<group>-live/...``: each live round
+goes to one worker's live lane), and to the tables' ``anchor`` and ``state`` (a live
+round is covered by its own anchor).
 A clean session gets only what is published from then on: the live rounds, at once.
 The worker commits them ahead of the queue's (a priority queue), and acknowledges each
 on the connection it came on once committed.
@@ -50,6 +52,10 @@ SEEN_MAX = 200_000
 #: would leave every round of the lane's lifetime queued in the session ahead of the
 #: next live ones).
 CLOSE_WITHIN_S = 1.0
+#: Anchors and states a lane opened at the worker's start keeps until the worker's
+#: registry is loaded, at most (past that they are dropped: they are retained, and the
+#: session's own subscriptions bring them again).
+HELD_MAX = 20_000
 #: How much of a round's end identifies it: its signature (the last member), or for an
 #: unsigned round its chain position and head.
 TAIL = 128
@@ -82,6 +88,8 @@ class LiveLane:
         self._taken = 0
         #: Set once the lane's subscriptions are in place (each :meth:`start`).
         self.ready = asyncio.Event()
+        #: Anchors and states kept until :meth:`release` (a lane opened ``early``).
+        self._held: list[tuple[str, str, bytes]] | None = None
 
     @property
     def subscription(self) -> str:
@@ -91,10 +99,14 @@ class LiveLane:
     def open(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def start(self) -> None:
+    def start(self, *, early: bool = False) -> None:
         """Open the lane (again): the worker's session is about to connect (the lane
-        subscribes first: every round published from then on reaches it)."""
+        subscribes first: every round published from then on reaches it). ``early``:
+        the worker is starting, its registry not loaded yet: the anchors and states the
+        lane takes are kept until :meth:`release` (its rounds wait in the worker's queue
+        anyway: nothing is committed before the registry is loaded)."""
         self.stop("the session connects again")
+        self._held = [] if early else None
         self.ready.clear()
         self._from_lane.clear()
         self._from_session.clear()
@@ -114,6 +126,12 @@ class LiveLane:
             )  # fmt: skip
         self._from_lane.clear()
         self._from_session.clear()
+
+    def release(self) -> None:
+        """The worker's registry is loaded: what the lane kept is offered, in order."""
+        held, self._held = self._held, None
+        for table, kind, payload in held or ():
+            self._offer(table, kind, payload)
 
     async def close(self) -> None:
         """At the worker's end: the lane's task ended."""
@@ -176,7 +194,10 @@ class LiveLane:
                             self._put(client, msg.mid, Incoming(table, payload, time.time()))
                             continue
                     elif topic.startswith(root) and kind in ("anchor", "state"):
-                        self._offer(table, kind, payload)
+                        if self._held is None:
+                            self._offer(table, kind, payload)
+                        elif len(self._held) < HELD_MAX:
+                            self._held.append((table, kind, payload))
                     with contextlib.suppress(Exception):  # nothing to commit: at once
                         _puback_all(client, [msg.mid])
         except aiomqtt.MqttError as exc:  # the broker away: the session's own line says so

@@ -183,10 +183,12 @@ class IngestWorker:
         :func:`_end_tasks` cancels again whatever is still running.
 
         A registry file that cannot be used raises :class:`RegistryError` before
-        anything is received."""
-        self.store = await self._open_store()
-        self.duty_store = await self._open_store()
+        anything is committed (or acknowledged)."""
+        if self.s.live_lane:  # open while the store and the registry load (issue 36):
+            self.live.start(early=True)  # what is played meanwhile is not only queued
         try:
+            self.store = await self._open_store()
+            self.duty_store = await self._open_store()
             if self.s.registry_file:
                 await self._import_file(startup=True)
             await self._refresh_registry(force=True)
@@ -194,9 +196,12 @@ class IngestWorker:
                 if tid in self.registry:
                     self.announcements.merge(tid, a, f)
         except BaseException:
-            await self.store.close()
-            await self.duty_store.close()
+            await self.live.close()
+            for store in (self.store, self.duty_store):
+                if store is not None:
+                    await store.close()
             raise
+        self.live.release()
         if not len(self.registry):
             log.warning(
                 "floor-ingest %s: the registry knows no table: every round will be "
@@ -306,10 +311,13 @@ class IngestWorker:
         delay = 0.1
         root = f"{self.s.prefix}/tables/"
         n = len(root)
+        first = True
         while True:
             client = self._client_for()
             if self.s.live_lane:  # what is published from now on, ahead of the queue
-                self.live.start()
+                if not (first and self.live.open):  # (the one opened at the start: kept)
+                    self.live.start()
+                first = False
                 with contextlib.suppress(TimeoutError):  # a lane refused: no wait
                     async with asyncio.timeout(2.0):
                         await self.live.ready.wait()
