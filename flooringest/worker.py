@@ -64,18 +64,18 @@ from paho.mqtt.properties import Properties
 
 from firmware_host.cliargs import redact_url
 from firmware_host.progress import LinkWatch, Since, every
-from firmware_host.timefmt import iso_utc, utc_now
 
 from . import messages as m
 from .earnings import EARNINGS_TOPICS, on_message
 from .gate import QuarantineGate
 from .livelane import LiveLane
 from .messages import RECORD_SCHEMA_VERSION, Incoming, Quarantined, Round, record_message
+from .notices import FloorNotices
 from .registry import Registry, RegistryError, load_file
 from .settings import IngestSettings, WorkerStats
 from .store import Gap, Store, StoreError, open_store
 from .verify import Announcements, Verifier, replay_answer
-from .wire import FAULTS_SCHEMA_VERSION, _end_tasks, _iso, _puback_all
+from .wire import FAULTS_SCHEMA_VERSION, _end_tasks, _puback_all
 
 __all__ = [
     "FAULTS_SCHEMA_VERSION",
@@ -129,10 +129,8 @@ class IngestWorker:
         #: Replay requests this worker made: request id -> (table, from, to, sent at).
         self.requests: dict[str, tuple[str, int, int | None, float]] = {}
         self._answers: list[tuple[str, int]] = []
-        #: Records published (table -> seq) while holding the duties; the faults
-        #: document last published.
-        self._records: dict[str, int] = {}
-        self._faults_sent: Any = None
+        #: The records, lag and faults published while holding the duties.
+        self.notices = FloorNotices(settings, self.stats)
         #: Per table, the highest seq stored, as of the last duty round; since when the
         #: table announced a finished round beyond it.
         self._last_seqs: dict[str, int] = {}
@@ -328,7 +326,7 @@ class IngestWorker:
                     delay = 0.1
                     # Records published on a connection that went may not have reached
                     # the broker: the duty holder publishes them all again.
-                    self._records.clear()
+                    self.notices.records.clear()
                     await client.subscribe(self.s.subscription, qos=1)
                     # Every worker follows every table's anchor and state (small,
                     # retained: what each table announced) and the answers to the
@@ -545,8 +543,7 @@ class IngestWorker:
                 if not self.lease_holder:
                     continue
                 if not held:  # (re)gained: everything published again
-                    self._records.clear()
-                    self._faults_sent = None
+                    self.notices.again()
                     last_lag = 0.0
                 await self._duty_round(store)
                 if now - last_save >= self.s.announce_save_s:
@@ -554,7 +551,7 @@ class IngestWorker:
                     await store.tables.save_announced(self.announcements.dirty())
                 if now - last_lag >= self.s.lag_interval_s:
                     last_lag = now
-                    await self._publish_lag()
+                    await self.notices.publish_lag(self._client, store)
             except StoreError as exc:
                 self.database.down(f"the duties failed ({exc})")
             except aiomqtt.MqttError as exc:
@@ -605,8 +602,7 @@ class IngestWorker:
         await self._recheck_chains(store)
         last = self._last_seqs = await store.last_seqs()
         self._settle_claims(last)
-        if self.s.signer is not None:
-            await self._publish_records(store, last)
+        await self.notices.publish_records(self._client, store, last)
 
     def _settle_claims(self, last: dict[str, int]) -> None:
         """Verify the anchors and states (received more than the grace ago) that claim
@@ -672,27 +668,6 @@ class IngestWorker:
                     self.s.worker, tid, fate, sha[:12],
                 )  # fmt: skip
 
-    async def _publish_records(self, store: Store, last: dict[str, int]) -> None:
-        """The floor's record of each table whose highest stored round changed: signed
-        with the ingest's key, retained, on ``<prefix>/floor/records/<table>``."""
-        client = self._client
-        if client is None:
-            return
-        rows = await store.records(self._records, last)
-        if not rows:
-            return
-        signer = self.s.signer
-        at = iso_utc(utc_now())
-        t0 = time.process_time()
-        paho = client._client
-        for tid, seq, rid, cseq, chead in rows:
-            raw = record_message(signer.key, signer.principal, tid, seq, rid, cseq, chead, at)
-            # Not awaited one by one: paho queues them (QoS 1), in order.
-            paho.publish(self.s.record_topic(tid), raw, qos=1, retain=True)
-            self._records[tid] = seq
-            self.stats.records_published += 1
-        self.stats.sign_records_cpu_s += time.process_time() - t0
-
     async def _ask_replay(self, gap: Gap) -> None:
         client = self._client
         if client is None:
@@ -719,40 +694,6 @@ class IngestWorker:
         self.requests[rid] = (gap.table_id, gap.from_seq, gap.to_seq, time.time())
         await client.publish(topic, json.dumps(body), qos=1)
         self.stats.replays_asked += 1
-
-    async def _publish_lag(self) -> None:
-        assert self.duty_store is not None
-        client = self._client
-        if client is None:
-            return
-        lag = await self.duty_store.lag()
-        lag["group"] = self.s.group
-        lag["published_by"] = self.s.worker
-        await client.publish(self.s.lag_topic, json.dumps(lag), qos=1, retain=True)
-        faults = [
-            {**f, "first_seen": _iso(f["first_seen"]), "last_seen": _iso(f["last_seen"])}
-            for f in lag["faults"]
-        ]
-        if (faults, lag["quarantined"]) != self._faults_sent:
-            doc = {
-                "schema_version": FAULTS_SCHEMA_VERSION,
-                "group": self.s.group,
-                "at": iso_utc(utc_now()),
-                "published_by": self.s.worker,
-                "open": faults,
-                "open_total": lag["faults_open"],
-                "quarantined": lag["quarantined"],
-            }
-            await client.publish(self.s.faults_topic, json.dumps(doc), qos=1, retain=True)
-            kinds = {(f["table_id"], f["code"]) for f in faults}
-            before = {(f["table_id"], f["code"]) for f in (self._faults_sent or ([], {}))[0]}
-            if kinds != before:  # logged when a fault opens or closes, not at each count
-                log.warning(
-                    "floor-ingest %s: floor faults open: %s", self.s.worker,
-                    ", ".join(f"{f['table_id']} {f['code']} x{f['count']}" for f in faults[:10])
-                    or "none",
-                )  # fmt: skip
-            self._faults_sent = (faults, lag["quarantined"])
 
     def progress_line(self) -> str:
         """The worker's progress in one line (``floor-ingest run --progress``)."""
@@ -791,5 +732,3 @@ async def run_worker(settings: IngestSettings) -> None:
     with contextlib.suppress(asyncio.CancelledError):
         await worker.run()
 
-
-__all__ = ["IngestSettings", "IngestWorker", "WorkerStats", "record_message", "run_worker"]
