@@ -24,10 +24,11 @@ A broker that restarts drops the connection: the batch in hand is committed anyw
 its PUBACKs are lost with the connection, so the broker sends those messages again,
 and they are duplicates.
 
-**The live lane** (``livelane.py``): before each connection of the session, a second,
-clean connection subscribes to what is published from then on; its rounds are
-committed ahead of what the broker queued for the session (a priority queue), each
-acknowledged on its own connection; the session's copies of them are duplicates.
+**The live lane** (``livelane.py``): as the worker starts, and before each later
+connection of the session, a second, clean connection subscribes to what is published
+from then on; its rounds are committed ahead of what the broker queued for the session
+(a priority queue), each acknowledged on its own connection; the session's copies of
+them are duplicates.
 
 **Shared subscription.** ``$share/<group>/<prefix>/tables/+/rounds``: the broker
 hands each message to one worker of the group. One table's rounds are spread over the
@@ -39,7 +40,8 @@ again with the table's ``replay_rounds`` (never beyond what the table announced,
 not again once the table answered it has nothing there), the anchor check, the
 promotion of quarantined rounds their table has since announced, the lag and faults
 topics, and the floor's signed record of each table (``<prefix>/floor/records/
-<table>``, retained: what the floor holds, which the table reads and cannot write).
+<table>``, retained: what the floor holds, which the table reads and cannot write;
+``notices.py``).
 """
 
 from __future__ import annotations
