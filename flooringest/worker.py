@@ -442,23 +442,26 @@ class IngestWorker:
     async def _commits(self) -> None:
         assert self.store is not None
         while True:
-            batch = [(await self._queue.get())[2]]
+            prio, _, first = await self._queue.get()
+            batch = [first]
             deadline = time.monotonic() + self.s.batch_wait_s
             while len(batch) < self.s.batch_max:
                 try:
-                    batch.append(self._queue.get_nowait()[2])
-                    continue
+                    got = self._queue.get_nowait()
                 except asyncio.QueueEmpty:
-                    pass
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancellation
-                # racing with a message's arrival (gh-86296), and the worker's stop hangs
-                try:
-                    async with asyncio.timeout(left):
-                        got = await self._queue.get()
-                except TimeoutError:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a
+                    # cancellation racing with a message's arrival (gh-86296), and the
+                    # worker's stop hangs
+                    try:
+                        async with asyncio.timeout(left):
+                            got = await self._queue.get()
+                    except TimeoutError:
+                        break
+                if got[0] != prio:  # the lane's rounds in batches of their own, not
+                    self._queue.put_nowait(got)  # filled up with the queue's (issue 36)
                     break
                 batch.append(got[2])
             await self._commit(batch)

@@ -190,3 +190,40 @@ async def test_broker_restarts_with_the_lane_reopening_lose_nothing(
     # Opened at the start and again after the restarts (a try that met the broker still
     # starting is not counted: the lane opens on the next).
     assert worker.worker.stats.extra.get("live_lane_opened", 0) >= 2, worker.worker.stats
+
+
+async def test_the_lanes_rounds_are_committed_in_batches_of_their_own() -> None:
+    """A lane round's batch is not filled up with the session's queue (199 rounds of the
+    backlog to verify and commit with it), and a session batch being filled stops at
+    the first lane round: the lane's rounds wait for one batch at most (issue 36)."""
+    from flooringest.messages import Incoming
+    from flooringest.worker import IngestWorker
+
+    w = IngestWorker(IngestSettings(batch_max=200, batch_wait_s=0.05))
+    w.store = object()  # type: ignore[assignment]
+    batches: list[list[str]] = []
+    done = asyncio.Event()
+
+    async def commit(batch: list[Any]) -> None:
+        batches.append([m.table for _, _, m in batch])
+        if sum(map(len, batches)) == 501:  # 300 + 3 + 197 + 1
+            done.set()
+
+    w._commit = commit  # type: ignore[method-assign]
+    session: Any = object()
+    lane: Any = object()
+    for i in range(300):  # the session's queue
+        w._queue.put_nowait((1, next(w._order), (session, i, Incoming("Q", b"", 0.0))))
+    for i in range(3):  # the lane's
+        w._take_live(lane, i, Incoming("L", b"", 0.0))
+    task = asyncio.create_task(w._commits())
+    await asyncio.sleep(0.01)
+    for i in range(197):  # more of both while the first batches go
+        w._queue.put_nowait((1, next(w._order), (session, 300 + i, Incoming("Q", b"", 0.0))))
+    w._take_live(lane, 3, Incoming("L", b"", 0.0))
+    await asyncio.wait_for(done.wait(), 5)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert batches[0] == ["L"] * 3, batches[0]
+    assert all(set(b) in ({"L"}, {"Q"}) for b in batches), [set(b) for b in batches]
+    assert max(map(len, batches)) <= 200 and ["L"] in batches, [len(b) for b in batches]
