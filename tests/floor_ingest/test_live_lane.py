@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from flooringest.worker import IngestSettings
+from flooringest.messages import Incoming
+from flooringest.worker import IngestSettings, IngestWorker
 from tablesim.emulator import Emulator
 
 from .support import WorkerTask, registry_of, until_stored
@@ -196,9 +197,6 @@ async def test_the_lanes_rounds_are_committed_in_batches_of_their_own() -> None:
     """A lane round's batch is not filled up with the session's queue (199 rounds of the
     backlog to verify and commit with it), and a session batch being filled stops at
     the first lane round: the lane's rounds wait for one batch at most (issue 36)."""
-    from flooringest.messages import Incoming
-    from flooringest.worker import IngestWorker
-
     w = IngestWorker(IngestSettings(batch_max=200, batch_wait_s=0.05))
     w.store = object()  # type: ignore[assignment]
     batches: list[list[str]] = []

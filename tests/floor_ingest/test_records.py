@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,6 +17,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from firmware_host.auth.evidence import FLOOR_DOMAIN, TABLE_DOMAIN, EvidenceError, open_sealed
 from firmware_host.schemas import errors
+from flooringest.notices import RECORDS_IN_FLIGHT, FloorNotices
+from flooringest.settings import IngestSettings, WorkerStats
 from flooringest.worker import record_message
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "floor.md"
@@ -89,11 +92,6 @@ async def test_records_in_flight_stay_bounded_and_each_table_gets_its_newest() -
     publications unacknowledged, blocked the worker for seconds at each read. Never
     more than RECORDS_IN_FLIGHT now; the others go once acknowledged, at later duty
     rounds, each table's newest round then, none skipped."""
-    from types import SimpleNamespace
-
-    from flooringest.notices import RECORDS_IN_FLIGHT, FloorNotices
-    from flooringest.settings import IngestSettings, WorkerStats
-
     paho = _Paho()
     client: Any = SimpleNamespace(_client=paho)
     signer = SimpleNamespace(key=KEY, principal="floor-ingest")
