@@ -10,7 +10,9 @@ up, and a worker killed with the lane open loses nothing."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -225,3 +227,37 @@ async def test_the_lanes_rounds_are_committed_in_batches_of_their_own() -> None:
     assert batches[0] == ["L"] * 3, batches[0]
     assert all(set(b) in ({"L"}, {"Q"}) for b in batches), [set(b) for b in batches]
     assert max(map(len, batches)) <= 200 and ["L"] in batches, [len(b) for b in batches]
+
+
+async def test_a_lane_that_cannot_connect_costs_nothing(
+    mosquitto_broker: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lane the broker does not take (here: nothing listens where it connects; a
+    broker that refuses its connection or its subscription is the same for the worker)
+    is not waited for: the worker's session takes every round, once, and the lane says
+    nothing above DEBUG (the session's own line tells of a broker that is away)."""
+    from tablesim.broker import free_port
+
+    emu = Emulator(mosquitto_broker.host, mosquitto_broker.port, 5, rate=10,
+                   reconnect=(0.05, 0.3))  # fmt: skip
+    db = str(tmp_path / "floor.sqlite3")
+    s = settings(mosquitto_broker, db, registry_of(emu, tmp_path), tmp_path / "c.tsv",
+                 lane=True)  # fmt: skip
+    worker = WorkerTask(s)
+    worker.worker.live.s = replace(s, port=free_port())  # the lane's broker: away
+    t0 = time.monotonic()
+    await worker.subscribed()
+    assert time.monotonic() - t0 < 2.0, "the worker waited for a lane that cannot come"
+    play = asyncio.create_task(emu.run())
+    try:
+        await asyncio.sleep(2)
+        emu.pause()
+        h = await until_stored(db, emu, 60)
+    finally:
+        emu.stop()
+        await play
+        await worker.stop()
+    clean(h)
+    assert h["duplicates"] == 0 and worker.worker.stats.extra.get("live_lane_rounds", 0) == 0
+    assert not [r for r in caplog.records if "live lane" in r.getMessage()
+                and r.levelno > logging.DEBUG], caplog.text  # fmt: skip
