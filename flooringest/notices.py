@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from itertools import islice
 from typing import Any
 
 import aiomqtt
@@ -67,8 +68,8 @@ class FloorNotices:
         room = RECORDS_IN_FLIGHT - len(paho._out_messages)
         if room <= 0:
             return 0
-        changed = {t: q for t, q in last.items() if self.records.get(t) != q}
-        rows = await store.records(self.records, dict(list(changed.items())[:room]))
+        changed = ((t, q) for t, q in last.items() if self.records.get(t) != q)
+        rows = await store.records(self.records, dict(islice(changed, room)))
         at = iso_utc(utc_now())
         t0 = time.process_time()
         for tid, seq, rid, cseq, chead in rows:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 
 from flooringest.messages import Incoming
 from flooringest.worker import IngestSettings, IngestWorker
+from tablesim.broker import free_port
 from tablesim.emulator import Emulator
 
 from .support import WorkerTask, registry_of, until_stored
@@ -107,6 +109,33 @@ def clean(h: dict[str, Any]) -> None:
     assert h["gaps_open"] == 0 and h["conflicts"] == 0 and h["quarantine_open"] == 0, h
 
 
+def small_floor(
+    broker: Any, tmp: Path, tables: int, reconnect: tuple[float, float]
+) -> tuple[Emulator, str, IngestSettings]:
+    """A few tables at 10 rounds a second each, their registry, a worker's settings with
+    the lane on SQLite."""
+    emu = Emulator(broker.host, broker.port, tables, rate=10, reconnect=reconnect)
+    db = str(tmp / "floor.sqlite3")
+    return emu, db, settings(broker, db, registry_of(emu, tmp), tmp / "c.tsv", lane=True)
+
+
+async def play_then_store(
+    emu: Emulator, db: str, worker: WorkerTask, during: Callable[[], Awaitable[None]]
+) -> dict[str, Any]:
+    """Play 2 s, then ``during``, then stop playing: the holdings once every round made
+    is stored (or after a minute); the emulator and the worker stopped."""
+    play = asyncio.create_task(emu.run())
+    try:
+        await asyncio.sleep(2)
+        await during()
+        emu.pause()
+        return await until_stored(db, emu, 60)
+    finally:
+        emu.stop()
+        await play
+        await worker.stop()
+
+
 async def test_the_live_lane_commits_live_rounds_ahead_of_the_sessions_queue(
     mosquitto_broker: Any, db_url: str, tmp_path: Path
 ) -> None:
@@ -166,16 +195,11 @@ async def test_broker_restarts_with_the_lane_reopening_lose_nothing(
     worker's session comes back the lane opens again; a restarted mosquitto (Debian's
     2.0.11) drops the rounds that reach it for a shared subscription before the worker
     subscribed again, and the gap repair brings them: nothing lost, nothing twice."""
-    emu = Emulator(mosquitto_broker.host, mosquitto_broker.port, 8, rate=10,
-                   reconnect=(0.01, 0.05))  # fmt: skip
-    db = str(tmp_path / "floor.sqlite3")
-    s = settings(mosquitto_broker, db, registry_of(emu, tmp_path), tmp_path / "c.tsv",
-                 lane=True)  # fmt: skip
+    emu, db, s = small_floor(mosquitto_broker, tmp_path, 8, (0.01, 0.05))
     worker = WorkerTask(s)
     await worker.subscribed()
-    play = asyncio.create_task(emu.run())
-    try:
-        await asyncio.sleep(2)
+
+    async def restarts() -> None:
         for _ in range(3):
             before = worker.worker.stats.connects
             await asyncio.to_thread(mosquitto_broker.restart, down_for=0.5)
@@ -183,12 +207,8 @@ async def test_broker_restarts_with_the_lane_reopening_lose_nothing(
             while worker.worker.stats.connects == before and time.monotonic() < deadline:
                 await asyncio.sleep(0.02)
             await asyncio.sleep(1.5)
-        emu.pause()
-        h = await until_stored(db, emu, 60)
-    finally:
-        emu.stop()
-        await play
-        await worker.stop()
+
+    h = await play_then_store(emu, db, worker, restarts)
     clean(h)
     # Opened at the start and again after the restarts (a try that met the broker still
     # starting is not counted: the lane opens on the next).
@@ -236,27 +256,13 @@ async def test_a_lane_that_cannot_connect_costs_nothing(
     broker that refuses its connection or its subscription is the same for the worker)
     is not waited for: the worker's session takes every round, once, and the lane says
     nothing above DEBUG (the session's own line tells of a broker that is away)."""
-    from tablesim.broker import free_port
-
-    emu = Emulator(mosquitto_broker.host, mosquitto_broker.port, 5, rate=10,
-                   reconnect=(0.05, 0.3))  # fmt: skip
-    db = str(tmp_path / "floor.sqlite3")
-    s = settings(mosquitto_broker, db, registry_of(emu, tmp_path), tmp_path / "c.tsv",
-                 lane=True)  # fmt: skip
+    emu, db, s = small_floor(mosquitto_broker, tmp_path, 5, (0.05, 0.3))
     worker = WorkerTask(s)
     worker.worker.live.s = replace(s, port=free_port())  # the lane's broker: away
     t0 = time.monotonic()
     await worker.subscribed()
     assert time.monotonic() - t0 < 2.0, "the worker waited for a lane that cannot come"
-    play = asyncio.create_task(emu.run())
-    try:
-        await asyncio.sleep(2)
-        emu.pause()
-        h = await until_stored(db, emu, 60)
-    finally:
-        emu.stop()
-        await play
-        await worker.stop()
+    h = await play_then_store(emu, db, worker, lambda: asyncio.sleep(0))
     clean(h)
     assert h["duplicates"] == 0 and worker.worker.stats.extra.get("live_lane_rounds", 0) == 0
     assert not [r for r in caplog.records if "live lane" in r.getMessage()
