@@ -20,7 +20,13 @@ The run: every table connected; ``baseline`` seconds of play (the latency before
 baseline of the ratios); the outage (``broker``: mosquitto stopped, its sessions saved;
 ``ingest``: every ingest worker stopped, the broker keeping their sessions' messages);
 the return; then until every round made before the return is committed (the **drain
-time**, from the return), and ``tail`` seconds more. **Live rounds** are those made
+time**, from the return), and ``tail`` seconds more. The ingest *returns* when its
+workers say so: each is started with a notification socket of systemd's kind
+(``NOTIFY_SOCKET``) and sends ``READY=1`` once its live lane is subscribed (0.3 s after
+its process starts on this machine, its imports mostly); the drain time still counts
+from the process's start, and the rounds played while it started (they reached only the
+session's queue: no subscriber of the worker's existed yet) drain with the backlog and
+are reported apart. **Live rounds** are those made
 after the return: their latency from the moment the table made them (journaled) to the
 commit, which includes the wait behind their table's own backlog, and from the moment
 they were handed to the MQTT client (the floor's side). Afterwards every round made is
@@ -127,8 +133,16 @@ async def drain(
         assert rig.broker.proc is not None
         meter = CpuMeter({"mosquitto": rig.broker.proc.pid, **rig.worker_pids()}, db.pid)
         meter.start()
+        # The ingest is back once every worker said READY=1 (it takes the rounds played
+        # from then on: its live lane subscribed); what was played while it started
+        # reached only its queue, and drains with the backlog (counted apart).
+        t_back = t_up if kind == "broker" else (await rig.ready_all()) or time.time()
+        starting = {rid for rid, t in emu.made.items() if t_up <= t < t_back}
+        backlog |= starting
         log(f"    {kind} back: {len(backlog)} rounds not committed ({held_by_tables} held by "
-            f"the tables, the rest by the broker)")  # fmt: skip
+            f"the tables, the rest by the broker)"
+            + (f"; the ingest ready {t_back - t_up:.2f} s after its start ({len(starting)} "
+               "rounds played meanwhile)" if kind == "ingest" else ""))  # fmt: skip
         remaining = set(backlog)
         drained_at: float | None = None
         all_online: float | None = None
@@ -178,8 +192,8 @@ async def drain(
                     f"still held by its table {'yes' if rid in held else 'no'}")  # fmt: skip
         return _result(
             emu, committed, n=n, kind=kind, outage_s=outage_s, per_hour=per_hour,
-            t_play=t_play, t_down=t_down, t_up=t_up, t_end=t_end, drained_at=drained_at,
-            backlog=backlog, held_by_tables=held_by_tables, all_online=all_online, cpu=cpu,
+            t_play=t_play, t_down=t_down, t_up=t_up, t_back=t_back, t_end=t_end,
+            drained_at=drained_at, backlog=backlog, starting=starting, held_by_tables=held_by_tables, all_online=all_online, cpu=cpu,
             missing=missing, twice=twice, log_twice=rig.twice, reconnect=reconnect,
             window=window, pace=pace, workers=workers, batch_max=batch_max,
         )  # fmt: skip
@@ -192,8 +206,9 @@ async def drain(
 
 def _result(
     emu: Emulator, committed: dict[str, float], *, n: int, kind: str, outage_s: float,
-    per_hour: float, t_play: float, t_down: float, t_up: float, t_end: float,
-    drained_at: float | None, backlog: set[str], held_by_tables: int,
+    per_hour: float, t_play: float, t_down: float, t_up: float, t_back: float,
+    t_end: float, drained_at: float | None, backlog: set[str], starting: set[str],
+    held_by_tables: int,
     all_online: float | None, cpu: dict[str, JSON], missing: int, twice: dict[str, int],
     log_twice: int, reconnect: tuple[float, float], window: int, pace: int, workers: int,
     batch_max: int | None,
@@ -208,11 +223,11 @@ def _result(
     # The live rounds, in buckets of 5 s from the return: how their latency moves.
     series = []
     step = 5.0
-    at = t_up
+    at = t_back
     while at < t_end:
         made_lat = lat(made, at, at + step)
         series.append({
-            "from_s": at - t_up,
+            "from_s": at - t_back,
             "live_rounds": len(made_lat),
             "made_to_committed_p99_ms": 1000 * percentile(made_lat, 99) if made_lat else None,
             "backlog_committed": sum(1 for r in backlog if at <= committed.get(r, -1) < at + step),
@@ -238,8 +253,11 @@ def _result(
         "all_tables_back_s": all_online,
         "baseline_publish_to_committed_ms": _summary(lat(pub, t_play, t_down)),
         "baseline_made_to_committed_ms": _summary(lat(made, t_play, t_down)),
-        "live_made_to_committed_ms": _summary(lat(made, t_up, drain_end)),
-        "live_publish_to_committed_ms": _summary(lat(pub, t_up, drain_end)),
+        "live_made_to_committed_ms": _summary(lat(made, t_back, drain_end)),
+        "live_publish_to_committed_ms": _summary(lat(pub, t_back, drain_end)),
+        "ready_s": t_back - t_up,
+        "starting_rounds": len(starting),
+        "starting_made_to_committed_ms": _summary(lat(made, t_up, t_back)),
         "after_drain_made_to_committed_ms": _summary(lat(made, drain_end, t_end)),
         "series": series,
         "rounds_made": len(made),
@@ -274,6 +292,13 @@ def figures(r: dict[str, JSON]) -> list[Figure]:
         f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, other processes "
         f"{r['cpu']['other_processes_cores']:.2f} CPUs"
     )
+    if r["outage"] == "ingest" and r.get("ready_s") is not None:
+        st = r["starting_made_to_committed_ms"]
+        common += (
+            f"; the ingest back (READY=1) {r['ready_s']:.2f} s after its start: the "
+            f"{r['starting_rounds']} rounds played meanwhile reached only its queue and "
+            f"drained with the backlog (made -> committed p99 {_ms(st['p99'])}; not live)"
+        )
     ok_loss = r["missing"] == 0 and r["stored_twice"] == 0
     # "Throughout": the worst 5 s of the live rounds, not only the whole run's p99.
     worst = max((b["made_to_committed_p99_ms"] for b in r["series"]
@@ -330,6 +355,10 @@ def describe(r: dict[str, JSON]) -> list[str]:
         f"{_ms(r['baseline_publish_to_committed_ms']['p99'])})",
         "    every 5 s after the return: live rounds made (p99 made -> committed), backlog committed:",
     ]
+    if r["outage"] == "ingest" and r.get("ready_s") is not None:
+        lines.insert(1, f"    the ingest ready {r['ready_s']:.2f} s after its start; "
+                        f"{r['starting_rounds']} rounds played meanwhile: made -> committed "
+                        f"p99 {_ms(r['starting_made_to_committed_ms']['p99'])}")  # fmt: skip
     row = []
     for b in r["series"]:
         row.append(f"{b['from_s']:.0f}s {b['live_rounds']} ({_ms(b['made_to_committed_p99_ms'])}) "

@@ -19,8 +19,10 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -144,7 +146,6 @@ def port_outside_ephemeral(host: str = "127.0.0.1") -> int:
     connection from a port to itself on loopback succeeds (simultaneous open), holding
     the port: the broker cannot listen on it again ("Address already in use")."""
     import random
-    import socket
 
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range", encoding="utf-8") as f:
@@ -161,6 +162,39 @@ def port_outside_ephemeral(host: str = "127.0.0.1") -> int:
                 continue
             return port
     raise RuntimeError(f"no free port below {low}")
+
+
+class ReadyWatch:
+    """A notification socket of systemd's kind (``NOTIFY_SOCKET``, abstract) for one
+    worker process: :attr:`ready_at` is when its ``READY=1`` came (the worker takes
+    the rounds played from then on: ``IngestWorker._taking``), read by a thread so the
+    time is the arrival's, not the next poll's."""
+
+    def __init__(self, name: str) -> None:
+        self.address = f"@tablectl-bench-{os.getpid()}-{name}"
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._sock.bind("\0" + self.address[1:])
+        self.ready_at: float | None = None
+        self._thread = threading.Thread(target=self._read, daemon=True, name=f"ready-{name}")
+        self._thread.start()
+
+    def expect(self) -> None:
+        """The process is (re)started: wait for its next READY=1."""
+        self.ready_at = None
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self._sock.recv(4096)
+            except OSError:
+                return
+            if b"READY=1" in data.split(b"\n") and self.ready_at is None:
+                self.ready_at = time.time()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
 
 
 class FloorRig:
@@ -190,6 +224,8 @@ class FloorRig:
         self.lat_logs = [d / f"latency-{name}-w{i}.log" for i in range(workers)]
         self.stats_files = [d / f"stats-{name}-w{i}.json" for i in range(workers)]
         self.workers: list[subprocess.Popen[bytes] | None] = [None] * workers
+        #: Each worker's READY=1 (systemd's notification, as under ``Type=notify``).
+        self.ready = [ReadyWatch(f"{name}-w{i}") for i in range(workers)]
         #: round_id -> time the row holding it was committed (the latency logs).
         self.committed: dict[str, float] = {}
         #: round ids seen in the latency logs more than once (stored twice).
@@ -218,10 +254,23 @@ class FloorRig:
         ]  # fmt: skip
         if self.batch_max is not None:
             argv += ["--batch-max", str(self.batch_max)]
+        self.ready[i].expect()
+        env = {**os.environ, "NOTIFY_SOCKET": self.ready[i].address}
         with open(self.d / f"ingest-{self.name}-w{i}.log", "ab") as logf:
             self.workers[i] = subprocess.Popen(
-                argv, cwd=REPO, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
+                argv, cwd=REPO, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env,
+            )  # fmt: skip
+
+    async def ready_all(self, timeout: float = 60.0) -> float | None:
+        """When the last running worker said READY=1 (None: not within ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            times = [r.ready_at for r, w in zip(self.ready, self.workers, strict=True) if w]
+            if all(t is not None for t in times):
+                return max((t for t in times if t is not None), default=None)
+            await asyncio.sleep(0.02)
+        return None
 
     def stop_worker(self, i: int) -> None:
         w = self.workers[i]
@@ -241,6 +290,8 @@ class FloorRig:
     def close(self) -> None:
         for i in range(self.n_workers):
             self.stop_worker(i)
+        for r in self.ready:
+            r.close()
         self.broker.close()
 
     def log_tail(self, n: int = 5) -> str:

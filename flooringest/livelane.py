@@ -77,8 +77,10 @@ class LiveLane:
     of the worker's session; :meth:`saw` for each round the session delivers."""
 
     def __init__(self, settings: IngestSettings, stats: WorkerStats, put: Put,
-                 offer: Offer) -> None:  # fmt: skip
+                 offer: Offer, on_open: Callable[[], None] | None = None) -> None:  # fmt: skip
         self.s, self.stats, self._put, self._offer = settings, stats, put, offer
+        #: Called each time the lane's subscriptions are in place.
+        self._on_open = on_open
         self.client: aiomqtt.Client | None = None
         self._task: asyncio.Task[None] | None = None
         #: The lane's rounds, each with when it came (monotonic).
@@ -185,6 +187,8 @@ class LiveLane:
                 self.stats.extra["live_lane_opened"] = (
                     int(self.stats.extra.get("live_lane_opened", 0)) + 1
                 )
+                if self._on_open is not None:
+                    self._on_open()
                 async for msg in client.messages:
                     topic, raw = msg.topic.value, msg.payload
                     payload = raw if isinstance(raw, bytes) else str(raw).encode()

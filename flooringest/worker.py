@@ -66,6 +66,7 @@ from paho.mqtt.properties import Properties
 
 from firmware_host.cliargs import redact_url
 from firmware_host.progress import LinkWatch, Since, every
+from firmware_host.sdnotify import Notifier
 
 from . import messages as m
 from .earnings import EARNINGS_TOPICS, on_message
@@ -139,7 +140,10 @@ class IngestWorker:
         self._tails: dict[str, float] = {}
         #: Bounded logging and keeping of quarantined messages.
         self.gate = QuarantineGate(settings, self.stats)
-        self.live = LiveLane(settings, self.stats, self._take_live, self._offer)
+        self.live = LiveLane(settings, self.stats, self._take_live, self._offer, self._taking)
+        #: systemd's ``Type=notify``: READY=1 once rounds played are taken (:meth:`_taking`).
+        self.notifier = Notifier()
+        self.taking = asyncio.Event()
         self._quick: list[int] = []
         self._quick_client: aiomqtt.Client | None = None
         #: The registry file as last imported (mtime, size).
@@ -227,14 +231,28 @@ class IngestWorker:
                     if error is not None:
                         raise error
         finally:
+            self.notifier.stopping()
             await _end_tasks([*tasks, stopped])
             await self.live.close()
+            self.notifier.close()
             self._write_stats()
             await self.store.close()
             await self.duty_store.close()
 
     def stop(self) -> None:
         self._stop.set()
+
+    def _taking(self) -> None:
+        """A subscription that takes the rounds played from now on is in place (the
+        live lane's, or else the session's): the worker is back, and tells systemd
+        (``READY=1``, once). A round played before this reached no subscriber of the
+        worker's but its session's queue, and is part of the backlog."""
+        if self.taking.is_set():
+            return
+        self.taking.set()
+        how = "the live lane" if self.live.open else "the session"
+        self.notifier.ready(f"taking the rounds played ({how})")
+        log.info("floor-ingest %s: taking the rounds played (%s)", self.s.worker, how)
 
     # -- the registry ----------------------------------------------------------------------
     async def _import_file(self, *, startup: bool = False) -> None:
@@ -340,6 +358,7 @@ class IngestWorker:
                         await client.subscribe(f"{root}+/{earned}", qos=1)
                     self.subscribed.set()
                     self.broker.up(f"subscribed to {self.s.subscription}")
+                    self._taking()
                     async for msg in client.messages:
                         topic = msg.topic.value
                         raw = msg.payload

@@ -4,12 +4,15 @@ one tiny run of every part against a real mosquitto and PostgreSQL (``slow``).""
 
 from __future__ import annotations
 
+import asyncio
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench import floordrain, floormix
+from bench.floorrig import Database
 
 
 def drain_result(**kw: Any) -> dict[str, Any]:
@@ -47,6 +50,44 @@ def test_the_drain_is_judged_on_time_loss_and_doubles() -> None:
         "backlog_committed": 0}])  # fmt: skip
     assert floordrain.figures(burst)[1].ok is False
     assert "the worst 5 s after the return: p99 34550 ms" in floordrain.figures(burst)[1].note
+
+
+def test_an_ingest_outage_counts_the_live_rounds_from_the_ingests_readiness() -> None:
+    """The rounds played while the worker started (before its READY=1) are reported
+    apart, and the live goal is judged on the rounds played after it."""
+    r = drain_result(outage="ingest", ready_s=0.31, starting_rounds=17,
+                     starting_made_to_committed_ms={"n": 17, "p50": 17000.0, "p99": 18000.0},
+                     database={"duplicates_dropped": 0, "rows": 9, "distinct_round_ids": 9,
+                               "distinct_table_seq": 9})  # fmt: skip
+    drained, live = floordrain.figures(r)
+    assert "the ingest back (READY=1) 0.31 s after its start: the 17 rounds" in drained.note
+    assert "p99 18000 ms; not live" in drained.note and live.ok is True
+    assert any("ready 0.31 s after its start; 17 rounds" in x for x in floordrain.describe(r))
+    assert "READY" not in floordrain.figures(drain_result())[0].note, "a broker outage"
+
+
+@pytest.mark.slow
+@pytest.mark.mosquitto
+@pytest.mark.timeout(300)
+def test_a_tiny_ingest_outage_is_timed_from_the_workers_ready(tmp_path: Path) -> None:
+    """20 tables, the ingest stopped 3 s: the worker's READY=1 reaches the bench's
+    notification socket after its start, the rounds played between are counted apart
+    and drain with the backlog: nothing lost, nothing twice."""
+    from tablesim.broker import find_mosquitto
+    from tablesim.postgres import find_postgres_bin
+
+    if find_mosquitto() is None or find_postgres_bin() is None:
+        pytest.skip("needs mosquitto and PostgreSQL")
+    db = Database(tmp_path)
+    try:
+        r = asyncio.run(floordrain.drain(db, tmp_path, 20, 3.0, "ingest", lambda _: None,
+                                         per_hour=1800, baseline_s=1, tail_s=2))  # fmt: skip
+    finally:
+        db.close()
+    assert r["missing"] == 0 and r["stored_twice"] == 0 and r["drain_s"] is not None, r
+    assert 0.05 < r["ready_s"] < 10, r["ready_s"]  # a process's start: never instant
+    assert r["starting_made_to_committed_ms"]["n"] <= r["starting_rounds"]
+    assert sum(b["live_rounds"] for b in r["series"]) > 0, r["series"]
 
 
 def level(tables: int, p99: float, made: int, scheduled: float, cpu_per_1000: float) -> dict[str, Any]:

@@ -10,7 +10,10 @@ up, and a worker killed with the lane open loses nothing."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -19,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from firmware_host.sdnotify import Notifier
 from flooringest.messages import Incoming
 from flooringest.worker import IngestSettings, IngestWorker
 from tablesim.broker import free_port
@@ -45,14 +49,16 @@ def commits(log: Path) -> dict[str, float]:
 
 async def away_and_back(
     broker: Any, db: str, tmp: Path, *, lane: bool, kill: bool = False,
-    loading: list[float] | None = None,
+    loading: list[float] | None = None, ready: list[float] | None = None,
 ) -> tuple[Emulator, dict[str, Any], list[float], list[float], WorkerTask]:
     """Twenty tables at 20 rounds a second each; the worker away for 6 s (about 2,400
     rounds queued for its session), back, 3 s more of play. Returns the emulator, the
     holdings, the commit times of the queued rounds and of those published after the
     worker was back, and the worker. ``loading``: the worker comes back with a
     registry that takes 1.5 s to load; the commit times of the rounds published
-    meanwhile (from 0.5 s after its start) are put there."""  # fmt: skip
+    meanwhile (from 0.5 s after its start) are put there. ``ready``: the returning
+    worker's READY=1 is read from a notification socket of systemd's kind, and the
+    commit times of the rounds published in the second after it are put there."""  # fmt: skip
     emu = Emulator(broker.host, broker.port, 20, rate=20, reconnect=(0.05, 0.3))
     log = tmp / "commits.tsv"
     s = settings(broker, db, registry_of(emu, tmp), log, lane=lane)
@@ -65,7 +71,9 @@ async def away_and_back(
         t_away = time.time()
         await asyncio.sleep(6)
         worker = WorkerTask(s)
-        t_start, loaded = time.time(), [0.0]
+        t_start, loaded, told = time.time(), [0.0], asyncio.get_running_loop().create_future()
+        if ready is not None:  # before the worker's task first runs
+            listen = notify_socket(worker, told)
         if loading is not None:
             load = worker.worker._refresh_registry
 
@@ -96,12 +104,38 @@ async def away_and_back(
     done = commits(log)
     queued = [done[r] for r, at in emu.published.items() if t_away + 0.5 < at < t_start - 0.5]
     live = [done[r] for r, at in emu.published.items() if at > t_back + 0.5]
+    if ready is not None:
+        listen.close()
+        t_ready = told.result()
+        ready += [done[r] for r, at in emu.published.items() if t_ready <= at < t_ready + 1]
     if loading is not None:
         # from 0.5 s after the worker's start (its lane up) until its registry loaded
         loading += [done[r] for r, at in emu.published.items()
                     if t_start + 0.5 < at < loaded[0] - 0.05]  # fmt: skip
     assert len(queued) > 1000 and len(live) > 200, (len(queued), len(live))
     return emu, h, queued, live, worker
+
+
+def notify_socket(worker: WorkerTask, told: asyncio.Future[float]) -> socket.socket:
+    """An abstract Unix datagram socket standing for systemd's ``NOTIFY_SOCKET``,
+    given to ``worker``: ``told`` gets the time its first ``READY=1`` came."""
+    name = f"tablectl-test-notify-{os.getpid()}-{id(told)}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind("\0" + name)
+    sock.setblocking(False)
+    worker.worker.notifier = Notifier({"NOTIFY_SOCKET": "@" + name})
+
+    def readable() -> None:
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                fields = sock.recv(4096).decode().split("\n")
+                if "READY=1" in fields and not told.done():
+                    told.set_result(time.time())
+
+    loop = asyncio.get_running_loop()
+    loop.add_reader(sock, readable)
+    told.add_done_callback(lambda _: loop.remove_reader(sock))
+    return sock
 
 
 def clean(h: dict[str, Any]) -> None:
@@ -176,6 +210,23 @@ async def test_rounds_played_while_the_worker_starts_are_taken_ahead_of_the_queu
     clean(h)
     assert len(loading) > 100, len(loading)
     assert max(loading) < max(queued), (max(loading) - max(queued), "after the queue")
+
+
+async def test_the_worker_is_ready_once_the_rounds_played_reach_its_lane(
+    mosquitto_broker: Any, tmp_path: Path
+) -> None:
+    """systemd's READY=1 (``Type=notify``) marks the worker's return: it is sent once
+    the live lane's subscription is in place, so every round played from then on is
+    committed ahead of the session's queue (issue 36's benchmark counts the live rounds
+    from it). Sent any sooner (as the worker starts), the rounds played between it and
+    the lane's subscription reach the session's queue only, at its end."""
+    after: list[float] = []
+    _, h, queued, _, _ = await away_and_back(
+        mosquitto_broker, str(tmp_path / "floor.sqlite3"), tmp_path, lane=True, ready=after
+    )
+    clean(h)
+    assert len(after) > 100, len(after)
+    assert max(after) < max(queued), (max(after) - max(queued), "after the queue")
 
 
 @pytest.mark.parametrize("db", ["sqlite"])
