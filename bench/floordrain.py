@@ -60,6 +60,8 @@ SECTION = "floor scale"
 DRAIN_GOAL_S = 60.0
 LIVE_P99_GOAL_MS = 1000.0
 KINDS = ("broker", "ingest")
+#: When each is back after its start.
+_BACK = {"broker": "taking connections", "ingest": "READY=1"}
 JSON = Any
 
 
@@ -122,11 +124,13 @@ async def drain(
                     f"{emu.total_rounds}, held by the tables {emu.unacknowledged()}")  # fmt: skip
         held_by_tables = emu.unacknowledged()
         committed = rig.read_commits()
+        t_listening = 0.0
         backlog = {rid for rid in emu.made if rid not in committed}
         t_up = time.time()
         assert kind != "broker" or rig.broker.proc is None
         if kind == "broker":
-            await asyncio.to_thread(rig.broker.start)
+            await asyncio.to_thread(rig.broker.start)  # returns once it takes connections
+            t_listening = time.time()
         else:
             for i in range(workers):
                 rig.start_worker(i)
@@ -136,7 +140,8 @@ async def drain(
         # The ingest is back once every worker said READY=1 (it takes the rounds played
         # from then on: its live lane subscribed); what was played while it started
         # reached only its queue, and drains with the backlog (counted apart).
-        t_back = t_up if kind == "broker" else (await rig.ready_all()) or time.time()
+        # (The broker is back once it takes connections again.)
+        t_back = t_listening if kind == "broker" else (await rig.ready_all()) or time.time()
         starting = {rid for rid, t in emu.made.items() if t_up <= t < t_back}
         backlog |= starting
         log(f"    {kind} back: {len(backlog)} rounds not committed ({held_by_tables} held by "
@@ -292,12 +297,12 @@ def figures(r: dict[str, JSON]) -> list[Figure]:
         f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, other processes "
         f"{r['cpu']['other_processes_cores']:.2f} CPUs"
     )
-    if r["outage"] == "ingest" and r.get("ready_s") is not None:
+    if r.get("ready_s") is not None:
         st = r["starting_made_to_committed_ms"]
         common += (
-            f"; the ingest back (READY=1) {r['ready_s']:.2f} s after its start: the "
-            f"{r['starting_rounds']} rounds played meanwhile reached only its queue and "
-            f"drained with the backlog (made -> committed p99 {_ms(st['p99'])}; not live)"
+            f"; the {r['outage']} back ({_BACK[r['outage']]}) {r['ready_s']:.2f} s after "
+            f"its start: the {r['starting_rounds']} rounds played meanwhile drained with "
+            f"the backlog (made -> committed p99 {_ms(st['p99'])}; not live)"
         )
     ok_loss = r["missing"] == 0 and r["stored_twice"] == 0
     # "Throughout": the worst 5 s of the live rounds, not only the whole run's p99.
@@ -355,8 +360,9 @@ def describe(r: dict[str, JSON]) -> list[str]:
         f"{_ms(r['baseline_publish_to_committed_ms']['p99'])})",
         "    every 5 s after the return: live rounds made (p99 made -> committed), backlog committed:",
     ]
-    if r["outage"] == "ingest" and r.get("ready_s") is not None:
-        lines.insert(1, f"    the ingest ready {r['ready_s']:.2f} s after its start; "
+    if r.get("ready_s") is not None:
+        lines.insert(1, f"    the {r['outage']} back ({_BACK[r['outage']]}) "
+                        f"{r['ready_s']:.2f} s after its start; "
                         f"{r['starting_rounds']} rounds played meanwhile: made -> committed "
                         f"p99 {_ms(r['starting_made_to_committed_ms']['p99'])}")  # fmt: skip
     row = []
