@@ -33,6 +33,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 import aiomqtt
 from paho.mqtt.packettypes import PacketTypes
@@ -40,7 +41,7 @@ from paho.mqtt.properties import Properties
 
 from .messages import Incoming
 from .settings import IngestSettings, WorkerStats
-from .wire import _puback_all
+from .wire import _puback_all, read_all_waiting
 
 log = logging.getLogger("flooringest")
 
@@ -169,41 +170,42 @@ class LiveLane:
             keepalive=10,
         )  # fmt: skip
         client._client.manual_ack_set(True)  # acknowledged once committed
+        read_all_waiting(client)  # every packet waiting at each turn, not one
         return client
 
     async def _run(self) -> None:
-        root = f"{self.s.prefix}/tables/"
-        n = len(root)
         client = self._client()
         try:
             async with client:
                 self.client = client
                 # The anchors first: a round of the lane then always follows its own
                 # anchor on the lane (the table publishes it first), and is covered.
+                root = f"{self.s.prefix}/tables/"
                 await client.subscribe(f"{root}+/anchor", qos=1)
                 await client.subscribe(f"{root}+/state", qos=1)
                 await client.subscribe(self.subscription, qos=1)
+                # From now on each message is taken in paho's callback, in the turn of
+                # the event loop that read it (with every other packet waiting:
+                # ``read_all_waiting``), not through aiomqtt's iterator: that costs each
+                # message a task of its own and two to three turns of the event loop,
+                # and a drain's turns are long (issue 36: the lane's rounds waited
+                # 0.5-2.2 s to be taken, 10-20 turns a second). Only now: taken so
+                # during the subscriptions too, the rounds' SUBACK came 0.5-1.2 s late
+                # in a worker's start with the tables playing (the test of the rounds
+                # played while the worker starts failed; the cause is not found: the
+                # PUBACKs deferred to the next turn were as late).
+                client._client.on_message = lambda _c, _u, m: self._take(
+                    client, m.topic, m.payload, m.mid
+                )
                 self.ready.set()
                 self.stats.extra["live_lane_opened"] = (
                     int(self.stats.extra.get("live_lane_opened", 0)) + 1
                 )
                 if self._on_open is not None:
                     self._on_open()
+                # What came during the subscriptions, then none: until the lane ends.
                 async for msg in client.messages:
-                    topic, raw = msg.topic.value, msg.payload
-                    payload = raw if isinstance(raw, bytes) else str(raw).encode()
-                    table, _, kind = topic[n:].partition("/")
-                    if topic.startswith(root) and kind == "rounds":
-                        if self._lane_round(table, payload):
-                            self._put(client, msg.mid, Incoming(table, payload, time.time()))
-                            continue
-                    elif topic.startswith(root) and kind in ("anchor", "state"):
-                        if self._held is None:
-                            self._offer(table, kind, payload)
-                        elif len(self._held) < HELD_MAX:
-                            self._held.append((table, kind, payload))
-                    with contextlib.suppress(Exception):  # nothing to commit: at once
-                        _puback_all(client, [msg.mid])
+                    self._take(client, msg.topic.value, msg.payload, msg.mid)
         except aiomqtt.MqttError as exc:  # the broker away: the session's own line says so
             log.log(logging.INFO if self.ready.is_set() else logging.DEBUG,
                     "floor-ingest %s: live lane ended: %s", self.s.worker, exc)  # fmt: skip
@@ -211,6 +213,25 @@ class LiveLane:
             self.ready.set()  # nothing to wait for
             if self.client is client:
                 self.client = None
+
+    def _take(self, client: aiomqtt.Client, topic: str, raw: Any, mid: int) -> None:
+        """One message of the lane, as it is read."""
+        if self.client is not client:  # the lane closed meanwhile: the session has it
+            return
+        root = f"{self.s.prefix}/tables/"
+        payload = raw if isinstance(raw, bytes) else str(raw).encode()
+        table, _, kind = topic[len(root) :].partition("/")
+        if topic.startswith(root) and kind == "rounds":
+            if self._lane_round(table, payload):
+                self._put(client, mid, Incoming(table, payload, time.time()))
+                return
+        elif topic.startswith(root) and kind in ("anchor", "state"):
+            if self._held is None:
+                self._offer(table, kind, payload)
+            elif len(self._held) < HELD_MAX:
+                self._held.append((table, kind, payload))
+        with contextlib.suppress(Exception):  # nothing to commit: at once
+            _puback_all(client, [mid])
 
     def _lane_round(self, table: str, payload: bytes) -> bool:
         """Whether the lane takes this round (False: the session had it already, and

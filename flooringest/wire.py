@@ -1,10 +1,12 @@
-"""What the ingest worker writes to the broker itself, apart from the worker
-(``flooringest.worker``): the PUBACKs of a batch in one write, and the end of its
-tasks (the floor's signed record of a table is ``messages.record_message``)."""
+"""What the ingest worker does on the wire itself, apart from the worker
+(``flooringest.worker``): the PUBACKs of a batch in one write, the live lane's reads
+of every packet waiting, and the end of its tasks (the floor's signed record of a
+table is ``messages.record_message``)."""
 
 from __future__ import annotations
 
 import asyncio
+import select
 import struct
 from typing import Any
 
@@ -67,3 +69,49 @@ def _puback_all(client: aiomqtt.Client, mids: list[int]) -> None:
         return
     packet = b"".join(struct.pack("!BBH", _PUBACK, 2, mid) for mid in mids)
     queue(_PUBACK, packet, 0, 1)
+
+
+#: Packets one read of the live lane's connection takes, at most.
+READ_MOST = 256
+
+
+def read_all_waiting(client: aiomqtt.Client, most: int = READ_MOST) -> None:
+    """Make each read of ``client``'s connection take every packet waiting (up to
+    ``most``), not one.
+
+    aiomqtt reads a connection when the event loop finds its socket readable, with one
+    call of paho's ``loop_read``, and paho reads in one call as many packets as it has
+    publications of its own unacknowledged, at least one (its ``max_packets`` argument
+    is not used). The live lane publishes nothing: one packet per turn of the event
+    loop. During a drain a turn of the worker's loop is long (the session's reads, the
+    checks and commits of a batch: 10-20 turns a second), and the lane's 55 rounds a
+    second and their anchors and states waited in its socket: 0.5-2.2 s from the
+    table's publication to the worker (issue 36, the night's diagnostic run). Here each
+    read goes on while the socket (or TLS's buffer) holds more, ``most`` at most, so a
+    turn takes what the lane has; paho's own reading, and errors (raised to aiomqtt as
+    before), are unchanged."""
+    paho = client._client
+    read = paho.loop_read
+
+    def loop_read(max_packets: int = 1) -> Any:
+        rc = read(max_packets)
+        for _ in range(most - 1):
+            sock = paho.socket()
+            if rc != 0 or sock is None or not _waiting(sock):
+                break
+            rc = read(max_packets)
+        return rc
+
+    paho.loop_read = loop_read  # type: ignore[method-assign]
+
+
+def _waiting(sock: Any) -> bool:
+    """Whether a read of ``sock`` would find data (TLS's decrypted buffer, or bytes in
+    the socket), without waiting."""
+    pending = getattr(sock, "pending", None)
+    if pending is not None and pending() > 0:
+        return True
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):  # closed meanwhile: paho's next read says so
+        return False

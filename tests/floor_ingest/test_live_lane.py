@@ -21,9 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paho.mqtt import publish as paho_publish
 
 from firmware_host.sdnotify import Notifier
 from flooringest.messages import Incoming
+from flooringest.livelane import LiveLane
+from flooringest.settings import WorkerStats
 from flooringest.worker import IngestSettings, IngestWorker
 from tablesim.broker import free_port
 from tablesim.emulator import Emulator
@@ -318,3 +321,44 @@ async def test_a_lane_that_cannot_connect_costs_nothing(
     assert h["duplicates"] == 0 and worker.worker.stats.extra.get("live_lane_rounds", 0) == 0
     assert not [r for r in caplog.records if "live lane" in r.getMessage()
                 and r.levelno > logging.DEBUG], caplog.text  # fmt: skip
+
+
+async def test_the_lane_takes_every_round_waiting_in_one_turn_of_the_event_loop(
+    mosquitto_broker: Any,
+) -> None:
+    """During a drain the worker's turns of the event loop are long (the session's
+    reads, a batch's checks and commit: 10-20 a second), and the lane took one message
+    every two to three turns (paho reads one packet a turn on a connection that
+    publishes nothing; aiomqtt's iterator gives each message a task of its own): its
+    rounds waited 0.5-2.2 s (the night's diagnostic run). Here 200 rounds and their
+    anchors reach the lane while the event loop is held, then each turn is held 10 ms
+    (a stand-in for the drain's work): the lane takes them all within a few turns
+    (through aiomqtt's iterator: about 600)."""
+    s = IngestSettings(host=mosquitto_broker.host, port=mosquitto_broker.port,
+                       db="sqlite:///unused", worker="w1")  # fmt: skip
+    taken: list[Incoming] = []
+    offered: list[str] = []
+    lane = LiveLane(s, WorkerStats(), lambda _c, _m, msg: taken.append(msg),
+                    lambda table, kind, _p: offered.append(kind))  # fmt: skip
+    lane.start()
+    await asyncio.wait_for(lane.ready.wait(), 10)
+    assert lane.client is not None
+    turns = 0
+    try:
+        # The event loop held: what the tables publish waits in the lane's socket.
+        paho_publish.multiple(
+            [m for i in range(200) for m in (
+                (f"casino/tables/T{i}/anchor", b"a", 1, False),
+                (f"casino/tables/T{i}/rounds", b"round %d" % i, 1, False))],
+            hostname=mosquitto_broker.host, port=mosquitto_broker.port,
+        )  # fmt: skip
+        time.sleep(0.5)
+        while len(taken) < 200 and turns < 5000:
+            time.sleep(0.01)  # blocking: a long turn of the event loop
+            turns += 1
+            await asyncio.sleep(0)
+    finally:
+        await lane.close()
+    assert len(taken) == 200 and offered == ["anchor"] * 200, (len(taken), len(offered))
+    assert [m.payload for m in taken] == [b"round %d" % i for i in range(200)]
+    assert turns < 10, turns
