@@ -140,7 +140,8 @@ class IngestWorker:
         self._tails: dict[str, float] = {}
         #: Bounded logging and keeping of quarantined messages.
         self.gate = QuarantineGate(settings, self.stats)
-        self.live = LiveLane(settings, self.stats, self._take_live, self._offer, self._taking)
+        self.live = LiveLane(settings, self.stats, self._take_live, self._offer, self._taking,
+                             self._queue.qsize)  # fmt: skip
         #: systemd's ``Type=notify``: READY=1 once rounds played are taken (:meth:`_taking`).
         self.notifier = Notifier()
         self.taking = asyncio.Event()

@@ -362,3 +362,31 @@ async def test_the_lane_takes_every_round_waiting_in_one_turn_of_the_event_loop(
     assert len(taken) == 200 and offered == ["anchor"] * 200, (len(taken), len(offered))
     assert [m.payload for m in taken] == [b"round %d" % i for i in range(200)]
     assert turns < 10, turns
+
+
+async def test_the_lane_stays_open_while_the_worker_holds_more_than_a_batch(
+    mosquitto_broker: Any,
+) -> None:
+    """The session delivering what the lane had is not enough to close the lane: the
+    worker may hold thousands of rounds read and not committed (issue 36's drain:
+    2,000-4,000), and a live round that came by the session after the lane closed
+    waited behind them (3.1 s). The lane closes once that queue is at most a batch."""
+    s = IngestSettings(host=mosquitto_broker.host, port=mosquitto_broker.port,
+                       db="sqlite:///unused", worker="w1", batch_max=200)  # fmt: skip
+    held = [5000]
+    lane = LiveLane(s, WorkerStats(), lambda *_: None, lambda *_: None,
+                    waiting=lambda: held[0])  # fmt: skip
+    lane.start()
+    await asyncio.wait_for(lane.ready.wait(), 10)
+    try:
+        assert lane._lane_round("T1", b"round 1")
+        lane.saw("T1", b"round 1")  # delivered by the session: caught up, but 5,000 held
+        assert lane.open
+        lane.saw("T1", b"round 2")  # the session first this time...
+        assert lane._lane_round("T1", b"round 2"), "taken ahead of the 5,000 all the same"
+        assert lane.open
+        held[0] = 200
+        lane.saw("T1", b"round 1")
+        assert not lane.open, "a batch held: the lane closes"
+    finally:
+        await lane.close()
