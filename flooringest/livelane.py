@@ -22,8 +22,9 @@ drops it as a duplicate, and a round the lane took and did not commit (the lane
 closed, the worker died) is still in the session. The lane closes once it is not
 needed: once the session delivers a round the lane had less than a second before (its
 queue is then nearly current; a few duplicates on a reconnection that found no
-queue) and the worker holds at most a batch of rounds not yet committed, at once when the session is new (the worker's CONNACK hook), or when the broker
-ends it. The cost: each round of the lane's lifetime is checked twice.
+queue) and the worker holds at most a batch of rounds not yet committed; at once when
+the session is new (the worker's CONNACK hook); or when the broker ends it. The cost:
+each round of the lane's lifetime is checked twice.
 """
 
 from __future__ import annotations
