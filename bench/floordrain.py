@@ -198,7 +198,8 @@ async def drain(
         return _result(
             emu, committed, n=n, kind=kind, outage_s=outage_s, per_hour=per_hour,
             t_play=t_play, t_down=t_down, t_up=t_up, t_back=t_back, t_end=t_end,
-            drained_at=drained_at, backlog=backlog, starting=starting, held_by_tables=held_by_tables, all_online=all_online, cpu=cpu,
+            drained_at=drained_at, backlog=backlog, starting=starting,
+            held_by_tables=held_by_tables, all_online=all_online, cpu=cpu,
             missing=missing, twice=twice, log_twice=rig.twice, reconnect=reconnect,
             window=window, pace=pace, workers=workers, batch_max=batch_max,
         )  # fmt: skip
@@ -213,8 +214,8 @@ def _result(
     emu: Emulator, committed: dict[str, float], *, n: int, kind: str, outage_s: float,
     per_hour: float, t_play: float, t_down: float, t_up: float, t_back: float,
     t_end: float, drained_at: float | None, backlog: set[str], starting: set[str],
-    held_by_tables: int,
-    all_online: float | None, cpu: dict[str, JSON], missing: int, twice: dict[str, int],
+    held_by_tables: int, all_online: float | None, cpu: dict[str, JSON], missing: int,
+    twice: dict[str, int],
     log_twice: int, reconnect: tuple[float, float], window: int, pace: int, workers: int,
     batch_max: int | None,
 ) -> dict[str, JSON]:  # fmt: skip
