@@ -10,10 +10,7 @@ up, and a worker killed with the lane open loses nothing."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-import socket
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -23,9 +20,10 @@ from typing import Any
 import pytest
 from paho.mqtt import publish as paho_publish
 
+from bench.floorrig import ReadyWatch
 from firmware_host.sdnotify import Notifier
-from flooringest.messages import Incoming
 from flooringest.livelane import LiveLane
+from flooringest.messages import Incoming
 from flooringest.settings import WorkerStats
 from flooringest.worker import IngestSettings, IngestWorker
 from tablesim.broker import free_port
@@ -74,9 +72,10 @@ async def away_and_back(
         t_away = time.time()
         await asyncio.sleep(6)
         worker = WorkerTask(s)
-        t_start, loaded, told = time.time(), [0.0], asyncio.get_running_loop().create_future()
+        t_start, loaded = time.time(), [0.0]
         if ready is not None:  # before the worker's task first runs
-            listen = notify_socket(worker, told)
+            watch = ReadyWatch(f"live-lane-{id(ready)}")
+            worker.worker.notifier = Notifier({"NOTIFY_SOCKET": watch.address})
         if loading is not None:
             load = worker.worker._refresh_registry
 
@@ -108,8 +107,9 @@ async def away_and_back(
     queued = [done[r] for r, at in emu.published.items() if t_away + 0.5 < at < t_start - 0.5]
     live = [done[r] for r, at in emu.published.items() if at > t_back + 0.5]
     if ready is not None:
-        listen.close()
-        t_ready = told.result()
+        watch.close()
+        t_ready = watch.ready_at
+        assert t_ready is not None, "no READY=1"
         ready += [done[r] for r, at in emu.published.items() if t_ready <= at < t_ready + 1]
     if loading is not None:
         # from 0.5 s after the worker's start (its lane up) until its registry loaded
@@ -117,28 +117,6 @@ async def away_and_back(
                     if t_start + 0.5 < at < loaded[0] - 0.05]  # fmt: skip
     assert len(queued) > 1000 and len(live) > 200, (len(queued), len(live))
     return emu, h, queued, live, worker
-
-
-def notify_socket(worker: WorkerTask, told: asyncio.Future[float]) -> socket.socket:
-    """An abstract Unix datagram socket standing for systemd's ``NOTIFY_SOCKET``,
-    given to ``worker``: ``told`` gets the time its first ``READY=1`` came."""
-    name = f"tablectl-test-notify-{os.getpid()}-{id(told)}"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind("\0" + name)
-    sock.setblocking(False)
-    worker.worker.notifier = Notifier({"NOTIFY_SOCKET": "@" + name})
-
-    def readable() -> None:
-        with contextlib.suppress(BlockingIOError):
-            while True:
-                fields = sock.recv(4096).decode().split("\n")
-                if "READY=1" in fields and not told.done():
-                    told.set_result(time.time())
-
-    loop = asyncio.get_running_loop()
-    loop.add_reader(sock, readable)
-    told.add_done_callback(lambda _: loop.remove_reader(sock))
-    return sock
 
 
 def clean(h: dict[str, Any]) -> None:
