@@ -10,6 +10,7 @@ up, and a worker killed with the lane open loses nothing."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -21,6 +22,7 @@ import pytest
 from paho.mqtt import publish as paho_publish
 
 from bench.floorrig import ReadyWatch
+from firmware_host.auth.evidence import canonical_text
 from firmware_host.sdnotify import Notifier
 from flooringest.livelane import LiveLane
 from flooringest.messages import Incoming
@@ -49,7 +51,7 @@ def commits(log: Path) -> dict[str, float]:
 
 
 async def away_and_back(
-    broker: Any, db: str, tmp: Path, *, lane: bool, kill: bool = False,
+    broker: Any, db: str, tmp: Path, *, lane: bool, kill: bool = False, forge: bool = False,
     loading: list[float] | None = None, ready: list[float] | None = None,
 ) -> tuple[Emulator, dict[str, Any], list[float], list[float], WorkerTask]:
     """Twenty tables at 20 rounds a second each; the worker away for 6 s (about 2,400
@@ -88,6 +90,14 @@ async def away_and_back(
             worker.worker._refresh_registry = slow  # type: ignore[method-assign]
         await worker.subscribed()
         t_back = time.time()
+        if forge:  # a table's newest round, a field added under its signature
+            assert worker.worker.live.open, "the lane is open: the forgery reaches it"
+            t0 = emu.tables["emu-0000"]
+            doc = json.loads(t0.sent[max(t0.sent)])
+            sig, doc["forged"] = doc.pop("signature"), True  # in the signed (canonical) form
+            forged = canonical_text(doc)[:-1] + f',"signature":"{sig}"}}'
+            paho_publish.single("casino/tables/emu-0000/rounds", forged, qos=1,
+                                hostname=broker.host, port=broker.port)  # fmt: skip
         if kill:  # killed with its lane open: what it took and did not commit is in
             await asyncio.sleep(0.3)  # the session still
             assert worker.worker.live.open
@@ -208,6 +218,20 @@ async def test_the_worker_is_ready_once_the_rounds_played_reach_its_lane(
     clean(h)
     assert len(after) > 100, len(after)
     assert max(after) < max(queued), (max(after) - max(queued), "after the queue")
+
+
+async def test_a_forged_round_taken_by_the_lane_is_quarantined(
+    mosquitto_broker: Any, tmp_path: Path
+) -> None:
+    """The lane's rounds are checked as the session's: a table's newest round with a
+    field added under its signature, published while the returning worker's lane is
+    open, is quarantined, and every table's stored rounds are its own, byte for byte."""
+    _, h, _, _, _ = await away_and_back(
+        mosquitto_broker, str(tmp_path / "floor.sqlite3"), tmp_path, lane=True, forge=True
+    )
+    assert h["missing"] == 0 and h["differ"] == 0 and h["extra"] == 0, h
+    assert h["quarantine_open"] == 1 and h["conflicts"] == 0, h
+    assert h["lag"]["quarantined"].get("BAD_SIGNATURE", 0) >= 1, h["lag"]["quarantined"]
 
 
 @pytest.mark.parametrize("db", ["sqlite"])
