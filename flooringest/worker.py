@@ -144,7 +144,7 @@ class IngestWorker:
                              self._queue.qsize)  # fmt: skip
         #: systemd's ``Type=notify``: READY=1 once rounds played are taken (:meth:`_taking`).
         self.notifier = Notifier()
-        self.taking = asyncio.Event()
+        self._told_ready = False
         self._quick: list[int] = []
         self._quick_client: aiomqtt.Client | None = None
         #: The registry file as last imported (mtime, size).
@@ -248,9 +248,9 @@ class IngestWorker:
         live lane's, or else the session's): the worker is back, and tells systemd
         (``READY=1``, once). A round played before this reached no subscriber of the
         worker's but its session's queue, and is part of the backlog."""
-        if self.taking.is_set():
+        if self._told_ready:
             return
-        self.taking.set()
+        self._told_ready = True
         how = "the live lane" if self.live.open else "the session"
         self.notifier.ready(f"taking the rounds played ({how})")
         log.info("floor-ingest %s: taking the rounds played (%s)", self.s.worker, how)
