@@ -332,7 +332,7 @@ async def test_the_lane_takes_every_round_waiting_in_one_turn_of_the_event_loop(
     reads, a batch's checks and commit: 10-20 a second), and the lane took one message
     every two to three turns (paho reads one packet a turn on a connection that
     publishes nothing; aiomqtt's iterator gives each message a task of its own): its
-    rounds waited 0.5-2.2 s (the night's diagnostic run). Here 200 rounds and their
+    rounds waited 0.5-2.2 s (the diagnostic run of 2026-11-28 20:36Z). Here 200 rounds and their
     anchors reach the lane while the event loop is held, then each turn is held 10 ms
     (a stand-in for the drain's work): the lane takes them all within a few turns
     (through aiomqtt's iterator: about 600)."""
