@@ -129,6 +129,20 @@ async def away_and_back(
     return emu, h, queued, live, worker
 
 
+async def all_ahead_of_the_queue(broker: Any, tmp: Path, which: str) -> None:
+    """:func:`away_and_back` with the lane, collecting the commit times ``which``
+    names (``loading`` or ``ready``): more than 100, every one before the last of the
+    session's queue."""
+    times: list[float] = []
+    _, h, queued, _, _ = await away_and_back(
+        broker, str(tmp / "floor.sqlite3"), tmp, lane=True,
+        loading=times if which == "loading" else None, ready=times if which == "ready" else None,
+    )  # fmt: skip
+    clean(h)
+    assert len(times) > 100, len(times)
+    assert max(times) < max(queued), (max(times) - max(queued), "after the queue")
+
+
 def clean(h: dict[str, Any]) -> None:
     assert h["missing"] == 0 and h["differ"] == 0 and h["extra"] == 0, h
     assert h["gaps_open"] == 0 and h["conflicts"] == 0 and h["quarantine_open"] == 0, h
@@ -193,14 +207,7 @@ async def test_rounds_played_while_the_worker_starts_are_taken_ahead_of_the_queu
     session's queue. Opened only once the registry was loaded, those rounds reached the
     session alone, at its queue's end, and waited for all of it (issue 36's drain
     benchmark: the rounds played in the worker's first 0.3 s)."""
-    loading: list[float] = []
-    _, h, queued, _, _ = await away_and_back(
-        mosquitto_broker, str(tmp_path / "floor.sqlite3"), tmp_path, lane=True,
-        loading=loading,
-    )  # fmt: skip
-    clean(h)
-    assert len(loading) > 100, len(loading)
-    assert max(loading) < max(queued), (max(loading) - max(queued), "after the queue")
+    await all_ahead_of_the_queue(mosquitto_broker, tmp_path, "loading")
 
 
 async def test_the_worker_is_ready_once_the_rounds_played_reach_its_lane(
@@ -211,13 +218,7 @@ async def test_the_worker_is_ready_once_the_rounds_played_reach_its_lane(
     committed ahead of the session's queue (issue 36's benchmark counts the live rounds
     from it). Sent any sooner (as the worker starts), the rounds played between it and
     the lane's subscription reach the session's queue only, at its end."""
-    after: list[float] = []
-    _, h, queued, _, _ = await away_and_back(
-        mosquitto_broker, str(tmp_path / "floor.sqlite3"), tmp_path, lane=True, ready=after
-    )
-    clean(h)
-    assert len(after) > 100, len(after)
-    assert max(after) < max(queued), (max(after) - max(queued), "after the queue")
+    await all_ahead_of_the_queue(mosquitto_broker, tmp_path, "ready")
 
 
 async def test_a_forged_round_taken_by_the_lane_is_quarantined(
