@@ -101,6 +101,8 @@ TABLES_SEEN_MAX = 10000
 #: How soon the worker tries the broker again after losing it, and again after each
 #: failed try (the ``_mqtt`` loop's comment: why so soon).
 RETRY_S = 0.05
+#: How long at most between tries while the broker answers and refuses the connection.
+REFUSED_MAX_S = 5.0
 
 
 class IngestWorker:
@@ -333,8 +335,10 @@ class IngestWorker:
         root = f"{self.s.prefix}/tables/"
         n = len(root)
         first = True
+        refused_wait = 0.0
         while True:
             client = self._client_for()
+            connected = False
             if self.s.live_lane:  # what is published from now on, ahead of the queue
                 if not (first and self.live.open):  # (the one opened at the start: kept)
                     self.live.start()
@@ -344,6 +348,8 @@ class IngestWorker:
                         await self.live.ready.wait()
             try:
                 async with client:
+                    connected = True
+                    refused_wait = 0.0
                     self._client = client
                     self.stats.connects += 1
                     # Records published on a connection that went may not have reached
@@ -396,6 +402,10 @@ class IngestWorker:
                     # (a test's stop waited 30 s for it, 1 run in about 20).
                     return
                 self.broker.down(str(exc) or type(exc).__name__)
+                if not connected and isinstance(exc, aiomqtt.MqttCodeError):
+                    # The broker answered and refused (a wrong password, the ACL):
+                    # trying again 20 times a second would only fill its log.
+                    refused_wait = min(REFUSED_MAX_S, max(0.5, 2 * refused_wait))
             finally:
                 self._client = None
                 self.subscribed.clear()
@@ -404,7 +414,7 @@ class IngestWorker:
             # tables try again spread over their backoff's cap: with 300 tables at a
             # 0.5 s cap, a worker back within 0.2 s still saw 1,013 rounds dropped and
             # replayed). A failed try against a broker that is away costs little.
-            await asyncio.sleep(RETRY_S)
+            await asyncio.sleep(refused_wait or RETRY_S)
 
     def _ack_soon(self, client: aiomqtt.Client, mid: int) -> None:
         """Acknowledge a message that is not a round (nothing to commit) soon: the

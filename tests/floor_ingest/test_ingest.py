@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import aiomqtt
+import pytest
 
 from flooringest.store import open_store
 from flooringest.worker import IngestSettings
+from tablesim.broker import MosquittoProcess, free_port
 from tablesim.emulator import Emulator
 
 from .support import WorkerTask, holdings, more_rounds, registry_of, until_stored
@@ -256,3 +258,36 @@ async def test_stop_ends_a_task_that_swallowed_its_cancellation(
                 if t.get_name() == "ingest-duties":
                     t.cancel()
             await asyncio.wait({worker.task}, timeout=5)
+
+
+@pytest.mark.parametrize("broker_is", ["refusing", "away"])
+async def test_the_worker_tries_fast_while_the_broker_is_away_and_slowly_while_it_refuses(
+    mosquitto_broker: Any, tmp_path: Path, broker_is: str
+) -> None:
+    """Issue 36: the worker tries an absent broker every 0.05 s (a restarted mosquitto
+    drops what reaches a shared subscription before its member is back), but a broker
+    that answers and refuses the connection (here: no anonymous clients) is tried with
+    a growing wait, 0.5 s doubling to 5 s: not 20 times a second into its log."""
+    refusing = MosquittoProcess(tmp_path / "refusing", allow_anonymous=False)
+    if broker_is == "refusing":
+        refusing.start()
+    s = IngestSettings(host=refusing.host, port=refusing.port or free_port(), worker="w1",
+                       db=f"sqlite:///{tmp_path / 'floor.sqlite3'}", live_lane=False)  # fmt: skip
+    worker = WorkerTask(s)
+    tries = [0]
+    made = worker.worker._client_for
+
+    def counted() -> aiomqtt.Client:
+        tries[0] += 1
+        return made()
+
+    worker.worker._client_for = counted  # type: ignore[method-assign]
+    try:
+        await asyncio.sleep(3.0)
+    finally:
+        await worker.stop()
+        refusing.close()
+    if broker_is == "refusing":  # tries at about 0, 0.5, 1.5 s (then 3.5 s)
+        assert 2 <= tries[0] <= 4, tries[0]
+    else:
+        assert tries[0] >= 20, tries[0]
