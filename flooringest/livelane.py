@@ -99,6 +99,10 @@ class LiveLane:
         self._held: list[tuple[str, str, bytes]] | None = None
 
     @property
+    def _root(self) -> str:
+        return f"{self.s.prefix}/tables/"
+
+    @property
     def subscription(self) -> str:
         return f"$share/{self.s.group}-live/{self.s.prefix}/tables/+/rounds"
 
@@ -192,9 +196,8 @@ class LiveLane:
                 self.client = client
                 # The anchors first: a round of the lane then always follows its own
                 # anchor on the lane (the table publishes it first), and is covered.
-                root = f"{self.s.prefix}/tables/"
-                await client.subscribe(f"{root}+/anchor", qos=1)
-                await client.subscribe(f"{root}+/state", qos=1)
+                await client.subscribe(f"{self._root}+/anchor", qos=1)
+                await client.subscribe(f"{self._root}+/state", qos=1)
                 await client.subscribe(self.subscription, qos=1)
                 # From now on each message is taken in paho's callback, in the turn of
                 # the event loop that read it (with every other packet waiting:
@@ -230,14 +233,16 @@ class LiveLane:
         """One message of the lane, as it is read."""
         if self.client is not client:  # the lane closed meanwhile: the session has it
             return
-        root = f"{self.s.prefix}/tables/"
+        root = self._root
         payload = raw if isinstance(raw, bytes) else str(raw).encode()
-        table, _, kind = topic[len(root) :].partition("/")
-        if topic.startswith(root) and kind == "rounds":
+        table, _, kind = (
+            topic[len(root) :].partition("/") if topic.startswith(root) else ("", "", "")
+        )
+        if kind == "rounds":
             if self._lane_round(table, payload):
                 self._put(client, mid, Incoming(table, payload, time.time()))
                 return
-        elif topic.startswith(root) and kind in ("anchor", "state"):
+        elif kind in ("anchor", "state"):
             if self._held is None:
                 self._offer(table, kind, payload)
             elif len(self._held) < HELD_MAX:
