@@ -258,6 +258,35 @@ def first_deliveries(floor: Probe, suffix: str) -> list[str]:
     return list(seen)
 
 
+def dropped_for_probe(broker: MosquittoProcess) -> bool:
+    """Whether mosquitto logged dropping messages for the floor's probe: with the "small"
+    limits (2 in flight, 2 queued per client) it does for a consumer a loaded machine
+    slows down (``test_mqtt_broker_limits``'s docstring); the table cannot help it."""
+    return "Outgoing messages are being dropped for client probe-" in broker.log_tail(10_000)
+
+
+def retained_state(broker: MosquittoProcess) -> dict[str, Any] | None:
+    """The ``state`` the broker holds retained, read by a new subscriber (blocking)."""
+    probe = Probe(broker, ADMIN, "admin-pw")
+    try:
+        probe.subscribe(f"{ROOT}/state")
+        probe.wait_received(1, 2.0)
+        return json.loads(probe.received[-1][1]) if probe.received else None
+    finally:
+        probe.close()
+
+
+async def retained_state_with_faults(broker: MosquittoProcess) -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while True:
+        state = await asyncio.to_thread(retained_state, broker)
+        if state is not None and "link_faults" in state:
+            return state
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no retained state with the link's faults: {state}")
+        await asyncio.sleep(0.1)
+
+
 @pytest.mark.parametrize(
     ("protocol", "limits"),
     [("5", name) for name in BROKER_LIMITS] + [("3.1.1", "unlimited")],
@@ -301,20 +330,13 @@ async def test_a_refused_round_is_seen_held_and_delivered_in_order_and_nothing_e
         status = link.get_status()
         assert (status["protocol"], status["refusals"]) == (protocol, link.refusals)
         assert [f["topic"] for f in status["faults"]] == ["rounds"]  # type: ignore[index,union-attr]
-        def received_states() -> list[dict[str, Any]]:
-            return [json.loads(p) for t, p in floor.received if t == f"{ROOT}/state"]
-
         # The state saying so follows the fault (on a broker taking two at a time, after
-        # what was in flight): wait for it, then it says exactly this.
-        await until(
-            lambda: bool(received_states()) and "link_faults" in received_states()[-1],
-            10,
-            "the state",
-        )
-        states = received_states()
-        assert [f["topic"] for f in states[-1]["link_faults"]] == ["rounds"]
-        assert states[-1]["refusals"] == ("visible" if protocol == "5" else "undetectable")
-        validate("state", states[-1])
+        # what was in flight): the one the broker holds retained, which a floor system
+        # subscribing gets (the probe's own copy can be dropped: `dropped_for_probe`).
+        state = await retained_state_with_faults(broker)
+        assert [f["topic"] for f in state["link_faults"]] == ["rounds"]
+        assert state["refusals"] == ("visible" if protocol == "5" else "undetectable")
+        validate("state", state)
 
         (broker.workdir.parent / "acl").write_text(ROUNDS_ACL)
         reload_broker(broker)
@@ -322,10 +344,17 @@ async def test_a_refused_round_is_seen_held_and_delivered_in_order_and_nothing_e
         await until(lambda: not link.faults, 10, "the fault cleared")
         # Acknowledged by the broker is not yet delivered to the probe: on a loaded
         # machine the last of them came after the 1 s this waited (a suite run failed).
-        await until(lambda: len(first_deliveries(floor, "rounds")) >= len(ids)
-                    and first_deliveries(floor, "events"), 10, "the deliveries")  # fmt: skip
-        assert first_deliveries(floor, "rounds") == ids  # every round, in order
-        assert len(first_deliveries(floor, "events")) == 1
+        try:
+            await until(lambda: len(first_deliveries(floor, "rounds")) >= len(ids)
+                        and first_deliveries(floor, "events"), 10, "the deliveries")  # fmt: skip
+        except AssertionError:
+            if not dropped_for_probe(broker):
+                raise
+        got = first_deliveries(floor, "rounds")
+        assert got == [i for i in ids if i in got]  # in order
+        if not dropped_for_probe(broker):
+            assert got == ids  # every round
+            assert len(first_deliveries(floor, "events")) == 1
         assert link.stats.outbox_published >= len(entries)
     finally:
         await link.stop()
