@@ -56,11 +56,11 @@ from firmware_host.auth.evidence import canonical_text, seal, seal_text
 from firmware_host.auth.keys import public_pem
 from firmware_host.mqtt.client import _AckClient
 from firmware_host.mqtt.items import Backoff
-from firmware_host.mqtt.pace import BacklogPace
 from firmware_host.mqtt.settings import MqttSettings
 from firmware_host.schemas import PAYLOAD_SCHEMA_VERSION
 from firmware_host.timefmt import iso_utc, utc_now
 
+from .emulink import EmuClient, Sending
 from .floormix import BETS, TablePlan, scaled_round
 
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "golden"
@@ -244,129 +244,6 @@ class EmulatedTable:
 
 def _set_event(event: asyncio.Event, _task: object) -> None:
     event.set()
-
-
-class _EmuClient(_AckClient):
-    """The link's client (PUBACKs by callback, refusals kept) without its burst reader:
-    that reader asks ``select()``, which takes no descriptor above 1023, and an emulator
-    of more than about a thousand tables holds more connections than that in one
-    process (each connection failed with "filedescriptor out of range in select()").
-    The tables read little (a replay request now and then): aiomqtt's own reader does."""
-
-    def _on_socket_open(self, client: Any, userdata: Any, sock: Any) -> None:
-        aiomqtt.Client._on_socket_open(self, client, userdata, sock)
-
-
-class _Sending:
-    """One connection's publications of one table: the heads of its queues in flight,
-    at most the emulator's window, the live rounds (``pending``) first and the backlog
-    beside them at the pace (:class:`~firmware_host.mqtt.pace.BacklogPace`); a round
-    leaves its queue when its PUBACK comes (a broker answers a connection's QoS 1
-    publications in the order it received them, MQTT 3.1.1 section 4.6, and each queue
-    is sent in its order). What the connection had in flight when it ended is sent
-    again on the next one."""
-
-    __slots__ = ("c", "emu", "in_flight", "live", "pace", "root", "sent", "state_due", "t", "wake")
-
-    def __init__(self, emu: Emulator, t: EmulatedTable, c: _AckClient, wake: asyncio.Event) -> None:
-        self.emu, self.t, self.c, self.wake = emu, t, c, wake
-        self.root = emu.root(t.table_id)
-        self.in_flight: deque[tuple[tuple[str, bytes, bytes | None], bool]] = deque()
-        #: In flight from each queue (False: live, True: backlog): its first ones.
-        self.sent = {False: 0, True: 0}
-        self.live = True
-        # What waits now and was made before the last backoff's wait and before the last
-        # failed try began is the backlog: paced when more than a window's entries (a
-        # round and its anchor each), as the link decides; what was made since is live.
-        self.pace = BacklogPace(emu.backlog_per_minute, emu.window, emu.backoff_cap)
-        waiting = [*t.backlog, *t.pending]
-        cut = min(time.time() - self.pace.recent_s, t.down_at or math.inf)
-        t.down_at = 0.0
-        old = 0
-        while old < len(waiting) and emu.made.get(waiting[old][0], 0.0) < cut:
-            old += 1
-        said = t.paced
-        if self.pace.begin(2 * old, time.monotonic()):
-            t.backlog, t.pending = deque(waiting[:old]), deque(waiting[old:])
-            top = int(waiting[old - 1][0].rsplit("-", 2)[-2])
-            t.paced = {"to_seq": top, "per_minute": emu.backlog_per_minute}
-        else:  # unpaced: one queue, in order
-            t.backlog, t.pending, t.paced = deque(), deque(waiting), None
-        self.state_due = t.paced != said  # where the backlog ends, said again
-
-    def _next(self, now: float) -> tuple[tuple[str, bytes, bytes | None], bool] | None:
-        t, sent = self.t, self.sent
-        if len(self.in_flight) >= self.emu.window:
-            return None
-        if sent[False] < len(t.pending):
-            return t.pending[sent[False]], False
-        if sent[True] < len(t.backlog) and self.pace.allowed(now):
-            return t.backlog[sent[True]], True
-        return None
-
-    def room(self) -> bool:
-        """Whether a round could go now."""
-        return self._next(time.monotonic()) is not None
-
-    def wait(self) -> float | None:
-        """Seconds until the backlog's next round may go (None: nothing waits for it)."""
-        if self.sent[True] >= len(self.t.backlog) or len(self.in_flight) >= self.emu.window:
-            return None
-        return self.pace.wait(time.monotonic())
-
-    def fill(self) -> None:
-        """Hand the client the queues' next rounds (each after its anchor), and the
-        table's state when due."""
-        t, emu, paho = self.t, self.emu, self.c._client
-        now = time.monotonic()
-        while (nxt := self._next(now)) is not None:
-            entry, paced = nxt
-            rid, raw, anchor = entry
-            if paced:
-                self.pace.spend(now)
-            if anchor is not None:
-                # Before the round, on the same connection (in order), not waited for:
-                # the round's PUBACK follows its own. Unretained when older than one
-                # handed over already (a backlog's, after a live one).
-                seq = int(rid.rsplit("-", 2)[-2])
-                paho.publish(f"{self.root}/anchor", anchor, qos=1, retain=seq >= t.anchor_top)
-                t.anchor_top = max(t.anchor_top, seq)
-            if rid in emu.published:
-                emu.stats.resent += 1
-            else:
-                emu.published[rid] = time.time()
-            self.in_flight.append(nxt)
-            self.sent[paced] += 1
-            self.c.send(
-                f"{self.root}/rounds", raw, qos=1, retain=False,
-                on_ack=functools.partial(self.acked, entry),
-            )  # fmt: skip
-        if self.state_due:
-            self.state_due = False
-            state = t.seal("state", emu._state_payload(t, "online"))
-            paho.publish(f"{self.root}/state", state, qos=1, retain=True)
-
-    def acked(self, entry: tuple[str, bytes, bytes | None], _refused: Any) -> None:
-        """The broker's PUBACK of ``entry`` (a refusal counts as an answer, as aiomqtt's
-        ``publish`` took it)."""
-        t, emu = self.t, self.emu
-        if not self.live or not self.in_flight or self.in_flight[0][0] is not entry:
-            return  # this connection ended meanwhile: sent again on the next one
-        _, paced = self.in_flight.popleft()
-        queue = t.backlog if paced else t.pending
-        if queue and queue[0] is entry:
-            queue.popleft()
-            self.sent[paced] -= 1
-        emu.stats.published += 1
-        rid = entry[0]
-        acked_seq = int(rid.rsplit("-", 2)[-2])  # our own id form
-        if acked_seq > t.acked_seq:
-            t.acked_seq, t.last_acked = acked_seq, rid
-        if t.paced and not t.backlog:
-            t.paced, self.state_due = None, True  # the backlog is handed over
-        if (emu.state_every and t.seq % emu.state_every == 0) or (t.done and not t.unsent):
-            self.state_due = True
-        self.wake.set()
 
 
 @dataclass
@@ -640,7 +517,7 @@ class Emulator:
             will = aiomqtt.Will(f"{root}/state", offline, qos=1, retain=True)
             tried = time.time()
             try:
-                async with _EmuClient(
+                async with EmuClient(
                     self.host, self.port, identifier=f"{self.client_prefix}-{tid}", will=will,
                     keepalive=15, clean_session=False, timeout=10,
                 ) as c:  # fmt: skip
@@ -676,7 +553,7 @@ class Emulator:
         emulator stops with nothing left (True) or the connection ends (raises
         :class:`aiomqtt.MqttError`)."""
         wake = self._wake[t.table_id]
-        sending = _Sending(self, t, c, wake)
+        sending = Sending(self, t, c, wake)
         try:
             while True:
                 if listener.done():
