@@ -65,6 +65,25 @@ _BACK = {"broker": "taking connections", "ingest": "READY=1"}
 JSON = Any
 
 
+def listen_overflows() -> int | None:
+    """The kernel's count of connections dropped because a listening socket's accept
+    queue was full (``TcpExt: ListenOverflows``; Linux only, else None). mosquitto
+    listens with a backlog of 100: a floor's tables coming back at once can overflow it,
+    and a dropped handshake costs its table a TCP retransmission (about 1 s)."""
+    try:
+        head, values = Path("/proc/net/netstat").read_text().splitlines()[:2]
+    except (OSError, ValueError):
+        return None
+    names, nums = head.split(), values.split()
+    if "ListenOverflows" not in names or len(names) != len(nums):
+        return None
+    return int(nums[names.index("ListenOverflows")])
+
+
+def _p99_ms(seconds: list[float]) -> float | None:
+    return 1000 * percentile(seconds, 99) if seconds else None
+
+
 def _summary(seconds: list[float]) -> dict[str, JSON]:
     return latency_summary(seconds) if seconds else {"n": 0, "p50": None, "p99": None}
 
@@ -127,6 +146,7 @@ async def drain(
         t_listening = 0.0
         backlog = {rid for rid in emu.made if rid not in committed}
         t_up = time.time()
+        overflows_before = listen_overflows()
         assert kind != "broker" or rig.broker.proc is None
         if kind == "broker":
             await asyncio.to_thread(rig.broker.start)  # returns once it takes connections
@@ -175,6 +195,9 @@ async def drain(
             if now > t_up + timeout_s:
                 break
         cpu = meter.stop()
+        overflows_after = listen_overflows()
+        overflows = (None if overflows_before is None or overflows_after is None
+                     else overflows_after - overflows_before)  # fmt: skip
         emu.pause()
         t_end = time.time()
         deadline = time.monotonic() + 120
@@ -202,6 +225,7 @@ async def drain(
             held_by_tables=held_by_tables, all_online=all_online, cpu=cpu,
             missing=missing, twice=twice, log_twice=rig.twice, reconnect=reconnect,
             window=window, pace=pace, workers=workers, batch_max=batch_max,
+            overflows=overflows,
         )  # fmt: skip
     finally:
         emu.stop()
@@ -217,7 +241,7 @@ def _result(
     held_by_tables: int, all_online: float | None, cpu: dict[str, JSON], missing: int,
     twice: dict[str, int],
     log_twice: int, reconnect: tuple[float, float], window: int, pace: int, workers: int,
-    batch_max: int | None,
+    batch_max: int | None, overflows: int | None,
 ) -> dict[str, JSON]:  # fmt: skip
     made, pub = emu.made, emu.published
 
@@ -232,14 +256,23 @@ def _result(
     at = t_back
     while at < t_end:
         made_lat = lat(made, at, at + step)
+        # Where it went: waiting in its table (made -> handed to MQTT), then the floor.
+        in_table = [pub[r] - t for r, t in made.items() if at <= t < at + step and r in pub]
+        floor_lat = lat(pub, at, at + step)
         series.append({
             "from_s": at - t_back,
             "live_rounds": len(made_lat),
-            "made_to_committed_p99_ms": 1000 * percentile(made_lat, 99) if made_lat else None,
+            "made_to_committed_p99_ms": _p99_ms(made_lat),
+            "made_to_published_p99_ms": _p99_ms(in_table),
+            "published_to_committed_p99_ms": _p99_ms(floor_lat),
             "backlog_committed": sum(1 for r in backlog if at <= committed.get(r, -1) < at + step),
         })  # fmt: skip
         at += step
     drain_s = None if drained_at is None else drained_at - t_up
+    # A broker's return: each table's first connection from it (an ingest's outage
+    # leaves the tables connected).
+    back = [min((c for c in t.connected_at if c >= t_up), default=t_end) - t_back
+            for t in emu.tables.values()] if kind == "broker" else []  # fmt: skip
     return {
         "tables": n,
         "outage": kind,
@@ -257,6 +290,14 @@ def _result(
         "drain_s": drain_s,
         "drain_rate_per_s": len(backlog) / drain_s if drain_s else None,
         "all_tables_back_s": all_online,
+        "tables_connected_after_return_s": {
+            "p50": percentile(back, 50),
+            "p99": percentile(back, 99),
+            "max": max(back),
+        }
+        if back
+        else None,
+        "listen_overflows": overflows,
         "baseline_publish_to_committed_ms": _summary(lat(pub, t_play, t_down)),
         "baseline_made_to_committed_ms": _summary(lat(made, t_play, t_down)),
         "live_made_to_committed_ms": _summary(lat(made, t_back, drain_end)),
@@ -359,8 +400,14 @@ def describe(r: dict[str, JSON]) -> list[str]:
         f"{_ms(r['live_publish_to_committed_ms']['p99'])} (before: "
         f"{_ms(r['baseline_made_to_committed_ms']['p99'])}, "
         f"{_ms(r['baseline_publish_to_committed_ms']['p99'])})",
-        "    every 5 s after the return: live rounds made (p99 made -> committed), backlog committed:",
+        "    every 5 s after the return: live rounds made (p99 made -> committed; of it "
+        "made -> handed to MQTT / handed -> committed), backlog committed:",
     ]
+    cb = r.get("tables_connected_after_return_s")
+    if cb:
+        lines.insert(1, f"    the tables connected after the return: p50 {cb['p50']:.2f} s, "
+                        f"p99 {cb['p99']:.2f} s, last {cb['max']:.2f} s; the kernel's listen "
+                        f"overflows meanwhile: {r.get('listen_overflows', '-')}")  # fmt: skip
     if r.get("ready_s") is not None:
         lines.insert(1, f"    the {r['outage']} back ({_BACK[r['outage']]}) "
                         f"{r['ready_s']:.2f} s after its start; "
@@ -368,7 +415,9 @@ def describe(r: dict[str, JSON]) -> list[str]:
                         f"p99 {_ms(r['starting_made_to_committed_ms']['p99'])}")  # fmt: skip
     row = []
     for b in r["series"]:
-        row.append(f"{b['from_s']:.0f}s {b['live_rounds']} ({_ms(b['made_to_committed_p99_ms'])}) "
+        row.append(f"{b['from_s']:.0f}s {b['live_rounds']} ({_ms(b['made_to_committed_p99_ms'])}"
+                   f"; {_ms(b.get('made_to_published_p99_ms'))}/"
+                   f"{_ms(b.get('published_to_committed_p99_ms'))}) "
                    f"+{b['backlog_committed']}")  # fmt: skip
     for i in range(0, len(row), 6):
         lines.append("      " + "; ".join(row[i : i + 6]))

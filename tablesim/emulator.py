@@ -141,6 +141,8 @@ class EmulatedTable:
     anchor: dict[str, Any] | None = None
     anchor_raw: bytes | None = None
     online: bool = False
+    #: When (time.time()) each connection of its came up (the benchmark's return).
+    connected_at: list[float] = field(default_factory=list)
     #: Made all the rounds it was asked for.
     done: bool = False
     #: The last round the broker acknowledged (what ``state`` announces).
@@ -525,6 +527,7 @@ class Emulator:
                     self.stats.connects += 1
                     attempt = 0
                     t.online = True
+                    t.connected_at.append(time.time())
                     await c.subscribe(f"{root}/commands/request", qos=1)
                     await self._state(c, t, "online")
                     listener = asyncio.create_task(self._requests(c, t))

@@ -91,6 +91,39 @@ def test_a_tiny_ingest_outage_is_timed_from_the_workers_ready(tmp_path: Path) ->
     assert sum(b["live_rounds"] for b in r["series"]) > 0, r["series"]
 
 
+@pytest.mark.slow
+@pytest.mark.mosquitto
+@pytest.mark.timeout(300)
+def test_a_tiny_broker_outage_says_where_the_live_rounds_waited(tmp_path: Path) -> None:
+    """20 tables, the broker stopped 3 s: when each table came back, the kernel's
+    listen overflows, and each 5 s's live p99 split into the wait in the table (made ->
+    handed to MQTT) and the floor's part (handed -> committed), neither above the
+    whole (each round's parts are at most its whole)."""
+    from tablesim.broker import find_mosquitto
+    from tablesim.postgres import find_postgres_bin
+
+    if find_mosquitto() is None or find_postgres_bin() is None:
+        pytest.skip("needs mosquitto and PostgreSQL")
+    db = Database(tmp_path)
+    try:
+        r = asyncio.run(floordrain.drain(db, tmp_path, 20, 3.0, "broker", lambda _: None,
+                                         per_hour=1800, baseline_s=1, tail_s=2,
+                                         reconnect=(0.1, 0.5)))  # fmt: skip
+    finally:
+        db.close()
+    assert r["missing"] == 0 and r["stored_twice"] == 0 and r["drain_s"] is not None, r
+    back = r["tables_connected_after_return_s"]
+    assert 0 < back["p50"] <= back["p99"] <= back["max"] < 5, back  # a 0.5 s cap
+    assert isinstance(r["listen_overflows"], int) and r["listen_overflows"] >= 0
+    parts = [b for b in r["series"] if b["live_rounds"]]
+    assert parts, r["series"]
+    for b in parts:
+        whole = b["made_to_committed_p99_ms"]
+        assert b["made_to_published_p99_ms"] <= whole, b
+        assert b["published_to_committed_p99_ms"] <= whole, b
+    assert any("the tables connected after the return: p50" in x for x in floordrain.describe(r))
+
+
 def level(tables: int, p99: float, made: int, scheduled: float, cpu_per_1000: float) -> dict[str, Any]:
     return {"tables": tables, "latency_ms": {"p50": 5.0, "p99": p99}, "missing": 0,
             "rounds_made": made, "rounds_scheduled": scheduled, "rounds_per_s": made / 20,
