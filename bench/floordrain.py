@@ -104,6 +104,7 @@ async def drain(
     pace: int = TABLE_BACKLOG_PER_MINUTE,
     workers: int = 1,
     batch_max: int | None = None,
+    subscription: str = "shared",
     timeout_s: float = 300.0,
 ) -> dict[str, JSON]:
     if kind not in KINDS:
@@ -113,7 +114,8 @@ async def drain(
     # the floor starts tracking it (a round lost before it is never a gap).
     baseline_s = max(baseline_s, 3600.0 / per_hour + 2.0)
     name = f"drain{n}{kind}"
-    rig = FloorRig(d, name, await db.new(name), workers=workers, batch_max=batch_max)
+    rig = FloorRig(d, name, await db.new(name), workers=workers, batch_max=batch_max,
+                   subscription=subscription)  # fmt: skip
     emu = Emulator(
         rig.broker.host, rig.broker.port, plans, client_prefix=name, window=window,
         reconnect=reconnect, backlog_per_minute=pace,
@@ -225,7 +227,7 @@ async def drain(
             held_by_tables=held_by_tables, all_online=all_online, cpu=cpu,
             missing=missing, twice=twice, log_twice=rig.twice, reconnect=reconnect,
             window=window, pace=pace, workers=workers, batch_max=batch_max,
-            overflows=overflows,
+            overflows=overflows, subscription=subscription,
         )  # fmt: skip
     finally:
         emu.stop()
@@ -241,7 +243,7 @@ def _result(
     held_by_tables: int, all_online: float | None, cpu: dict[str, JSON], missing: int,
     twice: dict[str, int],
     log_twice: int, reconnect: tuple[float, float], window: int, pace: int, workers: int,
-    batch_max: int | None, overflows: int | None,
+    batch_max: int | None, overflows: int | None, subscription: str,
 ) -> dict[str, JSON]:  # fmt: skip
     made, pub = emu.made, emu.published
 
@@ -285,6 +287,7 @@ def _result(
         "table_backlog_per_minute": pace,
         "ingest_workers": workers,
         "ingest_batch_max": batch_max,
+        "ingest_subscription": subscription,
         "backlog": len(backlog),
         "held_by_tables": held_by_tables,
         "drain_s": drain_s,
@@ -337,7 +340,8 @@ def figures(r: dict[str, JSON]) -> list[Figure]:
         f"{' a minute' if r.get('table_backlog_per_minute') else ''} (all back "
         f"{_s(r['all_tables_back_s'])} after the return); load average "
         f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}, other processes "
-        f"{r['cpu']['other_processes_cores']:.2f} CPUs"
+        f"{r['cpu']['other_processes_cores']:.2f} CPUs; the ingest's subscription "
+        f"{r.get('ingest_subscription', 'shared')}"
     )
     if r.get("ready_s") is not None:
         st = r["starting_made_to_committed_ms"]

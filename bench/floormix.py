@@ -294,7 +294,9 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
     (``min,max``: the tables' reconnect backoff in seconds; the table's default 0.25,3),
     ``BENCH_DRAIN_PACE`` (the tables' ``backlog_per_minute``; the table's default 60,
     ``0``: unpaced),
-    ``BENCH_DRAIN_BATCH`` (the ingest's ``--batch-max``), ``BENCH_DRAIN_WORKERS``; the years of rounds
+    ``BENCH_DRAIN_BATCH`` (the ingest's ``--batch-max``), ``BENCH_DRAIN_WORKERS``,
+    ``BENCH_DRAIN_SUBSCRIPTION`` (the ingest's ``--subscription``: ``shared`` or
+    ``plain``); the years of rounds
     (``bench.floorparts``): ``BENCH_PARTS_DAYS`` (days held at each step, ``1,4,12``;
     ``0``: none), ``BENCH_PARTS_TABLES`` (100), ``BENCH_PARTS_PAYLOAD`` (bytes, 1024)."""
     from .common import workdir
@@ -322,6 +324,8 @@ def run_city(quick: bool, log: Callable[[str], None]) -> list[Figure]:
         opts["batch_max"] = int(os.environ["BENCH_DRAIN_BATCH"])
     if os.environ.get("BENCH_DRAIN_WORKERS"):
         opts["workers"] = int(os.environ["BENCH_DRAIN_WORKERS"])
+    if os.environ.get("BENCH_DRAIN_SUBSCRIPTION"):  # the ingest's --subscription
+        opts["subscription"] = os.environ["BENCH_DRAIN_SUBSCRIPTION"]
     parts = _env_ints("BENCH_PARTS_DAYS", [1, 3] if quick else [1, 4, 12])
     parts_tables = int(os.environ.get("BENCH_PARTS_TABLES", "100"))
     parts_payload = int(os.environ.get("BENCH_PARTS_PAYLOAD", "1024"))

@@ -211,6 +211,7 @@ class FloorRig:
         workers: int = 1,
         batch_max: int | None = None,
         broker_config: str = "set_tcp_nodelay true",
+        subscription: str = "shared",
     ) -> None:
         self.d, self.name, self.db = d, name, db
         self.registry: Path | None = None
@@ -221,6 +222,8 @@ class FloorRig:
         self.key, _pub = generate("floor-ingest", d / f"ingest-key-{name}", overwrite=True)
         self.n_workers = workers
         self.batch_max = batch_max
+        #: The workers' ``--subscription`` (``shared`` or ``plain``).
+        self.subscription = subscription
         self.lat_logs = [d / f"latency-{name}-w{i}.log" for i in range(workers)]
         self.stats_files = [d / f"stats-{name}-w{i}.json" for i in range(workers)]
         self.workers: list[subprocess.Popen[bytes] | None] = [None] * workers
@@ -250,7 +253,7 @@ class FloorRig:
             "--worker", f"w{i}", "--group", f"bench-{self.name}",
             "--latency-log", str(self.lat_logs[i]), "--registry", str(self.registry),
             "--key", str(self.key), "--principal", "floor-ingest",
-            "--stats-file", str(self.stats_files[i]),
+            "--stats-file", str(self.stats_files[i]), "--subscription", self.subscription,
         ]  # fmt: skip
         if self.batch_max is not None:
             argv += ["--batch-max", str(self.batch_max)]

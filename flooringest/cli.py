@@ -88,6 +88,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the shared subscription's group",
     )
     run.add_argument(
+        "--subscription",
+        choices=("shared", "plain"),
+        default="shared",
+        help="the rounds through the group's shared subscription (several workers split "
+        "them; default) or a plain one (one worker: a restarted broker keeps it and "
+        "queues the rounds published before the worker is back; docs/floor.md)",
+    )
+    run.add_argument(
         "--worker",
         default="w1",
         type=name_like("a worker name"),
@@ -363,6 +371,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         password=password,
         prefix=args.prefix,
         group=args.group,
+        shared=args.subscription == "shared",
         worker=args.worker,
         db=args.db,
         signer=signer,

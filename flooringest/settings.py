@@ -16,6 +16,14 @@ class IngestSettings:
     prefix: str = "casino"
     #: The shared subscription's group: the workers that split the load.
     group: str = "floor-ingest"
+    #: Whether the session takes the rounds through the group's shared subscription
+    #: (several workers split them) or a plain one (``--subscription plain``: a floor
+    #: with one worker). A restarted mosquitto (2.0.11) keeps an offline session's plain
+    #: subscription and queues the rounds published before the worker is back; what
+    #: comes for a shared one before a member of the group is back is dropped, and
+    #: repaired only by the duties' replay (docs/floor.md). Plain with several workers:
+    #: each gets every round (duplicates, dropped by the store).
+    shared: bool = True
     #: This worker's name: its MQTT client id is ``<group>-<worker>`` (a restarted
     #: worker must keep it, to get its session's unacknowledged messages back).
     worker: str = "w1"
@@ -72,7 +80,16 @@ class IngestSettings:
 
     @property
     def subscription(self) -> str:
+        """The session's filter for the rounds."""
+        return self.shared_subscription if self.shared else self.plain_subscription
+
+    @property
+    def shared_subscription(self) -> str:
         return f"$share/{self.group}/{self.prefix}/tables/+/rounds"
+
+    @property
+    def plain_subscription(self) -> str:
+        return f"{self.prefix}/tables/+/rounds"
 
     @property
     def lag_topic(self) -> str:

@@ -33,7 +33,9 @@ them are duplicates.
 **Shared subscription.** ``$share/<group>/<prefix>/tables/+/rounds``: the broker
 hands each message to one worker of the group. One table's rounds are spread over the
 workers, so sequence gaps are found in the database (``Duties.scan``), after a grace
-period, not in a worker's memory.
+period, not in a worker's memory. A floor with one worker may take them through a plain
+subscription (``shared=False``), which a restarted mosquitto keeps for the offline
+session (it drops what comes for a shared one until a member is back).
 
 **The duties** (one worker at a time, a lease in the database): gaps found and asked
 again with the table's ``replay_rounds`` (never beyond what the table announced, and
@@ -356,6 +358,11 @@ class IngestWorker:
                     # the broker: the duty holder publishes them all again.
                     self.notices.records.clear()
                     await client.subscribe(self.s.subscription, qos=1)
+                    # Then the other form goes, if the session switched (both: every
+                    # round twice; in the other order a round between the two was lost).
+                    other = (self.s.plain_subscription if self.s.shared
+                             else self.s.shared_subscription)  # fmt: skip
+                    await client.unsubscribe(other)
                     # Every worker follows every table's anchor and state (small,
                     # retained: what each table announced) and the answers to the
                     # ingest's replay requests.

@@ -51,6 +51,8 @@ class WorkerProcess:
             self.argv += ["--key", str(opts["key"]), "--principal", opts.get("principal", "ingest")]
         if opts.get("registry"):
             self.argv += ["--registry", str(opts["registry"])]
+        if opts.get("subscription"):
+            self.argv += ["--subscription", opts["subscription"]]
         self.name = worker
         self.proc: subprocess.Popen[bytes] | None = None
         self.kills = 0
