@@ -26,7 +26,11 @@ from tablesim.postgres import PostgresProcess
 from .conftest import new_database
 from .signing import Tables, verified
 
-TODAY = int(time.time() // DAY)
+
+def today() -> int:
+    """The UTC day number now (not at import: a suite run crossed midnight and the
+    store's partitions, made when it opened, were the next day's)."""
+    return int(time.time() // DAY)
 
 
 @pytest.fixture
@@ -56,39 +60,40 @@ async def where(store: Store) -> dict[str, str]:
 
 
 async def test_postgres_keeps_the_rounds_by_day_each_once(postgres_url: str, tables: Tables) -> None:
+    now_day = today()
     store = await open_store(postgres_url)
     try:
         assert await store.partitions.is_partitioned()
         names = {d for (d,) in await store.db.fetch(
             "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
             "JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'floor_rounds'")}  # fmt: skip
-        want = {"floor_rounds_" + day_name(d).replace("-", "") for d in range(TODAY, TODAY + 4)}
+        want = {"floor_rounds_" + day_name(d).replace("-", "") for d in range(now_day, now_day + 4)}
         assert want | {"floor_rounds_default"} == names
         t = tables
-        assert await put(store, t, [at(t, "T1", 1, TODAY), at(t, "T1", 2, TODAY + 1),
-                                    at(t, "T2", 1, TODAY - 400)]) == (3, 0)  # fmt: skip
+        assert await put(store, t, [at(t, "T1", 1, now_day), at(t, "T1", 2, now_day + 1),
+                                    at(t, "T2", 1, now_day - 400)]) == (3, 0)  # fmt: skip
         parts = await where(store)
         rid = {json.loads(t.round("T1", s))["round_id"]: s for s in (1, 2)}
         by_seq = {rid[r]: p for r, p in parts.items() if r in rid}
-        assert by_seq == {1: "floor_rounds_" + day_name(TODAY).replace("-", ""),
-                          2: "floor_rounds_" + day_name(TODAY + 1).replace("-", "")}  # fmt: skip
+        assert by_seq == {1: "floor_rounds_" + day_name(now_day).replace("-", ""),
+                          2: "floor_rounds_" + day_name(now_day + 1).replace("-", "")}  # fmt: skip
         assert "floor_rounds_default" in parts.values(), "a stray clock's round: the default"
         # The same round received again on another day (a redelivery after an outage,
         # a replay): its key is taken; a duplicate, not a second row in another partition.
-        assert await put(store, t, [at(t, "T1", 1, TODAY + 2)]) == (0, 1)
+        assert await put(store, t, [at(t, "T1", 1, now_day + 2)]) == (0, 1)
         (n,) = (await store.db.fetch("SELECT COUNT(*) FROM floor_rounds"))[0]
         assert n == 3
         # A query of one table's day reads that day's partition only.
         plan = await store.db.fetch(
             "EXPLAIN SELECT payload FROM floor_rounds WHERE table_id = ? AND received_at >= ? "
-            "AND received_at < ?", "T1", float(TODAY * DAY), float((TODAY + 1) * DAY))
+            "AND received_at < ?", "T1", float(now_day * DAY), float((now_day + 1) * DAY))
         text = "\n".join(str(r[0]) for r in plan)
-        assert "floor_rounds_" + day_name(TODAY).replace("-", "") in text
-        assert "floor_rounds_" + day_name(TODAY + 1).replace("-", "") not in text, text
+        assert "floor_rounds_" + day_name(now_day).replace("-", "") in text
+        assert "floor_rounds_" + day_name(now_day + 1).replace("-", "") not in text, text
         # made ahead: the day after the last partition, once the clock gets there
-        made = await store.partitions.ensure(float((TODAY + 2) * DAY), force=True)
-        assert made == ["floor_rounds_" + day_name(d).replace("-", "") for d in (TODAY + 4, TODAY + 5)]
-        assert await store.partitions.ensure(float((TODAY + 2) * DAY)) == [], "once an hour"
+        made = await store.partitions.ensure(float((now_day + 2) * DAY), force=True)
+        assert made == ["floor_rounds_" + day_name(d).replace("-", "") for d in (now_day + 4, now_day + 5)]
+        assert await store.partitions.ensure(float((now_day + 2) * DAY)) == [], "once an hour"
     finally:
         await store.close()
 
@@ -96,14 +101,15 @@ async def test_postgres_keeps_the_rounds_by_day_each_once(postgres_url: str, tab
 async def test_archive_writes_each_day_then_takes_it_out(
     db_url: str, tables: Tables, tmp_path: Path
 ) -> None:
+    now_day = today()
     store = await open_store(db_url)
     t = tables
-    days = (TODAY - 2, TODAY - 1, TODAY)
+    days = (now_day - 2, now_day - 1, now_day)
     msgs = [at(t, tid, 3 * i + k + 1, d, second=60.0 * k)
             for i, d in enumerate(days) for tid in ("T1", "T2") for k in range(3)]  # fmt: skip
     try:
         # the partitions of two days ago on (made then, had the floor run then)
-        await store.partitions.ensure(float((TODAY - 2) * DAY), force=True)
+        await store.partitions.ensure(float((now_day - 2) * DAY), force=True)
         assert (await put(store, t, msgs))[0] == len(msgs)
         held = await store.partitions.days()
         assert [(d["day"], d["rounds"]) for d in held] == [(day_name(d), 6) for d in days]
@@ -113,7 +119,7 @@ async def test_archive_writes_each_day_then_takes_it_out(
         await store.close()
     # Every day before today, through the command.
     out = tmp_path / "archive"
-    before = float(TODAY * DAY)
+    before = float(now_day * DAY)
     args = argparse.Namespace(db=db_url, before=before, dir=str(out))
     assert await asyncio.to_thread(cmd_archive, args) == 0
     for i, d in enumerate(days[:2]):
@@ -150,11 +156,12 @@ async def test_archive_writes_each_day_then_takes_it_out(
 async def test_a_database_made_before_the_keys_gets_them(tmp_path: Path, tables: Tables) -> None:
     """Schema 2 (one floor_rounds table): opened, its rounds' keys are made once, and
     a redelivery of one of its rounds is a duplicate."""
+    now_day = today()
     url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
     store = await open_store(url)
     t = tables
     try:
-        assert (await put(store, t, [at(t, "T1", 1, TODAY), at(t, "T1", 2, TODAY)]))[0] == 2
+        assert (await put(store, t, [at(t, "T1", 1, now_day), at(t, "T1", 2, now_day)]))[0] == 2
         await store.db.execute("DROP TABLE floor_round_keys")
         await store.db.execute("DELETE FROM floor_meta WHERE name = 'round_keys'")
     finally:
@@ -163,7 +170,7 @@ async def test_a_database_made_before_the_keys_gets_them(tmp_path: Path, tables:
     try:
         (keys,) = (await store.db.fetch("SELECT COUNT(*) FROM floor_round_keys"))[0]
         assert keys == 2
-        assert await put(store, t, [at(t, "T1", 2, TODAY + 1), at(t, "T1", 3, TODAY)]) == (1, 1)
+        assert await put(store, t, [at(t, "T1", 2, now_day + 1), at(t, "T1", 3, now_day)]) == (1, 1)
     finally:
         await store.close()
 
