@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import math
 import socket
 import time
@@ -70,17 +71,31 @@ class EmuClient(_AckClient):
         return self
 
     async def _tcp(self) -> socket.socket:
-        host, port = self._hostname, self._port
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setblocking(False)
-        try:
-            async with asyncio.timeout(self.timeout):
-                await asyncio.get_running_loop().sock_connect(sock, (host, port))
-        except BaseException:
-            sock.close()
-            raise
-        return sock
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(self.timeout):
+            infos: list[tuple[socket.AddressFamily, Any]]
+            try:  # an address as it stands (the benchmark's): no lookup
+                family = ipaddress.ip_address(self._hostname).version
+                infos = [(socket.AF_INET6 if family == 6 else socket.AF_INET,
+                          (self._hostname, self._port))]  # fmt: skip
+            except ValueError:  # a name: looked up (in the executor, as asyncio does)
+                found = await loop.getaddrinfo(self._hostname, self._port,
+                                               type=socket.SOCK_STREAM)  # fmt: skip
+                infos = [(f, addr) for f, _t, _p, _c, addr in found]
+            for i, (family_, address) in enumerate(infos):  # each in turn, as paho's
+                sock = socket.socket(family_, socket.SOCK_STREAM)
+                sock.setblocking(False)
+                try:
+                    await loop.sock_connect(sock, address)
+                    return sock
+                except OSError:
+                    sock.close()
+                    if i == len(infos) - 1:
+                        raise
+                except BaseException:
+                    sock.close()
+                    raise
+        raise OSError(f"no address for {self._hostname!r}")
 
 
 class Sending:

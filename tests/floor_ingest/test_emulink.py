@@ -52,3 +52,12 @@ async def test_connected_on_the_loop_it_publishes_and_receives(
                 break
     async with EmuClient(host, port, identifier="t1", timeout=10) as c:  # again
         await c.publish("t/y", b"again", qos=1)
+
+
+@pytest.mark.mosquitto
+async def test_a_host_name_is_looked_up(mosquitto_broker: Any) -> None:
+    """A name, not an address: looked up, then its addresses tried in turn (on a
+    machine where ``localhost`` names ::1 first, the broker on 127.0.0.1 is the second;
+    here it names 127.0.0.1 only, so the turn itself is not exercised)."""
+    async with EmuClient("localhost", mosquitto_broker.port, identifier="t2", timeout=10) as c:
+        await c.publish("t/z", b"by name", qos=1)
