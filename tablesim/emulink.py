@@ -45,7 +45,7 @@ class EmuClient(_AckClient):
         connect in the loop's executor (six threads here), and a thousand tables' tries
         waited there for the interpreter's lock behind the loop: after a broker's
         return the last table took a second and more to come back (a thousand clients
-        connecting on a busy loop: 0.3-1.3 s through the executor, 0.25 s on the loop).
+        connecting on a busy loop: 0.3-1.3 s through the executor, 0.22-0.23 s on the loop).
         The TCP connection is made with the loop's non-blocking ``sock_connect`` and
         handed to paho, which then only writes its CONNECT. (A real table is one
         client: the daemon keeps aiomqtt's own.)"""

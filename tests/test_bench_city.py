@@ -67,13 +67,9 @@ def test_an_ingest_outage_counts_the_live_rounds_from_the_ingests_readiness() ->
     assert "READY" not in floordrain.figures({**r, "outage": "broker"})[0].note
 
 
-@pytest.mark.slow
-@pytest.mark.mosquitto
-@pytest.mark.timeout(300)
-def test_a_tiny_ingest_outage_is_timed_from_the_workers_ready(tmp_path: Path) -> None:
-    """20 tables, the ingest stopped 3 s: the worker's READY=1 reaches the bench's
-    notification socket after its start, the rounds played between are counted apart
-    and drain with the backlog: nothing lost, nothing twice."""
+def tiny_drain(tmp_path: Path, kind: str, **opts: Any) -> dict[str, Any]:
+    """20 tables, the ``kind`` stopped 3 s (mosquitto and PostgreSQL needed): the
+    drain's result, once checked for nothing lost, nothing twice, and drained."""
     from tablesim.broker import find_mosquitto
     from tablesim.postgres import find_postgres_bin
 
@@ -81,11 +77,22 @@ def test_a_tiny_ingest_outage_is_timed_from_the_workers_ready(tmp_path: Path) ->
         pytest.skip("needs mosquitto and PostgreSQL")
     db = Database(tmp_path)
     try:
-        r = asyncio.run(floordrain.drain(db, tmp_path, 20, 3.0, "ingest", lambda _: None,
-                                         per_hour=1800, baseline_s=1, tail_s=2))  # fmt: skip
+        r = asyncio.run(floordrain.drain(db, tmp_path, 20, 3.0, kind, lambda _: None,
+                                         per_hour=1800, baseline_s=1, tail_s=2, **opts))  # fmt: skip
     finally:
         db.close()
     assert r["missing"] == 0 and r["stored_twice"] == 0 and r["drain_s"] is not None, r
+    return r
+
+
+@pytest.mark.slow
+@pytest.mark.mosquitto
+@pytest.mark.timeout(300)
+def test_a_tiny_ingest_outage_is_timed_from_the_workers_ready(tmp_path: Path) -> None:
+    """20 tables, the ingest stopped 3 s: the worker's READY=1 reaches the bench's
+    notification socket after its start, the rounds played between are counted apart
+    and drain with the backlog: nothing lost, nothing twice."""
+    r = tiny_drain(tmp_path, "ingest")
     assert 0.05 < r["ready_s"] < 10, r["ready_s"]  # a process's start: never instant
     assert r["starting_made_to_committed_ms"]["n"] <= r["starting_rounds"]
     assert sum(b["live_rounds"] for b in r["series"]) > 0, r["series"]
@@ -99,19 +106,7 @@ def test_a_tiny_broker_outage_says_where_the_live_rounds_waited(tmp_path: Path) 
     listen overflows, and each 5 s's live p99 split into the wait in the table (made ->
     handed to MQTT) and the floor's part (handed -> committed), neither above the
     whole (each round's parts are at most its whole)."""
-    from tablesim.broker import find_mosquitto
-    from tablesim.postgres import find_postgres_bin
-
-    if find_mosquitto() is None or find_postgres_bin() is None:
-        pytest.skip("needs mosquitto and PostgreSQL")
-    db = Database(tmp_path)
-    try:
-        r = asyncio.run(floordrain.drain(db, tmp_path, 20, 3.0, "broker", lambda _: None,
-                                         per_hour=1800, baseline_s=1, tail_s=2,
-                                         reconnect=(0.1, 0.5)))  # fmt: skip
-    finally:
-        db.close()
-    assert r["missing"] == 0 and r["stored_twice"] == 0 and r["drain_s"] is not None, r
+    r = tiny_drain(tmp_path, "broker", reconnect=(0.1, 0.5))
     back = r["tables_connected_after_return_s"]
     assert 0 < back["p50"] <= back["p99"] <= back["max"] < 5, back  # a 0.5 s cap
     assert isinstance(r["listen_overflows"], int) and r["listen_overflows"] >= 0
